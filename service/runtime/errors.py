@@ -1,0 +1,98 @@
+"""Typed runtime errors.
+
+Callers map these by type (for example to HTTP problem codes); the message is for humans only.
+"""
+
+from __future__ import annotations
+
+
+class SandboxRuntimeError(Exception):
+    """Base of every error raised by a sandbox runtime."""
+
+
+class RuntimeUnavailable(SandboxRuntimeError):
+    """The runtime cannot work on this machine; `diagnosis` says why and what would fix it."""
+
+    def __init__(self, runtime: str, diagnosis: str) -> None:
+        super().__init__(f"{runtime} runtime unavailable: {diagnosis}")
+        self.runtime = runtime
+        self.diagnosis = diagnosis
+
+
+class ImageNotFound(SandboxRuntimeError):
+    def __init__(self, image: str) -> None:
+        super().__init__(f"image not found: {image}")
+        self.image = image
+
+
+class ImageBuildFailed(SandboxRuntimeError):
+    """Building or importing an image failed; the message carries the failing step."""
+
+
+class InvalidImage(SandboxRuntimeError):
+    """An OCI layout is malformed or uses something this runtime does not support."""
+
+
+class SandboxNotFound(SandboxRuntimeError):
+    def __init__(self, sandbox_id: str) -> None:
+        super().__init__(f"sandbox not found: {sandbox_id}")
+        self.sandbox_id = sandbox_id
+
+
+class SnapshotNotFound(SandboxRuntimeError):
+    def __init__(self, snapshot_id: str) -> None:
+        super().__init__(f"snapshot not found: {snapshot_id}")
+        self.snapshot_id = snapshot_id
+
+
+class ExecNotFound(SandboxRuntimeError):
+    def __init__(self, exec_id: str) -> None:
+        super().__init__(f"exec not found: {exec_id}")
+        self.exec_id = exec_id
+
+
+class SandboxFailed(SandboxRuntimeError):
+    """The sandbox died (for example killed by the memory cap: reason "oom") and cannot be used."""
+
+    def __init__(self, sandbox_id: str, reason: str, detail: str = "") -> None:
+        text = f"sandbox {sandbox_id} failed: {reason}"
+        super().__init__(f"{text} ({detail})" if detail else text)
+        self.sandbox_id = sandbox_id
+        self.reason = reason
+        self.detail = detail
+
+
+class SandboxBusy(SandboxRuntimeError):
+    """The operation needs the sandbox idle (for example a snapshot while an exec runs)."""
+
+
+class ResourceExhausted(SandboxRuntimeError):
+    """The host cannot take more (disk, processes) or a request exceeds a hard runtime limit."""
+
+
+class InvalidSpec(SandboxRuntimeError):
+    """A sandbox spec or exec request is out of range."""
+
+
+class InvalidPath(SandboxRuntimeError):
+    """A sandbox file path is not acceptable (`..`, NUL, empty, ...)."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"invalid path {path!r}: {why}")
+        self.path = path
+        self.why = why
+
+
+class PathNotFound(SandboxRuntimeError):
+    def __init__(self, path: str) -> None:
+        super().__init__(f"no such file in sandbox: {path}")
+        self.path = path
+
+
+class PathNotAllowed(SandboxRuntimeError):
+    """The sandbox refused the file operation (permission denied, is a directory, disk full...)."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"cannot access {path!r} in sandbox: {why}")
+        self.path = path
+        self.why = why

@@ -1,0 +1,110 @@
+"""The one interface every sandbox runtime implements."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Protocol, runtime_checkable
+
+from .types import (
+    ExecRequest,
+    ExecResult,
+    FileEntry,
+    OutputChunk,
+    SandboxInfo,
+    SandboxSpec,
+    SandboxStats,
+    SnapshotInfo,
+)
+
+
+@runtime_checkable
+class Execution(Protocol):
+    """A running exec: iterate its output, then (or instead) wait for its result."""
+
+    @property
+    def id(self) -> str: ...
+
+    def output(self) -> AsyncIterator[OutputChunk]:
+        """Chunks as they arrive (up to the output cap); ends when the process's output ends."""
+        ...
+
+    async def wait(self) -> ExecResult:
+        """The result; drains output nobody read. Never raises for a non-zero exit."""
+        ...
+
+    async def kill(self) -> None:
+        """Kill the process tree; the result's outcome becomes `killed`."""
+        ...
+
+
+@runtime_checkable
+class SandboxRuntime(Protocol):
+    """Sandboxes from OCI images, with caps, exec, files, snapshots.
+
+    Errors are the types in `service.runtime.errors`. Sandbox, exec and snapshot ids are
+    opaque strings made by the runtime.
+    """
+
+    name: str
+
+    async def create(self, image: str, spec: SandboxSpec) -> SandboxInfo: ...
+
+    async def get(self, sandbox_id: str) -> SandboxInfo: ...
+
+    async def list_sandboxes(self) -> list[SandboxInfo]:
+        """Every sandbox of this runtime on this host, including ones from a previous run."""
+        ...
+
+    async def destroy(self, sandbox_id: str) -> None:
+        """Remove the sandbox and everything it held; a missing sandbox is not an error."""
+        ...
+
+    async def exec(self, sandbox_id: str, request: ExecRequest) -> Execution: ...
+
+    async def run(self, sandbox_id: str, request: ExecRequest) -> ExecResult:
+        """`exec` and wait: output collected up to the cap."""
+        ...
+
+    async def kill_exec(self, sandbox_id: str, exec_id: str) -> None: ...
+
+    async def write_file(
+        self,
+        sandbox_id: str,
+        path: str,
+        data: bytes | AsyncIterable[bytes],
+        *,
+        mode: int = 0o644,
+        user: str | None = None,
+    ) -> int:
+        """Write (create or replace) a file through the sandbox; returns bytes written."""
+        ...
+
+    def read_file(
+        self, sandbox_id: str, path: str, *, user: str | None = None
+    ) -> AsyncIterator[bytes]:
+        """Stream a file out through the sandbox."""
+        ...
+
+    async def list_files(
+        self, sandbox_id: str, path: str, *, user: str | None = None
+    ) -> list[FileEntry]: ...
+
+    async def snapshot(self, sandbox_id: str) -> SnapshotInfo:
+        """Capture the sandbox (memory and files); it keeps running afterwards."""
+        ...
+
+    async def create_from_snapshot(self, snapshot_id: str) -> SandboxInfo: ...
+
+    async def list_snapshots(self) -> list[SnapshotInfo]: ...
+
+    async def delete_snapshot(self, snapshot_id: str) -> None: ...
+
+    async def stats(self, sandbox_id: str) -> SandboxStats: ...
+
+    async def reap_orphans(self) -> list[str]:
+        """Destroy sandboxes this process does not know about (left by a previous run)."""
+        ...
+
+    async def close(self) -> None:
+        """Forget live handles; sandboxes stay (the database is the record)."""
+        ...

@@ -1,0 +1,114 @@
+"""Data the runtime Protocol takes and returns."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+Outcome = Literal["exited", "timeout", "oom", "killed"]
+NetworkPolicy = Literal["none"]
+SandboxState = Literal["running", "failed", "stopped"]
+
+DEFAULT_OUTPUT_CAP = 1 << 20  # bytes kept per stream; the rest is counted, not kept
+
+
+class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """Caps and identity of one sandbox. Every cap is always set."""
+
+    vcpus: float = 1.0
+    memory_mib: int = 512
+    pids: int = 128
+    disk_mib: int = 512
+    user: str = "1000:1000"
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    network: NetworkPolicy = "none"
+    labels: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class ExecRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One command. `user=None` runs as the sandbox's user; `timeout_s` is the deadline."""
+
+    argv: list[str]
+    cwd: str = "/work"
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    stdin: bytes | None = None
+    user: str | None = None
+    timeout_s: float = 60.0
+    output_cap: int = DEFAULT_OUTPUT_CAP
+
+
+class OutputChunk(msgspec.Struct, frozen=True):
+    """A piece of an exec's output, in arrival order. `stream` is "stdout" or "stderr"."""
+
+    stream: Literal["stdout", "stderr"]
+    data: bytes
+
+
+class ExecResult(msgspec.Struct, frozen=True, kw_only=True):
+    """How an exec ended. A non-zero exit is data, not an error.
+
+    `stdout`/`stderr` hold the first `output_cap` bytes; the byte counts cover everything the
+    process wrote, and the truncation flags say whether anything was dropped.
+    """
+
+    exec_id: str
+    exit_code: int | None
+    outcome: Outcome
+    started_after_s: float
+    duration_s: float
+    stdout: bytes = b""
+    stderr: bytes = b""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+
+
+class SandboxInfo(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    runtime: str
+    image: str
+    image_digest: str
+    spec: SandboxSpec
+    state: SandboxState
+    created_at: float
+    failure_reason: str | None = None
+    from_snapshot: str | None = None
+
+
+class SandboxStats(msgspec.Struct, frozen=True, kw_only=True):
+    cpu_seconds: float
+    memory_bytes: int
+    memory_limit_bytes: int
+    pids: int
+    pids_limit: int
+
+
+class FileEntry(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    kind: Literal["file", "dir", "symlink", "other"]
+    size: int
+    mode: int
+    mtime: float
+
+
+class SnapshotInfo(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    runtime: str
+    sandbox_id: str
+    image: str
+    image_digest: str
+    spec: SandboxSpec
+    created_at: float
+    size_bytes: int
+
+
+class ImageInfo(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    digest: str
+    size_bytes: int
+    created_at: float
+    path: str
+    build_key: str | None = None
+    config: dict[str, object] = msgspec.field(default_factory=dict)
