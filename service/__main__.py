@@ -1,0 +1,116 @@
+"""The `airlock` command: serve, migrate, keys, and (from the runtime layer) image and doctor."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from service.errors import ConfigurationError
+from service.settings import Settings
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from service.app import create_app
+
+    settings = Settings.from_env(host=args.host, port=args.port)
+    app = create_app(settings)
+    print(
+        f"airlock: serving on http://{settings.host}:{settings.port} "
+        f"({settings.env.value}, database {_shown_url(settings)})",
+        file=sys.stderr,
+    )
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        proxy_headers=False,
+        lifespan="on",
+    )
+    return 0
+
+
+def _shown_url(settings: Settings) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(settings.effective_database_url).render_as_string(hide_password=True)
+
+
+def _migrate(args: argparse.Namespace, settings: Settings) -> int:
+    from service.db import migrate
+
+    url = settings.effective_database_url
+    settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if args.revision.startswith("-") or args.down:
+        migrate.downgrade(url, args.revision)
+    else:
+        migrate.upgrade(url, args.revision)
+    print(f"airlock: database {_shown_url(settings)} is at {args.revision}", file=sys.stderr)
+    return 0
+
+
+def _keys_rotate(args: argparse.Namespace, settings: Settings) -> int:
+    from service.auth.keyring import create_key
+
+    key = create_key(settings.keys_dir)
+    print(f"airlock: new signing key {key.kid} in {settings.keys_dir}; it signs from now on")
+    return 0
+
+
+def _keys_list(args: argparse.Namespace, settings: Settings) -> int:
+    from service.auth.keyring import KeyRing
+
+    ring = KeyRing(settings.keys_dir)
+    keys = ring.all()
+    for key in keys:
+        marker = "signing" if key is keys[-1] else "verify-only"
+        print(f"{key.kid}  {marker}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="airlock", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the HTTP API")
+    serve.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port (default 8080)")
+    serve.set_defaults(func=_serve)
+
+    mig = sub.add_parser("migrate", help="apply database migrations")
+    mig.add_argument("revision", nargs="?", default="head")
+    mig.add_argument("--down", action="store_true", help="downgrade to REVISION")
+    mig.set_defaults(func=_migrate)
+
+    keys = sub.add_parser("keys", help="manage token signing keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    keys_sub.add_parser("rotate", help="add a new signing key").set_defaults(func=_keys_rotate)
+    keys_sub.add_parser("list", help="list signing keys").set_defaults(func=_keys_list)
+
+    try:
+        from service.runtime.commands import add_commands
+    except ImportError:
+        pass
+    else:
+        add_commands(sub, Settings.from_env)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings.from_env()
+        return int(args.func(args, settings) or 0)
+    except ConfigurationError as exc:
+        print(f"airlock: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import msgspec
+from msgspec import Meta
+
+KeyName = Annotated[str, Meta(min_length=1, max_length=100)]
+Scope = Annotated[str, Meta(min_length=1, max_length=40)]
+
+
+class ApiKeyCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    name: KeyName
+    # Omitted: every scope the caller holds.
+    scopes: Annotated[list[Scope], Meta(max_length=32)] | None = None
+
+
+class ApiKey(msgspec.Struct, kw_only=True):
+    id: str
+    tenant_id: str
+    name: str
+    prefix: str
+    scopes: list[str]
+    created_at: datetime
+    created_by: str
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+class ApiKeyCreated(msgspec.Struct, kw_only=True):
+    api_key: ApiKey
+    # Shown once; only its hash is stored.
+    key: str
+
+
+class ApiKeyPage(msgspec.Struct, kw_only=True):
+    items: list[ApiKey]
+    next_cursor: str | None

@@ -1,0 +1,73 @@
+"""Reads of one chain; every statement is scoped to it through `_scoped`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import datetime
+
+from sqlalchemy import Select, delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.db.models import AuditChainHead, AuditEvent
+
+
+class AuditRepository:
+    def __init__(self, session: AsyncSession, chain: str) -> None:
+        self.session = session
+        self.chain = chain
+
+    def _scoped(self, stmt: Select[tuple[AuditEvent]]) -> Select[tuple[AuditEvent]]:
+        return stmt.where(AuditEvent.chain == self.chain)
+
+    async def list(
+        self,
+        *,
+        limit: int,
+        before_seq: int | None,
+        action: str | None,
+        target: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[AuditEvent]:
+        stmt = self._scoped(select(AuditEvent))
+        if before_seq is not None:
+            stmt = stmt.where(AuditEvent.seq < before_seq)
+        if action is not None:
+            stmt = stmt.where(AuditEvent.action == action)
+        if target is not None:
+            stmt = stmt.where(AuditEvent.target == target)
+        if since is not None:
+            stmt = stmt.where(AuditEvent.ts >= since)
+        if until is not None:
+            stmt = stmt.where(AuditEvent.ts < until)
+        stmt = stmt.order_by(AuditEvent.seq.desc()).limit(limit)
+        return list((await self.session.scalars(stmt)).all())
+
+    async def stream(self, batch: int = 1000) -> AsyncIterator[AuditEvent]:
+        after = 0
+        while True:
+            rows = list(
+                (
+                    await self.session.scalars(
+                        self._scoped(select(AuditEvent))
+                        .where(AuditEvent.seq > after)
+                        .order_by(AuditEvent.seq)
+                        .limit(batch)
+                    )
+                ).all()
+            )
+            for row in rows:
+                yield row
+            if len(rows) < batch:
+                return
+            after = rows[-1].seq
+            self.session.expunge_all()
+
+    async def head(self) -> AuditChainHead | None:
+        return await self.session.get(AuditChainHead, self.chain)
+
+    async def purge_before(self, cutoff: datetime) -> int:
+        result = await self.session.execute(
+            delete(AuditEvent).where(AuditEvent.chain == self.chain, AuditEvent.ts < cutoff)
+        )
+        return result.rowcount or 0

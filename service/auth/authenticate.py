@@ -1,0 +1,109 @@
+"""Turn a bearer credential into a Principal: an API key, the operator key or a JWT."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from datetime import timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.auth.principal import OPERATOR, Principal, PrincipalKind
+from service.auth.tokens import TokenCodec
+from service.db.base import utcnow
+from service.db.models import ApiKey, RevokedToken, Tenant
+from service.errors import Unauthenticated
+
+API_KEY_PREFIX = "alk_"
+# `last_used_at` is written at most this often per key, so reads do not become writes.
+LAST_USED_RESOLUTION = timedelta(seconds=30)
+
+
+def hash_api_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class Authenticator:
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        codec: TokenCodec,
+        operator_key: str,
+    ) -> None:
+        self.sessionmaker = sessionmaker
+        self.codec = codec
+        self._operator_digest = hashlib.sha256(operator_key.encode()).digest()
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        if not authorization:
+            raise Unauthenticated("no bearer credential")
+        scheme, _, credential = authorization.partition(" ")
+        credential = credential.strip()
+        if scheme.lower() != "bearer" or not credential:
+            raise Unauthenticated("expected `Authorization: Bearer <credential>`")
+        if hmac.compare_digest(hashlib.sha256(credential.encode()).digest(), self._operator_digest):
+            return OPERATOR
+        if credential.startswith(API_KEY_PREFIX):
+            return await self._from_api_key(credential)
+        return await self._from_token(credential)
+
+    async def _from_api_key(self, credential: str) -> Principal:
+        async with self.sessionmaker() as session, session.begin():
+            row = (
+                await session.execute(
+                    select(ApiKey, Tenant.status)
+                    .join(Tenant, Tenant.id == ApiKey.tenant_id)
+                    .where(ApiKey.key_hash == hash_api_key(credential))
+                )
+            ).one_or_none()
+            if row is None:
+                raise Unauthenticated("unknown API key")
+            key, tenant_status = row
+            if key.revoked_at is not None:
+                raise Unauthenticated("API key revoked")
+            if tenant_status != "active":
+                raise Unauthenticated("tenant suspended")
+            now = utcnow()
+            if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
+                await session.execute(
+                    update(ApiKey).where(ApiKey.id == key.id).values(last_used_at=now)
+                )
+            return Principal(
+                kind=PrincipalKind.API_KEY,
+                actor=key.id,
+                tenant_id=key.tenant_id,
+                scopes=frozenset(key.scopes),
+                key_id=key.id,
+            )
+
+    async def _from_token(self, credential: str) -> Principal:
+        claims = self.codec.verify(credential)
+        async with self.sessionmaker() as session:
+            revoked = await session.scalar(
+                select(RevokedToken.jti).where(RevokedToken.jti == claims.jti)
+            )
+            if revoked is not None:
+                raise Unauthenticated("token revoked")
+            row = (
+                await session.execute(
+                    select(ApiKey.revoked_at, ApiKey.tenant_id, Tenant.status)
+                    .join(Tenant, Tenant.id == ApiKey.tenant_id)
+                    .where(ApiKey.id == claims.sub)
+                )
+            ).one_or_none()
+        # A token lives no longer than the key that minted it.
+        if row is None or row.tenant_id != claims.tid:
+            raise Unauthenticated("token subject unknown")
+        if row.revoked_at is not None:
+            raise Unauthenticated("the API key that issued this token was revoked")
+        if row.status != "active":
+            raise Unauthenticated("tenant suspended")
+        return Principal(
+            kind=PrincipalKind.TOKEN,
+            actor=claims.jti,
+            tenant_id=claims.tid,
+            scopes=frozenset(claims.scp),
+            key_id=claims.sub,
+            sandbox_id=claims.sbx,
+        )

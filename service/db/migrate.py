@@ -1,0 +1,53 @@
+"""Apply and check migrations programmatically (the `airlock migrate` command and serve's check)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.errors import ConfigurationError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def alembic_config(url: str) -> Config:
+    cfg = Config(str(ROOT / "alembic.ini"))
+    cfg.set_main_option("script_location", str(ROOT / "migrations"))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Blocking; run it outside an event loop (or in a thread)."""
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str) -> None:
+    command.downgrade(alembic_config(url), revision)
+
+
+def head_revision(url: str) -> str | None:
+    return ScriptDirectory.from_config(alembic_config(url)).get_current_head()
+
+
+async def current_revision(engine: AsyncEngine) -> str | None:
+    async with engine.connect() as conn:
+        return await conn.run_sync(
+            lambda sync_conn: MigrationContext.configure(sync_conn).get_current_revision()
+        )
+
+
+async def ensure_migrated(engine: AsyncEngine, url: str) -> None:
+    current = await current_revision(engine)
+    head = head_revision(url)
+    if current != head:
+        shown = engine.url.render_as_string(hide_password=True)
+        raise ConfigurationError(
+            f"the database at {shown} is not migrated (at {current or 'an empty schema'}, "
+            f"needs {head}); run `airlock migrate` first"
+        )

@@ -1,0 +1,187 @@
+"""Error types with an HTTP status and a stable code; `problem_response` renders them (RFC 9457)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from litestar import Request, Response
+from litestar.exceptions import (
+    HTTPException,
+    MethodNotAllowedException,
+    NotFoundException,
+    ValidationException,
+)
+
+from service.requestid import request_id_for
+
+log = logging.getLogger("airlock.errors")
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+
+
+class ConfigurationError(Exception):
+    """The service cannot start with the settings it was given."""
+
+
+class AppError(Exception):
+    status = 500
+    code = "internal_error"
+    title = "Internal server error"
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(detail or self.title)
+        self.detail = detail or self.title
+        self.headers = headers or {}
+        self.extra = extra or {}
+
+
+class BadRequest(AppError):
+    status, code, title = 400, "bad_request", "Bad request"
+
+
+class Unauthenticated(AppError):
+    status, code, title = 401, "unauthenticated", "Authentication required"
+
+    def __init__(self, detail: str | None = None, **kwargs: Any) -> None:
+        super().__init__(detail, **kwargs)
+        self.headers.setdefault("WWW-Authenticate", 'Bearer realm="airlock"')
+
+
+class Forbidden(AppError):
+    status, code, title = 403, "forbidden", "Forbidden"
+
+
+class MissingScope(Forbidden):
+    code, title = "missing_scope", "The credential lacks a required scope"
+
+
+class NotFound(AppError):
+    status, code, title = 404, "not_found", "Not found"
+
+
+class Conflict(AppError):
+    status, code, title = 409, "conflict", "Conflict"
+
+
+class InvalidTransition(Conflict):
+    code, title = "invalid_state_transition", "The resource is not in a state that allows this"
+
+
+class Unprocessable(AppError):
+    status, code, title = 422, "validation_failed", "The request is not valid"
+
+
+class QuotaExceeded(AppError):
+    status, code, title = 429, "quota_exceeded", "A tenant quota was exceeded"
+
+    def __init__(self, detail: str | None = None, *, retry_after_s: int = 1, **kw: Any) -> None:
+        super().__init__(detail, **kw)
+        self.headers["Retry-After"] = str(max(1, int(retry_after_s)))
+
+
+class ServiceUnavailable(AppError):
+    status, code, title = 503, "unavailable", "The service cannot serve this now"
+
+
+def _problem(
+    request: Request[Any, Any, Any],
+    *,
+    status: int,
+    code: str,
+    title: str,
+    detail: str,
+    headers: dict[str, str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Response[dict[str, Any]]:
+    body: dict[str, Any] = {
+        "type": f"https://airlock.dev/problems/{code}",
+        "title": title,
+        "status": status,
+        "code": code,
+        "detail": detail,
+        "instance": request.url.path,
+        "request_id": request_id_for(request.scope),
+    }
+    if extra:
+        body.update({k: v for k, v in extra.items() if k not in body})
+    return Response(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
+
+
+def app_error_handler(request: Request[Any, Any, Any], exc: AppError) -> Response[dict[str, Any]]:
+    return _problem(
+        request,
+        status=exc.status,
+        code=exc.code,
+        title=exc.title,
+        detail=exc.detail,
+        headers=exc.headers,
+        extra=exc.extra,
+    )
+
+
+def http_exception_handler(
+    request: Request[Any, Any, Any], exc: HTTPException
+) -> Response[dict[str, Any]]:
+    """Litestar's own exceptions (routing, parsing, validation) in the same problem shape."""
+    status = exc.status_code
+    if isinstance(exc, ValidationException):
+        errors = exc.extra if isinstance(exc.extra, list) else []
+        return _problem(
+            request,
+            status=422 if status == 400 else status,
+            code="validation_failed",
+            title="The request is not valid",
+            detail=str(exc.detail),
+            extra={"errors": errors},
+        )
+    code = {
+        400: "bad_request",
+        401: "unauthenticated",
+        403: "forbidden",
+        404: "not_found",
+        405: "method_not_allowed",
+        413: "payload_too_large",
+        415: "unsupported_media_type",
+        429: "too_many_requests",
+    }.get(status, "internal_error" if status >= 500 else "http_error")
+    if isinstance(exc, NotFoundException):
+        detail = "No such resource or route"
+    elif isinstance(exc, MethodNotAllowedException):
+        detail = "Method not allowed on this route"
+    else:
+        detail = str(exc.detail) if status < 500 else "Internal server error"
+    return _problem(
+        request,
+        status=status,
+        code=code,
+        title=detail if status < 500 else "Internal server error",
+        detail=detail,
+        headers=exc.headers,
+    )
+
+
+def unhandled_exception_handler(
+    request: Request[Any, Any, Any], exc: Exception
+) -> Response[dict[str, Any]]:
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return _problem(
+        request,
+        status=500,
+        code="internal_error",
+        title="Internal server error",
+        detail="The server failed to handle this request; quote the request id when reporting it.",
+    )
+
+
+EXCEPTION_HANDLERS = {
+    AppError: app_error_handler,
+    HTTPException: http_exception_handler,
+    Exception: unhandled_exception_handler,
+}

@@ -1,0 +1,114 @@
+"""One typed settings object, built once from `AIRLOCK_*` variables and passed explicitly."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+
+import msgspec
+
+from service.errors import ConfigurationError
+
+
+class Environment(StrEnum):
+    DEVELOPMENT = "development"
+    PRODUCTION = "production"
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    env: Environment = Environment.DEVELOPMENT
+    state_dir: Path = Path(".airlock")
+    database_url: str = ""
+    jwt_issuer: str = "airlock"
+    jwt_audience: str = "airlock-api"
+    # Directory of Ed25519 private keys in PEM, one file per key id; defaults to <state_dir>/keys.
+    jwt_keys_dir: Path | None = None
+    operator_key: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8080
+    audit_retention_days: int = 90
+    retention_interval_s: float = 3600.0
+    runtime: str = "auto"
+    runsc_platform: str | None = None
+    log_level: str = "INFO"
+    otel_traces_exporter: str = "none"
+
+    @property
+    def is_production(self) -> bool:
+        return self.env is Environment.PRODUCTION
+
+    @property
+    def keys_dir(self) -> Path:
+        return self.jwt_keys_dir or self.state_dir / "keys"
+
+    @property
+    def effective_database_url(self) -> str:
+        embedded = (self.state_dir / "airlock.db").resolve()
+        return self.database_url or f"sqlite+aiosqlite:///{embedded}"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        """Build settings from `AIRLOCK_*` variables (and the standard `OTEL_*` exporter choice)."""
+        env = os.environ if environ is None else environ
+        raw: dict[str, object] = {}
+        for field in msgspec.structs.fields(cls):
+            if field.name in ("otel_traces_exporter",):
+                continue
+            value = env.get(f"AIRLOCK_{field.name.upper()}")
+            if value not in (None, ""):
+                raw[field.name] = value
+        exporter = env.get("OTEL_TRACES_EXPORTER")
+        if exporter is None and env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+            exporter = "otlp"
+        if exporter:
+            raw["otel_traces_exporter"] = exporter
+        raw.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            settings = msgspec.convert(raw, cls, strict=False, dec_hook=_decode)
+        except msgspec.ValidationError as exc:
+            raise ConfigurationError(f"invalid AIRLOCK_* setting: {exc}") from exc
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        if self.audit_retention_days < 1:
+            raise ConfigurationError("AIRLOCK_AUDIT_RETENTION_DAYS must be at least 1")
+        if self.runtime not in ("auto", "boxlite", "gvisor"):
+            raise ConfigurationError("AIRLOCK_RUNTIME must be one of auto, boxlite, gvisor")
+        if self.otel_traces_exporter not in ("none", "otlp", "console"):
+            raise ConfigurationError("OTEL_TRACES_EXPORTER must be one of none, otlp, console")
+        if self.operator_key is not None and len(self.operator_key) < 32:
+            raise ConfigurationError("AIRLOCK_OPERATOR_KEY must be at least 32 characters")
+        if self.is_production:
+            if self.operator_key is None:
+                raise ConfigurationError(
+                    "AIRLOCK_OPERATOR_KEY is required when AIRLOCK_ENV=production"
+                )
+            if self.operator_key.lower() in WEAK_OPERATOR_KEYS:
+                raise ConfigurationError("AIRLOCK_OPERATOR_KEY is a default value; set a real one")
+            if self.jwt_keys_dir is None:
+                raise ConfigurationError(
+                    "AIRLOCK_JWT_KEYS_DIR is required when AIRLOCK_ENV=production "
+                    "(create a key with `airlock keys rotate`)"
+                )
+
+
+def _decode(kind: type, value: object) -> object:
+    if kind is Path and isinstance(value, str):
+        return Path(value)
+    raise NotImplementedError
+
+
+# Values that appear in examples and must never guard a production deployment.
+WEAK_OPERATOR_KEYS = frozenset(
+    {
+        "changeme" * 4,
+        "change-me-change-me-change-me-change-me",
+        "0" * 32,
+        "a" * 32,
+        "operator-key-operator-key-operator-key",
+        "dev-operator-key-dev-operator-key",
+    }
+)

@@ -1,0 +1,47 @@
+"""OpenTelemetry tracing (exporter chosen by the standard `OTEL_*` variables) and Prometheus."""
+
+from __future__ import annotations
+
+from litestar.plugins.opentelemetry import OpenTelemetryConfig, OpenTelemetryPlugin
+from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
+from service.settings import Settings
+
+
+def tracer_provider(settings: Settings, extra: SpanProcessor | None = None) -> TracerProvider:
+    # Resource.create() reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+    provider = TracerProvider(resource=Resource.create({"service.name": "airlock"}))
+    if settings.otel_traces_exporter == "otlp":
+        # Reads OTEL_EXPORTER_OTLP_* for endpoint, headers and timeouts.
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    elif settings.otel_traces_exporter == "console":
+        provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
+    if extra is not None:
+        provider.add_span_processor(extra)
+    return provider
+
+
+def otel_plugin(provider: TracerProvider) -> OpenTelemetryPlugin:
+    return OpenTelemetryPlugin(
+        OpenTelemetryConfig(tracer_provider=provider, exclude=["/healthz", "/metrics"])
+    )
+
+
+class MetricsController(PrometheusController):
+    path = "/metrics"
+    opt = {"public": True}
+    include_in_schema = False
+
+
+def prometheus_config() -> PrometheusConfig:
+    return PrometheusConfig(
+        app_name="airlock",
+        prefix="airlock",
+        group_path=True,
+        exclude=["/metrics"],
+    )

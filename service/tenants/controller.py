@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, get, patch, post
+from litestar.params import Parameter
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.apikeys.schemas import ApiKeyCreate, ApiKeyCreated
+from service.audit.recorder import AuditContext
+from service.pagination import DEFAULT_LIMIT, MAX_LIMIT
+from service.tenants import service
+from service.tenants.schemas import Tenant, TenantCreate, TenantCreated, TenantPage, TenantUpdate
+
+
+class TenantController(Controller):
+    path = "/v1/tenants"
+    tags = ["tenants"]
+    opt = {"operator": True}
+
+    @post("/", operation_id="create_tenant", summary="Create a tenant and its first API key")
+    async def create_tenant(
+        self, db_session: AsyncSession, audit_ctx: AuditContext, data: TenantCreate
+    ) -> TenantCreated:
+        return await service.create_tenant(db_session, audit_ctx, data)
+
+    @get("/", operation_id="list_tenants", summary="List tenants")
+    async def list_tenants(
+        self,
+        db_session: AsyncSession,
+        cursor: str | None = None,
+        limit: Annotated[int, Parameter(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+    ) -> TenantPage:
+        return await service.list_tenants(db_session, limit=limit, cursor=cursor)
+
+    @get("/{tenant_id:str}", operation_id="get_tenant", summary="Get a tenant")
+    async def get_tenant(self, db_session: AsyncSession, tenant_id: str) -> Tenant:
+        return service.to_schema(await service.get_tenant(db_session, tenant_id))
+
+    @patch("/{tenant_id:str}", operation_id="update_tenant", summary="Change quotas or suspend")
+    async def update_tenant(
+        self, db_session: AsyncSession, audit_ctx: AuditContext, tenant_id: str, data: TenantUpdate
+    ) -> Tenant:
+        return await service.update_tenant(db_session, audit_ctx, tenant_id, data)
+
+    @post(
+        "/{tenant_id:str}/api-keys",
+        operation_id="create_tenant_api_key",
+        summary="Create an API key for a tenant (shown once)",
+    )
+    async def create_tenant_api_key(
+        self,
+        db_session: AsyncSession,
+        audit_ctx: AuditContext,
+        tenant_id: str,
+        data: ApiKeyCreate,
+    ) -> ApiKeyCreated:
+        return await service.create_tenant_key(db_session, audit_ctx, tenant_id, data)

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+TenantName = Annotated[
+    str, Meta(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$")
+]
+TenantStatus = Literal["active", "suspended"]
+
+# Hard limits on what an operator may grant; defaults are what a new tenant gets.
+TOKEN_TTL_HARD_CAP_S = 86_400
+
+
+class Quotas(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    max_sandboxes: Annotated[int, Meta(ge=0, le=10_000)] = 10
+    max_vcpus: Annotated[int, Meta(ge=0, le=1024)] = 8
+    max_memory_mib: Annotated[int, Meta(ge=0, le=4_194_304)] = 16_384
+    max_sandbox_ttl_s: Annotated[int, Meta(ge=60, le=2_592_000)] = 3600
+    max_exec_timeout_s: Annotated[int, Meta(ge=1, le=86_400)] = 600
+    execs_per_minute: Annotated[int, Meta(ge=0, le=1_000_000)] = 120
+    max_upload_mib: Annotated[int, Meta(ge=0, le=102_400)] = 100
+    max_token_ttl_s: Annotated[int, Meta(ge=60, le=TOKEN_TTL_HARD_CAP_S)] = 900
+    audit_retention_days: Annotated[int, Meta(ge=1, le=3650)] = 90
+
+
+class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    max_sandboxes: Annotated[int, Meta(ge=0, le=10_000)] | None = None
+    max_vcpus: Annotated[int, Meta(ge=0, le=1024)] | None = None
+    max_memory_mib: Annotated[int, Meta(ge=0, le=4_194_304)] | None = None
+    max_sandbox_ttl_s: Annotated[int, Meta(ge=60, le=2_592_000)] | None = None
+    max_exec_timeout_s: Annotated[int, Meta(ge=1, le=86_400)] | None = None
+    execs_per_minute: Annotated[int, Meta(ge=0, le=1_000_000)] | None = None
+    max_upload_mib: Annotated[int, Meta(ge=0, le=102_400)] | None = None
+    max_token_ttl_s: Annotated[int, Meta(ge=60, le=TOKEN_TTL_HARD_CAP_S)] | None = None
+    audit_retention_days: Annotated[int, Meta(ge=1, le=3650)] | None = None
+
+
+class TenantCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    name: TenantName
+    quotas: QuotasPatch | None = None
+
+
+class TenantUpdate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    quotas: QuotasPatch | None = None
+    status: TenantStatus | None = None
+
+
+class Tenant(msgspec.Struct, kw_only=True):
+    id: str
+    name: str
+    status: TenantStatus
+    quotas: Quotas
+    created_at: datetime
+    updated_at: datetime
+
+
+class TenantCreated(msgspec.Struct, kw_only=True):
+    tenant: Tenant
+    api_key: str
+    api_key_id: str
+
+
+class TenantPage(msgspec.Struct, kw_only=True):
+    items: list[Tenant]
+    next_cursor: str | None

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, Request, delete, get, post
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.audit.recorder import AuditContext
+from service.auth.principal import Principal
+from service.tokens import service
+from service.tokens.schemas import JWKS, TokenCreate, TokenCreated
+
+
+class TokenController(Controller):
+    path = "/v1/tokens"
+    tags = ["tokens"]
+    opt = {"authenticated": True}
+
+    @post("/", operation_id="create_token", summary="Exchange an API key for a scoped JWT")
+    async def create_token(
+        self,
+        request: Request[Any, Any, Any],
+        db_session: AsyncSession,
+        principal: Principal,
+        audit_ctx: AuditContext,
+        data: TokenCreate,
+    ) -> TokenCreated:
+        codec = request.app.state.token_codec
+        return await service.issue_token(db_session, audit_ctx, codec, principal, data)
+
+    @delete("/{jti:str}", operation_id="revoke_token", summary="Revoke a token by its jti")
+    async def revoke_token(
+        self, db_session: AsyncSession, principal: Principal, audit_ctx: AuditContext, jti: str
+    ) -> None:
+        await service.revoke_token(db_session, audit_ctx, principal, jti)
+
+
+@get(
+    "/.well-known/jwks.json",
+    operation_id="get_jwks",
+    summary="Public keys that verify Airlock tokens",
+    opt={"public": True},
+    tags=["tokens"],
+    cache_control=None,
+)
+async def jwks(request: Request[Any, Any, Any]) -> JWKS:
+    return JWKS(keys=request.app.state.keyring.jwks()["keys"])
