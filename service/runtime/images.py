@@ -124,14 +124,31 @@ def _require(tool: str, package: str) -> str:
 def _compile_helpers(staging: Path, progress: Progress) -> None:
     gcc = _require("gcc", "gcc libc6-dev")
     _run(
-        [gcc, "-O2", "-s", "-static", "-o", str(staging / "airlock-init"),
-         str(_SOURCES / "airlock-init.c")],
-        progress, "compile init",
+        [
+            gcc,
+            "-O2",
+            "-s",
+            "-static",
+            "-o",
+            str(staging / "airlock-init"),
+            str(_SOURCES / "airlock-init.c"),
+        ],
+        progress,
+        "compile init",
     )
     _run(
-        [gcc, "-O2", "-s", "-shared", "-fPIC", "-o", str(staging / "libairlock-statx.so"),
-         str(_SOURCES / "statx-shim.c")],
-        progress, "compile statx shim",
+        [
+            gcc,
+            "-O2",
+            "-s",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(staging / "libairlock-statx.so"),
+            str(_SOURCES / "statx-shim.c"),
+        ],
+        progress,
+        "compile statx shim",
     )
 
 
@@ -139,10 +156,22 @@ def _download_wheels(staging: Path, progress: Progress) -> None:
     wheels = staging / "wheels"
     wheels.mkdir()
     _run(
-        [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--quiet",
-         "--only-binary=:all:", "--python-version", "3.11", "--dest", str(wheels),
-         PYTEST_REQUIREMENT],
-        progress, "download wheels on the host",
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--disable-pip-version-check",
+            "--quiet",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.11",
+            "--dest",
+            str(wheels),
+            PYTEST_REQUIREMENT,
+        ],
+        progress,
+        "download wheels on the host",
     )
 
 
@@ -182,9 +211,20 @@ def _pack_layer(rootfs: Path, staging: Path, progress: Progress) -> tuple[Path, 
     """Tar the rootfs (sorted, numeric owners) and gzip it; return (layer.tar.gz, diff_id)."""
     layer_tar = staging / "layer.tar"
     _run(
-        [_require("tar", "tar"), "--create", "--file", str(layer_tar), "--sort=name",
-         "--numeric-owner", "--one-file-system", "-C", str(rootfs), "."],
-        progress, "pack rootfs",
+        [
+            _require("tar", "tar"),
+            "--create",
+            "--file",
+            str(layer_tar),
+            "--sort=name",
+            "--numeric-owner",
+            "--one-file-system",
+            "-C",
+            str(rootfs),
+            ".",
+        ],
+        progress,
+        "pack rootfs",
     )
     diff_id = oci.sha256_file(layer_tar)
     progress("compress layer (gzip)")
@@ -248,14 +288,23 @@ def _build(state_dir: Path, name: str, key: str, progress: Progress) -> ImageInf
         env = _chroot_env()
         hook = f'sh {staging}/customize.sh "$1" {staging} "{PYTEST_REQUIREMENT}"'
         _run(
-            [mmdebstrap, "--mode=root", "--variant=minbase", "--format=directory",
-             "--include=" + ",".join(PACKAGES),
-             "--aptopt=APT::Install-Recommends \"false\"",
-             "--dpkgopt=path-exclude=/usr/share/doc/*",
-             "--dpkgopt=path-exclude=/usr/share/man/*",
-             "--customize-hook=" + hook,
-             SUITE, str(rootfs), f"deb {mirror} {SUITE} main"],
-            progress, "mmdebstrap", env=env,
+            [
+                mmdebstrap,
+                "--mode=root",
+                "--variant=minbase",
+                "--format=directory",
+                "--include=" + ",".join(PACKAGES),
+                '--aptopt=APT::Install-Recommends "false"',
+                "--dpkgopt=path-exclude=/usr/share/doc/*",
+                "--dpkgopt=path-exclude=/usr/share/man/*",
+                "--customize-hook=" + hook,
+                SUITE,
+                str(rootfs),
+                f"deb {mirror} {SUITE} main",
+            ],
+            progress,
+            "mmdebstrap",
+            env=env,
         )
         _clean_rootfs(rootfs)
         layer_gz, diff_id = _pack_layer(rootfs, staging, progress)
@@ -274,8 +323,10 @@ def _build(state_dir: Path, name: str, key: str, progress: Progress) -> ImageInf
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     info = get_image(state_dir, name)
-    progress(f"built image {name!r} {info.digest} ({info.size_bytes / 1e6:.0f} MB) "
-             f"in {time.monotonic() - started:.0f} s")
+    progress(
+        f"built image {name!r} {info.digest} ({info.size_bytes / 1e6:.0f} MB) "
+        f"in {time.monotonic() - started:.0f} s"
+    )
     return info
 
 

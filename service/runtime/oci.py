@@ -216,7 +216,7 @@ def unpack_layers(layout: Layout, dest: Path) -> None:
                             _remove(child)
                     continue
                 if base.startswith(".wh."):
-                    _remove(dest / parent / base[len(".wh."):])
+                    _remove(dest / parent / base[len(".wh.") :])
                     continue
                 existing = dest / name
                 if (existing.exists() or existing.is_symlink()) and not (
