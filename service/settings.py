@@ -96,7 +96,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _decode(kind: type, value: object) -> object:
-    if kind is Path and isinstance(value, str):
+    if kind is Path and isinstance(value, str | Path):
         return Path(value)
     raise NotImplementedError
 

@@ -20,7 +20,8 @@ BIGID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 # The audit log is append-only at the database: updates and truncation are always refused;
 # deletes only inside the retention job's transaction and only for events older than a day.
-PG_GUARD = """
+PG_GUARD = (
+    """
 CREATE FUNCTION airlock_audit_events_guard() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -32,14 +33,19 @@ BEGIN
     RAISE EXCEPTION 'audit_events is append-only (% refused)', TG_OP
         USING ERRCODE = 'insufficient_privilege';
 END
-$$;
+$$
+""",
+    """
 CREATE TRIGGER audit_events_append_only
     BEFORE UPDATE OR DELETE ON audit_events
-    FOR EACH ROW EXECUTE FUNCTION airlock_audit_events_guard();
+    FOR EACH ROW EXECUTE FUNCTION airlock_audit_events_guard()
+""",
+    """
 CREATE TRIGGER audit_events_no_truncate
     BEFORE TRUNCATE ON audit_events
-    FOR EACH STATEMENT EXECUTE FUNCTION airlock_audit_events_guard();
-"""
+    FOR EACH STATEMENT EXECUTE FUNCTION airlock_audit_events_guard()
+""",
+)
 
 SQLITE_GUARD = """
 CREATE TRIGGER audit_events_append_only BEFORE UPDATE ON audit_events
@@ -130,7 +136,8 @@ def upgrade() -> None:
     op.create_index("ix_audit_events_chain_ts", "audit_events", ["chain", "ts"])
 
     if op.get_bind().dialect.name == "postgresql":
-        op.execute(PG_GUARD)
+        for statement in PG_GUARD:
+            op.execute(statement)
     else:
         op.execute(SQLITE_GUARD)
 

@@ -1,16 +1,12 @@
 from __future__ import annotations
 
-from typing import Annotated
-
 from litestar import Controller, delete, get, post
-from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncSession
+from litestar.params import FromPath, JSONBody
 
 from service.apikeys import service
 from service.apikeys.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyPage
-from service.audit.recorder import AuditContext
-from service.auth.principal import Principal
-from service.pagination import DEFAULT_LIMIT, MAX_LIMIT
+from service.deps import Audit, CurrentPrincipal, Cursor, DbSession, Limit
+from service.pagination import DEFAULT_LIMIT
 
 
 class ApiKeyController(Controller):
@@ -21,10 +17,10 @@ class ApiKeyController(Controller):
     @get("/", operation_id="list_api_keys", summary="List the tenant's API keys")
     async def list_api_keys(
         self,
-        db_session: AsyncSession,
-        principal: Principal,
-        cursor: str | None = None,
-        limit: Annotated[int, Parameter(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+        db_session: DbSession,
+        principal: CurrentPrincipal,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
     ) -> ApiKeyPage:
         assert principal.tenant_id is not None
         return await service.list_keys(db_session, principal.tenant_id, limit=limit, cursor=cursor)
@@ -32,16 +28,20 @@ class ApiKeyController(Controller):
     @post("/", operation_id="create_api_key", summary="Create an API key (shown once)")
     async def create_api_key(
         self,
-        db_session: AsyncSession,
-        principal: Principal,
-        audit_ctx: AuditContext,
-        data: ApiKeyCreate,
+        db_session: DbSession,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        data: JSONBody[ApiKeyCreate],
     ) -> ApiKeyCreated:
         return await service.create_for_principal(db_session, audit_ctx, principal, data)
 
     @delete("/{key_id:str}", operation_id="revoke_api_key", summary="Revoke an API key")
     async def revoke_api_key(
-        self, db_session: AsyncSession, principal: Principal, audit_ctx: AuditContext, key_id: str
+        self,
+        db_session: DbSession,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        key_id: FromPath[str],
     ) -> None:
         assert principal.tenant_id is not None
         await service.revoke_key(db_session, audit_ctx, principal.tenant_id, key_id)

@@ -4,33 +4,32 @@ from datetime import datetime
 from typing import Annotated
 
 from litestar import Controller, get
-from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncSession
+from litestar.params import FromQuery, QueryParameter
 
 from service.audit import service
 from service.audit.recorder import OPERATOR_CHAIN
 from service.audit.schemas import AuditPage, AuditVerification
-from service.auth.principal import Principal
 from service.db.base import as_utc
-from service.errors import Unprocessable
-from service.pagination import DEFAULT_LIMIT, MAX_LIMIT
+from service.deps import CurrentPrincipal, Cursor, DbSession, Limit
+from service.errors import NotFound, Unprocessable
+from service.pagination import DEFAULT_LIMIT
 
 TenantParam = Annotated[
     str | None,
-    Parameter(
-        query="tenant_id",
+    QueryParameter(
+        name="tenant_id",
         description="Operator only: the tenant whose chain to read; `_operator` for the "
         "operator's own chain.",
     ),
 ]
 
 
-def _chain(principal: Principal, tenant_id: str | None) -> str:
+def _chain(principal: CurrentPrincipal, tenant_id: str | None) -> str:
     if principal.is_operator:
         return tenant_id or OPERATOR_CHAIN
     if tenant_id is not None and tenant_id != principal.tenant_id:
         # Another tenant's chain does not exist for this caller.
-        return f"_none_{principal.tenant_id}"
+        raise NotFound(f"no tenant {tenant_id}")
     return principal.tenant_id or OPERATOR_CHAIN
 
 
@@ -42,15 +41,15 @@ class AuditController(Controller):
     @get("/", operation_id="list_audit_events", summary="List audit events, newest first")
     async def list_audit_events(
         self,
-        db_session: AsyncSession,
-        principal: Principal,
+        db_session: DbSession,
+        principal: CurrentPrincipal,
         tenant_id: TenantParam = None,
-        action: str | None = None,
-        target: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        cursor: str | None = None,
-        limit: Annotated[int, Parameter(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+        action: FromQuery[str | None] = None,
+        target: FromQuery[str | None] = None,
+        since: FromQuery[datetime | None] = None,
+        until: FromQuery[datetime | None] = None,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
     ) -> AuditPage:
         since, until = as_utc(since), as_utc(until)
         if since is not None and until is not None and since >= until:
@@ -72,6 +71,6 @@ class AuditController(Controller):
         summary="Recompute the hash chain and report the first broken link",
     )
     async def verify_audit_chain(
-        self, db_session: AsyncSession, principal: Principal, tenant_id: TenantParam = None
+        self, db_session: DbSession, principal: CurrentPrincipal, tenant_id: TenantParam = None
     ) -> AuditVerification:
         return await service.verify_chain(db_session, _chain(principal, tenant_id))

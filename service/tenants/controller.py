@@ -1,14 +1,11 @@
 from __future__ import annotations
 
-from typing import Annotated
-
 from litestar import Controller, get, patch, post
-from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncSession
+from litestar.params import FromPath, JSONBody
 
 from service.apikeys.schemas import ApiKeyCreate, ApiKeyCreated
-from service.audit.recorder import AuditContext
-from service.pagination import DEFAULT_LIMIT, MAX_LIMIT
+from service.deps import Audit, Cursor, DbSession, Limit
+from service.pagination import DEFAULT_LIMIT
 from service.tenants import service
 from service.tenants.schemas import Tenant, TenantCreate, TenantCreated, TenantPage, TenantUpdate
 
@@ -20,26 +17,30 @@ class TenantController(Controller):
 
     @post("/", operation_id="create_tenant", summary="Create a tenant and its first API key")
     async def create_tenant(
-        self, db_session: AsyncSession, audit_ctx: AuditContext, data: TenantCreate
+        self, db_session: DbSession, audit_ctx: Audit, data: JSONBody[TenantCreate]
     ) -> TenantCreated:
         return await service.create_tenant(db_session, audit_ctx, data)
 
     @get("/", operation_id="list_tenants", summary="List tenants")
     async def list_tenants(
         self,
-        db_session: AsyncSession,
-        cursor: str | None = None,
-        limit: Annotated[int, Parameter(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+        db_session: DbSession,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
     ) -> TenantPage:
         return await service.list_tenants(db_session, limit=limit, cursor=cursor)
 
     @get("/{tenant_id:str}", operation_id="get_tenant", summary="Get a tenant")
-    async def get_tenant(self, db_session: AsyncSession, tenant_id: str) -> Tenant:
+    async def get_tenant(self, db_session: DbSession, tenant_id: FromPath[str]) -> Tenant:
         return service.to_schema(await service.get_tenant(db_session, tenant_id))
 
     @patch("/{tenant_id:str}", operation_id="update_tenant", summary="Change quotas or suspend")
     async def update_tenant(
-        self, db_session: AsyncSession, audit_ctx: AuditContext, tenant_id: str, data: TenantUpdate
+        self,
+        db_session: DbSession,
+        audit_ctx: Audit,
+        tenant_id: FromPath[str],
+        data: JSONBody[TenantUpdate],
     ) -> Tenant:
         return await service.update_tenant(db_session, audit_ctx, tenant_id, data)
 
@@ -50,9 +51,9 @@ class TenantController(Controller):
     )
     async def create_tenant_api_key(
         self,
-        db_session: AsyncSession,
-        audit_ctx: AuditContext,
-        tenant_id: str,
-        data: ApiKeyCreate,
+        db_session: DbSession,
+        audit_ctx: Audit,
+        tenant_id: FromPath[str],
+        data: JSONBody[ApiKeyCreate],
     ) -> ApiKeyCreated:
         return await service.create_tenant_key(db_session, audit_ctx, tenant_id, data)

@@ -3,10 +3,9 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Controller, Request, delete, get, post
-from sqlalchemy.ext.asyncio import AsyncSession
+from litestar.params import FromPath, JSONBody
 
-from service.audit.recorder import AuditContext
-from service.auth.principal import Principal
+from service.deps import Audit, CurrentPrincipal, DbSession
 from service.tokens import service
 from service.tokens.schemas import JWKS, TokenCreate, TokenCreated
 
@@ -20,17 +19,21 @@ class TokenController(Controller):
     async def create_token(
         self,
         request: Request[Any, Any, Any],
-        db_session: AsyncSession,
-        principal: Principal,
-        audit_ctx: AuditContext,
-        data: TokenCreate,
+        db_session: DbSession,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        data: JSONBody[TokenCreate],
     ) -> TokenCreated:
         codec = request.app.state.token_codec
         return await service.issue_token(db_session, audit_ctx, codec, principal, data)
 
     @delete("/{jti:str}", operation_id="revoke_token", summary="Revoke a token by its jti")
     async def revoke_token(
-        self, db_session: AsyncSession, principal: Principal, audit_ctx: AuditContext, jti: str
+        self,
+        db_session: DbSession,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        jti: FromPath[str],
     ) -> None:
         await service.revoke_token(db_session, audit_ctx, principal, jti)
 

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The test command: installs and starts what the tests need, then runs ruff and the tests.
+# The bulk of the tests runs on PostgreSQL; the smoke set (-m sqlite) runs again on SQLite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+
+scripts/python-env.sh
+export AIRLOCK_TEST_PG_ADMIN_URL=$(scripts/postgres.sh)
+if [[ -x scripts/runtime-setup.sh ]]; then scripts/runtime-setup.sh; fi
+
+echo "==> ruff" >&2
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+
+echo "==> tests on PostgreSQL" >&2
+AIRLOCK_TEST_DATABASE=postgresql .venv/bin/pytest -q -p no:cacheprovider "$@"
+
+echo "==> smoke tests on SQLite" >&2
+AIRLOCK_TEST_DATABASE=sqlite .venv/bin/pytest -q -p no:cacheprovider -m sqlite "$@"
+
+echo "==> all tests passed in $(( $(date +%s) - start )) s" >&2
