@@ -19,9 +19,11 @@ import asyncpg
 import pytest
 from litestar.testing import AsyncTestClient
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.app import create_app
 from service.db import migrate
+from service.db.session import make_engine, make_sessionmaker
 from service.settings import Settings
 
 OPERATOR_KEY = "alo_test_" + secrets.token_urlsafe(32)
@@ -149,6 +151,15 @@ async def api(settings: Settings) -> AsyncIterator[Api]:
     app = create_app(settings, run_jobs=False)
     async with AsyncTestClient(app=app) as client:
         yield Api(client=client, settings=settings)
+
+
+@pytest.fixture(scope="session")
+async def sessionmaker(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+    """Direct database access for assertions, on the tests' own event loop (the app under test
+    runs on another one, so its engine must not be shared)."""
+    engine = make_engine(database_url)
+    yield make_sessionmaker(engine)
+    await engine.dispose()
 
 
 @pytest.fixture
