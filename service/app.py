@@ -94,6 +94,7 @@ def create_app(
         lifespan=[lifespan],
         dependencies={
             "db_session": Provide(provide_db_session),
+            "settings": Provide(lambda: settings, sync_to_thread=False),
             "principal": Provide(provide_principal, sync_to_thread=False),
             "audit_ctx": Provide(provide_audit_context, sync_to_thread=False),
         },

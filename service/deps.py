@@ -11,7 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from service.audit.recorder import AuditContext
 from service.auth.principal import Principal
 from service.pagination import DEFAULT_LIMIT, MAX_LIMIT
+from service.settings import Settings
 
+AppSettings = NamedDependency[Settings]
 DbSession = NamedDependency[AsyncSession]
 CurrentPrincipal = NamedDependency[Principal]
 Audit = NamedDependency[AuditContext]

@@ -4,10 +4,17 @@ from litestar import Controller, get, patch, post
 from litestar.params import FromPath, JSONBody
 
 from service.apikeys.schemas import ApiKeyCreate, ApiKeyCreated
-from service.deps import Audit, Cursor, DbSession, Limit
+from service.deps import AppSettings, Audit, Cursor, DbSession, Limit
 from service.pagination import DEFAULT_LIMIT
 from service.tenants import service
-from service.tenants.schemas import Tenant, TenantCreate, TenantCreated, TenantPage, TenantUpdate
+from service.tenants.schemas import (
+    Quotas,
+    Tenant,
+    TenantCreate,
+    TenantCreated,
+    TenantPage,
+    TenantUpdate,
+)
 
 
 class TenantController(Controller):
@@ -17,9 +24,14 @@ class TenantController(Controller):
 
     @post("/", operation_id="create_tenant", summary="Create a tenant and its first API key")
     async def create_tenant(
-        self, db_session: DbSession, audit_ctx: Audit, data: JSONBody[TenantCreate]
+        self,
+        db_session: DbSession,
+        audit_ctx: Audit,
+        settings: AppSettings,
+        data: JSONBody[TenantCreate],
     ) -> TenantCreated:
-        return await service.create_tenant(db_session, audit_ctx, data)
+        defaults = Quotas(audit_retention_days=settings.audit_retention_days)
+        return await service.create_tenant(db_session, audit_ctx, data, defaults)
 
     @get("/", operation_id="list_tenants", summary="List tenants")
     async def list_tenants(

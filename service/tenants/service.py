@@ -51,13 +51,13 @@ def to_schema(row: models.Tenant) -> Tenant:
 
 
 async def create_tenant(
-    session: AsyncSession, ctx: AuditContext, data: TenantCreate
+    session: AsyncSession, ctx: AuditContext, data: TenantCreate, defaults: Quotas
 ) -> TenantCreated:
     repo = TenantRepository(session)
     if await repo.get_by_name(data.name) is not None:
         raise Conflict(f"a tenant named {data.name!r} exists")
     now = utcnow()
-    quotas = _apply(Quotas(), data.quotas)
+    quotas = _apply(defaults, data.quotas)
     row = models.Tenant(
         id=new_id("ten"),
         name=data.name,
