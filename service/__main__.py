@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import sys
 from collections.abc import Sequence
@@ -17,6 +18,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from service.app import create_app
 
     settings = Settings.from_env(host=args.host, port=args.port)
+    # Refuse before binding the port, with the fix in the message.
+    asyncio.run(_check_migrated(settings))
     app = create_app(settings)
     print(
         f"airlock: serving on http://{settings.host}:{settings.port} "
@@ -32,6 +35,18 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         lifespan="on",
     )
     return 0
+
+
+async def _check_migrated(settings: Settings) -> None:
+    from service.db.migrate import ensure_migrated
+    from service.db.session import make_engine
+
+    settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    engine = make_engine(settings.effective_database_url)
+    try:
+        await ensure_migrated(engine, settings.effective_database_url)
+    finally:
+        await engine.dispose()
 
 
 def _shown_url(settings: Settings) -> str:

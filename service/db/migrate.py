@@ -8,6 +8,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.errors import ConfigurationError
@@ -43,10 +44,13 @@ async def current_revision(engine: AsyncEngine) -> str | None:
 
 
 async def ensure_migrated(engine: AsyncEngine, url: str) -> None:
-    current = await current_revision(engine)
+    shown = engine.url.render_as_string(hide_password=True)
+    try:
+        current = await current_revision(engine)
+    except (SQLAlchemyError, OSError) as exc:
+        raise ConfigurationError(f"cannot reach the database at {shown}: {exc}") from exc
     head = head_revision(url)
     if current != head:
-        shown = engine.url.render_as_string(hide_password=True)
         raise ConfigurationError(
             f"the database at {shown} is not migrated (at {current or 'an empty schema'}, "
             f"needs {head}); run `airlock migrate` first"
