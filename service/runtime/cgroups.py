@@ -1,0 +1,130 @@
+"""Read-only view of a sandbox's host cgroup (v1, v2 or hybrid), plus removal of leftovers.
+
+runsc creates and fills the cgroup from the bundle's `linux.cgroupsPath`; Airlock reads
+usage and OOM counters from it and removes it if runsc left it behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+ROOT = Path("/sys/fs/cgroup")
+V1_CONTROLLERS = ("memory", "cpu", "cpuacct", "pids", "cpuset", "devices", "freezer", "blkio")
+Layout = Literal["v1", "v2", "hybrid", "none"]
+
+
+def detect(root: Path = ROOT) -> Layout:
+    if (root / "cgroup.controllers").exists():
+        return "v2"
+    if (root / "memory").is_dir():
+        return "hybrid" if (root / "unified" / "cgroup.controllers").exists() else "v1"
+    return "none"
+
+
+def _read_int(path: Path) -> int:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return 0
+    return int(text) if text.isdigit() else 0
+
+
+def _read_keyed(path: Path, key: str) -> int:
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key and value.strip().isdigit():
+                return int(value)
+    except OSError:
+        pass
+    return 0
+
+
+@dataclass(frozen=True)
+class Usage:
+    cpu_seconds: float
+    memory_bytes: int
+    memory_limit_bytes: int
+    pids: int
+    pids_limit: int
+
+
+@dataclass(frozen=True)
+class Cgroup:
+    """The host cgroup at `path` (an OCI cgroupsPath such as /airlock/alk-...)."""
+
+    path: str
+    root: Path = ROOT
+
+    @property
+    def layout(self) -> Layout:
+        return detect(self.root)
+
+    def _v1(self, controller: str) -> Path:
+        return self.root / controller / self.path.lstrip("/")
+
+    def _v2(self) -> Path:
+        return self.root / self.path.lstrip("/")
+
+    def dirs(self) -> list[Path]:
+        if self.layout == "v2":
+            return [self._v2()]
+        return [self._v1(c) for c in V1_CONTROLLERS]
+
+    def exists(self) -> bool:
+        return any(d.is_dir() for d in self.dirs())
+
+    def oom_kills(self) -> int:
+        if self.layout == "v2":
+            return _read_keyed(self._v2() / "memory.events", "oom_kill")
+        return _read_keyed(self._v1("memory") / "memory.oom_control", "oom_kill")
+
+    def pids_max_hits(self) -> int:
+        base = self._v2() if self.layout == "v2" else self._v1("pids")
+        return _read_keyed(base / "pids.events", "max")
+
+    def usage(self) -> Usage:
+        if self.layout == "v2":
+            base = self._v2()
+            cpu = _read_keyed(base / "cpu.stat", "usage_usec") / 1e6
+            mem, mem_limit = _read_int(base / "memory.current"), _read_int(base / "memory.max")
+            pids, pids_limit = _read_int(base / "pids.current"), _read_int(base / "pids.max")
+        else:
+            cpu = _read_int(self._v1("cpuacct") / "cpuacct.usage") / 1e9
+            mem = _read_int(self._v1("memory") / "memory.usage_in_bytes")
+            mem_limit = _read_int(self._v1("memory") / "memory.limit_in_bytes")
+            pids = _read_int(self._v1("pids") / "pids.current")
+            pids_limit = _read_int(self._v1("pids") / "pids.max")
+        return Usage(cpu, mem, mem_limit, pids, pids_limit)
+
+    def remove(self) -> list[Path]:
+        """Kill what is left in the cgroup and remove its directories; return ones that stay."""
+        left = []
+        for directory in self.dirs():
+            if not directory.is_dir():
+                continue
+            for sub in sorted(directory.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+                if sub.is_dir():
+                    _kill_and_rmdir(sub)
+            if not _kill_and_rmdir(directory):
+                left.append(directory)
+        return left
+
+
+def _kill_and_rmdir(directory: Path) -> bool:
+    procs = directory / "cgroup.procs"
+    with contextlib.suppress(OSError, ValueError):
+        for line in procs.read_text().split():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(line), 9)
+    try:
+        directory.rmdir()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True

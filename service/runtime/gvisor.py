@@ -1,0 +1,818 @@
+"""gVisor runtime: one `runsc` sandbox per Airlock sandbox. The only module that runs runsc.
+
+State under `<state_dir>/gvisor/`: `runsc/` (runsc's --root), `sandboxes/<id>/` (bundle,
+metadata, exec process files), `snapshots/<id>/` (checkpoint images). See README.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import shutil
+import signal
+import time
+from collections.abc import AsyncIterable, AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from . import cgroups, files, gvisor_spec, images, reaper
+from .errors import (
+    ExecNotFound,
+    InvalidSpec,
+    RuntimeUnavailable,
+    SandboxBusy,
+    SandboxFailed,
+    SandboxNotFound,
+    SandboxRuntimeError,
+    SnapshotNotFound,
+)
+from .execution import Execution, spawn
+from .paths import sandbox_path
+from .types import (
+    ExecRequest,
+    ExecResult,
+    FileEntry,
+    Outcome,
+    SandboxInfo,
+    SandboxSpec,
+    SandboxStats,
+    SnapshotInfo,
+)
+
+log = logging.getLogger(__name__)
+
+ID_PREFIX = "alk-"  # every runsc container Airlock makes: fixed length, so prefix matching is safe
+SNAPSHOT_PREFIX = "snap-"
+CGROUP_PARENT = "/airlock"
+RUNSC_TIMEOUT_S = 60.0
+KILL_TIMEOUT_S = 10.0
+
+# Kill an exec's process tree from inside. $1: the exec's pid in the sandbox; $2: "all" when no
+# other exec runs, which also takes processes that escaped with setsid (kill -9 -1 spares PID 1).
+KILL_SCRIPT = r"""
+target="$1"; mode="$2"
+for round in 1 2 3; do
+  kill -9 -- "-$target" 2>/dev/null
+  for st in /proc/[0-9]*/stat; do
+    pid="${st#/proc/}"; pid="${pid%/stat}"
+    [ "$pid" = "$$" ] && continue
+    line=$(cat "$st" 2>/dev/null) || continue
+    set -- ${line##*) }
+    # fields after the command name: state ppid pgrp session
+    if [ "$2" = "$target" ] || [ "$3" = "$target" ] || [ "$4" = "$target" ]; then
+      kill -9 "$pid" 2>/dev/null
+    fi
+  done
+  [ "$mode" = all ] && kill -9 -1 2>/dev/null
+done
+exit 0
+"""
+
+
+def _now() -> float:
+    return time.time()
+
+
+def _proc_start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return stat[stat.rfind(b")") + 2 :].split()[19].decode()
+
+
+def detect_platform(runsc: str, configured: str | None = None) -> str:
+    """systrap when this runsc offers it, else ptrace (kvm only when configured)."""
+    if configured:
+        return configured
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            [runsc, "flags"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "ptrace"
+    return "systrap" if "systrap" in (out.stdout + out.stderr) else "ptrace"
+
+
+@dataclass
+class _Sandbox:
+    id: str
+    dir: Path
+    meta: dict[str, Any]
+    execs: dict[str, Execution] = field(default_factory=dict)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    oom_baseline: int = 0
+
+    @property
+    def bundle(self) -> Path:
+        return self.dir / "bundle"
+
+    @property
+    def cgroup(self) -> cgroups.Cgroup:
+        return cgroups.Cgroup(f"{CGROUP_PARENT}/{self.id}")
+
+    @property
+    def spec(self) -> SandboxSpec:
+        return msgspec.convert(self.meta["spec"], SandboxSpec)
+
+    def save(self) -> None:
+        tmp = self.dir / "sandbox.json.tmp"
+        tmp.write_text(json.dumps(self.meta, indent=1))
+        tmp.replace(self.dir / "sandbox.json")
+
+
+class GVisorRuntime:
+    """`SandboxRuntime` on gVisor. Build with `GVisorRuntime.open(state_dir, platform=None)`."""
+
+    name = "gvisor"
+
+    def __init__(self, state_dir: Path, runsc: str, platform: str) -> None:
+        self.state_dir = Path(state_dir).resolve()
+        self.root = self.state_dir / "gvisor"
+        self.runsc = runsc
+        self.platform = platform
+        self._sandboxes: dict[str, _Sandbox] = {}
+        self._owner = {"pid": os.getpid(), "start": _proc_start_time(os.getpid())}
+        self._reaper_task: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def open(cls, state_dir: Path, platform: str | None = None) -> GVisorRuntime:
+        """Check the host can run gVisor sandboxes; raise RuntimeUnavailable with why not."""
+        runsc = shutil.which("runsc")
+        if runsc is None:
+            raise RuntimeUnavailable(
+                "gvisor", "runsc not found on PATH; fix: apt-get install runsc"
+            )
+        if os.geteuid() != 0:
+            raise RuntimeUnavailable("gvisor", "runsc with cgroup caps needs root")
+        if cgroups.detect() == "none":
+            raise RuntimeUnavailable("gvisor", "no cgroup filesystem at /sys/fs/cgroup")
+        chosen = await asyncio.to_thread(detect_platform, runsc, platform)
+        runtime = cls(Path(state_dir), runsc, chosen)
+        for sub in ("runsc", "sandboxes", "snapshots"):
+            (runtime.root / sub).mkdir(parents=True, exist_ok=True)
+        reaper.become_subreaper()
+        log.info(
+            "gvisor runtime ready: %s, platform %s, cgroup %s", runsc, chosen, cgroups.detect()
+        )
+        return runtime
+
+    @classmethod
+    async def from_settings(cls, settings: Any) -> GVisorRuntime:
+        return await cls.open(Path(settings.state_dir), getattr(settings, "runsc_platform", None))
+
+    # -- runsc plumbing -------------------------------------------------------------------
+
+    def _cmd(self, *args: str) -> list[str]:
+        return [
+            self.runsc,
+            f"--root={self.root / 'runsc'}",
+            f"--platform={self.platform}",
+            "--network=none",
+            "--cpu-num-from-quota",
+            *args,
+        ]
+
+    async def _runsc(
+        self, *args: str, limit_s: float = RUNSC_TIMEOUT_S, log_file: Path | None = None
+    ) -> tuple[int, str]:
+        """Run a runsc command; returns (exit code, combined output).
+
+        Commands that start a sandbox hand their stdio to it, so they write to a file.
+        """
+        if log_file is not None:
+            with log_file.open("ab") as out:
+                proc = await asyncio.create_subprocess_exec(
+                    *self._cmd(*args), stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out
+                )
+        else:
+            proc = await asyncio.create_subprocess_exec(
+                *self._cmd(*args),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+        try:
+            raw, _ = await asyncio.wait_for(proc.communicate(), limit_s)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            return -1, f"runsc {args[0]} timed out after {limit_s:.0f} s"
+        text = (raw or b"").decode(errors="replace")
+        if log_file is not None:
+            text = _tail(log_file)
+        return proc.returncode or 0, text
+
+    async def _reap_while(self, coro: Any) -> Any:
+        """Await `coro` while reaping adopted runsc helpers, so runsc's waits end promptly."""
+        task = asyncio.ensure_future(coro)
+        while not task.done():
+            reaper.reap_adopted()
+            await asyncio.wait([task], timeout=0.01)
+        reaper.reap_adopted()
+        return task.result()
+
+    def _ensure_reaper(self) -> None:
+        if self._reaper_task is None or self._reaper_task.done():
+            self._reaper_task = asyncio.create_task(self._reap_forever())
+
+    async def _reap_forever(self) -> None:
+        while True:
+            reaper.reap_adopted()
+            await asyncio.sleep(2.0)
+
+    async def _state(self, sandbox_id: str) -> str | None:
+        code, out = await self._runsc("state", sandbox_id, limit_s=10)
+        if code != 0:
+            return None
+        with contextlib.suppress(ValueError):
+            return json.loads(out).get("status")
+        return None
+
+    # -- sandboxes ------------------------------------------------------------------------
+
+    def _new_id(self) -> str:
+        return ID_PREFIX + secrets.token_hex(12)
+
+    def _load(self, sandbox_id: str) -> _Sandbox:
+        if sandbox_id in self._sandboxes:
+            return self._sandboxes[sandbox_id]
+        if not sandbox_id.startswith(ID_PREFIX) or len(sandbox_id) != len(self._new_id()):
+            raise SandboxNotFound(sandbox_id)
+        directory = self.root / "sandboxes" / sandbox_id
+        try:
+            meta = json.loads((directory / "sandbox.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise SandboxNotFound(sandbox_id) from exc
+        sandbox = _Sandbox(sandbox_id, directory, meta)
+        sandbox.oom_baseline = int(meta.get("oom_baseline", 0))
+        self._sandboxes[sandbox_id] = sandbox
+        return sandbox
+
+    def _usable(self, sandbox_id: str) -> _Sandbox:
+        sandbox = self._load(sandbox_id)
+        if sandbox.meta.get("failure_reason"):
+            raise SandboxFailed(sandbox_id, sandbox.meta["failure_reason"])
+        return sandbox
+
+    def _mark_failed(self, sandbox: _Sandbox, reason: str) -> None:
+        if not sandbox.meta.get("failure_reason"):
+            log.warning("sandbox %s failed: %s", sandbox.id, reason)
+            sandbox.meta["failure_reason"] = reason
+            sandbox.save()
+
+    def _info(self, sandbox: _Sandbox, state: str = "running") -> SandboxInfo:
+        meta = sandbox.meta
+        reason = meta.get("failure_reason")
+        return SandboxInfo(
+            id=sandbox.id,
+            runtime=self.name,
+            image=meta["image"],
+            image_digest=meta["image_digest"],
+            spec=sandbox.spec,
+            state="failed" if reason else state,  # type: ignore[arg-type]
+            created_at=meta["created_at"],
+            failure_reason=reason,
+            from_snapshot=meta.get("from_snapshot"),
+        )
+
+    def _write_bundle(self, sandbox: _Sandbox, rootfs: Path, image: images.ImageInfo) -> None:
+        spec = sandbox.spec
+        home = "/home/sandbox" if (rootfs / "home" / "sandbox").is_dir() else None
+        init = images.INIT_PATH
+        init_argv = [init] if os.path.lexists(rootfs / init.lstrip("/")) else []
+        config = gvisor_spec.bundle_config(
+            sandbox_id=sandbox.id,
+            rootfs=rootfs,
+            spec=spec,
+            cgroups_path=sandbox.cgroup.path,
+            home=home,
+            init_argv=init_argv or gvisor_spec.INIT_FALLBACK,
+        )
+        sandbox.bundle.mkdir(parents=True, exist_ok=True)
+        (sandbox.bundle / "config.json").write_text(json.dumps(config, indent=1))
+
+    def _new_sandbox(
+        self, image: images.ImageInfo, spec: SandboxSpec, path_env: str, snapshot: str | None
+    ) -> _Sandbox:
+        sandbox_id = self._new_id()
+        directory = self.root / "sandboxes" / sandbox_id
+        (directory / "exec").mkdir(parents=True)
+        meta = {
+            "id": sandbox_id,
+            "image": image.name,
+            "image_digest": image.digest,
+            "spec": msgspec.to_builtins(spec),
+            "path_env": path_env,
+            "created_at": _now(),
+            "owner": self._owner,
+            "from_snapshot": snapshot,
+        }
+        sandbox = _Sandbox(sandbox_id, directory, meta)
+        sandbox.save()
+        return sandbox
+
+    async def _start(self, sandbox: _Sandbox, *args: str) -> None:
+        """`runsc run|restore --detach` the bundle; on failure clean up and raise."""
+        self._ensure_reaper()
+        code, out = await self._reap_while(
+            self._runsc(
+                *args,
+                "--detach",
+                f"--bundle={sandbox.bundle}",
+                sandbox.id,
+                log_file=sandbox.dir / "runsc.log",
+            )
+        )
+        if code != 0:
+            await self._teardown(sandbox)
+            raise SandboxRuntimeError(f"runsc {args[0]} failed for {sandbox.id}: {out.strip()}")
+        sandbox.oom_baseline = sandbox.cgroup.oom_kills()
+        sandbox.meta["oom_baseline"] = sandbox.oom_baseline
+        sandbox.save()
+
+    async def create(self, image: str, spec: SandboxSpec) -> SandboxInfo:
+        gvisor_spec.validate(spec)
+        info, rootfs = await asyncio.to_thread(images.ensure_rootfs, self.state_dir, image)
+        path_env = next(
+            (e[5:] for e in info.config.get("Env", []) or [] if str(e).startswith("PATH=")),
+            gvisor_spec.DEFAULT_PATH,
+        )
+        sandbox = self._new_sandbox(info, spec, str(path_env), None)
+        self._sandboxes[sandbox.id] = sandbox
+        self._write_bundle(sandbox, rootfs, info)
+        await self._start(sandbox, "run")
+        return self._info(sandbox)
+
+    async def get(self, sandbox_id: str) -> SandboxInfo:
+        sandbox = self._load(sandbox_id)
+        if sandbox.meta.get("failure_reason"):
+            return self._info(sandbox)
+        state = await self._state(sandbox_id)
+        return self._info(sandbox, "running" if state == "running" else "stopped")
+
+    async def list_sandboxes(self) -> list[SandboxInfo]:
+        code, out = await self._runsc("list", "--format=json", limit_s=20)
+        states: dict[str, str] = {}
+        if code == 0:
+            with contextlib.suppress(ValueError, TypeError):
+                states = {c["id"]: c["status"] for c in json.loads(out) or []}
+        found = []
+        for directory in sorted((self.root / "sandboxes").glob(f"{ID_PREFIX}*")):
+            with contextlib.suppress(SandboxNotFound, KeyError):
+                sandbox = self._load(directory.name)
+                status = states.get(sandbox.id)
+                found.append(self._info(sandbox, "running" if status == "running" else "stopped"))
+        return found
+
+    async def _teardown(self, sandbox: _Sandbox) -> None:
+        """Remove the runsc container, its processes, cgroup and directory."""
+        await self._reap_while(self._runsc("kill", sandbox.id, "KILL", limit_s=KILL_TIMEOUT_S))
+        await self._reap_while(self._runsc("delete", "--force", sandbox.id, limit_s=30))
+        _kill_processes_mentioning(str(sandbox.dir))
+        reaper.reap_adopted()
+        left = await asyncio.to_thread(sandbox.cgroup.remove)
+        if left:
+            log.warning("sandbox %s: cgroup directories left: %s", sandbox.id, left)
+        shutil.rmtree(sandbox.dir, ignore_errors=True)
+        self._sandboxes.pop(sandbox.id, None)
+
+    async def destroy(self, sandbox_id: str) -> None:
+        try:
+            sandbox = self._load(sandbox_id)
+        except SandboxNotFound:
+            return
+        async with sandbox.lock:
+            for execution in list(sandbox.execs.values()):
+                with contextlib.suppress(Exception):
+                    await execution.kill()
+            await self._teardown(sandbox)
+
+    def _owned_by_live_process(self, meta: dict[str, Any]) -> bool:
+        owner = meta.get("owner") or {}
+        pid = owner.get("pid")
+        return isinstance(pid, int) and _proc_start_time(pid) == owner.get("start")
+
+    async def reap_orphans(self) -> list[str]:
+        """Destroy sandboxes whose owning process is gone, and runsc leftovers without one."""
+        removed = []
+        for directory in sorted((self.root / "sandboxes").glob(f"{ID_PREFIX}*")):
+            try:
+                meta = json.loads((directory / "sandbox.json").read_text())
+            except (OSError, ValueError):
+                meta = {}
+            if self._owned_by_live_process(meta):
+                continue
+            sandbox = _Sandbox(directory.name, directory, meta)
+            self._sandboxes.pop(sandbox.id, None)
+            await self._teardown(sandbox)
+            removed.append(sandbox.id)
+        code, out = await self._runsc("list", "--format=json", limit_s=20)
+        if code == 0:
+            with contextlib.suppress(ValueError, TypeError):
+                for container in json.loads(out) or []:
+                    cid = container["id"]
+                    if cid.startswith(ID_PREFIX) and not (self.root / "sandboxes" / cid).exists():
+                        await self._teardown(_Sandbox(cid, self.root / "sandboxes" / cid, {}))
+                        removed.append(cid)
+        for kind in cgroups.Cgroup(CGROUP_PARENT).dirs():
+            for leftover in kind.glob(f"{ID_PREFIX}*") if kind.is_dir() else []:
+                if not (self.root / "sandboxes" / leftover.name).exists():
+                    cgroups.Cgroup(f"{CGROUP_PARENT}/{leftover.name}").remove()
+        return sorted(set(removed))
+
+    async def close(self) -> None:
+        if self._reaper_task is not None:
+            self._reaper_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper_task
+        self._sandboxes.clear()
+
+    async def stats(self, sandbox_id: str) -> SandboxStats:
+        sandbox = self._load(sandbox_id)
+        if not sandbox.cgroup.exists():
+            raise SandboxFailed(sandbox_id, sandbox.meta.get("failure_reason") or "stopped")
+        usage = await asyncio.to_thread(sandbox.cgroup.usage)
+        return SandboxStats(
+            cpu_seconds=usage.cpu_seconds,
+            memory_bytes=usage.memory_bytes,
+            memory_limit_bytes=usage.memory_limit_bytes,
+            pids=usage.pids,
+            pids_limit=usage.pids_limit,
+        )
+
+    # -- exec -----------------------------------------------------------------------------
+
+    async def _spawn_exec(
+        self, sandbox: _Sandbox, exec_id: str, process: dict[str, Any], with_stdin: bool
+    ) -> Any:
+        base = sandbox.dir / "exec" / exec_id
+        process_file = base.with_suffix(".json")
+        process_file.write_text(json.dumps(process))
+        argv = self._cmd(
+            "exec",
+            f"--process={process_file}",
+            f"--internal-pid-file={base.with_suffix('.pid')}",
+            sandbox.id,
+        )
+        return await spawn(argv, with_stdin=with_stdin)
+
+    def _exec_env(self, sandbox: _Sandbox, extra: dict[str, str]) -> list[str]:
+        env = {"PATH": sandbox.meta.get("path_env") or gvisor_spec.DEFAULT_PATH}
+        env.update(sandbox.spec.env)
+        env.update(extra)
+        return gvisor_spec.env_list(env)
+
+    async def _start_exec(
+        self,
+        sandbox: _Sandbox,
+        argv: list[str],
+        *,
+        cwd: str = "/",
+        env: dict[str, str] | None = None,
+        user: str | None = None,
+        stdin: bytes | AsyncIterable[bytes] | None = None,
+        timeout_s: float = 60.0,
+        output_cap: int = 1 << 20,
+    ) -> Execution:
+        requested = time.monotonic()
+        if not argv or not all(isinstance(a, str) and "\x00" not in a for a in argv):
+            raise InvalidSpec("argv must be a non-empty list of strings without NUL")
+        if timeout_s <= 0 or output_cap < 0:
+            raise InvalidSpec("timeout_s must be positive and output_cap not negative")
+        uid, gid = gvisor_spec.parse_user(user or sandbox.spec.user)
+        process = gvisor_spec.exec_process(
+            argv=argv,
+            cwd=sandbox_path(cwd),
+            env=self._exec_env(sandbox, env or {}),
+            uid=uid,
+            gid=gid,
+        )
+        exec_id = "exec-" + secrets.token_hex(8)
+        spawned = await self._spawn_exec(sandbox, exec_id, process, stdin is not None)
+
+        async def kill_tree() -> None:
+            await self._kill_tree(sandbox, exec_id)
+
+        async def classify(code: int | None) -> Outcome:
+            return await self._classify(sandbox, code)
+
+        execution = Execution(
+            exec_id,
+            spawned,
+            stdin=stdin,
+            timeout_s=timeout_s,
+            output_cap=output_cap,
+            kill_tree=kill_tree,
+            classify=classify,
+            requested_at=requested,
+            on_done=lambda e: self._exec_done(sandbox, e.id),
+        )
+        sandbox.execs[exec_id] = execution
+        return execution
+
+    def _exec_done(self, sandbox: _Sandbox, exec_id: str) -> None:
+        sandbox.execs.pop(exec_id, None)
+        base = sandbox.dir / "exec" / exec_id
+        for suffix in (".json", ".pid"):
+            with contextlib.suppress(OSError):
+                base.with_suffix(suffix).unlink()
+
+    async def _kill_tree(self, sandbox: _Sandbox, exec_id: str) -> None:
+        """Kill an exec's process and its descendants (all processes if it is the only exec)."""
+        try:
+            pid = int((sandbox.dir / "exec" / f"{exec_id}.pid").read_text().strip())
+        except (OSError, ValueError):
+            pid = 0
+        others = any(not e.done for i, e in sandbox.execs.items() if i != exec_id)
+        if pid:
+            await self._runsc("kill", f"--pid={pid}", sandbox.id, "KILL", limit_s=KILL_TIMEOUT_S)
+        elif others:
+            return
+        process = gvisor_spec.exec_process(
+            argv=[
+                "/bin/sh",
+                "-c",
+                KILL_SCRIPT,
+                "sh",
+                str(pid or 0),
+                "session" if others else "all",
+            ],
+            cwd="/",
+            env=self._exec_env(sandbox, {}),
+            uid=0,
+            gid=0,
+            caps=["CAP_KILL"],
+        )
+        killer_id = "kill-" + secrets.token_hex(8)
+        spawned = await self._spawn_exec(sandbox, killer_id, process, with_stdin=False)
+        try:
+            await asyncio.wait_for(spawned.proc.wait(), KILL_TIMEOUT_S)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                spawned.proc.kill()
+        finally:
+            spawned.close()
+            self._exec_done(sandbox, killer_id)
+
+    async def _classify(self, sandbox: _Sandbox, code: int | None) -> Outcome:
+        if sandbox.cgroup.oom_kills() > sandbox.oom_baseline:
+            reaper.reap_adopted()
+            if await self._state(sandbox.id) != "running":
+                self._mark_failed(sandbox, "oom")
+            return "oom"
+        if code is None or code >= 128:
+            reaper.reap_adopted()
+            if await self._state(sandbox.id) != "running":
+                self._mark_failed(sandbox, "pids" if sandbox.cgroup.pids_max_hits() else "crashed")
+                return "killed"
+        return "exited"
+
+    async def exec(self, sandbox_id: str, request: ExecRequest) -> Execution:
+        sandbox = self._usable(sandbox_id)
+        return await self._start_exec(
+            sandbox,
+            list(request.argv),
+            cwd=request.cwd,
+            env=request.env,
+            user=request.user,
+            stdin=request.stdin,
+            timeout_s=request.timeout_s,
+            output_cap=request.output_cap,
+        )
+
+    async def run(self, sandbox_id: str, request: ExecRequest) -> ExecResult:
+        return await (await self.exec(sandbox_id, request)).wait()
+
+    async def kill_exec(self, sandbox_id: str, exec_id: str) -> None:
+        sandbox = self._load(sandbox_id)
+        execution = sandbox.execs.get(exec_id)
+        if execution is None:
+            raise ExecNotFound(exec_id)
+        await execution.kill()
+
+    # -- files ----------------------------------------------------------------------------
+
+    async def write_file(
+        self,
+        sandbox_id: str,
+        path: str,
+        data: bytes | AsyncIterable[bytes],
+        *,
+        mode: int = 0o644,
+        user: str | None = None,
+    ) -> int:
+        target = sandbox_path(path)
+        sandbox = self._usable(sandbox_id)
+        if not 0 <= mode <= 0o7777:
+            raise InvalidSpec("mode must be between 0 and 0o7777")
+        written = 0
+
+        async def counted() -> AsyncIterator[bytes]:
+            nonlocal written
+            if isinstance(data, bytes | bytearray):
+                written = len(data)
+                yield bytes(data)
+                return
+            async for chunk in data:
+                written += len(chunk)
+                yield chunk
+
+        execution = await self._start_exec(
+            sandbox,
+            ["/bin/sh", "-c", files.WRITE_SCRIPT, "sh", target, f"{mode:o}"],
+            user=user,
+            stdin=counted(),
+            timeout_s=3600,
+            output_cap=64 * 1024,
+        )
+        result = await execution.wait()
+        files.raise_for(result.exit_code, target, result.stderr)
+        return written
+
+    async def read_file(
+        self, sandbox_id: str, path: str, *, user: str | None = None
+    ) -> AsyncIterator[bytes]:
+        target = sandbox_path(path)
+        sandbox = self._usable(sandbox_id)
+        uid, gid = gvisor_spec.parse_user(user or sandbox.spec.user)
+        process = gvisor_spec.exec_process(
+            argv=["/bin/sh", "-c", files.READ_SCRIPT, "sh", target],
+            cwd="/",
+            env=self._exec_env(sandbox, {}),
+            uid=uid,
+            gid=gid,
+        )
+        read_id = "read-" + secrets.token_hex(8)
+        spawned = await self._spawn_exec(sandbox, read_id, process, with_stdin=False)
+        errors = asyncio.create_task(spawned.stderr.read(64 * 1024))
+        try:
+            while chunk := await spawned.stdout.read(256 * 1024):
+                yield chunk
+            code = await spawned.proc.wait()
+            files.raise_for(code, target, await errors)
+        finally:
+            errors.cancel()
+            if spawned.proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    spawned.proc.kill()
+                await spawned.proc.wait()
+            spawned.close()
+            self._exec_done(sandbox, read_id)
+
+    async def list_files(
+        self, sandbox_id: str, path: str, *, user: str | None = None
+    ) -> list[FileEntry]:
+        target = sandbox_path(path)
+        sandbox = self._usable(sandbox_id)
+        execution = await self._start_exec(
+            sandbox,
+            ["/bin/sh", "-c", files.LIST_SCRIPT, "sh", target],
+            user=user,
+            timeout_s=120,
+            output_cap=64 << 20,
+        )
+        result = await execution.wait()
+        files.raise_for(result.exit_code, target, result.stderr)
+        if result.stdout_truncated:
+            raise SandboxRuntimeError(f"directory listing of {target!r} is too large")
+        return files.parse_listing(result.stdout)
+
+    # -- snapshots ------------------------------------------------------------------------
+
+    def _snapshot_dir(self, snapshot_id: str) -> Path:
+        if not snapshot_id.startswith(SNAPSHOT_PREFIX) or not snapshot_id[5:].isalnum():
+            raise SnapshotNotFound(snapshot_id)
+        return self.root / "snapshots" / snapshot_id
+
+    def _snapshot_info(self, meta: dict[str, Any], directory: Path) -> SnapshotInfo:
+        size = sum(f.stat().st_size for f in (directory / "image").rglob("*") if f.is_file())
+        return SnapshotInfo(
+            id=meta["id"],
+            runtime=self.name,
+            sandbox_id=meta["sandbox_id"],
+            image=meta["image"],
+            image_digest=meta["image_digest"],
+            spec=msgspec.convert(meta["spec"], SandboxSpec),
+            created_at=meta["created_at"],
+            size_bytes=size,
+        )
+
+    async def snapshot(self, sandbox_id: str) -> SnapshotInfo:
+        """Checkpoint the sandbox, then restore it in place so it keeps running."""
+        sandbox = self._usable(sandbox_id)
+        async with sandbox.lock:
+            if any(not e.done for e in sandbox.execs.values()):
+                raise SandboxBusy(f"sandbox {sandbox_id} has running execs")
+            snapshot_id = SNAPSHOT_PREFIX + secrets.token_hex(12)
+            directory = self._snapshot_dir(snapshot_id)
+            (directory / "image").mkdir(parents=True)
+            code, out = await self._runsc(
+                "checkpoint", f"--image-path={directory / 'image'}", sandbox.id
+            )
+            if code != 0:
+                shutil.rmtree(directory, ignore_errors=True)
+                if await self._state(sandbox.id) != "running":
+                    self._mark_failed(sandbox, "checkpoint")
+                raise SandboxRuntimeError(f"checkpoint of {sandbox_id} failed: {out.strip()}")
+            meta = {
+                "id": snapshot_id,
+                "sandbox_id": sandbox.id,
+                "image": sandbox.meta["image"],
+                "image_digest": sandbox.meta["image_digest"],
+                "spec": sandbox.meta["spec"],
+                "path_env": sandbox.meta.get("path_env"),
+                "created_at": _now(),
+            }
+            (directory / "snapshot.json").write_text(json.dumps(meta, indent=1))
+            await self._reap_while(self._runsc("delete", "--force", sandbox.id, limit_s=30))
+            code, out = await self._reap_while(
+                self._runsc(
+                    "restore",
+                    "--detach",
+                    f"--image-path={directory / 'image'}",
+                    f"--bundle={sandbox.bundle}",
+                    sandbox.id,
+                    log_file=sandbox.dir / "runsc.log",
+                )
+            )
+            if code != 0:
+                self._mark_failed(sandbox, "restore")
+                raise SandboxFailed(sandbox_id, "restore", out.strip()[-500:])
+            sandbox.oom_baseline = sandbox.cgroup.oom_kills()
+            sandbox.meta["oom_baseline"] = sandbox.oom_baseline
+            sandbox.save()
+            return self._snapshot_info(meta, directory)
+
+    def _load_snapshot(self, snapshot_id: str) -> tuple[dict[str, Any], Path]:
+        directory = self._snapshot_dir(snapshot_id)
+        try:
+            return json.loads((directory / "snapshot.json").read_text()), directory
+        except (OSError, ValueError) as exc:
+            raise SnapshotNotFound(snapshot_id) from exc
+
+    async def create_from_snapshot(self, snapshot_id: str) -> SandboxInfo:
+        meta, directory = self._load_snapshot(snapshot_id)
+        rootfs = images.rootfs_dir(self.state_dir, meta["image_digest"])
+        if not (rootfs.parent / f"{rootfs.name}.complete").exists():
+            info, rootfs = await asyncio.to_thread(
+                images.ensure_rootfs, self.state_dir, meta["image"]
+            )
+            if info.digest != meta["image_digest"]:
+                raise SnapshotNotFound(f"{snapshot_id} (its image {meta['image']} changed)")
+        image = images.ImageInfo(
+            name=meta["image"], digest=meta["image_digest"], size_bytes=0, created_at=0, path=""
+        )
+        spec = msgspec.convert(meta["spec"], SandboxSpec)
+        path_env = meta.get("path_env") or gvisor_spec.DEFAULT_PATH
+        sandbox = self._new_sandbox(image, spec, path_env, snapshot_id)
+        self._sandboxes[sandbox.id] = sandbox
+        self._write_bundle(sandbox, rootfs, image)
+        await self._start(sandbox, "restore", f"--image-path={directory / 'image'}")
+        return self._info(sandbox)
+
+    async def list_snapshots(self) -> list[SnapshotInfo]:
+        found = []
+        for directory in sorted((self.root / "snapshots").glob(f"{SNAPSHOT_PREFIX}*")):
+            with contextlib.suppress(SnapshotNotFound, KeyError, OSError):
+                meta, _ = self._load_snapshot(directory.name)
+                found.append(self._snapshot_info(meta, directory))
+        return found
+
+    async def delete_snapshot(self, snapshot_id: str) -> None:
+        directory = self._snapshot_dir(snapshot_id)
+        await asyncio.to_thread(shutil.rmtree, directory, True)
+
+
+def _tail(path: Path, size: int = 2000) -> str:
+    try:
+        return path.read_text(errors="replace")[-size:]
+    except OSError:
+        return ""
+
+
+def _kill_processes_mentioning(text: str) -> None:
+    """SIGKILL host processes whose command line names `text` (a sandbox's directory)."""
+    needle = text.encode()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+        except OSError:
+            continue
+        if needle in cmdline:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)

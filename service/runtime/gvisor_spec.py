@@ -1,0 +1,179 @@
+"""OCI bundle and process documents for gVisor sandboxes (pure data, no runsc calls).
+
+Layout of a sandbox: the image's root filesystem, shared read-only by every sandbox of that
+image, plus size-limited tmpfs mounts for everything writable. Caps are set twice: the host
+cgroup (`linux.resources`) bounds the whole sandbox, and `process.rlimits` (inherited by every
+exec) make a single runaway process fail gracefully before the sandbox does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidSpec
+from .types import SandboxSpec
+
+MIB = 1 << 20
+DEFAULT_PATH = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SENTRY_OVERHEAD_MIB = 96  # the sandbox kernel's own memory, charged to the same cgroup
+HOST_TASKS_PER_PROCESS = 8  # each guest process costs ~5-6 host threads under ptrace
+HOST_TASKS_BASE = 128
+INIT_FALLBACK = ["/bin/sh", "-c", "trap '' TERM INT HUP; while :; do sleep 3600 & wait; done"]
+NO_CAPS: dict[str, list[str]] = {
+    k: [] for k in ("bounding", "effective", "inheritable", "permitted", "ambient")
+}
+
+
+def parse_user(user: str) -> tuple[int, int]:
+    """`uid[:gid]` (digits) or `root`; gid defaults to uid."""
+    if user == "root":
+        return 0, 0
+    uid, _, gid = user.partition(":")
+    if not uid.isdigit() or (gid and not gid.isdigit()):
+        raise InvalidSpec(f"user must be 'uid[:gid]' in digits, got {user!r}")
+    return int(uid), int(gid or uid)
+
+
+def validate(spec: SandboxSpec) -> None:
+    if not 0.01 <= spec.vcpus <= 64:
+        raise InvalidSpec("vcpus must be between 0.01 and 64")
+    if not 32 <= spec.memory_mib <= 256 * 1024:
+        raise InvalidSpec("memory_mib must be between 32 and 262144")
+    if not 8 <= spec.pids <= 4096:
+        raise InvalidSpec("pids must be between 8 and 4096")
+    if not 4 <= spec.disk_mib <= 256 * 1024:
+        raise InvalidSpec("disk_mib must be between 4 and 262144")
+    if spec.network != "none":
+        raise InvalidSpec(f"network policy {spec.network!r} is not supported by gVisor yet")
+    parse_user(spec.user)
+    for key in spec.env:
+        if not key or "=" in key or "\x00" in key:
+            raise InvalidSpec(f"invalid environment variable name {key!r}")
+
+
+def scratch_mib(spec: SandboxSpec) -> int:
+    """Size of each of /tmp, /var/tmp and the home directory: a quarter of the disk cap."""
+    return max(4, spec.disk_mib // 4)
+
+
+def writable_mib(spec: SandboxSpec, with_home: bool) -> int:
+    return spec.disk_mib + scratch_mib(spec) * (3 if with_home else 2) + 16
+
+
+def _tmpfs(dest: str, size_mib: int, mode: str, uid: int = 0, gid: int = 0) -> dict[str, Any]:
+    options = ["nosuid", "nodev", f"size={size_mib}m", f"mode={mode}"]
+    if uid or gid:
+        options += [f"uid={uid}", f"gid={gid}"]
+    return {"destination": dest, "type": "tmpfs", "source": "tmpfs", "options": options}
+
+
+def rlimits(spec: SandboxSpec) -> list[dict[str, Any]]:
+    address_space = (spec.memory_mib * 2 + 1024) * MIB
+    values = {
+        "RLIMIT_NPROC": spec.pids,
+        "RLIMIT_NOFILE": 4096,
+        "RLIMIT_FSIZE": spec.disk_mib * MIB,
+        "RLIMIT_AS": address_space,
+        "RLIMIT_CORE": 0,
+    }
+    return [{"type": k, "hard": v, "soft": v} for k, v in values.items()]
+
+
+def env_list(env: dict[str, str]) -> list[str]:
+    for key in env:
+        if not key or "=" in key or "\x00" in key or "\x00" in env[key]:
+            raise InvalidSpec(f"invalid environment variable {key!r}")
+    return [f"{k}={v}" for k, v in env.items()]
+
+
+def bundle_config(
+    *,
+    sandbox_id: str,
+    rootfs: Path,
+    spec: SandboxSpec,
+    cgroups_path: str,
+    home: str | None,
+    init_argv: list[str],
+) -> dict[str, Any]:
+    uid, gid = parse_user(spec.user)
+    scratch = scratch_mib(spec)
+    mounts: list[dict[str, Any]] = [
+        {"destination": "/proc", "type": "proc", "source": "proc"},
+        {
+            "destination": "/dev",
+            "type": "tmpfs",
+            "source": "tmpfs",
+            "options": ["nosuid", "strictatime", "mode=755", "size=1m"],
+        },
+        {
+            "destination": "/dev/pts",
+            "type": "devpts",
+            "source": "devpts",
+            "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"],
+        },
+        _tmpfs("/dev/shm", 16, "1777"),  # noqa: S108 (paths inside the sandbox)
+        {
+            "destination": "/sys",
+            "type": "sysfs",
+            "source": "sysfs",
+            "options": ["nosuid", "noexec", "nodev", "ro"],
+        },
+        _tmpfs("/work", spec.disk_mib, "0755", uid, gid),
+        _tmpfs("/tmp", scratch, "1777"),  # noqa: S108
+        _tmpfs("/var/tmp", scratch, "1777"),  # noqa: S108
+        _tmpfs("/run", 4, "0755"),
+    ]
+    if home:
+        mounts.append(_tmpfs(home, scratch, "0755", uid, gid))
+    memory = (spec.memory_mib + writable_mib(spec, bool(home)) + SENTRY_OVERHEAD_MIB) * MIB
+    return {
+        "ociVersion": "1.0.2",
+        "process": {
+            "terminal": False,
+            "user": {"uid": 0, "gid": 0},
+            "args": init_argv,
+            "env": [f"PATH={DEFAULT_PATH}"],
+            "cwd": "/",
+            "capabilities": NO_CAPS,
+            "noNewPrivileges": True,
+            "rlimits": rlimits(spec),
+        },
+        "root": {"path": str(rootfs), "readonly": True},
+        "hostname": "sandbox",
+        "mounts": mounts,
+        "annotations": {"dev.airlock.sandbox": sandbox_id},
+        "linux": {
+            "cgroupsPath": cgroups_path,
+            "resources": {
+                "memory": {"limit": memory},
+                "cpu": {"quota": int(spec.vcpus * 100_000), "period": 100_000},
+                "pids": {"limit": spec.pids * HOST_TASKS_PER_PROCESS + HOST_TASKS_BASE},
+            },
+            "namespaces": [{"type": t} for t in ("pid", "ipc", "uts", "mount", "network")],
+            "maskedPaths": ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"],
+            "readonlyPaths": ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"],
+        },
+    }
+
+
+def exec_process(
+    *,
+    argv: list[str],
+    cwd: str,
+    env: list[str],
+    uid: int,
+    gid: int,
+    caps: list[str] | None = None,
+) -> dict[str, Any]:
+    """A `runsc exec --process` document: exactly this argv, env, user and capabilities."""
+    capabilities = NO_CAPS if not caps else {k: list(caps) for k in NO_CAPS if k != "ambient"}
+    return {
+        "terminal": False,
+        "user": {"uid": uid, "gid": gid, "additionalGids": [gid]},
+        "args": argv,
+        "env": env,
+        "cwd": cwd,
+        "capabilities": capabilities,
+        "noNewPrivileges": True,
+    }

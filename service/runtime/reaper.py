@@ -1,0 +1,80 @@
+"""Adopt and reap orphaned runsc processes.
+
+`runsc run/restore --detach` leave their sandbox and gofer processes behind when the client
+exits. They are re-parented to the nearest child subreaper; if that is PID 1 they can linger
+as zombies, which makes `runsc delete` slow. The service makes itself a subreaper and reaps
+the adopted ones. Only adopted runsc helpers (command name `exe`, since runsc re-executes
+/proc/self/exe) are reaped, so the statuses of children that asyncio waits for are never
+stolen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import threading
+
+log = logging.getLogger(__name__)
+
+PR_SET_CHILD_SUBREAPER = 36
+_ADOPTED_COMM = "exe"
+_lock = threading.Lock()
+_enabled = False
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (Linux only); True when it is one."""
+    global _enabled
+    with _lock:
+        if _enabled:
+            return True
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+                log.warning("prctl(PR_SET_CHILD_SUBREAPER) failed: errno %d", ctypes.get_errno())
+                return False
+        except (OSError, AttributeError) as exc:
+            log.warning("cannot become a child subreaper: %s", exc)
+            return False
+        _enabled = True
+        return True
+
+
+def _children() -> set[int]:
+    pids: set[int] = set()
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return pids
+    for tid in tasks:
+        with contextlib.suppress(OSError):
+            with open(f"/proc/self/task/{tid}/children") as fh:
+                pids.update(int(p) for p in fh.read().split())
+    return pids
+
+
+def _zombie_children() -> list[int]:
+    found = []
+    for pid in _children():
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        comm = stat[stat.find(b"(") + 1 : stat.rfind(b")")]
+        state = stat[stat.rfind(b")") + 2 :].split()[:1]
+        if state == [b"Z"] and comm == _ADOPTED_COMM.encode():
+            found.append(pid)
+    return found
+
+
+def reap_adopted() -> int:
+    """Reap zombie runsc helpers re-parented to this process; return how many."""
+    reaped = 0
+    for pid in _zombie_children():
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+            reaped += 1
+    return reaped
