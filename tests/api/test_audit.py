@@ -1,0 +1,450 @@
+"""The audit log: every state change leaves a hash-chained event; tampering is detected."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.audit import recorder
+from service.db.session import make_engine, make_sessionmaker
+from service.jobs.retention import purge_once
+from tests.conftest import Api, Tenant, database_kind
+
+GENESIS = "0" * 64
+CLIENT = "testclient"  # the peer address the in-process test client reports
+
+postgres_only = pytest.mark.skipif(
+    database_kind() != "postgresql",
+    reason="the append-only trigger and the superuser bypass exist only on PostgreSQL",
+)
+
+
+@pytest.fixture
+async def raw(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """A direct connection to the test database, as someone with database access would have."""
+    engine = make_engine(database_url)
+    yield engine
+    await engine.dispose()
+
+
+async def events(api: Api, tenant_id: str, **params: Any) -> list[dict[str, Any]]:
+    """Every event of a tenant's chain, newest first, read by the operator page by page."""
+    out: list[dict[str, Any]] = []
+    query: dict[str, Any] = {"tenant_id": tenant_id, "limit": 200, **params}
+    while True:
+        r = await api.client.get("/v1/audit", params=query, headers=api.operator)
+        assert r.status_code == 200, r.text
+        out.extend(r.json()["items"])
+        if r.json()["next_cursor"] is None:
+            return out
+        query["cursor"] = r.json()["next_cursor"]
+
+
+async def verify(api: Api, tenant_id: str) -> dict[str, Any]:
+    r = await api.client.get(
+        "/v1/audit/verify", params={"tenant_id": tenant_id}, headers=api.operator
+    )
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+async def tamper(engine: AsyncEngine, sql: str, **params: Any) -> None:
+    """Change audit rows behind the service's back (on PostgreSQL: as superuser, no triggers)."""
+    async with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            await conn.execute(text("SET LOCAL session_replication_role = replica"))
+        result = await conn.execute(text(sql), params)
+        assert result.rowcount == 1
+
+
+async def refused(engine: AsyncEngine, *statements: str, **params: Any) -> str:
+    """Run statements in one transaction that must fail; return the database's message."""
+    async with engine.connect() as conn:
+        trans = await conn.begin()
+        try:
+            with pytest.raises(DBAPIError) as excinfo:
+                for sql in statements:
+                    await conn.execute(text(sql), params)
+        finally:
+            await trans.rollback()
+    return str(excinfo.value.orig)
+
+
+async def tenant_with_events(api: Api, extra_keys: int) -> Tenant:
+    """A tenant whose chain holds 2 + extra_keys events (tenant.create, api_key.create, ...)."""
+    tenant = await api.tenant()
+    for _ in range(extra_keys):
+        await api.key(tenant, ["audit:read"])
+    return tenant
+
+
+@pytest.mark.sqlite
+async def test_every_state_change_is_recorded_with_who_where_and_request(api: Api) -> None:
+    name = f"audited-{secrets.token_hex(4)}"
+    created = await api.client.post("/v1/tenants", json={"name": name}, headers=api.operator)
+    assert created.status_code == 201, created.text
+    tenant_id = created.json()["tenant"]["id"]
+    initial_key_id = created.json()["api_key_id"]
+    tenant_headers = api.bearer(created.json()["api_key"])
+
+    key = await api.client.post(
+        "/v1/api-keys", json={"name": "ci", "scopes": ["audit:read"]}, headers=tenant_headers
+    )
+    assert key.status_code == 201, key.text
+    new_key_id = key.json()["api_key"]["id"]
+
+    issued = await api.client.post(
+        "/v1/tokens", json={"scopes": ["audit:read"], "ttl_s": 120}, headers=tenant_headers
+    )
+    assert issued.status_code == 201, issued.text
+    jti = issued.json()["jti"]
+
+    revoked_token = await api.client.delete(
+        f"/v1/tokens/{jti}", headers=api.bearer(issued.json()["token"])
+    )
+    assert revoked_token.status_code == 204, revoked_token.text
+
+    revoked_key = await api.client.delete(f"/v1/api-keys/{new_key_id}", headers=tenant_headers)
+    assert revoked_key.status_code == 204, revoked_key.text
+
+    updated = await api.client.patch(
+        f"/v1/tenants/{tenant_id}",
+        json={"quotas": {"max_sandboxes": 3}},
+        headers=api.operator,
+    )
+    assert updated.status_code == 200, updated.text
+
+    chain = list(reversed(await events(api, tenant_id)))
+    rid = lambda r: r.headers["x-request-id"]  # noqa: E731
+    expected = [
+        ("tenant.create", "operator", tenant_id, rid(created)),
+        ("api_key.create", "operator", initial_key_id, rid(created)),
+        ("api_key.create", initial_key_id, new_key_id, rid(key)),
+        ("token.issue", initial_key_id, jti, rid(issued)),
+        ("token.revoke", jti, jti, rid(revoked_token)),
+        ("api_key.revoke", initial_key_id, new_key_id, rid(revoked_key)),
+        ("tenant.update", "operator", tenant_id, rid(updated)),
+    ]
+    assert [(e["action"], e["actor"], e["target"], e["request_id"]) for e in chain] == expected
+    assert [e["seq"] for e in chain] == list(range(1, len(expected) + 1))
+    assert {e["tenant_id"] for e in chain} == {tenant_id}
+    assert {e["client"] for e in chain} == {CLIENT}
+    assert {e["outcome"] for e in chain} == {"ok"}
+    assert chain[0]["details"]["name"] == name
+    assert chain[-1]["details"] == {"quotas": {"max_sandboxes": 3}}
+    # Each event links to the one before it, starting from the genesis hash.
+    assert [e["prev_hash"] for e in chain] == [GENESIS] + [e["hash"] for e in chain[:-1]]
+    # The token's secret never lands in the audit log.
+    assert issued.json()["token"] not in str(chain)
+    assert key.json()["key"] not in str(chain)
+
+
+@pytest.mark.sqlite
+async def test_rejected_change_writes_no_event(api: Api, tenant: Tenant) -> None:
+    before = await events(api, tenant.id)
+    r = await api.client.patch(
+        f"/v1/tenants/{tenant.id}",
+        json={"quotas": {"max_token_ttl_s": 999_999}},
+        headers=api.operator,
+    )
+    assert r.status_code == 422, r.text
+    r = await api.client.delete("/v1/api-keys/key_does_not_exist", headers=tenant.headers)
+    assert r.status_code == 404, r.text
+    assert await events(api, tenant.id) == before
+
+
+@pytest.mark.sqlite
+async def test_filters_by_action_target_and_time(api: Api, tenant: Tenant) -> None:
+    key_a = await api.client.post(
+        "/v1/api-keys", json={"name": "a", "scopes": ["audit:read"]}, headers=tenant.headers
+    )
+    key_a_id = key_a.json()["api_key"]["id"]
+    await api.key(tenant, ["audit:read"])
+    await api.token(tenant.key, scopes=["audit:read"], ttl_s=60)
+    r = await api.client.delete(f"/v1/api-keys/{key_a_id}", headers=tenant.headers)
+    assert r.status_code == 204
+    by_seq = {e["seq"]: e for e in await events(api, tenant.id)}
+    assert [by_seq[s]["action"] for s in sorted(by_seq)] == [
+        "tenant.create",
+        "api_key.create",
+        "api_key.create",
+        "api_key.create",
+        "token.issue",
+        "api_key.revoke",
+    ]
+
+    async def seqs(**params: Any) -> list[int]:
+        r = await api.client.get("/v1/audit", params=params, headers=tenant.headers)
+        assert r.status_code == 200, r.text
+        return [e["seq"] for e in r.json()["items"]]
+
+    assert await seqs(action="api_key.create") == [4, 3, 2]
+    assert await seqs(target=key_a_id) == [6, 3]
+    assert await seqs(action="api_key.revoke", target=key_a_id) == [6]
+    assert await seqs(action="sandbox.create") == []
+
+    ts3 = datetime.fromisoformat(by_seq[3]["ts"])
+    ts5 = datetime.fromisoformat(by_seq[5]["ts"])
+    assert ts3.utcoffset() == timedelta(0)
+    # `since` is inclusive, `until` exclusive.
+    assert await seqs(since=ts3.isoformat(), until=ts5.isoformat()) == [4, 3]
+    assert await seqs(since=ts5.isoformat()) == [6, 5]
+    assert await seqs(until=ts3.isoformat()) == [2, 1]
+    # A time without an offset is read as UTC; the same instant at +02:00 selects the same events.
+    naive = ts3.replace(tzinfo=None).isoformat()
+    assert await seqs(since=naive) == [6, 5, 4, 3]
+    plus_two = ts3.astimezone(timezone(timedelta(hours=2))).isoformat()
+    assert await seqs(since=plus_two) == [6, 5, 4, 3]
+    assert await seqs(since=naive, until=ts5.replace(tzinfo=None).isoformat()) == [4, 3]
+
+
+@pytest.mark.sqlite
+@pytest.mark.parametrize("gap", [timedelta(0), timedelta(seconds=-1)])
+async def test_since_not_before_until_is_422(api: Api, tenant: Tenant, gap: timedelta) -> None:
+    since = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    until = since + gap
+    r = await api.client.get(
+        "/v1/audit",
+        params={"since": since.isoformat(), "until": until.isoformat()},
+        headers=tenant.headers,
+    )
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert r.json()["code"] == "validation_failed"
+
+
+@pytest.mark.sqlite
+async def test_cursor_pages_cover_the_chain_once(api: Api) -> None:
+    tenant = await tenant_with_events(api, extra_keys=11)  # 13 events
+    seen: list[int] = []
+    pages = 0
+    params: dict[str, Any] = {"limit": 4}
+    while True:
+        r = await api.client.get("/v1/audit", params=params, headers=tenant.headers)
+        assert r.status_code == 200, r.text
+        page = r.json()
+        assert len(page["items"]) <= 4
+        seen.extend(e["seq"] for e in page["items"])
+        pages += 1
+        if page["next_cursor"] is None:
+            break
+        params["cursor"] = page["next_cursor"]
+    assert seen == list(range(13, 0, -1))
+    assert pages == 4
+
+    # Filters hold across pages too.
+    filtered: list[int] = []
+    params = {"limit": 5, "action": "api_key.create"}
+    while True:
+        r = await api.client.get("/v1/audit", params=params, headers=tenant.headers)
+        filtered.extend(e["seq"] for e in r.json()["items"])
+        if r.json()["next_cursor"] is None:
+            break
+        params["cursor"] = r.json()["next_cursor"]
+    assert filtered == list(range(13, 1, -1))
+
+
+@pytest.mark.sqlite
+async def test_garbage_cursor_is_422(api: Api, tenant: Tenant) -> None:
+    r = await api.client.get(
+        "/v1/audit", params={"cursor": "%%%not-a-cursor"}, headers=tenant.headers
+    )
+    assert r.status_code == 422, r.text
+    assert r.json()["code"] == "validation_failed"
+
+
+@pytest.mark.sqlite
+async def test_fresh_chain_verifies(api: Api, tenant: Tenant) -> None:
+    r = await api.client.get("/v1/audit/verify", headers=tenant.headers)
+    assert r.status_code == 200, r.text
+    assert r.json() == {
+        "tenant_id": tenant.id,
+        "valid": True,
+        "events_checked": 2,
+        "first_seq": 1,
+        "last_seq": 2,
+        "anchored_after_purge": False,
+        "broken": None,
+    }
+
+
+@pytest.mark.sqlite
+async def test_other_tenants_chain_is_not_found(api: Api, tenant: Tenant) -> None:
+    other = await api.tenant()
+    for path in ("/v1/audit", "/v1/audit/verify"):
+        r = await api.client.get(path, params={"tenant_id": other.id}, headers=tenant.headers)
+        assert r.status_code == 404, r.text
+        assert r.json()["code"] == "not_found"
+        # The caller's own id is accepted.
+        r = await api.client.get(path, params={"tenant_id": tenant.id}, headers=tenant.headers)
+        assert r.status_code == 200, r.text
+    r = await api.client.get("/v1/audit", headers=tenant.headers)
+    assert {e["tenant_id"] for e in r.json()["items"]} == {tenant.id}
+    assert other.id not in r.text
+
+    # The operator reads any tenant's chain by naming it.
+    mine = await events(api, tenant.id)
+    theirs = await events(api, other.id)
+    assert {e["tenant_id"] for e in mine} == {tenant.id}
+    assert {e["tenant_id"] for e in theirs} == {other.id}
+    assert [e["action"] for e in theirs] == ["api_key.create", "tenant.create"]
+
+
+@postgres_only
+async def test_database_refuses_update_delete_and_truncate(api: Api, raw: AsyncEngine) -> None:
+    tenant = await tenant_with_events(api, extra_keys=1)
+    where = {"c": tenant.id}
+    message = await refused(
+        raw, "UPDATE audit_events SET outcome = 'forged' WHERE chain = :c AND seq = 2", **where
+    )
+    assert "append-only (UPDATE refused)" in message
+    message = await refused(raw, "DELETE FROM audit_events WHERE chain = :c AND seq = 2", **where)
+    assert "append-only (DELETE refused)" in message
+    message = await refused(raw, "TRUNCATE audit_events")
+    assert "append-only (TRUNCATE refused)" in message
+    # Even the retention job's flag does not let a recent event go.
+    message = await refused(
+        raw,
+        "SET LOCAL airlock.audit_purge = 'on'",
+        "DELETE FROM audit_events WHERE chain = :c AND seq = 2",
+        **where,
+    )
+    assert "append-only (DELETE refused)" in message
+    assert len(await events(api, tenant.id)) == 3
+    assert (await verify(api, tenant.id))["valid"] is True
+
+
+@pytest.mark.sqlite
+@pytest.mark.skipif(database_kind() != "sqlite", reason="the SQLite trigger is checked on SQLite")
+async def test_sqlite_refuses_update(api: Api, raw: AsyncEngine) -> None:
+    tenant = await tenant_with_events(api, extra_keys=0)
+    message = await refused(
+        raw, "UPDATE audit_events SET outcome = 'forged' WHERE chain = :c", c=tenant.id
+    )
+    assert "append-only (UPDATE refused)" in message
+
+
+@postgres_only
+async def test_changed_details_break_the_chain_at_that_event(api: Api, raw: AsyncEngine) -> None:
+    tenant = await tenant_with_events(api, extra_keys=2)  # seq 1..4
+    assert (await verify(api, tenant.id))["valid"] is True
+    await tamper(
+        raw,
+        """UPDATE audit_events SET details = '{"name": "innocent", "scopes": []}'::json
+           WHERE chain = :c AND seq = 3""",
+        c=tenant.id,
+    )
+    result = await verify(api, tenant.id)
+    assert result["valid"] is False
+    assert result["broken"]["seq"] == 3
+    assert result["broken"]["reason"] == "event content does not match its hash"
+    assert result["events_checked"] == 2
+
+
+@postgres_only
+async def test_rewritten_event_with_fresh_hash_breaks_the_next_link(
+    api: Api, raw: AsyncEngine
+) -> None:
+    """Forging a row and recomputing its own hash is caught by the event after it."""
+    from service.audit.chain import row_hash
+
+    tenant = await tenant_with_events(api, extra_keys=2)
+    row = next(e for e in await events(api, tenant.id) if e["seq"] == 2)
+
+    class Forged:
+        chain = tenant.id
+        seq = 2
+        ts = datetime.fromisoformat(row["ts"])
+        actor = row["actor"]
+        action = row["action"]
+        target = row["target"]
+        request_id = row["request_id"]
+        client = row["client"]
+        outcome = "denied"
+        details = row["details"]
+        prev_hash = row["prev_hash"]
+
+    await tamper(
+        raw,
+        "UPDATE audit_events SET outcome = 'denied', hash = :h WHERE chain = :c AND seq = 2",
+        c=tenant.id,
+        h=row_hash(Forged),
+    )
+    result = await verify(api, tenant.id)
+    assert result["valid"] is False
+    assert result["broken"]["seq"] == 3
+    assert result["broken"]["reason"] == "link to the previous event does not match"
+
+
+@pytest.mark.sqlite
+async def test_deleted_middle_event_is_reported_missing(api: Api, raw: AsyncEngine) -> None:
+    tenant = await tenant_with_events(api, extra_keys=3)  # seq 1..5
+    await tamper(raw, "DELETE FROM audit_events WHERE chain = :c AND seq = 3", c=tenant.id)
+    result = await verify(api, tenant.id)
+    assert result["valid"] is False
+    assert result["broken"]["seq"] == 3
+    assert result["broken"]["event_id"] is None
+    assert result["broken"]["reason"] == "event missing from the chain"
+
+
+@pytest.mark.sqlite
+async def test_deleted_last_event_is_reported_missing_at_the_end(
+    api: Api, raw: AsyncEngine
+) -> None:
+    tenant = await tenant_with_events(api, extra_keys=2)  # seq 1..4
+    await tamper(raw, "DELETE FROM audit_events WHERE chain = :c AND seq = 4", c=tenant.id)
+    result = await verify(api, tenant.id)
+    assert result["valid"] is False
+    assert result["broken"]["seq"] == 4
+    assert result["broken"]["reason"] == "events at the end of the chain are missing"
+    assert result["last_seq"] == 3
+
+
+@pytest.mark.sqlite
+async def test_retention_purges_old_events_and_keeps_the_chain_verifiable(
+    api: Api, database_url: str, raw: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hundred_days_ago = lambda: datetime.now(UTC) - timedelta(days=100)  # noqa: E731
+    monkeypatch.setattr(recorder, "utcnow", hundred_days_ago)
+    short = await tenant_with_events(api, extra_keys=1)  # seq 1..3, 100 days old
+    long = await api.tenant(audit_retention_days=365)  # seq 1..2, 100 days old
+    monkeypatch.undo()
+    await api.key(short, ["audit:read"])  # seq 4, now
+    await api.key(long, ["audit:read"])  # seq 3, now
+
+    sessionmaker = make_sessionmaker(raw)
+    async with sessionmaker() as session, session.begin():
+        purged = await purge_once(session)
+    assert purged[short.id] == 3
+    assert long.id not in purged
+
+    kept = await events(api, short.id)
+    assert [(e["seq"], e["action"]) for e in kept] == [(5, "audit.purge"), (4, "api_key.create")]
+    purge = kept[0]
+    assert purge["actor"] == "system:retention"
+    assert purge["details"]["events"] == 3
+    assert purge["details"]["retention_days"] == 90
+    assert (await verify(api, short.id)) == {
+        "tenant_id": short.id,
+        "valid": True,
+        "events_checked": 2,
+        "first_seq": 4,
+        "last_seq": 5,
+        "anchored_after_purge": True,
+        "broken": None,
+    }
+    # A tenant with a longer retention keeps its 100-day-old events.
+    assert [e["seq"] for e in await events(api, long.id)] == [3, 2, 1]
+    assert (await verify(api, long.id))["anchored_after_purge"] is False
+
+    # A second run finds nothing more to purge and records nothing.
+    async with sessionmaker() as session, session.begin():
+        assert short.id not in await purge_once(session)
+    assert len(await events(api, short.id)) == 2
