@@ -25,11 +25,20 @@ def make_engine(url: str) -> AsyncEngine:
 
         @event.listens_for(engine.sync_engine, "connect")
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            # Let SQLAlchemy, not the driver, say when a transaction begins (below).
+            dbapi_conn.isolation_level = None
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA busy_timeout=30000")
             cur.close()
+
+        @event.listens_for(engine.sync_engine, "begin")
+        def _begin_immediate(conn: Any) -> None:
+            # A deferred transaction that reads and then writes fails with SQLITE_BUSY when
+            # another writer got in between; taking the write lock up front makes concurrent
+            # requests wait their turn instead (SQLite has one writer at a time anyway).
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
     return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
