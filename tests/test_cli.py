@@ -1,0 +1,147 @@
+"""The `airlock` command as an operator runs it: a clean environment and a fresh state dir."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+AIRLOCK = Path(sys.executable).parent / "airlock"
+# Generous: these bound a hang, they are not performance expectations.
+COMMAND_TIMEOUT_S = 120
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "AIRLOCK_STATE_DIR": str(tmp_path / "state"),
+    }
+
+
+def airlock(
+    env: dict[str, str], cwd: Path, *args: str, timeout: float = COMMAND_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(AIRLOCK), *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    return result
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_migrate_is_idempotent_and_creates_the_embedded_database(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    first = ok(airlock(env, tmp_path, "migrate"))
+    assert "at head" in first.stderr
+    assert (tmp_path / "state" / "airlock.db").is_file()
+    ok(airlock(env, tmp_path, "migrate"))
+    # Nothing lands in the working directory when a state dir is configured.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state"]
+
+
+def test_keys_rotate_adds_a_signing_key(env: dict[str, str], tmp_path: Path) -> None:
+    ok(airlock(env, tmp_path, "migrate"))
+    first = ok(airlock(env, tmp_path, "keys", "rotate"))
+    listed = ok(airlock(env, tmp_path, "keys", "list")).stdout.split("\n")
+    rows = [line.split() for line in listed if line.strip()]
+    assert len(rows) == 1 and rows[0][1] == "signing"
+    first_kid = rows[0][0]
+    assert first_kid in first.stdout
+
+    second = ok(airlock(env, tmp_path, "keys", "rotate"))
+    rows = [line.split() for line in ok(airlock(env, tmp_path, "keys", "list")).stdout.split("\n")]
+    rows = [r for r in rows if r]
+    assert len(rows) == 2
+    markers = {kid: marker for kid, marker in rows}
+    assert markers[first_kid] == "verify-only"
+    (new_kid,) = [kid for kid, marker in markers.items() if marker == "signing"]
+    assert new_kid != first_kid
+    assert new_kid in second.stdout
+    assert len(list((tmp_path / "state" / "keys").glob("*.pem"))) == 2
+
+
+def test_serve_refuses_an_unmigrated_database(env: dict[str, str], tmp_path: Path) -> None:
+    result = airlock(env, tmp_path, "serve", "--port", str(free_port()), timeout=60)
+    assert result.returncode != 0
+    assert "airlock migrate" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_serve_refuses_a_production_start_without_secrets(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    ok(airlock(env, tmp_path, "migrate"))
+    env = {**env, "AIRLOCK_ENV": "production"}
+    result = airlock(env, tmp_path, "serve", "--port", str(free_port()), timeout=60)
+    assert result.returncode != 0
+    assert "AIRLOCK_OPERATOR_KEY" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_serve_answers_on_loopback(env: dict[str, str], tmp_path: Path) -> None:
+    ok(airlock(env, tmp_path, "migrate"))
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [str(AIRLOCK), "serve", "--port", str(port)],
+            env=env,
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        health = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                health = httpx.get(f"{base}/healthz", timeout=2)
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        assert health is not None, f"serve never answered; exit {proc.poll()}:\n{log.read_text()}"
+        assert health.status_code == 200
+        assert health.json()["status"] == "ok"
+        assert health.headers["x-request-id"]
+
+        # The operator key generated on this first run is the credential that works.
+        key = (tmp_path / "state" / "operator_key").read_text().strip()
+        assert key in log.read_text()
+        auth = {"Authorization": f"Bearer {key}"}
+        r = httpx.post(f"{base}/v1/tenants", json={"name": "cli-tenant"}, headers=auth, timeout=10)
+        assert r.status_code == 201, r.text
+        r = httpx.get(f"{base}/readyz", timeout=10)
+        assert r.status_code == 200
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode in (0, -15), log.read_text()
