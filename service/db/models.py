@@ -5,7 +5,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db.base import Base, Timestamped, UTCDateTime, utcnow
@@ -90,3 +101,111 @@ class AuditEvent(Base):
     details: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
     prev_hash: Mapped[str] = mapped_column(String(64), nullable=False)
     hash: Mapped[str] = mapped_column(String(64), nullable=False)
+
+
+class Sandbox(Base):
+    """A tenant's sandbox. The row is the record; the runtime's sandbox is a cache of it."""
+
+    __tablename__ = "sandboxes"
+    __table_args__ = (
+        Index("ix_sandboxes_tenant_id_id", "tenant_id", "id"),
+        Index("ix_sandboxes_state_expires_at", "state", "expires_at"),
+        UniqueConstraint("tenant_id", "idempotency_key", name="uq_sandboxes_tenant_idempotency"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    state: Mapped[str] = mapped_column(String(16), nullable=False)
+    failure_reason: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    runtime: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    runtime_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    image: Mapped[str] = mapped_column(String(200), nullable=False)
+    template: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    size: Mapped[str] = mapped_column(String(16), nullable=False)
+    cpus: Mapped[int] = mapped_column(Integer, nullable=False)
+    memory_mib: Mapped[int] = mapped_column(Integer, nullable=False)
+    disk_mib: Mapped[int] = mapped_column(Integer, nullable=False)
+    network: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    env: Mapped[dict[str, str]] = mapped_column(JSON, nullable=False)
+    labels: Mapped[dict[str, str]] = mapped_column(JSON, nullable=False)
+    ttl_s: Mapped[int] = mapped_column(Integer, nullable=False)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    request_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    stopped_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class SandboxTransition(Base):
+    """Every state change of a sandbox, in order."""
+
+    __tablename__ = "sandbox_transitions"
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    sandbox_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("sandboxes.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    from_state: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    to_state: Mapped[str] = mapped_column(String(16), nullable=False)
+    reason: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+
+
+class Exec(Base):
+    """One command in a sandbox. Holds argv with secrets masked, never a secret value."""
+
+    __tablename__ = "execs"
+    __table_args__ = (
+        Index("ix_execs_sandbox_id_id", "sandbox_id", "id"),
+        Index("ix_execs_tenant_id_created_at", "tenant_id", "created_at"),
+        Index("ix_execs_state", "state"),
+        UniqueConstraint("sandbox_id", "idempotency_key", name="uq_execs_sandbox_idempotency"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    sandbox_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("sandboxes.id", ondelete="CASCADE"), nullable=False
+    )
+    state: Mapped[str] = mapped_column(String(16), nullable=False)
+    cmd: Mapped[list[str]] = mapped_column(JSON, nullable=False)
+    cwd: Mapped[str] = mapped_column(String(1024), nullable=False)
+    user: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    env: Mapped[dict[str, str]] = mapped_column(JSON, nullable=False)
+    secret_names: Mapped[list[str]] = mapped_column(JSON, nullable=False)
+    timeout_s: Mapped[float] = mapped_column(Float, nullable=False)
+    has_stdin: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    runtime_exec_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    outcome: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    stdout_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    stderr_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    stdout_truncated: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    stderr_truncated: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    error: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    request_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class ExecChunk(Base):
+    """Output of an exec in arrival order, secrets already masked; `seq` is the SSE event id."""
+
+    __tablename__ = "exec_chunks"
+
+    exec_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("execs.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    stream: Mapped[str] = mapped_column(String(8), nullable=False)
+    data: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
