@@ -1,0 +1,88 @@
+"""Fixtures for the runtime conformance suite.
+
+`runtime` is parametrized over every runtime: gVisor must work (the setup script installs it);
+BoxLite end-to-end cases skip with the boot probe's own diagnosis where no VM can boot.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from service.runtime import SandboxInfo, SandboxRuntime, SandboxSpec, images, select
+from service.runtime.boxlite import BoxliteRuntime, ProbeResult
+from service.runtime.errors import RuntimeUnavailable
+from service.runtime.gvisor import GVisorRuntime
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def runtime_state_dir() -> Path:
+    """The same state dir the service and `scripts/runtime-setup.sh` use, so images are shared."""
+    return Path(os.environ.get("AIRLOCK_STATE_DIR") or REPO / ".airlock").resolve()
+
+
+@pytest.fixture(scope="session")
+def state_dir() -> Path:
+    path = runtime_state_dir()
+    images.build_default_image(path)  # instant when the image is already built
+    return path
+
+
+@pytest.fixture(scope="session")
+async def boxlite_probe(state_dir: Path) -> ProbeResult:
+    return await select.probe_boxlite(state_dir)
+
+
+@pytest.fixture(scope="session")
+async def gvisor(state_dir: Path) -> AsyncIterator[GVisorRuntime]:
+    try:
+        runtime = await GVisorRuntime.open(state_dir)
+    except RuntimeUnavailable as exc:
+        pytest.fail(f"gVisor must work on test machines: {exc.diagnosis}")
+    yield runtime
+    await runtime.close()
+
+
+@pytest.fixture(scope="session", params=["gvisor", "boxlite"])
+async def runtime(
+    request: pytest.FixtureRequest,
+    state_dir: Path,
+    boxlite_probe: ProbeResult,
+    gvisor: GVisorRuntime,
+) -> AsyncIterator[SandboxRuntime]:
+    if request.param == "gvisor":
+        yield gvisor
+        return
+    if not boxlite_probe.ok:
+        pytest.skip(f"BoxLite cannot boot a VM on this host: {boxlite_probe.diagnosis[:400]}")
+    runtime = await BoxliteRuntime.open(state_dir, boxlite_probe)
+    yield runtime
+    await runtime.close()
+
+
+SandboxFactory = Callable[..., Awaitable[SandboxInfo]]
+
+
+@pytest.fixture
+async def make_sandbox(runtime: SandboxRuntime) -> AsyncIterator[SandboxFactory]:
+    """Create sandboxes (default image, small caps unless given); all destroyed afterwards."""
+    made: list[str] = []
+
+    async def make(**caps: object) -> SandboxInfo:
+        spec = SandboxSpec(**{"memory_mib": 256, "disk_mib": 64, "pids": 64, **caps})
+        info = await runtime.create(images.DEFAULT_IMAGE, spec)
+        made.append(info.id)
+        return info
+
+    yield make
+    for sandbox_id in made:
+        await runtime.destroy(sandbox_id)
+
+
+@pytest.fixture
+async def sandbox(make_sandbox: SandboxFactory) -> SandboxInfo:
+    return await make_sandbox()
