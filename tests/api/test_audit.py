@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
@@ -13,9 +14,11 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.audit import recorder
+from service.db import migrate, models
 from service.db.session import make_engine, make_sessionmaker
+from service.jobs import retention
 from service.jobs.retention import purge_once
-from tests.conftest import Api, Tenant, database_kind
+from tests.conftest import Api, Tenant, create_pg_database, database_kind
 
 GENESIS = "0" * 64
 CLIENT = "testclient"  # the peer address the in-process test client reports
@@ -448,3 +451,129 @@ async def test_retention_purges_old_events_and_keeps_the_chain_verifiable(
     async with sessionmaker() as session, session.begin():
         assert short.id not in await purge_once(session)
     assert len(await events(api, short.id)) == 2
+
+
+@pytest.mark.sqlite
+async def test_concurrent_changes_extend_the_chain_without_gaps(api: Api, tenant: Tenant) -> None:
+    async def create_key(i: int) -> int:
+        r = await api.client.post(
+            "/v1/api-keys", json={"name": f"k{i}", "scopes": ["audit:read"]}, headers=tenant.headers
+        )
+        return r.status_code
+
+    statuses = await asyncio.gather(*(create_key(i) for i in range(20)))
+    assert statuses == [201] * 20
+    chain = await events(api, tenant.id)
+    assert sorted(e["seq"] for e in chain) == list(range(1, 23))
+    assert (await verify(api, tenant.id))["valid"] is True
+
+
+@pytest.mark.sqlite
+async def test_appends_from_separate_transactions_are_serialised(
+    api: Api, tenant: Tenant, raw: AsyncEngine
+) -> None:
+    """Writers that overlap in time (as two replicas would) never take the same link."""
+    sessionmaker = make_sessionmaker(raw)
+    ctx = recorder.AuditContext(actor="test", request_id=None, client=None)
+
+    async def append(i: int) -> None:
+        async with sessionmaker() as session, session.begin():
+            await recorder.record(
+                session, ctx, chain=tenant.id, action="test.append", target=str(i)
+            )
+            await asyncio.sleep(0.01)  # hold the transaction open while the others queue
+
+    await asyncio.gather(*(append(i) for i in range(15)))
+    chain = await events(api, tenant.id, action="test.append")
+    assert sorted(int(e["target"]) for e in chain) == list(range(15))
+    assert sorted(e["seq"] for e in chain) == list(range(3, 18))
+    assert (await verify(api, tenant.id))["valid"] is True
+
+
+@pytest.mark.sqlite
+async def test_long_chains_verify_across_batches(
+    api: Api, tenant: Tenant, raw: AsyncEngine
+) -> None:
+    """Verification reads the chain in batches; links across batch edges are checked too."""
+    sessionmaker = make_sessionmaker(raw)
+    ctx = recorder.AuditContext(actor="test", request_id=None, client=None)
+    async with sessionmaker() as session, session.begin():
+        for i in range(2100):
+            await recorder.record(session, ctx, chain=tenant.id, action="test.bulk", target=str(i))
+    result = await verify(api, tenant.id)
+    assert result["valid"] is True
+    assert result["events_checked"] == 2102
+    assert result["last_seq"] == 2102
+
+    await tamper(raw, "DELETE FROM audit_events WHERE chain = :c AND seq = 1001", c=tenant.id)
+    result = await verify(api, tenant.id)
+    assert result["valid"] is False
+    assert result["broken"]["seq"] == 1001
+    assert result["events_checked"] == 1000
+
+
+@pytest.mark.sqlite
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="service/audit/service.py list_events: a cursor that decodes but is not an int "
+    "(e.g. one from GET /v1/tenants) is silently treated as no cursor, so the first page is "
+    "served again and a client walking pages never ends",
+)
+async def test_cursor_from_another_listing_is_422(api: Api, tenant: Tenant) -> None:
+    await api.tenant()
+    await api.tenant()
+    r = await api.client.get("/v1/tenants", params={"limit": 1}, headers=api.operator)
+    foreign = r.json()["next_cursor"]
+    assert foreign is not None
+    r = await api.client.get(
+        "/v1/audit", params={"cursor": foreign, "limit": 1}, headers=tenant.headers
+    )
+    assert r.status_code == 422, r.text
+
+
+@postgres_only
+@pytest.mark.xfail(
+    strict=True,
+    raises=DBAPIError,
+    reason="service/jobs/retention.py purge_once computes the cutoff from the app clock while the "
+    "0001 trigger judges '1 day old' by the database clock; with retention_days=1 an event just "
+    "past the app's cutoff is refused by the trigger, and since the purge is one transaction for "
+    "all tenants, no tenant is purged",
+)
+async def test_purge_tolerates_an_app_clock_slightly_ahead_of_the_database(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, drop = await create_pg_database("airlock_purge_skew")
+    engine = make_engine(url)
+    try:
+        await asyncio.to_thread(migrate.upgrade, url)
+        sessionmaker = make_sessionmaker(engine)
+        ctx = recorder.AuditContext(actor="test", request_id=None, client=None)
+        async with sessionmaker() as session, session.begin():
+            for tenant_id, days in (("ten_short", 1), ("ten_old", 90)):
+                session.add(
+                    models.Tenant(
+                        id=tenant_id,
+                        name=tenant_id,
+                        status="active",
+                        quotas={"audit_retention_days": days},
+                    )
+                )
+            await session.flush()
+            # ten_old has an event long past its retention; ten_short one just past one day
+            # (as the app sees it: the app clock runs a minute ahead of the database's).
+            monkeypatch.setattr(recorder, "utcnow", lambda: datetime.now(UTC) - timedelta(days=200))
+            await recorder.record(session, ctx, chain="ten_old", action="test", target=None)
+            monkeypatch.setattr(
+                recorder, "utcnow", lambda: datetime.now(UTC) - timedelta(days=1, seconds=-30)
+            )
+            await recorder.record(session, ctx, chain="ten_short", action="test", target=None)
+            monkeypatch.undo()
+        monkeypatch.setattr(retention, "utcnow", lambda: datetime.now(UTC) + timedelta(minutes=1))
+        async with sessionmaker() as session, session.begin():
+            purged = await purge_once(session)
+        assert purged.get("ten_old") == 1
+    finally:
+        await engine.dispose()
+        await drop()
