@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import secrets
+import socket
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from litestar.testing import AsyncTestClient
 
-from tests.conftest import Api, Tenant
+from service.app import create_app
+from service.settings import Settings
+from tests.conftest import OPERATOR_KEY, Api, Tenant
 
 pytestmark = pytest.mark.sqlite
 
@@ -183,3 +188,42 @@ async def test_unauthenticated_is_401_with_www_authenticate(
     r = await api.client.get("/v1/audit", headers=headers)
     assert_problem(r, 401, "unauthenticated")
     assert r.headers["www-authenticate"].lower().startswith("bearer")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="OPTIONS on any route is a 500: BearerAuthMiddleware skips OPTIONS (Litestar's default "
+    "exclude_http_methods) so no user is set, and the app-wide guard service/auth/middleware.py "
+    "authorize() reads connection.user, raising ImproperlyConfiguredException",
+)
+@pytest.mark.parametrize("path", ["/v1/tenants", "/healthz", "/v1/audit"])
+async def test_options_is_not_a_server_error(api: Api, path: str) -> None:
+    r = await api.client.options(path)
+    assert r.status_code < 500, r.text
+    assert r.headers["x-request-id"]
+
+
+async def test_database_outage_is_a_problem_without_internals(tmp_path: Path) -> None:
+    url = f"postgresql+asyncpg://airlock:hunter2@127.0.0.1:{free_port()}/airlock"
+    settings = Settings.from_env(
+        {}, state_dir=tmp_path, database_url=url, operator_key=OPERATOR_KEY
+    )
+    app = create_app(settings, check_migrations=False, run_jobs=False)
+    async with AsyncTestClient(app=app) as client:
+        for headers in (
+            {"Authorization": f"Bearer {OPERATOR_KEY}"},
+            {"Authorization": "Bearer alk_some-key"},
+        ):
+            r = await client.get("/v1/tenants", headers=headers)
+            assert r.status_code >= 500
+            problem = assert_problem(r, r.status_code, r.json()["code"])
+            assert problem["code"] in ("internal_error", "unavailable")
+            for secret in ("hunter2", "asyncpg", "Traceback", "Connect call failed"):
+                assert secret not in r.text
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
