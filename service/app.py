@@ -15,6 +15,7 @@ from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from opentelemetry.sdk.trace import SpanProcessor
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.apikeys.controller import ApiKeyController
 from service.audit.controller import AuditController
@@ -26,10 +27,17 @@ from service.bootstrap import prepare
 from service.context import provide_audit_context, provide_principal
 from service.db.migrate import ensure_migrated
 from service.db.session import make_engine, make_sessionmaker, provide_db_session
-from service.errors import EXCEPTION_HANDLERS
+from service.errors import EXCEPTION_HANDLERS, ServiceUnavailable
 from service.health.controller import healthz, readyz
+from service.jobs.reconcile import reconcile
 from service.jobs.retention import RetentionJob
+from service.jobs.ttl import TtlReaper
 from service.requestid import add_request_id_header
+from service.runtime import SandboxRuntime, SandboxRuntimeError
+from service.runtime.select import open_runtime
+from service.runtime_errors import runtime_error_handler
+from service.runtime_holder import RuntimeHolder
+from service.sandboxes.controller import SandboxController
 from service.settings import Settings
 from service.telemetry import MetricsController, otel_plugin, prometheus_config, tracer_provider
 from service.tenants.controller import TenantController
@@ -46,6 +54,7 @@ def create_app(
     check_migrations: bool = True,
     run_jobs: bool = True,
     span_processor: SpanProcessor | None = None,
+    runtime: SandboxRuntime | None = None,
 ) -> Litestar:
     secrets = prepare(settings, announce=True)
     engine = make_engine(settings.effective_database_url)
@@ -53,6 +62,11 @@ def create_app(
     keyring.signer()  # fail now, not on the first request, if the keys are unreadable
     codec = TokenCodec(keyring, issuer=settings.jwt_issuer, audience=settings.jwt_audience)
     sessionmaker = make_sessionmaker(engine)
+    runtimes = (
+        RuntimeHolder.of(runtime)
+        if runtime is not None
+        else RuntimeHolder(lambda: open_runtime(settings))
+    )
     state = State(
         {
             "settings": settings,
@@ -61,6 +75,7 @@ def create_app(
             "keyring": keyring,
             "token_codec": codec,
             "authenticator": Authenticator(sessionmaker, codec, secrets.operator_key),
+            "runtimes": runtimes,
         }
     )
 
@@ -68,7 +83,13 @@ def create_app(
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         if check_migrations:
             await ensure_migrated(engine, settings.effective_database_url)
-        jobs: Sequence[Any] = [RetentionJob(sessionmaker, settings)] if run_jobs else []
+        jobs: Sequence[Any] = []
+        if run_jobs:
+            await _reconcile(sessionmaker, runtimes)
+            jobs = [
+                RetentionJob(sessionmaker, settings),
+                TtlReaper(sessionmaker, runtimes, settings.ttl_reaper_interval_s),
+            ]
         for job in jobs:
             job.start()
         try:
@@ -76,6 +97,7 @@ def create_app(
         finally:
             for job in jobs:
                 await job.stop()
+            await runtimes.close()
             await engine.dispose()
 
     prometheus = prometheus_config()
@@ -85,6 +107,7 @@ def create_app(
             ApiKeyController,
             TokenController,
             AuditController,
+            SandboxController,
             jwks,
             healthz,
             readyz,
@@ -94,6 +117,8 @@ def create_app(
         lifespan=[lifespan],
         dependencies={
             "db_session": Provide(provide_db_session),
+            "db": Provide(lambda: sessionmaker, sync_to_thread=False),
+            "runtimes": Provide(lambda: runtimes, sync_to_thread=False),
             "settings": Provide(lambda: settings, sync_to_thread=False),
             "principal": Provide(provide_principal, sync_to_thread=False),
             "audit_ctx": Provide(provide_audit_context, sync_to_thread=False),
@@ -103,7 +128,10 @@ def create_app(
             DefineMiddleware(BearerAuthMiddleware, exclude_from_auth_key="public"),
         ],
         guards=[authorize],
-        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        exception_handlers={  # type: ignore[arg-type]
+            **EXCEPTION_HANDLERS,
+            SandboxRuntimeError: runtime_error_handler,
+        },
         before_send=[add_request_id_header],
         plugins=[otel_plugin(tracer_provider(settings, span_processor))],
         openapi_config=OpenAPIConfig(
@@ -116,6 +144,19 @@ def create_app(
         on_app_init=[_security_scheme],
         debug=False,
     )
+
+
+async def _reconcile(
+    sessionmaker: async_sessionmaker[AsyncSession], runtimes: RuntimeHolder
+) -> None:
+    try:
+        runtime = await runtimes.get()
+    except ServiceUnavailable as exc:
+        log.warning("sandboxes unavailable: %s", exc.detail)
+        return
+    counts = await reconcile(sessionmaker, runtime)
+    if any(counts.values()):
+        log.warning("start-up reconciliation: %s", counts)
 
 
 def _security_scheme(config: AppConfig) -> AppConfig:

@@ -5,19 +5,32 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar.di import NamedDependency
-from litestar.params import QueryParameter
-from sqlalchemy.ext.asyncio import AsyncSession
+from litestar.params import HeaderParameter, QueryParameter
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext
 from service.auth.principal import Principal
 from service.pagination import DEFAULT_LIMIT, MAX_LIMIT
+from service.runtime_holder import RuntimeHolder
 from service.settings import Settings
 
 AppSettings = NamedDependency[Settings]
 DbSession = NamedDependency[AsyncSession]
+# For services that keep transactions short around runtime calls and open their own sessions.
+Db = NamedDependency[async_sessionmaker[AsyncSession]]
+Runtimes = NamedDependency[RuntimeHolder]
 CurrentPrincipal = NamedDependency[Principal]
 Audit = NamedDependency[AuditContext]
 Limit = Annotated[
     int, QueryParameter(ge=1, le=MAX_LIMIT, description=f"Page size (default {DEFAULT_LIMIT})")
 ]
 Cursor = Annotated[str | None, QueryParameter(description="`next_cursor` of the previous page")]
+IdempotencyKey = Annotated[
+    str | None,
+    HeaderParameter(
+        name="Idempotency-Key",
+        min_length=1,
+        max_length=200,
+        description="A retry with the same key returns the first result and starts nothing new",
+    ),
+]

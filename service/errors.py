@@ -78,6 +78,10 @@ class Unprocessable(AppError):
     status, code, title = 422, "validation_failed", "The request is not valid"
 
 
+class IdempotencyKeyReused(Unprocessable):
+    code, title = "idempotency_key_reused", "This Idempotency-Key was used with another request"
+
+
 class QuotaExceeded(AppError):
     status, code, title = 429, "quota_exceeded", "A tenant quota was exceeded"
 

@@ -30,6 +30,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     port: int = 8080
     audit_retention_days: int = 90
     retention_interval_s: float = 3600.0
+    ttl_reaper_interval_s: float = 5.0
     runtime: str = "auto"
     runsc_platform: str | None = None
     log_level: str = "INFO"

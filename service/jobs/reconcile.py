@@ -1,0 +1,107 @@
+"""Start-up repair: rows a crash left in between, and runtime sandboxes without a record.
+
+- execs still `running` were cut off by the crash: they become `interrupted` (and whatever is
+  left of their processes is killed);
+- sandboxes still `creating` never got a usable runtime sandbox: they fail;
+- sandboxes `stopping` are destroyed and stopped;
+- `running` sandboxes whose runtime sandbox is gone fail with reason `lost`;
+- runtime sandboxes that no running record claims are destroyed.
+
+Sandboxes live on the host that runs the service (the runtime's state dir); one API process
+per runtime host owns them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.audit.recorder import AuditContext, record
+from service.db.base import utcnow
+from service.db.models import Exec, Sandbox
+from service.runtime import SandboxNotFound, SandboxRuntime, SandboxRuntimeError
+from service.sandboxes.lifecycle import transition
+from service.sandboxes.service import stop_sandbox
+from service.sandboxes.states import State
+
+log = logging.getLogger("airlock.jobs.reconcile")
+
+SYSTEM = AuditContext(actor="system:reconciler", request_id=None, client=None)
+
+
+async def reconcile(
+    db: async_sessionmaker[AsyncSession], runtime: SandboxRuntime
+) -> dict[str, int]:
+    counts = {"interrupted_execs": 0, "failed": 0, "stopped": 0, "lost": 0, "orphans": 0}
+    to_kill: list[tuple[str, str]] = []
+    async with db() as session, session.begin():
+        execs = (
+            await session.scalars(
+                select(Exec).where(Exec.state.in_(["pending", "running"])).with_for_update()
+            )
+        ).all()
+        for ex in execs:
+            ex.state = "interrupted"
+            ex.finished_at = utcnow()
+            ex.error = "the service stopped while this exec ran"
+            sandbox = await session.get(Sandbox, ex.sandbox_id)
+            if sandbox is not None and sandbox.runtime_id and ex.runtime_exec_id:
+                to_kill.append((sandbox.runtime_id, ex.runtime_exec_id))
+            await record(
+                session,
+                SYSTEM,
+                chain=ex.tenant_id,
+                action="exec.interrupted",
+                target=ex.id,
+                outcome="interrupted",
+                details={"sandbox_id": ex.sandbox_id},
+            )
+            counts["interrupted_execs"] += 1
+        creating = (
+            await session.scalars(
+                select(Sandbox).where(Sandbox.state == State.CREATING.value).with_for_update()
+            )
+        ).all()
+        for row in creating:
+            await transition(session, row, State.FAILED, "the service stopped while it started")
+            counts["failed"] += 1
+    for runtime_id, exec_id in to_kill:
+        with contextlib.suppress(SandboxRuntimeError):
+            await runtime.kill_exec(runtime_id, exec_id)
+
+    async with db() as session:
+        stopping = (
+            await session.execute(
+                select(Sandbox.id, Sandbox.tenant_id).where(Sandbox.state == State.STOPPING.value)
+            )
+        ).all()
+    for sandbox_id, tenant_id in stopping:
+        await stop_sandbox(db, runtime, sandbox_id, tenant_id, reason="finished after restart")
+        counts["stopped"] += 1
+
+    keep: set[str] = set()
+    async with db() as session, session.begin():
+        running = (
+            await session.scalars(
+                select(Sandbox).where(Sandbox.state == State.RUNNING.value).with_for_update()
+            )
+        ).all()
+        for row in running:
+            try:
+                if row.runtime_id is None:
+                    raise SandboxNotFound(row.id)
+                await runtime.get(row.runtime_id)
+                keep.add(row.runtime_id)
+            except SandboxNotFound:
+                await transition(session, row, State.FAILED, "lost")
+                counts["lost"] += 1
+
+    for info in await runtime.list_sandboxes():
+        if info.id not in keep:
+            log.warning("destroying runtime sandbox %s: no running record claims it", info.id)
+            await runtime.destroy(info.id)
+            counts["orphans"] += 1
+    return counts

@@ -1,0 +1,111 @@
+"""The TTL reaper: sandboxes past `expires_at` are stopped and destroyed, whoever created them.
+
+Rows are claimed with `FOR UPDATE SKIP LOCKED` (on PostgreSQL), so two replicas never stop the
+same sandbox twice; a sandbox left `stopping` by a crash is picked up again after a grace time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.audit.recorder import AuditContext, record
+from service.db.base import utcnow
+from service.db.models import Sandbox
+from service.runtime_holder import RuntimeHolder
+from service.sandboxes.lifecycle import transition
+from service.sandboxes.service import stop_sandbox
+from service.sandboxes.states import State
+
+log = logging.getLogger("airlock.jobs.ttl")
+
+SYSTEM = AuditContext(actor="system:ttl", request_id=None, client=None)
+STUCK_STOPPING = timedelta(seconds=60)
+BATCH = 20
+
+
+async def reap_expired(db: async_sessionmaker[AsyncSession], holder: RuntimeHolder) -> list[str]:
+    """One pass; returns the ids of the sandboxes it stopped."""
+    now = utcnow()
+    claimed: list[tuple[str, str]] = []
+    async with db() as session, session.begin():
+        rows = (
+            await session.scalars(
+                select(Sandbox)
+                .where(
+                    or_(
+                        and_(
+                            Sandbox.state.in_([State.RUNNING.value, State.FAILED.value]),
+                            Sandbox.expires_at < now,
+                        ),
+                        and_(
+                            Sandbox.state == State.STOPPING.value,
+                            Sandbox.updated_at < now - STUCK_STOPPING,
+                        ),
+                    )
+                )
+                .order_by(Sandbox.expires_at)
+                .limit(BATCH)
+                .with_for_update(skip_locked=True)
+            )
+        ).all()
+        for row in rows:
+            if row.state != State.STOPPING:
+                await record(
+                    session,
+                    SYSTEM,
+                    chain=row.tenant_id,
+                    action="sandbox.expire",
+                    target=row.id,
+                    details={"expires_at": row.expires_at.isoformat()},
+                )
+                await transition(session, row, State.STOPPING, "expired")
+            else:
+                row.updated_at = now  # claim it for this pass
+            claimed.append((row.id, row.tenant_id))
+    if not claimed:
+        return []
+    runtime = await holder.get()
+    for sandbox_id, tenant_id in claimed:
+        try:
+            await stop_sandbox(db, runtime, sandbox_id, tenant_id, reason="expired")
+        except Exception:
+            log.exception("could not stop expired sandbox %s; retrying later", sandbox_id)
+    return [sandbox_id for sandbox_id, _ in claimed]
+
+
+class TtlReaper:
+    def __init__(
+        self, db: async_sessionmaker[AsyncSession], holder: RuntimeHolder, interval_s: float
+    ) -> None:
+        self.db = db
+        self.holder = holder
+        self.interval_s = interval_s
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="ttl-reaper")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                stopped = await reap_expired(self.db, self.holder)
+                if stopped:
+                    log.info("stopped expired sandboxes: %s", ", ".join(stopped))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("TTL reaper pass failed; retrying next interval")
+            await asyncio.sleep(self.interval_s)

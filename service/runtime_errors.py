@@ -1,0 +1,57 @@
+"""Runtime failures at the HTTP edge, mapped by type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response
+
+from service import errors
+from service.runtime import errors as rt
+
+
+def _status(exc: rt.SandboxRuntimeError) -> tuple[int, str, str, dict[str, Any]]:
+    match exc:
+        case rt.RuntimeUnavailable():
+            return 503, "runtime_unavailable", "No sandbox runtime", {"runtime": exc.runtime}
+        case rt.ImageNotFound():
+            return 422, "image_not_found", "No such image", {"image": exc.image}
+        case rt.InvalidImage():
+            return 422, "invalid_image", "The image cannot be used", {}
+        case rt.SandboxFailed():
+            return 409, "sandbox_failed", "The sandbox has failed", {"reason": exc.reason}
+        case rt.SandboxNotFound():
+            return 409, "sandbox_lost", "The sandbox no longer exists in the runtime", {}
+        case rt.SandboxBusy():
+            return 409, "sandbox_busy", "The sandbox is busy", {}
+        case rt.ExecNotFound():
+            return 404, "not_found", "No such exec", {}
+        case rt.InvalidPath():
+            return 422, "invalid_path", "The path is not acceptable", {"path": exc.path}
+        case rt.PathNotFound():
+            return 404, "path_not_found", "No such file in the sandbox", {"path": exc.path}
+        case rt.PathNotAllowed():
+            return (
+                409,
+                "path_not_allowed",
+                "The sandbox refused the file operation",
+                {"path": exc.path},
+            )
+        case rt.InvalidSpec():
+            return 422, "validation_failed", "The request is not valid", {}
+        case rt.ResourceExhausted():
+            return 503, "resource_exhausted", "The host cannot take more sandboxes now", {}
+        case _:
+            return 500, "runtime_error", "The sandbox runtime failed", {}
+
+
+def runtime_error_handler(
+    request: Request[Any, Any, Any], exc: rt.SandboxRuntimeError
+) -> Response[dict[str, Any]]:
+    status, code, title, extra = _status(exc)
+    headers = {"Retry-After": "5"} if status == 503 else None
+    err = errors.AppError(str(exc), headers=headers, extra=extra)
+    err.status, err.code, err.title = status, code, title
+    if status >= 500 and code == "runtime_error":
+        errors.log.error("runtime error on %s: %s", request.url.path, exc)
+    return errors.app_error_handler(request, err)

@@ -1,0 +1,72 @@
+"""The service's handle on the sandbox runtime: opened once, on first need.
+
+A host where no runtime works still serves everything but sandboxes; those routes answer 503
+with the runtime's own diagnosis, re-checked at most every `RETRY_S` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from service.errors import ServiceUnavailable
+from service.runtime import RuntimeUnavailable, SandboxRuntime
+
+log = logging.getLogger("airlock.runtime")
+
+RETRY_S = 30.0
+
+
+class RuntimeHolder:
+    def __init__(self, opener: Callable[[], Awaitable[SandboxRuntime]]) -> None:
+        self._opener = opener
+        self._runtime: SandboxRuntime | None = None
+        self._failure: tuple[float, RuntimeUnavailable] | None = None
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    def of(cls, runtime: SandboxRuntime) -> RuntimeHolder:
+        holder = cls(_already(runtime))
+        holder._runtime = runtime
+        return holder
+
+    @property
+    def current(self) -> SandboxRuntime | None:
+        return self._runtime
+
+    async def get(self) -> SandboxRuntime:
+        if self._runtime is not None:
+            return self._runtime
+        async with self._lock:
+            if self._runtime is not None:
+                return self._runtime
+            if self._failure is not None and time.monotonic() - self._failure[0] < RETRY_S:
+                raise _unavailable(self._failure[1])
+            try:
+                self._runtime = await self._opener()
+            except RuntimeUnavailable as exc:
+                log.error("no sandbox runtime: %s", exc)
+                self._failure = (time.monotonic(), exc)
+                raise _unavailable(exc) from exc
+            return self._runtime
+
+    async def close(self) -> None:
+        if self._runtime is not None:
+            await self._runtime.close()
+
+
+def _already(runtime: SandboxRuntime) -> Callable[[], Awaitable[SandboxRuntime]]:
+    async def opener() -> SandboxRuntime:
+        return runtime
+
+    return opener
+
+
+def _unavailable(exc: RuntimeUnavailable) -> ServiceUnavailable:
+    return ServiceUnavailable(
+        f"no sandbox runtime works on this host: {exc.diagnosis}",
+        extra={"runtime": exc.runtime},
+        headers={"Retry-After": str(int(RETRY_S))},
+    )

@@ -1,0 +1,148 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, Response, delete, get, patch, post
+from litestar.params import FromPath, JSONBody, QueryParameter
+
+from service.deps import (
+    Audit,
+    CurrentPrincipal,
+    Cursor,
+    Db,
+    DbSession,
+    IdempotencyKey,
+    Limit,
+    Runtimes,
+)
+from service.errors import Unprocessable
+from service.pagination import DEFAULT_LIMIT
+from service.sandboxes import service
+from service.sandboxes.schemas import (
+    Sandbox,
+    SandboxCreate,
+    SandboxPage,
+    SandboxUpdate,
+    Transition,
+)
+
+StateFilter = Annotated[
+    list[str] | None, QueryParameter(name="state", description="Repeatable: only these states")
+]
+LabelFilter = Annotated[
+    list[str] | None,
+    QueryParameter(name="label", description="Repeatable `key=value`: sandboxes with every label"),
+]
+
+
+def _labels(pairs: list[str] | None) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise Unprocessable(f"label filter {pair!r} is not key=value")
+        labels[key] = value
+    return labels
+
+
+class SandboxController(Controller):
+    path = "/v1/sandboxes"
+    tags = ["sandboxes"]
+
+    @post(
+        "/",
+        operation_id="create_sandbox",
+        summary="Create and start a sandbox",
+        opt={"scope": "sandboxes:write"},
+    )
+    async def create_sandbox(
+        self,
+        db: Db,
+        runtimes: Runtimes,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        data: JSONBody[SandboxCreate],
+        idempotency_key: IdempotencyKey = None,
+    ) -> Response[Sandbox]:
+        sandbox, created = await service.create_sandbox(
+            db, runtimes, principal, audit_ctx, data, idempotency_key
+        )
+        return Response(sandbox, status_code=201 if created else 200)
+
+    @get(
+        "/",
+        operation_id="list_sandboxes",
+        summary="List sandboxes",
+        opt={"scope": "sandboxes:read"},
+    )
+    async def list_sandboxes(
+        self,
+        db_session: DbSession,
+        principal: CurrentPrincipal,
+        states: StateFilter = None,
+        labels: LabelFilter = None,
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> SandboxPage:
+        return await service.list_sandboxes(
+            db_session,
+            principal,
+            limit=limit,
+            cursor=cursor,
+            states=states or [],
+            labels=_labels(labels),
+        )
+
+    @get(
+        "/{sandbox_id:str}",
+        operation_id="get_sandbox",
+        summary="Get a sandbox",
+        opt={"scope": "sandboxes:read"},
+    )
+    async def get_sandbox(
+        self, db_session: DbSession, principal: CurrentPrincipal, sandbox_id: FromPath[str]
+    ) -> Sandbox:
+        return await service.get_sandbox(db_session, principal, sandbox_id)
+
+    @get(
+        "/{sandbox_id:str}/transitions",
+        operation_id="list_sandbox_transitions",
+        summary="Every state change of a sandbox",
+        opt={"scope": "sandboxes:read"},
+    )
+    async def list_sandbox_transitions(
+        self, db_session: DbSession, principal: CurrentPrincipal, sandbox_id: FromPath[str]
+    ) -> list[Transition]:
+        return await service.list_transitions(db_session, principal, sandbox_id)
+
+    @patch(
+        "/{sandbox_id:str}",
+        operation_id="update_sandbox",
+        summary="Extend a sandbox's TTL",
+        opt={"scope": "sandboxes:write"},
+    )
+    async def update_sandbox(
+        self,
+        db_session: DbSession,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        sandbox_id: FromPath[str],
+        data: JSONBody[SandboxUpdate],
+    ) -> Sandbox:
+        return await service.update_sandbox(db_session, principal, audit_ctx, sandbox_id, data)
+
+    @delete(
+        "/{sandbox_id:str}",
+        operation_id="delete_sandbox",
+        summary="Stop and destroy a sandbox",
+        opt={"scope": "sandboxes:write"},
+    )
+    async def delete_sandbox(
+        self,
+        db: Db,
+        runtimes: Runtimes,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        sandbox_id: FromPath[str],
+    ) -> None:
+        await service.delete_sandbox(db, runtimes, principal, audit_ctx, sandbox_id)
