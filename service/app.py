@@ -28,6 +28,8 @@ from service.context import provide_audit_context, provide_principal
 from service.db.migrate import ensure_migrated
 from service.db.session import make_engine, make_sessionmaker, provide_db_session
 from service.errors import EXCEPTION_HANDLERS, ServiceUnavailable
+from service.execs.controller import ExecController
+from service.execs.runner import ExecRunner
 from service.health.controller import healthz, readyz
 from service.jobs.reconcile import reconcile
 from service.jobs.retention import RetentionJob
@@ -67,6 +69,7 @@ def create_app(
         if runtime is not None
         else RuntimeHolder(lambda: open_runtime(settings))
     )
+    exec_runner = ExecRunner(sessionmaker, runtimes)
     state = State(
         {
             "settings": settings,
@@ -76,6 +79,7 @@ def create_app(
             "token_codec": codec,
             "authenticator": Authenticator(sessionmaker, codec, secrets.operator_key),
             "runtimes": runtimes,
+            "exec_runner": exec_runner,
         }
     )
 
@@ -97,6 +101,7 @@ def create_app(
         finally:
             for job in jobs:
                 await job.stop()
+            await exec_runner.shutdown()
             await runtimes.close()
             await engine.dispose()
 
@@ -108,6 +113,7 @@ def create_app(
             TokenController,
             AuditController,
             SandboxController,
+            ExecController,
             jwks,
             healthz,
             readyz,
@@ -119,6 +125,7 @@ def create_app(
             "db_session": Provide(provide_db_session),
             "db": Provide(lambda: sessionmaker, sync_to_thread=False),
             "runtimes": Provide(lambda: runtimes, sync_to_thread=False),
+            "exec_runner": Provide(lambda: exec_runner, sync_to_thread=False),
             "settings": Provide(lambda: settings, sync_to_thread=False),
             "principal": Provide(provide_principal, sync_to_thread=False),
             "audit_ctx": Provide(provide_audit_context, sync_to_thread=False),

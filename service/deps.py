@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext
 from service.auth.principal import Principal
+from service.execs.runner import ExecRunner
 from service.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from service.runtime_holder import RuntimeHolder
 from service.settings import Settings
@@ -19,6 +20,7 @@ DbSession = NamedDependency[AsyncSession]
 # For services that keep transactions short around runtime calls and open their own sessions.
 Db = NamedDependency[async_sessionmaker[AsyncSession]]
 Runtimes = NamedDependency[RuntimeHolder]
+ExecRunnerDep = NamedDependency[ExecRunner]
 CurrentPrincipal = NamedDependency[Principal]
 Audit = NamedDependency[AuditContext]
 Limit = Annotated[

@@ -74,6 +74,10 @@ class InvalidTransition(Conflict):
     code, title = "invalid_state_transition", "The resource is not in a state that allows this"
 
 
+class SandboxNotUsable(Conflict):
+    code, title = "sandbox_not_running", "The sandbox is not running"
+
+
 class Unprocessable(AppError):
     status, code, title = 422, "validation_failed", "The request is not valid"
 

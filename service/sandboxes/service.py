@@ -24,6 +24,7 @@ from service.errors import (
     IdempotencyKeyReused,
     NotFound,
     QuotaExceeded,
+    SandboxNotUsable,
     Unprocessable,
 )
 from service.ids import new_id
@@ -84,7 +85,35 @@ async def get_row(session: AsyncSession, principal: Principal, sandbox_id: str) 
     return row
 
 
-def _request_hash(data: msgspec.Struct) -> str:
+async def get_row_scoped(
+    session: AsyncSession,
+    tenant_id: str,
+    only_sandbox: str | None,
+    sandbox_id: str,
+    *,
+    for_update: bool = False,
+) -> SandboxRow:
+    row = await SandboxRepository(session, tenant_id, only_sandbox).get(
+        sandbox_id, for_update=for_update
+    )
+    if row is None:
+        raise NotFound(f"no sandbox {sandbox_id}")
+    return row
+
+
+def require_running(row: SandboxRow) -> None:
+    """Execs and files need a running sandbox; anything else is a 409 that says why."""
+    if row.state == State.RUNNING and row.runtime_id is not None:
+        return
+    if row.state == State.FAILED:
+        raise SandboxNotUsable(
+            f"sandbox {row.id} failed: {row.failure_reason}",
+            extra={"state": row.state, "reason": row.failure_reason},
+        )
+    raise SandboxNotUsable(f"sandbox {row.id} is {row.state}", extra={"state": row.state})
+
+
+def request_hash(data: msgspec.Struct) -> str:
     return hashlib.sha256(msgspec.json.encode(data)).hexdigest()
 
 
@@ -123,7 +152,7 @@ async def create_sandbox(
         raise Unprocessable("templates are not available on this server yet")
     assert principal.tenant_id is not None
     runtime = await holder.get()  # no runtime: refuse before writing anything
-    request_hash = _request_hash(data)
+    req_hash = request_hash(data)
     size, cpus, memory, disk = _caps(data)
     image = data.image or DEFAULT_IMAGE
 
@@ -132,7 +161,7 @@ async def create_sandbox(
         if idempotency_key is not None:
             existing = await repo.get_by_idempotency_key(idempotency_key)
             if existing is not None:
-                return _replayed(existing, request_hash), False
+                return _replayed(existing, req_hash), False
         quotas = quotas_of(await _lock_tenant(session, principal.tenant_id))
         if data.ttl_s > quotas.max_sandbox_ttl_s:
             raise Unprocessable(
@@ -178,7 +207,7 @@ async def create_sandbox(
             labels=dict(data.labels),
             ttl_s=data.ttl_s,
             idempotency_key=idempotency_key,
-            request_hash=request_hash,
+            request_hash=req_hash,
             created_at=now,
             updated_at=now,
             expires_at=now + timedelta(seconds=data.ttl_s),
@@ -189,7 +218,7 @@ async def create_sandbox(
         except IntegrityError:
             # The same Idempotency-Key raced in from a retry: answer as the first one did.
             await session.rollback()
-            return await _after_race(db, principal, idempotency_key, request_hash)
+            return await _after_race(db, principal, idempotency_key, req_hash)
         await record(
             session,
             ctx,

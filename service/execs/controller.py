@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, Response, get, post
+from litestar.params import FromPath, HeaderParameter, JSONBody, QueryParameter
+from litestar.response import ServerSentEvent
+
+from service.deps import (
+    Audit,
+    CurrentPrincipal,
+    Cursor,
+    Db,
+    DbSession,
+    ExecRunnerDep,
+    IdempotencyKey,
+    Limit,
+)
+from service.execs import service
+from service.execs.schemas import Exec, ExecCreate, ExecPage
+from service.pagination import DEFAULT_LIMIT
+
+LastEventId = Annotated[
+    str | None,
+    HeaderParameter(name="Last-Event-ID", description="Resume after this event id"),
+]
+AfterParam = Annotated[
+    int | None,
+    QueryParameter(name="after", ge=0, description="Resume after this event id (as Last-Event-ID)"),
+]
+
+
+class ExecController(Controller):
+    path = "/v1/sandboxes/{sandbox_id:str}/execs"
+    tags = ["execs"]
+
+    @post(
+        "/",
+        operation_id="create_exec",
+        summary="Run a command in a sandbox",
+        description="With `wait` (the default) the answer is the finished exec (200); "
+        "`wait: false` answers 202 at once. A non-zero exit is a 200 with its exit code.",
+        opt={"scope": "exec"},
+    )
+    async def create_exec(
+        self,
+        db: Db,
+        exec_runner: ExecRunnerDep,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        sandbox_id: FromPath[str],
+        data: JSONBody[ExecCreate],
+        idempotency_key: IdempotencyKey = None,
+    ) -> Response[Exec]:
+        result, final = await service.create_exec(
+            db, exec_runner, principal, audit_ctx, sandbox_id, data, idempotency_key
+        )
+        return Response(result, status_code=200 if final else 202)
+
+    @get(
+        "/",
+        operation_id="list_execs",
+        summary="The sandbox's exec history",
+        opt={"scope": "sandboxes:read"},
+    )
+    async def list_execs(
+        self,
+        db_session: DbSession,
+        principal: CurrentPrincipal,
+        sandbox_id: FromPath[str],
+        cursor: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> ExecPage:
+        return await service.list_execs(
+            db_session, principal, sandbox_id, limit=limit, cursor=cursor
+        )
+
+    @get(
+        "/{exec_id:str}",
+        operation_id="get_exec",
+        summary="Get an exec with its output so far",
+        opt={"scope": "exec"},
+    )
+    async def get_exec(
+        self,
+        db: Db,
+        principal: CurrentPrincipal,
+        sandbox_id: FromPath[str],
+        exec_id: FromPath[str],
+    ) -> Exec:
+        return await service.get_exec(db, principal, sandbox_id, exec_id)
+
+    @get(
+        "/{exec_id:str}/events",
+        operation_id="stream_exec_events",
+        summary="Stream an exec's output as server-sent events",
+        description='Events `stdout` and `stderr` carry `{"text": ...}`; the last is `exit`. '
+        "Reconnect with `Last-Event-ID` (or `?after=`) to resume without loss.",
+        opt={"scope": "exec"},
+    )
+    async def stream_exec_events(
+        self,
+        db: Db,
+        exec_runner: ExecRunnerDep,
+        principal: CurrentPrincipal,
+        sandbox_id: FromPath[str],
+        exec_id: FromPath[str],
+        last_event_id: LastEventId = None,
+        after: AfterParam = None,
+    ) -> ServerSentEvent:
+        await service.get_exec(db, principal, sandbox_id, exec_id)  # 404 before streaming
+        start = after if after is not None else _event_id(last_event_id)
+        return ServerSentEvent(
+            service.events(db, exec_runner, principal, sandbox_id, exec_id, start)
+        )
+
+    @post(
+        "/{exec_id:str}/kill",
+        operation_id="kill_exec",
+        summary="Kill a running exec and its processes",
+        opt={"scope": "exec"},
+        status_code=200,
+    )
+    async def kill_exec(
+        self,
+        db: Db,
+        exec_runner: ExecRunnerDep,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        sandbox_id: FromPath[str],
+        exec_id: FromPath[str],
+    ) -> Exec:
+        return await service.kill_exec(db, exec_runner, principal, audit_ctx, sandbox_id, exec_id)
+
+
+def _event_id(value: str | None) -> int:
+    try:
+        return max(0, int(value)) if value else 0
+    except ValueError:
+        return 0

@@ -1,0 +1,402 @@
+"""Running execs: the start row is committed before the process starts, output is masked and
+stored as it arrives (so streams can resume), and the finish row is written after.
+
+Each exec runs in its own task, independent of the request that started it: a client that
+disconnects does not stop its command, and `wait: false` returns while the task goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.audit.recorder import AuditContext, record
+from service.db.base import utcnow
+from service.db.models import Exec as ExecRow
+from service.db.models import ExecChunk, Tenant
+from service.errors import IdempotencyKeyReused, QuotaExceeded, Unprocessable
+from service.execs.masking import Masker, mask_text
+from service.execs.repository import ExecRepository
+from service.execs.schemas import ExecCreate
+from service.ids import new_id
+from service.runtime import (
+    ExecRequest,
+    ExecResult,
+    SandboxFailed,
+    SandboxRuntime,
+    SandboxRuntimeError,
+)
+from service.runtime_holder import RuntimeHolder
+from service.sandboxes import service as sandboxes
+from service.tenants.service import quotas_of
+
+log = logging.getLogger("airlock.execs")
+
+Db = async_sessionmaker[AsyncSession]
+
+FLUSH_INTERVAL_S = 0.05
+FLUSH_BYTES = 64 << 10
+SYSTEM = AuditContext(actor="system:exec", request_id=None, client=None)
+
+
+@dataclass
+class Live:
+    """An exec running in this process: the task, and a signal for stream readers."""
+
+    task: asyncio.Task[None]
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def notify(self) -> None:
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+
+@dataclass
+class Started:
+    exec_id: str
+    created: bool
+
+
+class ExecRunner:
+    def __init__(self, db: Db, holder: RuntimeHolder) -> None:
+        self.db = db
+        self.holder = holder
+        self.live: dict[str, Live] = {}
+
+    async def start(
+        self,
+        principal_tenant: str,
+        only_sandbox: str | None,
+        ctx: AuditContext,
+        sandbox_id: str,
+        data: ExecCreate,
+        idempotency_key: str | None,
+        request_hash: str,
+    ) -> Started:
+        runtime = await self.holder.get()
+        overlap = sorted(set(data.env) & set(data.secrets))
+        if overlap:
+            raise Unprocessable(f"names in both env and secrets: {', '.join(overlap)}")
+        secret_values = list(data.secrets.values())
+        masked_cmd = [mask_text(arg, secret_values) for arg in data.cmd]
+        async with self.db() as session, session.begin():
+            sandbox = await sandboxes.get_row_scoped(
+                session, principal_tenant, only_sandbox, sandbox_id, for_update=True
+            )
+            repo = ExecRepository(session, principal_tenant, only_sandbox)
+            if idempotency_key is not None:
+                existing = await repo.get_by_idempotency_key(sandbox_id, idempotency_key)
+                if existing is not None:
+                    if existing.request_hash != request_hash:
+                        raise IdempotencyKeyReused()
+                    return Started(existing.id, created=False)
+            sandboxes.require_running(sandbox)
+            await self._check_quotas(session, repo, principal_tenant, data)
+            now = utcnow()
+            row = ExecRow(
+                id=new_id("exe"),
+                tenant_id=principal_tenant,
+                sandbox_id=sandbox_id,
+                state="running",
+                cmd=masked_cmd,
+                cwd=data.cwd,
+                user=data.user,
+                env=dict(data.env),
+                secret_names=sorted(data.secrets),
+                timeout_s=data.timeout_s,
+                has_stdin=data.stdin is not None,
+                stdout_bytes=0,
+                stderr_bytes=0,
+                stdout_truncated=False,
+                stderr_truncated=False,
+                idempotency_key=idempotency_key,
+                request_hash=request_hash,
+                created_at=now,
+                started_at=now,
+            )
+            session.add(row)
+            await session.flush()
+            await record(
+                session,
+                ctx,
+                chain=principal_tenant,
+                action="exec.start",
+                target=row.id,
+                outcome="started",
+                details={
+                    "sandbox_id": sandbox_id,
+                    "cmd": masked_cmd,
+                    "cwd": data.cwd,
+                    "user": data.user,
+                    "env_names": sorted(data.env),
+                    "secret_names": sorted(data.secrets),
+                    "timeout_s": data.timeout_s,
+                },
+            )
+            exec_id, runtime_id = row.id, sandbox.runtime_id
+        assert runtime_id is not None
+        request = ExecRequest(
+            argv=list(data.cmd),
+            cwd=data.cwd,
+            env={**data.env, **data.secrets},
+            stdin=data.stdin.encode() if data.stdin is not None else None,
+            user=data.user,
+            timeout_s=data.timeout_s,
+            output_cap=data.max_output_bytes,
+        )
+        task = asyncio.create_task(
+            self._run(
+                runtime,
+                principal_tenant,
+                sandbox_id,
+                runtime_id,
+                exec_id,
+                request,
+                ctx,
+                secret_values,
+            ),
+            name=f"exec-{exec_id}",
+        )
+        self.live[exec_id] = Live(task=task)
+        task.add_done_callback(lambda _t: self._forget(exec_id))
+        return Started(exec_id, created=True)
+
+    def _forget(self, exec_id: str) -> None:
+        live = self.live.pop(exec_id, None)
+        if live is not None:
+            live.notify()
+
+    async def wait(self, exec_id: str) -> None:
+        live = self.live.get(exec_id)
+        if live is not None:
+            # Shielded: the request giving up waiting does not cancel the command.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(live.task)
+
+    async def wait_change(self, exec_id: str, timeout_s: float) -> None:
+        live = self.live.get(exec_id)
+        if live is None:
+            await asyncio.sleep(timeout_s)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(live.changed.wait(), timeout_s)
+
+    async def _check_quotas(
+        self, session: AsyncSession, repo: ExecRepository, tenant_id: str, data: ExecCreate
+    ) -> None:
+        tenant = await session.scalar(
+            select(Tenant).where(Tenant.id == tenant_id).with_for_update()
+        )
+        assert tenant is not None
+        quotas = quotas_of(tenant)
+        if data.timeout_s > quotas.max_exec_timeout_s:
+            raise Unprocessable(
+                f"timeout_s {data.timeout_s} exceeds this tenant's maximum of "
+                f"{quotas.max_exec_timeout_s}",
+                extra={"max_timeout_s": quotas.max_exec_timeout_s},
+            )
+        window_start = utcnow() - timedelta(seconds=60)
+        count, oldest = await repo.started_since(window_start)
+        if count >= quotas.execs_per_minute:
+            wait_s = 60 - (utcnow() - oldest).total_seconds() if oldest else 60
+            raise QuotaExceeded(
+                f"the tenant started {count} execs in the last minute "
+                f"(limit {quotas.execs_per_minute})",
+                retry_after_s=max(1, int(wait_s) + 1),
+                extra={"quota": "execs_per_minute", "limit": quotas.execs_per_minute},
+            )
+
+    async def _run(
+        self,
+        runtime: SandboxRuntime,
+        tenant_id: str,
+        sandbox_id: str,
+        runtime_id: str,
+        exec_id: str,
+        request: ExecRequest,
+        ctx: AuditContext,
+        secrets: list[str],
+    ) -> None:
+        started = time.monotonic()
+        sink = _ChunkSink(self.db, exec_id, secrets, lambda: self._notify(exec_id))
+        result: ExecResult | None = None
+        error: str | None = None
+        try:
+            execution = await runtime.exec(runtime_id, request)
+            await self._set_runtime_exec_id(exec_id, execution.id)
+            async for chunk in execution.output():
+                await sink.add(chunk.stream, chunk.data)
+            result = await execution.wait()
+        except SandboxFailed as exc:
+            error = f"sandbox failed: {exc.reason}"
+            await sandboxes.mark_failed(self.db, tenant_id, sandbox_id, SYSTEM, exc.reason)
+        except SandboxRuntimeError as exc:
+            error = str(exc)[:500]
+        except asyncio.CancelledError:
+            error = "the service stopped while this exec ran"
+            await asyncio.shield(
+                self._finish(
+                    exec_id, tenant_id, ctx, sink, None, error, started, state="interrupted"
+                )
+            )
+            raise
+        except Exception as exc:  # recorded as a failed exec instead of a lost one
+            log.exception("exec %s failed", exec_id)
+            error = f"internal error: {type(exc).__name__}"
+        await self._finish(exec_id, tenant_id, ctx, sink, result, error, started)
+        if result is not None and result.outcome == "oom":
+            await self._check_sandbox(runtime, tenant_id, sandbox_id, runtime_id)
+
+    async def _check_sandbox(
+        self, runtime: SandboxRuntime, tenant_id: str, sandbox_id: str, runtime_id: str
+    ) -> None:
+        # A memory cap hit can end the whole sandbox; if so, record it as failed with the reason.
+        try:
+            info = await runtime.get(runtime_id)
+        except SandboxRuntimeError:
+            return
+        if info.state == "failed":
+            await sandboxes.mark_failed(
+                self.db, tenant_id, sandbox_id, SYSTEM, info.failure_reason or "failed"
+            )
+
+    def _notify(self, exec_id: str) -> None:
+        live = self.live.get(exec_id)
+        if live is not None:
+            live.notify()
+
+    async def _set_runtime_exec_id(self, exec_id: str, runtime_exec_id: str) -> None:
+        async with self.db() as session, session.begin():
+            await session.execute(
+                update(ExecRow).where(ExecRow.id == exec_id).values(runtime_exec_id=runtime_exec_id)
+            )
+
+    async def _finish(
+        self,
+        exec_id: str,
+        tenant_id: str,
+        ctx: AuditContext,
+        sink: _ChunkSink,
+        result: ExecResult | None,
+        error: str | None,
+        started: float,
+        state: str | None = None,
+    ) -> None:
+        await sink.close()
+        duration_ms = int((time.monotonic() - started) * 1000)
+        values: dict[str, object] = {
+            "state": state or ("finished" if result is not None else "failed"),
+            "finished_at": utcnow(),
+            "duration_ms": int(result.duration_s * 1000) if result else duration_ms,
+            "error": error,
+        }
+        if result is not None:
+            values.update(
+                exit_code=result.exit_code,
+                outcome=result.outcome,
+                stdout_bytes=result.stdout_bytes,
+                stderr_bytes=result.stderr_bytes,
+                stdout_truncated=result.stdout_truncated,
+                stderr_truncated=result.stderr_truncated,
+            )
+        async with self.db() as session, session.begin():
+            await session.execute(
+                update(ExecRow)
+                .where(ExecRow.id == exec_id, ExecRow.state == "running")
+                .values(**values)
+            )
+            await record(
+                session,
+                ctx,
+                chain=tenant_id,
+                action="exec.finish",
+                target=exec_id,
+                outcome=str(values["state"]) if result is None else result.outcome,
+                details={
+                    "exit_code": result.exit_code if result else None,
+                    "duration_ms": values["duration_ms"],
+                    "stdout_bytes": result.stdout_bytes if result else sink.bytes["stdout"],
+                    "stderr_bytes": result.stderr_bytes if result else sink.bytes["stderr"],
+                    "error": error,
+                },
+            )
+        self._notify(exec_id)
+
+    async def kill(self, runtime_id: str, runtime_exec_id: str) -> None:
+        runtime = await self.holder.get()
+        await runtime.kill_exec(runtime_id, runtime_exec_id)
+
+    async def shutdown(self) -> None:
+        """Stop every exec of this process; each is recorded as interrupted."""
+        tasks = [live.task for live in self.live.values()]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+
+
+class _ChunkSink:
+    """Masks output and appends it to `exec_chunks` in small batches."""
+
+    def __init__(
+        self, db: Db, exec_id: str, secrets: list[str], on_flush: Callable[[], None]
+    ) -> None:
+        self.db = db
+        self.exec_id = exec_id
+        self.maskers = {"stdout": Masker(secrets), "stderr": Masker(secrets)}
+        self.on_flush = on_flush
+        self.pending: list[tuple[str, bytes]] = []
+        self.pending_bytes = 0
+        self.seq = 0
+        self.last_flush = time.monotonic()
+        self.bytes = {"stdout": 0, "stderr": 0}
+
+    async def add(self, stream: str, data: bytes) -> None:
+        self.bytes[stream] = self.bytes.get(stream, 0) + len(data)
+        masked = self.maskers[stream].feed(data)
+        if masked:
+            self.pending.append((stream, masked))
+            self.pending_bytes += len(masked)
+        now = time.monotonic()
+        if self.pending_bytes >= FLUSH_BYTES or now - self.last_flush >= FLUSH_INTERVAL_S:
+            await self.flush()
+
+    async def flush(self) -> None:
+        self.last_flush = time.monotonic()
+        if not self.pending:
+            return
+        rows = []
+        for stream, data in _coalesce(self.pending):
+            self.seq += 1
+            rows.append(ExecChunk(exec_id=self.exec_id, seq=self.seq, stream=stream, data=data))
+        self.pending, self.pending_bytes = [], 0
+        async with self.db() as session, session.begin():
+            session.add_all(rows)
+        self.on_flush()
+
+    async def close(self) -> None:
+        for stream, masker in self.maskers.items():
+            tail = masker.flush()
+            if tail:
+                self.pending.append((stream, tail))
+        await self.flush()
+
+
+def _coalesce(pieces: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """Merge neighbouring pieces of the same stream, keeping the interleaving."""
+    out: list[tuple[str, bytes]] = []
+    for stream, data in pieces:
+        if out and out[-1][0] == stream:
+            out[-1] = (stream, out[-1][1] + data)
+        else:
+            out.append((stream, data))
+    return out

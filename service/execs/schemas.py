@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+from service.sandboxes.schemas import EnvName, EnvValue
+
+Arg = Annotated[str, Meta(max_length=65_536)]
+SecretValue = Annotated[str, Meta(min_length=4, max_length=65_536)]
+User = Annotated[str, Meta(pattern=r"^([0-9]{1,10}(:[0-9]{1,10})?|[a-z_][a-z0-9_-]{0,31})$")]
+ExecState = Literal["running", "finished", "interrupted", "failed"]
+
+MAX_OUTPUT_BYTES = 8 << 20
+DEFAULT_OUTPUT_BYTES = 1 << 20
+
+
+class ExecCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One command. `secrets` reach the process as environment variables only and are masked
+    in every output; they are never stored."""
+
+    cmd: Annotated[list[Arg], Meta(min_length=1, max_length=4096)]
+    cwd: Annotated[str, Meta(min_length=1, max_length=1024, pattern=r"^/")] = "/work"
+    env: Annotated[dict[EnvName, EnvValue], Meta(max_length=128)] = msgspec.field(
+        default_factory=dict
+    )
+    secrets: Annotated[dict[EnvName, SecretValue], Meta(max_length=64)] = msgspec.field(
+        default_factory=dict
+    )
+    stdin: Annotated[str, Meta(max_length=16 << 20)] | None = None
+    timeout_s: Annotated[float, Meta(gt=0, le=86_400)] = 60.0
+    user: User | None = None
+    wait: bool = True
+    max_output_bytes: Annotated[int, Meta(ge=1, le=MAX_OUTPUT_BYTES)] = DEFAULT_OUTPUT_BYTES
+
+
+class Exec(msgspec.Struct, kw_only=True):
+    id: str
+    sandbox_id: str
+    state: ExecState
+    cmd: list[str]
+    cwd: str
+    user: str | None
+    env: dict[str, str]
+    secret_names: list[str]
+    timeout_s: float
+    exit_code: int | None
+    outcome: str | None
+    stdout: str | None
+    stderr: str | None
+    stdout_bytes: int
+    stderr_bytes: int
+    stdout_truncated: bool
+    stderr_truncated: bool
+    duration_ms: int | None
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class ExecSummary(msgspec.Struct, kw_only=True):
+    """An entry of the exec history: no output, argv with secrets masked."""
+
+    id: str
+    sandbox_id: str
+    state: ExecState
+    cmd: list[str]
+    exit_code: int | None
+    outcome: str | None
+    stdout_bytes: int
+    stderr_bytes: int
+    duration_ms: int | None
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class ExecPage(msgspec.Struct, kw_only=True):
+    items: list[ExecSummary]
+    next_cursor: str | None

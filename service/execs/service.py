@@ -1,0 +1,212 @@
+"""Exec reads: one exec with its output, the history, and the event stream."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+from litestar.response import ServerSentEventMessage
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.audit.recorder import AuditContext, record
+from service.auth.principal import Principal
+from service.db.models import Exec as ExecRow
+from service.errors import Conflict, NotFound
+from service.execs.repository import ExecRepository
+from service.execs.runner import ExecRunner
+from service.execs.schemas import Exec, ExecCreate, ExecPage, ExecSummary
+from service.pagination import decode_cursor, page_of
+from service.sandboxes import service as sandboxes
+
+Db = async_sessionmaker[AsyncSession]
+POLL_S = 0.25
+
+
+def repository(session: AsyncSession, principal: Principal) -> ExecRepository:
+    assert principal.tenant_id is not None
+    return ExecRepository(session, principal.tenant_id, principal.sandbox_id)
+
+
+async def _output(repo: ExecRepository, exec_id: str) -> dict[str, bytes]:
+    out = {"stdout": b"", "stderr": b""}
+    seq = 0
+    while True:
+        chunks = await repo.chunks(exec_id, after_seq=seq)
+        for chunk in chunks:
+            out[chunk.stream] += chunk.data
+        if len(chunks) < 500:
+            return out
+        seq = chunks[-1].seq
+
+
+def to_schema(row: ExecRow, output: dict[str, bytes] | None) -> Exec:
+    return Exec(
+        id=row.id,
+        sandbox_id=row.sandbox_id,
+        state=row.state,  # type: ignore[arg-type]
+        cmd=row.cmd,
+        cwd=row.cwd,
+        user=row.user,
+        env=row.env,
+        secret_names=row.secret_names,
+        timeout_s=row.timeout_s,
+        exit_code=row.exit_code,
+        outcome=row.outcome,
+        stdout=output["stdout"].decode(errors="replace") if output is not None else None,
+        stderr=output["stderr"].decode(errors="replace") if output is not None else None,
+        stdout_bytes=row.stdout_bytes,
+        stderr_bytes=row.stderr_bytes,
+        stdout_truncated=row.stdout_truncated,
+        stderr_truncated=row.stderr_truncated,
+        duration_ms=row.duration_ms,
+        error=row.error,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+    )
+
+
+def summary(row: ExecRow) -> ExecSummary:
+    return ExecSummary(
+        id=row.id,
+        sandbox_id=row.sandbox_id,
+        state=row.state,  # type: ignore[arg-type]
+        cmd=row.cmd,
+        exit_code=row.exit_code,
+        outcome=row.outcome,
+        stdout_bytes=row.stdout_bytes,
+        stderr_bytes=row.stderr_bytes,
+        duration_ms=row.duration_ms,
+        created_at=row.created_at,
+        finished_at=row.finished_at,
+    )
+
+
+async def get_exec(db: Db, principal: Principal, sandbox_id: str, exec_id: str) -> Exec:
+    async with db() as session:
+        repo = repository(session, principal)
+        row = await repo.get(sandbox_id, exec_id)
+        if row is None:
+            raise NotFound(f"no exec {exec_id} in sandbox {sandbox_id}")
+        return to_schema(row, await _output(repo, exec_id))
+
+
+async def create_exec(
+    db: Db,
+    runner: ExecRunner,
+    principal: Principal,
+    ctx: AuditContext,
+    sandbox_id: str,
+    data: ExecCreate,
+    idempotency_key: str | None,
+) -> tuple[Exec, bool]:
+    """Start an exec; with `wait`, return it finished. Returns it and whether it is final."""
+    assert principal.tenant_id is not None
+    started = await runner.start(
+        principal.tenant_id,
+        principal.sandbox_id,
+        ctx,
+        sandbox_id,
+        data,
+        idempotency_key,
+        sandboxes.request_hash(data),
+    )
+    if data.wait:
+        await runner.wait(started.exec_id)
+    result = await get_exec(db, principal, sandbox_id, started.exec_id)
+    return result, result.state != "running"
+
+
+async def list_execs(
+    session: AsyncSession, principal: Principal, sandbox_id: str, *, limit: int, cursor: str | None
+) -> ExecPage:
+    assert principal.tenant_id is not None
+    await sandboxes.get_row(session, principal, sandbox_id)
+    after = decode_cursor(cursor)
+    rows = await repository(session, principal).list(
+        sandbox_id, limit=limit + 1, after_id=after if isinstance(after, str) else None
+    )
+    items, next_cursor = page_of(rows, limit, key=lambda r: r.id)
+    return ExecPage(items=[summary(r) for r in items], next_cursor=next_cursor)
+
+
+async def kill_exec(
+    db: Db,
+    runner: ExecRunner,
+    principal: Principal,
+    ctx: AuditContext,
+    sandbox_id: str,
+    exec_id: str,
+) -> Exec:
+    assert principal.tenant_id is not None
+    async with db() as session, session.begin():
+        row = await repository(session, principal).get(sandbox_id, exec_id)
+        if row is None:
+            raise NotFound(f"no exec {exec_id} in sandbox {sandbox_id}")
+        sandbox = await sandboxes.get_row(session, principal, sandbox_id)
+        if row.state != "running":
+            raise Conflict(f"exec {exec_id} is {row.state}", extra={"state": row.state})
+        await record(
+            session,
+            ctx,
+            chain=principal.tenant_id,
+            action="exec.kill",
+            target=exec_id,
+            details={"sandbox_id": sandbox_id},
+        )
+        runtime_exec_id, runtime_id = row.runtime_exec_id, sandbox.runtime_id
+    if runtime_exec_id is not None and runtime_id is not None:
+        await runner.kill(runtime_id, runtime_exec_id)
+    await runner.wait(exec_id)
+    return await get_exec(db, principal, sandbox_id, exec_id)
+
+
+async def events(
+    db: Db,
+    runner: ExecRunner,
+    principal: Principal,
+    sandbox_id: str,
+    exec_id: str,
+    last_event_id: int,
+) -> AsyncIterator[ServerSentEventMessage]:
+    """Output chunks as events (`id` = chunk sequence), then one `exit` event.
+
+    A reader that reconnects with `Last-Event-ID: N` gets every chunk after N, so nothing is
+    lost or repeated; chunks come from the database, so any replica can serve the stream.
+    """
+    seq = last_event_id
+    while True:
+        async with db() as session:
+            repo = repository(session, principal)
+            row = await repo.get(sandbox_id, exec_id)
+            if row is None:
+                return
+            finished = row.state != "running"
+            chunks = await repo.chunks(exec_id, after_seq=seq)
+        for chunk in chunks:
+            seq = chunk.seq
+            yield ServerSentEventMessage(
+                id=str(chunk.seq),
+                event=chunk.stream,
+                data=json.dumps({"text": chunk.data.decode(errors="replace")}),
+            )
+        if chunks:
+            continue
+        if finished:
+            yield ServerSentEventMessage(
+                id=str(seq + 1),
+                event="exit",
+                data=json.dumps(
+                    {
+                        "state": row.state,
+                        "exit_code": row.exit_code,
+                        "outcome": row.outcome,
+                        "duration_ms": row.duration_ms,
+                        "stdout_truncated": row.stdout_truncated,
+                        "stderr_truncated": row.stderr_truncated,
+                        "error": row.error,
+                    }
+                ),
+            )
+            return
+        await runner.wait_change(exec_id, POLL_S)
