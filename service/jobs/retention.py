@@ -12,13 +12,13 @@ import asyncio
 import logging
 from datetime import timedelta
 
-from sqlalchemy import select, text
+from sqlalchemy import delete, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext, record
 from service.audit.repository import AuditRepository
 from service.db.base import utcnow
-from service.db.models import RevokedToken, Tenant
+from service.db.models import Exec, RevokedToken, Sandbox, Tenant
 from service.settings import Settings
 from service.tenants.service import quotas_of
 
@@ -38,6 +38,19 @@ async def purge_once(session: AsyncSession, default_days: int | None = None) -> 
         days = quotas_of(tenant).audit_retention_days if default_days is None else default_days
         cutoff = now - timedelta(days=days)
         count = await AuditRepository(session, tenant.id).purge_before(cutoff)
+        # Exec history and finished sandboxes are kept exactly as long as the audit log.
+        await session.execute(
+            delete(Exec).where(
+                Exec.tenant_id == tenant.id, Exec.created_at < cutoff, Exec.state != "running"
+            )
+        )
+        await session.execute(
+            delete(Sandbox).where(
+                Sandbox.tenant_id == tenant.id,
+                Sandbox.state == "stopped",
+                Sandbox.stopped_at < cutoff,
+            )
+        )
         if count:
             purged[tenant.id] = count
             await record(
