@@ -85,9 +85,9 @@ def test_keys_rotate_adds_a_signing_key(env: dict[str, str], tmp_path: Path) -> 
 
 def test_serve_refuses_an_unmigrated_database(env: dict[str, str], tmp_path: Path) -> None:
     result = airlock(env, tmp_path, "serve", "--port", str(free_port()), timeout=60)
-    assert result.returncode != 0
-    assert "airlock migrate" in result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.returncode != 0, result.stderr
+    assert "airlock migrate" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
 
 
 def test_serve_refuses_a_production_start_without_secrets(
@@ -96,9 +96,9 @@ def test_serve_refuses_a_production_start_without_secrets(
     ok(airlock(env, tmp_path, "migrate"))
     env = {**env, "AIRLOCK_ENV": "production"}
     result = airlock(env, tmp_path, "serve", "--port", str(free_port()), timeout=60)
-    assert result.returncode != 0
-    assert "AIRLOCK_OPERATOR_KEY" in result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.returncode != 0, result.stderr
+    assert "AIRLOCK_OPERATOR_KEY" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
 
 
 def test_serve_answers_on_loopback(env: dict[str, str], tmp_path: Path) -> None:
