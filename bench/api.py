@@ -1,0 +1,214 @@
+"""Exec overhead of the API against the runtime itself, measured side by side in one run.
+
+Starts a real `airlock serve` (gVisor runtime, its own state dir and database), and in this
+process a GVisorRuntime of its own. Prints the median and p95 of an exec of `true` through
+the API and directly through the runtime, interleaved so both see the same machine load, the
+ratio and the difference; then execs per second through the API with 1, 8 and 32 concurrent
+clients.
+
+    .venv/bin/python bench/api.py [--runs 200] [--seconds 10]
+
+Uses PostgreSQL when AIRLOCK_TEST_PG_ADMIN_URL is set (as `scripts/test.sh` does), otherwise
+the embedded SQLite database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from service.db import migrate  # noqa: E402
+from service.runtime import ExecRequest, SandboxSpec, images  # noqa: E402
+from service.runtime.gvisor import GVisorRuntime  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def state_dir(root: Path, name: str) -> Path:
+    path = root / name
+    path.mkdir()
+    (path / "images").symlink_to(REPO / ".airlock" / "images")
+    return path
+
+
+async def database_url(root: Path) -> tuple[str, str]:
+    admin = os.environ.get("AIRLOCK_TEST_PG_ADMIN_URL")
+    if not admin:
+        return f"sqlite+aiosqlite:///{root / 'bench.db'}", "SQLite"
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    name = f"airlock_bench_{secrets.token_hex(4)}"
+    conn = await asyncpg.connect(admin)
+    await conn.execute(f'CREATE DATABASE "{name}"')
+    await conn.close()
+    url = make_url(admin).set(drivername="postgresql+asyncpg", database=name)
+    return url.render_as_string(hide_password=False), "PostgreSQL"
+
+
+async def wait_ready(base: str, proc: subprocess.Popen[bytes]) -> None:
+    async with httpx.AsyncClient() as client:
+        for _ in range(300):
+            if proc.poll() is not None:
+                raise SystemExit("the server exited; see its log")
+            try:
+                if (await client.get(f"{base}/readyz")).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.1)
+    raise SystemExit("the server did not become ready")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    args = parser.parse_args()
+
+    images.build_default_image(REPO / ".airlock")
+    with tempfile.TemporaryDirectory(prefix="airlock-bench-") as tmp:
+        root = Path(tmp)
+        url, db_kind = await database_url(root)
+        await asyncio.to_thread(migrate.upgrade, url)
+        operator = "alo_bench_" + secrets.token_urlsafe(32)
+        port = free_port()
+        env = {
+            **os.environ,
+            "AIRLOCK_STATE_DIR": str(state_dir(root, "service")),
+            "AIRLOCK_DATABASE_URL": url,
+            "AIRLOCK_RUNTIME": "gvisor",
+            "AIRLOCK_OPERATOR_KEY": operator,
+            "AIRLOCK_LOG_LEVEL": "WARNING",
+        }
+        log = (root / "server.log").open("wb")
+        proc = subprocess.Popen(  # noqa: ASYNC220
+            [str(REPO / ".venv/bin/airlock"), "serve", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        base = f"http://127.0.0.1:{port}"
+        direct = await GVisorRuntime.open(state_dir(root, "direct"))
+        direct_ids: list[str] = []
+        try:
+            await wait_ready(base, proc)
+            await run(base, operator, direct, direct_ids, args, db_kind)
+        finally:
+            for sid in direct_ids:
+                await direct.destroy(sid)
+            await direct.close()
+            proc.terminate()
+            proc.wait(timeout=30)
+            log.close()
+
+
+async def run(
+    base: str,
+    operator: str,
+    direct: GVisorRuntime,
+    direct_ids: list[str],
+    args: argparse.Namespace,
+    db_kind: str,
+) -> None:
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+    async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
+        op = {"Authorization": f"Bearer {operator}"}
+        quotas = {"execs_per_minute": 1_000_000, "max_sandboxes": 10, "max_vcpus": 64}
+        r = await client.post("/v1/tenants", json={"name": "bench", "quotas": quotas}, headers=op)
+        r.raise_for_status()
+        auth = {"Authorization": f"Bearer {r.json()['api_key']}"}
+        sandboxes = []
+        for _ in range(4):
+            r = await client.post("/v1/sandboxes", json={"ttl_s": 3600}, headers=auth)
+            r.raise_for_status()
+            sandboxes.append(r.json()["id"])
+        info = await direct.create(images.DEFAULT_IMAGE, SandboxSpec(memory_mib=512))
+        direct_ids.append(info.id)
+
+        async def api_exec(sandbox_id: str) -> float:
+            t0 = time.perf_counter()
+            r = await client.post(
+                f"/v1/sandboxes/{sandbox_id}/execs", json={"cmd": ["true"]}, headers=auth
+            )
+            elapsed = time.perf_counter() - t0
+            body = r.json()
+            assert r.status_code == 200 and body["exit_code"] == 0, body
+            return elapsed
+
+        async def direct_exec() -> float:
+            t0 = time.perf_counter()
+            result = await direct.run(info.id, ExecRequest(argv=["true"]))
+            elapsed = time.perf_counter() - t0
+            assert result.exit_code == 0, result
+            return elapsed
+
+        for _ in range(10):  # warm both paths
+            await api_exec(sandboxes[0])
+            await direct_exec()
+        api_times, direct_times = [], []
+        for _ in range(args.runs):
+            api_times.append(await api_exec(sandboxes[0]))
+            direct_times.append(await direct_exec())
+
+        print(f"exec of `true`, {args.runs} runs each, interleaved ({db_kind} behind the API)")
+        print(f"{'path':<22}{'median ms':>11}{'p95 ms':>10}")
+        for name, values in (("API (HTTP)", api_times), ("runtime directly", direct_times)):
+            print(
+                f"{name:<22}{statistics.median(values) * 1e3:>11.1f}{pct(values, 95) * 1e3:>10.1f}"
+            )
+        med_api, med_direct = statistics.median(api_times), statistics.median(direct_times)
+        print(
+            f"ratio API/direct at the median: {med_api / med_direct:.2f}x; "
+            f"API overhead at the median: {(med_api - med_direct) * 1e3:.1f} ms "
+            f"(p95: {(pct(api_times, 95) - pct(direct_times, 95)) * 1e3:.1f} ms)"
+        )
+
+        print(f"\nexecs per second through the API ({args.seconds:.0f} s per level, 4 sandboxes)")
+        print(f"{'clients':>8}{'execs':>8}{'per s':>8}{'median ms':>11}{'p95 ms':>9}")
+        for clients in (1, 8, 32):
+            latencies: list[float] = []
+            deadline = time.perf_counter() + args.seconds
+
+            async def worker(
+                n: int, latencies: list[float] = latencies, deadline: float = deadline
+            ) -> None:
+                while time.perf_counter() < deadline:
+                    latencies.append(await api_exec(sandboxes[n % len(sandboxes)]))
+
+            t0 = time.perf_counter()
+            await asyncio.gather(*(worker(n) for n in range(clients)))
+            wall = time.perf_counter() - t0
+            print(
+                f"{clients:>8}{len(latencies):>8}{len(latencies) / wall:>8.1f}"
+                f"{statistics.median(latencies) * 1e3:>11.1f}{pct(latencies, 95) * 1e3:>9.1f}"
+            )
+        for sandbox_id in sandboxes:
+            await client.delete(f"/v1/sandboxes/{sandbox_id}", headers=auth)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
