@@ -8,16 +8,20 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+import msgspec
 import pytest
+from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.app import create_app
 from service.audit import recorder
 from service.db import migrate, models
 from service.db.session import make_engine, make_sessionmaker
 from service.jobs import retention
 from service.jobs.retention import purge_once
+from service.settings import Settings
 from tests.conftest import Api, Tenant, create_pg_database, database_kind
 
 GENESIS = "0" * 64
@@ -592,3 +596,29 @@ async def test_out_of_range_cursor_is_422(api: Api, tenant: Tenant) -> None:
     cursor = base64.urlsafe_b64encode(str(10**30).encode()).rstrip(b"=").decode()
     r = await api.client.get("/v1/audit", params={"cursor": cursor}, headers=tenant.headers)
     assert r.status_code == 422, r.text
+
+
+@pytest.mark.sqlite
+async def test_the_service_runs_the_retention_purge_itself(
+    api: Api, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        recorder,
+        "utcnow",
+        lambda: datetime.now(UTC) - timedelta(days=settings.audit_retention_days + 1),
+    )
+    tenant = await api.tenant()
+    monkeypatch.undo()
+    await api.key(tenant, ["audit:read"])
+
+    app = create_app(msgspec.structs.replace(settings, retention_interval_s=3600), run_jobs=True)
+    async with AsyncTestClient(app=app) as client:
+        for _ in range(200):  # bounded wait for the job's first run
+            r = await client.get("/v1/audit", headers=tenant.headers)
+            if r.json()["items"][0]["action"] == "audit.purge":
+                break
+            await asyncio.sleep(0.05)
+        assert [e["action"] for e in r.json()["items"]] == ["audit.purge", "api_key.create"]
+        r = await client.get("/v1/audit/verify", headers=tenant.headers)
+        assert r.json()["valid"] is True
+        assert r.json()["anchored_after_purge"] is True
