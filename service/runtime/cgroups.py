@@ -128,3 +128,24 @@ def _kill_and_rmdir(directory: Path) -> bool:
     except OSError:
         return False
     return True
+
+
+def cap_parent_pids(parent: str, fraction: float = 0.5, root: Path = ROOT) -> int | None:
+    """Bound the host tasks of all sandboxes together to a share of the host's pid space.
+
+    Each sandbox has its own pids cap; this parent cap keeps many misbehaving sandboxes
+    together from exhausting the host's pids. Returns the cap set, or None if not possible.
+    """
+    try:
+        pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        return None
+    cap = int(pid_max * fraction)
+    layout = detect(root)
+    directory = root / ("pids" if layout in ("v1", "hybrid") else "") / parent.lstrip("/")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "pids.max").write_text(str(cap))
+    except OSError:
+        return None
+    return cap

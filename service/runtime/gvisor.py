@@ -58,6 +58,16 @@ KILL_TIMEOUT_S = 10.0
 # other exec runs, which also takes processes that escaped with setsid (kill -9 -1 spares PID 1).
 KILL_SCRIPT = r"""
 target="$1"; mode="$2"
+if [ "$mode" = all ]; then
+  # kill(-1) fails with ESRCH once nothing but PID 1 and us is left; repeat until then,
+  # since processes forking meanwhile can produce children the previous pass missed.
+  for pass in 1 2 3; do
+    n=0
+    while kill -9 -1 2>/dev/null && [ "$n" -lt 1000 ]; do n=$((n + 1)); done
+    sleep 0.02
+  done
+  exit 0
+fi
 for round in 1 2 3; do
   kill -9 -- "-$target" 2>/dev/null
   for st in /proc/[0-9]*/stat; do
@@ -70,7 +80,6 @@ for round in 1 2 3; do
       kill -9 "$pid" 2>/dev/null
     fi
   done
-  [ "$mode" = all ] && kill -9 -1 2>/dev/null
 done
 exit 0
 """
@@ -162,6 +171,7 @@ class GVisorRuntime:
         for sub in ("runsc", "sandboxes", "snapshots"):
             (runtime.root / sub).mkdir(parents=True, exist_ok=True)
         reaper.become_subreaper()
+        cgroups.cap_parent_pids(CGROUP_PARENT)
         log.info(
             "gvisor runtime ready: %s, platform %s, cgroup %s", runsc, chosen, cgroups.detect()
         )
@@ -536,7 +546,7 @@ class GVisorRuntime:
         except (OSError, ValueError):
             pid = 0
         others = any(not e.done for i, e in sandbox.execs.items() if i != exec_id)
-        if pid:
+        if pid and others:
             await self._runsc("kill", f"--pid={pid}", sandbox.id, "KILL", limit_s=KILL_TIMEOUT_S)
         elif others:
             return

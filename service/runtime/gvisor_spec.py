@@ -17,8 +17,8 @@ from .types import SandboxSpec
 MIB = 1 << 20
 DEFAULT_PATH = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SENTRY_OVERHEAD_MIB = 96  # the sandbox kernel's own memory, charged to the same cgroup
-HOST_TASKS_PER_PROCESS = 8  # each guest process costs ~5-6 host threads under ptrace
-HOST_TASKS_BASE = 128
+HOST_TASKS_PER_PROCESS = 32  # ptrace: ~10 host tasks per live guest process, more under churn
+HOST_TASKS_BASE = 512
 INIT_FALLBACK = ["/bin/sh", "-c", "trap '' TERM INT HUP; while :; do sleep 3600 & wait; done"]
 NO_CAPS: dict[str, list[str]] = {
     k: [] for k in ("bounding", "effective", "inheritable", "permitted", "ambient")
@@ -73,7 +73,7 @@ def rlimits(spec: SandboxSpec) -> list[dict[str, Any]]:
     values = {
         "RLIMIT_NPROC": spec.pids,
         "RLIMIT_NOFILE": 4096,
-        "RLIMIT_FSIZE": spec.disk_mib * MIB,
+        "RLIMIT_FSIZE": spec.disk_mib * 2 * MIB,  # above the disk cap: ENOSPC comes first
         "RLIMIT_AS": address_space,
         "RLIMIT_CORE": 0,
     }

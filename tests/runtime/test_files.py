@@ -1,0 +1,117 @@
+"""Files move through the sandbox itself; paths are checked; symlinks resolve inside."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from service.runtime import (
+    InvalidPath,
+    PathNotAllowed,
+    PathNotFound,
+    SandboxInfo,
+    SandboxRuntime,
+)
+from service.runtime.paths import sandbox_path
+
+from .helpers import sh
+
+
+async def read_all(runtime: SandboxRuntime, sandbox_id: str, path: str) -> bytes:
+    return b"".join([chunk async for chunk in runtime.read_file(sandbox_id, path)])
+
+
+async def test_five_mib_round_trip(runtime: SandboxRuntime, sandbox: SandboxInfo) -> None:
+    payload = os.urandom(5 << 20)
+    written = await runtime.write_file(sandbox.id, "data/blob.bin", payload)
+    assert written == len(payload)
+    inside = await sh(runtime, sandbox.id, "sha256sum /work/data/blob.bin")
+    assert inside.stdout.split()[0].decode() == hashlib.sha256(payload).hexdigest()
+    assert await read_all(runtime, sandbox.id, "/work/data/blob.bin") == payload
+
+
+async def test_streamed_upload(runtime: SandboxRuntime, sandbox: SandboxInfo) -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        for i in range(64):
+            yield bytes([i]) * 4096
+
+    assert await runtime.write_file(sandbox.id, "streamed", chunks(), mode=0o600) == 64 * 4096
+    listing = {e.name: e for e in await runtime.list_files(sandbox.id, "/work")}
+    assert listing["streamed"].kind == "file"
+    assert listing["streamed"].size == 64 * 4096
+    assert listing["streamed"].mode == 0o600
+    owner = await sh(runtime, sandbox.id, "stat -c %u:%g /work/streamed")
+    assert owner.stdout == b"1000:1000\n"
+
+
+async def test_list_files(runtime: SandboxRuntime, sandbox: SandboxInfo) -> None:
+    await sh(
+        runtime, sandbox.id, "mkdir -p /work/d/sub && echo hi > /work/d/f && ln -s f /work/d/l"
+    )
+    entries = await runtime.list_files(sandbox.id, "d")
+    assert [(e.name, e.kind) for e in entries] == [("f", "file"), ("l", "symlink"), ("sub", "dir")]
+    with pytest.raises(PathNotFound):
+        await runtime.list_files(sandbox.id, "/work/missing")
+    with pytest.raises(PathNotAllowed):
+        await runtime.list_files(sandbox.id, "/work/d/f")
+
+
+async def test_missing_file_is_a_typed_error(runtime: SandboxRuntime, sandbox: SandboxInfo) -> None:
+    with pytest.raises(PathNotFound):
+        await read_all(runtime, sandbox.id, "nope.txt")
+    with pytest.raises(PathNotAllowed):
+        await read_all(runtime, sandbox.id, "/work")
+
+
+async def test_permissions_apply_inside(runtime: SandboxRuntime, sandbox: SandboxInfo) -> None:
+    with pytest.raises(PathNotAllowed):
+        await runtime.write_file(sandbox.id, "/etc/planted", b"x")
+    with pytest.raises(PathNotAllowed):
+        await read_all(runtime, sandbox.id, "/etc/shadow")
+    # root inside may read it, and it is the image's file, not the host's
+    shadow = b"".join([c async for c in runtime.read_file(sandbox.id, "/etc/shadow", user="0")])
+    assert b"sandbox:" in shadow
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["../etc/passwd", "/work/../etc/passwd", "a/../../b", "./x", "a//b", "", "x\x00y", "a\\b"],
+)
+async def test_path_tricks_are_rejected(
+    runtime: SandboxRuntime, sandbox: SandboxInfo, bad: str
+) -> None:
+    with pytest.raises(InvalidPath):
+        await runtime.write_file(sandbox.id, bad, b"x")
+    with pytest.raises(InvalidPath):
+        await read_all(runtime, sandbox.id, bad)
+    with pytest.raises(InvalidPath):
+        await runtime.list_files(sandbox.id, bad)
+
+
+def test_sandbox_path_normalises() -> None:
+    assert sandbox_path("x/y") == "/work/x/y"
+    assert sandbox_path("/tmp/x") == "/tmp/x"
+    assert sandbox_path("/work/") == "/work"
+    assert sandbox_path("/") == "/"
+
+
+async def test_symlink_cannot_reach_host_files(
+    runtime: SandboxRuntime, sandbox: SandboxInfo, tmp_path: Path
+) -> None:
+    marker = tmp_path / "host-only.txt"
+    marker.write_text("host secret")
+    await sh(runtime, sandbox.id, f"ln -s {marker} /work/to-host; ln -s /etc/hostname /work/h")
+    with pytest.raises(PathNotFound):
+        await read_all(runtime, sandbox.id, "to-host")
+    # a link to a path that exists on both sides reads the sandbox's copy
+    inside = await read_all(runtime, sandbox.id, "h")
+    assert inside == (await sh(runtime, sandbox.id, "cat /etc/hostname")).stdout
+    # writing over a planted link replaces the link inside the sandbox; the host is untouched
+    await sh(runtime, sandbox.id, f"ln -s {tmp_path}/written /work/out")
+    await runtime.write_file(sandbox.id, "out", b"escape?")
+    assert not (tmp_path / "written").exists()
+    assert await read_all(runtime, sandbox.id, "out") == b"escape?"

@@ -1,0 +1,99 @@
+"""Create, list, stats, destroy (leaving nothing behind), and reaping a crashed run's sandboxes."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+from service.runtime import (
+    InvalidSpec,
+    SandboxNotFound,
+    SandboxRuntime,
+    SandboxSpec,
+    cgroups,
+)
+from service.runtime.gvisor import GVisorRuntime
+
+from .conftest import REPO, SandboxFactory
+from .helpers import host_processes_mentioning, sh
+
+
+async def test_create_list_get_stats(runtime: SandboxRuntime, make_sandbox: SandboxFactory) -> None:
+    box = await make_sandbox(labels={"tenant": "t1"})
+    assert box.state == "running"
+    assert box.spec.labels == {"tenant": "t1"}
+    assert box.id in {s.id for s in await runtime.list_sandboxes()}
+    assert (await runtime.get(box.id)).state == "running"
+    stats = await runtime.stats(box.id)
+    assert stats.memory_bytes > 0 and stats.pids >= 1
+
+
+async def test_invalid_spec_is_rejected(runtime: SandboxRuntime) -> None:
+    with pytest.raises(InvalidSpec):
+        await runtime.create("default", SandboxSpec(memory_mib=1))
+    with pytest.raises(InvalidSpec):
+        await runtime.create("default", SandboxSpec(user="nobody"))
+
+
+async def test_unknown_sandbox(runtime: SandboxRuntime) -> None:
+    with pytest.raises(SandboxNotFound):
+        await runtime.get("alk-000000000000000000000000")
+    with pytest.raises(SandboxNotFound):
+        await sh(runtime, "not-a-sandbox", "true")
+    await runtime.destroy("alk-000000000000000000000000")  # idempotent
+
+
+async def test_destroy_leaves_nothing(gvisor: GVisorRuntime) -> None:
+    box = await gvisor.create("default", SandboxSpec(memory_mib=128, disk_mib=32))
+    await sh(gvisor, box.id, "(sleep 600 </dev/null >/dev/null 2>&1 &); echo x > /work/f")
+    assert host_processes_mentioning(box.id)
+    await gvisor.destroy(box.id)
+    assert host_processes_mentioning(box.id) == []
+    assert not (gvisor.root / "sandboxes" / box.id).exists()
+    assert not cgroups.Cgroup(f"/airlock/{box.id}").exists()
+    assert box.id not in {s.id for s in await gvisor.list_sandboxes()}
+    with pytest.raises(SandboxNotFound):
+        await gvisor.get(box.id)
+
+
+CRASHING_OWNER = """
+import asyncio, os, sys
+from service.runtime.gvisor import GVisorRuntime
+from service.runtime import SandboxSpec
+
+async def main():
+    rt = await GVisorRuntime.open(sys.argv[1])
+    box = await rt.create("default", SandboxSpec(memory_mib=128, disk_mib=32))
+    print(box.id, flush=True)
+    os._exit(0)  # a crash: no destroy, no clean-up
+
+asyncio.run(main())
+"""
+
+
+async def test_reap_orphans_of_a_previous_run(gvisor: GVisorRuntime, state_dir: Path) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        CRASHING_OWNER,
+        str(state_dir),
+        stdout=asyncio.subprocess.PIPE,
+        cwd=REPO,
+    )
+    out, _ = await proc.communicate()
+    orphan = out.decode().strip()
+    assert orphan.startswith("alk-")
+    assert host_processes_mentioning(orphan)  # still running after its owner died
+    mine = await gvisor.create("default", SandboxSpec(memory_mib=128, disk_mib=32))
+    try:
+        removed = await gvisor.reap_orphans()
+        assert orphan in removed
+        assert mine.id not in removed  # sandboxes of a live owner are left alone
+        assert host_processes_mentioning(orphan) == []
+        assert not cgroups.Cgroup(f"/airlock/{orphan}").exists()
+        assert (await sh(gvisor, mine.id, "echo ok")).stdout == b"ok\n"
+    finally:
+        await gvisor.destroy(mine.id)

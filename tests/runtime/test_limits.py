@@ -1,0 +1,87 @@
+"""Caps under hostile workloads: memory, processes, disk; the host and neighbours stay fine."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from service.runtime import ExecRequest, SandboxFailed, SandboxRuntime
+
+from .conftest import SandboxFactory
+from .helpers import sh
+
+MEMORY_HOG = "x = []\nwhile True:\n    x.append(bytearray(16 << 20))\n"
+
+
+async def test_memory_hog_ends_as_oom_and_fails_the_sandbox(
+    runtime: SandboxRuntime, make_sandbox: SandboxFactory
+) -> None:
+    hog_box = await make_sandbox(memory_mib=64, disk_mib=16)
+    result = await runtime.run(
+        hog_box.id, ExecRequest(argv=["python3", "-c", MEMORY_HOG], timeout_s=60)
+    )
+    assert result.outcome == "oom"
+    assert result.exit_code is None
+    info = await runtime.get(hog_box.id)
+    assert info.state == "failed" and info.failure_reason == "oom"
+    with pytest.raises(SandboxFailed) as failed:
+        await sh(runtime, hog_box.id, "true")
+    assert failed.value.reason == "oom"
+
+
+async def test_huge_single_allocation_fails_inside(
+    runtime: SandboxRuntime, make_sandbox: SandboxFactory
+) -> None:
+    box = await make_sandbox(memory_mib=64, disk_mib=16)
+    result = await runtime.run(
+        box.id, ExecRequest(argv=["python3", "-c", "bytearray(8 << 30)"], timeout_s=60)
+    )
+    assert result.outcome == "exited"
+    assert b"MemoryError" in result.stderr
+    assert (await sh(runtime, box.id, "echo still here")).stdout == b"still here\n"
+
+
+async def test_fork_bomb_stalls_at_the_process_cap(
+    runtime: SandboxRuntime, make_sandbox: SandboxFactory
+) -> None:
+    bomb_box, neighbour = await make_sandbox(pids=32), await make_sandbox()
+    bomb = await runtime.exec(
+        bomb_box.id, ExecRequest(argv=["sh", "-c", "f() { f | f & }; f; sleep 30"], timeout_s=60)
+    )
+    await asyncio.sleep(1.5)
+    # the bomb's processes stay under the cap (counted by root, which the cap does not bind)
+    count = await sh(runtime, bomb_box.id, "ls -d /proc/[0-9]* 2>/dev/null | wc -l", user="0:0")
+    assert count.outcome == "exited"
+    assert int(count.stdout) <= 32 + 4
+    # a neighbour sandbox and the host still answer
+    assert (await sh(runtime, neighbour.id, "echo fine")).stdout == b"fine\n"
+    host = await asyncio.create_subprocess_exec("true")
+    assert await host.wait() == 0
+    await bomb.kill()
+    assert (await bomb.wait()).outcome == "killed"
+    after = await runtime.run(bomb_box.id, ExecRequest(argv=["ps", "-e", "-o", "comm="]))
+    assert set(after.stdout.decode().split()) == {"airlock-init", "ps"}
+
+
+async def test_disk_fill_gets_enospc_inside(
+    runtime: SandboxRuntime, make_sandbox: SandboxFactory
+) -> None:
+    box = await make_sandbox(disk_mib=16)
+    fill = await sh(runtime, box.id, "dd if=/dev/zero of=/work/fill bs=1M count=64")
+    assert fill.exit_code != 0
+    assert b"No space left on device" in fill.stderr
+    tmp_fill = await sh(runtime, box.id, "dd if=/dev/zero of=/tmp/fill bs=1M count=64")
+    assert b"No space left on device" in tmp_fill.stderr
+    # the sandbox survives and can free space again
+    assert (await sh(runtime, box.id, "rm /work/fill && echo ok")).stdout == b"ok\n"
+
+
+async def test_cpu_count_follows_the_cap(
+    runtime: SandboxRuntime, make_sandbox: SandboxFactory
+) -> None:
+    box = await make_sandbox(vcpus=1)
+    stats = await runtime.stats(box.id)
+    assert stats.memory_limit_bytes > 0 and stats.pids_limit > 0
+    result = await sh(runtime, box.id, "python3 -c 'import os; print(os.cpu_count())'")
+    assert result.exit_code == 0 and int(result.stdout) >= 1

@@ -1,0 +1,59 @@
+"""Snapshot a prepared sandbox and start new ones from it."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.runtime import (
+    ExecRequest,
+    SandboxBusy,
+    SandboxRuntime,
+    SnapshotNotFound,
+)
+
+from .conftest import SandboxFactory
+from .helpers import sh
+
+
+async def test_snapshot_and_restore(runtime: SandboxRuntime, make_sandbox: SandboxFactory) -> None:
+    source = await make_sandbox()
+    prepared = "echo prepared > /work/state; (sleep 600 </dev/null >/dev/null 2>&1 &)"
+    await sh(runtime, source.id, prepared)
+    snapshot = await runtime.snapshot(source.id)
+    try:
+        # the source keeps running with its files and processes
+        assert (await sh(runtime, source.id, "cat /work/state")).stdout == b"prepared\n"
+        assert snapshot in await runtime.list_snapshots()
+        clones = []
+        for _ in range(2):
+            clone = await runtime.create_from_snapshot(snapshot.id)
+            clones.append(clone)
+            assert clone.from_snapshot == snapshot.id
+        randomness = set()
+        for clone in clones:
+            state = await sh(runtime, clone.id, "cat /work/state; ps -e -o args=")
+            assert state.stdout.startswith(b"prepared\n")
+            assert b"sleep 600" in state.stdout
+            rand = await sh(runtime, clone.id, "head -c 16 /dev/urandom | od -An -tx1")
+            randomness.add(rand.stdout)
+            await sh(runtime, clone.id, "echo changed > /work/state")
+        assert len(randomness) == 2  # fresh randomness in every sandbox from one snapshot
+        # clones do not affect the source
+        assert (await sh(runtime, source.id, "cat /work/state")).stdout == b"prepared\n"
+        for clone in clones:
+            await runtime.destroy(clone.id)
+    finally:
+        await runtime.delete_snapshot(snapshot.id)
+    with pytest.raises(SnapshotNotFound):
+        await runtime.create_from_snapshot(snapshot.id)
+
+
+async def test_snapshot_refuses_a_busy_sandbox(
+    runtime: SandboxRuntime, make_sandbox: SandboxFactory
+) -> None:
+    box = await make_sandbox()
+    running = await runtime.exec(box.id, ExecRequest(argv=["sleep", "30"]))
+    with pytest.raises(SandboxBusy):
+        await runtime.snapshot(box.id)
+    await running.kill()
+    await running.wait()
