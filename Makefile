@@ -1,4 +1,4 @@
-.PHONY: run test lint format migrate
+.PHONY: run test lint format migrate client
 
 run:           ## serve on the embedded defaults (SQLite in ./.airlock, 127.0.0.1:8080)
 	scripts/run.sh
@@ -14,3 +14,6 @@ format:
 
 migrate:
 	.venv/bin/airlock migrate
+
+client:        ## regenerate clients/openapi.json and clients/python from the code
+	scripts/gen-client.sh

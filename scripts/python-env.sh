@@ -22,3 +22,9 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
   .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
   echo "$want" > "$stamp"
 fi
+# The generated client (clients/python), for the end-to-end tests; again only when it changed.
+client_want=$(cat clients/python/setup.py clients/python/pyproject.toml | sha256sum | cut -d' ' -f1)
+if [[ ! -f .venv/.airlock-client || $(cat .venv/.airlock-client) != "$client_want" ]]; then
+  .venv/bin/pip install -q --disable-pip-version-check -e clients/python
+  echo "$client_want" > .venv/.airlock-client
+fi

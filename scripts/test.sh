@@ -12,6 +12,7 @@ if [[ -x scripts/runtime-setup.sh ]]; then scripts/runtime-setup.sh; fi
 echo "==> ruff" >&2
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+scripts/check-client.sh
 
 echo "==> tests on PostgreSQL" >&2
 AIRLOCK_TEST_DATABASE=postgresql .venv/bin/pytest -q -p no:cacheprovider "$@"

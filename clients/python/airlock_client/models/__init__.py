@@ -1,0 +1,101 @@
+"""Contains all the data models used in inputs/outputs"""
+
+from .api_key import ApiKey
+from .api_key_create import ApiKeyCreate
+from .api_key_created import ApiKeyCreated
+from .api_key_page import ApiKeyPage
+from .audit_event_out import AuditEventOut
+from .audit_event_out_details import AuditEventOutDetails
+from .audit_page import AuditPage
+from .audit_verification import AuditVerification
+from .broken_link import BrokenLink
+from .exec_ import Exec
+from .exec_create import ExecCreate
+from .exec_create_env import ExecCreateEnv
+from .exec_create_secrets import ExecCreateSecrets
+from .exec_env import ExecEnv
+from .exec_page import ExecPage
+from .exec_state import ExecState
+from .exec_summary import ExecSummary
+from .exec_summary_state import ExecSummaryState
+from .health import Health
+from .health_checks import HealthChecks
+from .jwks import JWKS
+from .jwks_keys_item import JWKSKeysItem
+from .network_policy import NetworkPolicy
+from .quotas import Quotas
+from .quotas_patch import QuotasPatch
+from .sandbox import Sandbox
+from .sandbox_create import SandboxCreate
+from .sandbox_create_env import SandboxCreateEnv
+from .sandbox_create_labels import SandboxCreateLabels
+from .sandbox_create_size_type_1 import SandboxCreateSizeType1
+from .sandbox_create_size_type_2_type_1 import SandboxCreateSizeType2Type1
+from .sandbox_create_size_type_3_type_1 import SandboxCreateSizeType3Type1
+from .sandbox_env import SandboxEnv
+from .sandbox_labels import SandboxLabels
+from .sandbox_page import SandboxPage
+from .sandbox_update import SandboxUpdate
+from .tenant import Tenant
+from .tenant_create import TenantCreate
+from .tenant_created import TenantCreated
+from .tenant_page import TenantPage
+from .tenant_status import TenantStatus
+from .tenant_update import TenantUpdate
+from .tenant_update_status_type_1 import TenantUpdateStatusType1
+from .tenant_update_status_type_2_type_1 import TenantUpdateStatusType2Type1
+from .tenant_update_status_type_3_type_1 import TenantUpdateStatusType3Type1
+from .token_create import TokenCreate
+from .token_created import TokenCreated
+from .transition import Transition
+
+__all__ = (
+    "ApiKey",
+    "ApiKeyCreate",
+    "ApiKeyCreated",
+    "ApiKeyPage",
+    "AuditEventOut",
+    "AuditEventOutDetails",
+    "AuditPage",
+    "AuditVerification",
+    "BrokenLink",
+    "Exec",
+    "ExecCreate",
+    "ExecCreateEnv",
+    "ExecCreateSecrets",
+    "ExecEnv",
+    "ExecPage",
+    "ExecState",
+    "ExecSummary",
+    "ExecSummaryState",
+    "Health",
+    "HealthChecks",
+    "JWKS",
+    "JWKSKeysItem",
+    "NetworkPolicy",
+    "Quotas",
+    "QuotasPatch",
+    "Sandbox",
+    "SandboxCreate",
+    "SandboxCreateEnv",
+    "SandboxCreateLabels",
+    "SandboxCreateSizeType1",
+    "SandboxCreateSizeType2Type1",
+    "SandboxCreateSizeType3Type1",
+    "SandboxEnv",
+    "SandboxLabels",
+    "SandboxPage",
+    "SandboxUpdate",
+    "Tenant",
+    "TenantCreate",
+    "TenantCreated",
+    "TenantPage",
+    "TenantStatus",
+    "TenantUpdate",
+    "TenantUpdateStatusType1",
+    "TenantUpdateStatusType2Type1",
+    "TenantUpdateStatusType3Type1",
+    "TokenCreate",
+    "TokenCreated",
+    "Transition",
+)

@@ -1,0 +1,179 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.exec_create_env import ExecCreateEnv
+    from ..models.exec_create_secrets import ExecCreateSecrets
+
+
+T = TypeVar("T", bound="ExecCreate")
+
+
+@_attrs_define
+class ExecCreate:
+    """
+    Attributes:
+        cmd (list[str]):
+        cwd (str | Unset):  Default: '/work'.
+        env (ExecCreateEnv | Unset):
+        max_output_bytes (int | Unset):  Default: 1048576.
+        secrets (ExecCreateSecrets | Unset):
+        stdin (None | str | Unset):
+        timeout_s (float | Unset):  Default: 60.0.
+        user (None | str | Unset):
+        wait (bool | Unset):  Default: True.
+    """
+
+    cmd: list[str]
+    cwd: str | Unset = "/work"
+    env: ExecCreateEnv | Unset = UNSET
+    max_output_bytes: int | Unset = 1048576
+    secrets: ExecCreateSecrets | Unset = UNSET
+    stdin: None | str | Unset = UNSET
+    timeout_s: float | Unset = 60.0
+    user: None | str | Unset = UNSET
+    wait: bool | Unset = True
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        cmd = self.cmd
+
+        cwd = self.cwd
+
+        env: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.env, Unset):
+            env = self.env.to_dict()
+
+        max_output_bytes = self.max_output_bytes
+
+        secrets: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.secrets, Unset):
+            secrets = self.secrets.to_dict()
+
+        stdin: None | str | Unset
+        if isinstance(self.stdin, Unset):
+            stdin = UNSET
+        else:
+            stdin = self.stdin
+
+        timeout_s = self.timeout_s
+
+        user: None | str | Unset
+        if isinstance(self.user, Unset):
+            user = UNSET
+        else:
+            user = self.user
+
+        wait = self.wait
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "cmd": cmd,
+            }
+        )
+        if cwd is not UNSET:
+            field_dict["cwd"] = cwd
+        if env is not UNSET:
+            field_dict["env"] = env
+        if max_output_bytes is not UNSET:
+            field_dict["max_output_bytes"] = max_output_bytes
+        if secrets is not UNSET:
+            field_dict["secrets"] = secrets
+        if stdin is not UNSET:
+            field_dict["stdin"] = stdin
+        if timeout_s is not UNSET:
+            field_dict["timeout_s"] = timeout_s
+        if user is not UNSET:
+            field_dict["user"] = user
+        if wait is not UNSET:
+            field_dict["wait"] = wait
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.exec_create_env import ExecCreateEnv
+        from ..models.exec_create_secrets import ExecCreateSecrets
+
+        d = dict(src_dict)
+        cmd = cast(list[str], d.pop("cmd"))
+
+        cwd = d.pop("cwd", UNSET)
+
+        _env = d.pop("env", UNSET)
+        env: ExecCreateEnv | Unset
+        if isinstance(_env, Unset):
+            env = UNSET
+        else:
+            env = ExecCreateEnv.from_dict(_env)
+
+        max_output_bytes = d.pop("max_output_bytes", UNSET)
+
+        _secrets = d.pop("secrets", UNSET)
+        secrets: ExecCreateSecrets | Unset
+        if isinstance(_secrets, Unset):
+            secrets = UNSET
+        else:
+            secrets = ExecCreateSecrets.from_dict(_secrets)
+
+        def _parse_stdin(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        stdin = _parse_stdin(d.pop("stdin", UNSET))
+
+        timeout_s = d.pop("timeout_s", UNSET)
+
+        def _parse_user(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        user = _parse_user(d.pop("user", UNSET))
+
+        wait = d.pop("wait", UNSET)
+
+        exec_create = cls(
+            cmd=cmd,
+            cwd=cwd,
+            env=env,
+            max_output_bytes=max_output_bytes,
+            secrets=secrets,
+            stdin=stdin,
+            timeout_s=timeout_s,
+            user=user,
+            wait=wait,
+        )
+
+        exec_create.additional_properties = d
+        return exec_create
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,180 @@
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+from dateutil.parser import isoparse
+
+from ..models.exec_summary_state import ExecSummaryState, check_exec_summary_state
+
+T = TypeVar("T", bound="ExecSummary")
+
+
+@_attrs_define
+class ExecSummary:
+    """
+    Attributes:
+        cmd (list[str]):
+        created_at (datetime.datetime):
+        duration_ms (int | None):
+        exit_code (int | None):
+        finished_at (datetime.datetime | None):
+        id (str):
+        outcome (None | str):
+        sandbox_id (str):
+        state (ExecSummaryState):
+        stderr_bytes (int):
+        stdout_bytes (int):
+    """
+
+    cmd: list[str]
+    created_at: datetime.datetime
+    duration_ms: int | None
+    exit_code: int | None
+    finished_at: datetime.datetime | None
+    id: str
+    outcome: None | str
+    sandbox_id: str
+    state: ExecSummaryState
+    stderr_bytes: int
+    stdout_bytes: int
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        cmd = self.cmd
+
+        created_at = self.created_at.isoformat()
+
+        duration_ms: int | None
+        duration_ms = self.duration_ms
+
+        exit_code: int | None
+        exit_code = self.exit_code
+
+        finished_at: None | str
+        if isinstance(self.finished_at, datetime.datetime):
+            finished_at = self.finished_at.isoformat()
+        else:
+            finished_at = self.finished_at
+
+        id = self.id
+
+        outcome: None | str
+        outcome = self.outcome
+
+        sandbox_id = self.sandbox_id
+
+        state: str = self.state
+
+        stderr_bytes = self.stderr_bytes
+
+        stdout_bytes = self.stdout_bytes
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "cmd": cmd,
+                "created_at": created_at,
+                "duration_ms": duration_ms,
+                "exit_code": exit_code,
+                "finished_at": finished_at,
+                "id": id,
+                "outcome": outcome,
+                "sandbox_id": sandbox_id,
+                "state": state,
+                "stderr_bytes": stderr_bytes,
+                "stdout_bytes": stdout_bytes,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        cmd = cast(list[str], d.pop("cmd"))
+
+        created_at = isoparse(d.pop("created_at"))
+
+        def _parse_duration_ms(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        duration_ms = _parse_duration_ms(d.pop("duration_ms"))
+
+        def _parse_exit_code(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        exit_code = _parse_exit_code(d.pop("exit_code"))
+
+        def _parse_finished_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                finished_at_type_0 = isoparse(data)
+
+                return finished_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        finished_at = _parse_finished_at(d.pop("finished_at"))
+
+        id = d.pop("id")
+
+        def _parse_outcome(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        outcome = _parse_outcome(d.pop("outcome"))
+
+        sandbox_id = d.pop("sandbox_id")
+
+        state = check_exec_summary_state(d.pop("state"))
+
+        stderr_bytes = d.pop("stderr_bytes")
+
+        stdout_bytes = d.pop("stdout_bytes")
+
+        exec_summary = cls(
+            cmd=cmd,
+            created_at=created_at,
+            duration_ms=duration_ms,
+            exit_code=exit_code,
+            finished_at=finished_at,
+            id=id,
+            outcome=outcome,
+            sandbox_id=sandbox_id,
+            state=state,
+            stderr_bytes=stderr_bytes,
+            stdout_bytes=stdout_bytes,
+        )
+
+        exec_summary.additional_properties = d
+        return exec_summary
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

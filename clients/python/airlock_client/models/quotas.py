@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="Quotas")
+
+
+@_attrs_define
+class Quotas:
+    """
+    Attributes:
+        audit_retention_days (int | Unset):  Default: 90.
+        execs_per_minute (int | Unset):  Default: 120.
+        max_exec_timeout_s (int | Unset):  Default: 600.
+        max_memory_mib (int | Unset):  Default: 16384.
+        max_sandbox_ttl_s (int | Unset):  Default: 3600.
+        max_sandboxes (int | Unset):  Default: 10.
+        max_token_ttl_s (int | Unset):  Default: 900.
+        max_upload_mib (int | Unset):  Default: 100.
+        max_vcpus (int | Unset):  Default: 8.
+    """
+
+    audit_retention_days: int | Unset = 90
+    execs_per_minute: int | Unset = 120
+    max_exec_timeout_s: int | Unset = 600
+    max_memory_mib: int | Unset = 16384
+    max_sandbox_ttl_s: int | Unset = 3600
+    max_sandboxes: int | Unset = 10
+    max_token_ttl_s: int | Unset = 900
+    max_upload_mib: int | Unset = 100
+    max_vcpus: int | Unset = 8
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        audit_retention_days = self.audit_retention_days
+
+        execs_per_minute = self.execs_per_minute
+
+        max_exec_timeout_s = self.max_exec_timeout_s
+
+        max_memory_mib = self.max_memory_mib
+
+        max_sandbox_ttl_s = self.max_sandbox_ttl_s
+
+        max_sandboxes = self.max_sandboxes
+
+        max_token_ttl_s = self.max_token_ttl_s
+
+        max_upload_mib = self.max_upload_mib
+
+        max_vcpus = self.max_vcpus
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({})
+        if audit_retention_days is not UNSET:
+            field_dict["audit_retention_days"] = audit_retention_days
+        if execs_per_minute is not UNSET:
+            field_dict["execs_per_minute"] = execs_per_minute
+        if max_exec_timeout_s is not UNSET:
+            field_dict["max_exec_timeout_s"] = max_exec_timeout_s
+        if max_memory_mib is not UNSET:
+            field_dict["max_memory_mib"] = max_memory_mib
+        if max_sandbox_ttl_s is not UNSET:
+            field_dict["max_sandbox_ttl_s"] = max_sandbox_ttl_s
+        if max_sandboxes is not UNSET:
+            field_dict["max_sandboxes"] = max_sandboxes
+        if max_token_ttl_s is not UNSET:
+            field_dict["max_token_ttl_s"] = max_token_ttl_s
+        if max_upload_mib is not UNSET:
+            field_dict["max_upload_mib"] = max_upload_mib
+        if max_vcpus is not UNSET:
+            field_dict["max_vcpus"] = max_vcpus
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        audit_retention_days = d.pop("audit_retention_days", UNSET)
+
+        execs_per_minute = d.pop("execs_per_minute", UNSET)
+
+        max_exec_timeout_s = d.pop("max_exec_timeout_s", UNSET)
+
+        max_memory_mib = d.pop("max_memory_mib", UNSET)
+
+        max_sandbox_ttl_s = d.pop("max_sandbox_ttl_s", UNSET)
+
+        max_sandboxes = d.pop("max_sandboxes", UNSET)
+
+        max_token_ttl_s = d.pop("max_token_ttl_s", UNSET)
+
+        max_upload_mib = d.pop("max_upload_mib", UNSET)
+
+        max_vcpus = d.pop("max_vcpus", UNSET)
+
+        quotas = cls(
+            audit_retention_days=audit_retention_days,
+            execs_per_minute=execs_per_minute,
+            max_exec_timeout_s=max_exec_timeout_s,
+            max_memory_mib=max_memory_mib,
+            max_sandbox_ttl_s=max_sandbox_ttl_s,
+            max_sandboxes=max_sandboxes,
+            max_token_ttl_s=max_token_ttl_s,
+            max_upload_mib=max_upload_mib,
+            max_vcpus=max_vcpus,
+        )
+
+        quotas.additional_properties = d
+        return quotas
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,233 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="QuotasPatch")
+
+
+@_attrs_define
+class QuotasPatch:
+    """
+    Attributes:
+        audit_retention_days (int | None | Unset):
+        execs_per_minute (int | None | Unset):
+        max_exec_timeout_s (int | None | Unset):
+        max_memory_mib (int | None | Unset):
+        max_sandbox_ttl_s (int | None | Unset):
+        max_sandboxes (int | None | Unset):
+        max_token_ttl_s (int | None | Unset):
+        max_upload_mib (int | None | Unset):
+        max_vcpus (int | None | Unset):
+    """
+
+    audit_retention_days: int | None | Unset = UNSET
+    execs_per_minute: int | None | Unset = UNSET
+    max_exec_timeout_s: int | None | Unset = UNSET
+    max_memory_mib: int | None | Unset = UNSET
+    max_sandbox_ttl_s: int | None | Unset = UNSET
+    max_sandboxes: int | None | Unset = UNSET
+    max_token_ttl_s: int | None | Unset = UNSET
+    max_upload_mib: int | None | Unset = UNSET
+    max_vcpus: int | None | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        audit_retention_days: int | None | Unset
+        if isinstance(self.audit_retention_days, Unset):
+            audit_retention_days = UNSET
+        else:
+            audit_retention_days = self.audit_retention_days
+
+        execs_per_minute: int | None | Unset
+        if isinstance(self.execs_per_minute, Unset):
+            execs_per_minute = UNSET
+        else:
+            execs_per_minute = self.execs_per_minute
+
+        max_exec_timeout_s: int | None | Unset
+        if isinstance(self.max_exec_timeout_s, Unset):
+            max_exec_timeout_s = UNSET
+        else:
+            max_exec_timeout_s = self.max_exec_timeout_s
+
+        max_memory_mib: int | None | Unset
+        if isinstance(self.max_memory_mib, Unset):
+            max_memory_mib = UNSET
+        else:
+            max_memory_mib = self.max_memory_mib
+
+        max_sandbox_ttl_s: int | None | Unset
+        if isinstance(self.max_sandbox_ttl_s, Unset):
+            max_sandbox_ttl_s = UNSET
+        else:
+            max_sandbox_ttl_s = self.max_sandbox_ttl_s
+
+        max_sandboxes: int | None | Unset
+        if isinstance(self.max_sandboxes, Unset):
+            max_sandboxes = UNSET
+        else:
+            max_sandboxes = self.max_sandboxes
+
+        max_token_ttl_s: int | None | Unset
+        if isinstance(self.max_token_ttl_s, Unset):
+            max_token_ttl_s = UNSET
+        else:
+            max_token_ttl_s = self.max_token_ttl_s
+
+        max_upload_mib: int | None | Unset
+        if isinstance(self.max_upload_mib, Unset):
+            max_upload_mib = UNSET
+        else:
+            max_upload_mib = self.max_upload_mib
+
+        max_vcpus: int | None | Unset
+        if isinstance(self.max_vcpus, Unset):
+            max_vcpus = UNSET
+        else:
+            max_vcpus = self.max_vcpus
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({})
+        if audit_retention_days is not UNSET:
+            field_dict["audit_retention_days"] = audit_retention_days
+        if execs_per_minute is not UNSET:
+            field_dict["execs_per_minute"] = execs_per_minute
+        if max_exec_timeout_s is not UNSET:
+            field_dict["max_exec_timeout_s"] = max_exec_timeout_s
+        if max_memory_mib is not UNSET:
+            field_dict["max_memory_mib"] = max_memory_mib
+        if max_sandbox_ttl_s is not UNSET:
+            field_dict["max_sandbox_ttl_s"] = max_sandbox_ttl_s
+        if max_sandboxes is not UNSET:
+            field_dict["max_sandboxes"] = max_sandboxes
+        if max_token_ttl_s is not UNSET:
+            field_dict["max_token_ttl_s"] = max_token_ttl_s
+        if max_upload_mib is not UNSET:
+            field_dict["max_upload_mib"] = max_upload_mib
+        if max_vcpus is not UNSET:
+            field_dict["max_vcpus"] = max_vcpus
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+
+        def _parse_audit_retention_days(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        audit_retention_days = _parse_audit_retention_days(d.pop("audit_retention_days", UNSET))
+
+        def _parse_execs_per_minute(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        execs_per_minute = _parse_execs_per_minute(d.pop("execs_per_minute", UNSET))
+
+        def _parse_max_exec_timeout_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_exec_timeout_s = _parse_max_exec_timeout_s(d.pop("max_exec_timeout_s", UNSET))
+
+        def _parse_max_memory_mib(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_memory_mib = _parse_max_memory_mib(d.pop("max_memory_mib", UNSET))
+
+        def _parse_max_sandbox_ttl_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_sandbox_ttl_s = _parse_max_sandbox_ttl_s(d.pop("max_sandbox_ttl_s", UNSET))
+
+        def _parse_max_sandboxes(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_sandboxes = _parse_max_sandboxes(d.pop("max_sandboxes", UNSET))
+
+        def _parse_max_token_ttl_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_token_ttl_s = _parse_max_token_ttl_s(d.pop("max_token_ttl_s", UNSET))
+
+        def _parse_max_upload_mib(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_upload_mib = _parse_max_upload_mib(d.pop("max_upload_mib", UNSET))
+
+        def _parse_max_vcpus(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_vcpus = _parse_max_vcpus(d.pop("max_vcpus", UNSET))
+
+        quotas_patch = cls(
+            audit_retention_days=audit_retention_days,
+            execs_per_minute=execs_per_minute,
+            max_exec_timeout_s=max_exec_timeout_s,
+            max_memory_mib=max_memory_mib,
+            max_sandbox_ttl_s=max_sandbox_ttl_s,
+            max_sandboxes=max_sandboxes,
+            max_token_ttl_s=max_token_ttl_s,
+            max_upload_mib=max_upload_mib,
+            max_vcpus=max_vcpus,
+        )
+
+        quotas_patch.additional_properties = d
+        return quotas_patch
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

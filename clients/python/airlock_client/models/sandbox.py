@@ -1,0 +1,236 @@
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+from dateutil.parser import isoparse
+
+if TYPE_CHECKING:
+    from ..models.network_policy import NetworkPolicy
+    from ..models.sandbox_env import SandboxEnv
+    from ..models.sandbox_labels import SandboxLabels
+
+
+T = TypeVar("T", bound="Sandbox")
+
+
+@_attrs_define
+class Sandbox:
+    """
+    Attributes:
+        cpus (int):
+        created_at (datetime.datetime):
+        disk_mib (int):
+        env (SandboxEnv):
+        expires_at (datetime.datetime):
+        failure_reason (None | str):
+        id (str):
+        image (str):
+        labels (SandboxLabels):
+        memory_mib (int):
+        network (NetworkPolicy):
+        runtime (None | str):
+        size (str):
+        state (str):
+        stopped_at (datetime.datetime | None):
+        template (None | str):
+        ttl_s (int):
+    """
+
+    cpus: int
+    created_at: datetime.datetime
+    disk_mib: int
+    env: SandboxEnv
+    expires_at: datetime.datetime
+    failure_reason: None | str
+    id: str
+    image: str
+    labels: SandboxLabels
+    memory_mib: int
+    network: NetworkPolicy
+    runtime: None | str
+    size: str
+    state: str
+    stopped_at: datetime.datetime | None
+    template: None | str
+    ttl_s: int
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        cpus = self.cpus
+
+        created_at = self.created_at.isoformat()
+
+        disk_mib = self.disk_mib
+
+        env = self.env.to_dict()
+
+        expires_at = self.expires_at.isoformat()
+
+        failure_reason: None | str
+        failure_reason = self.failure_reason
+
+        id = self.id
+
+        image = self.image
+
+        labels = self.labels.to_dict()
+
+        memory_mib = self.memory_mib
+
+        network = self.network.to_dict()
+
+        runtime: None | str
+        runtime = self.runtime
+
+        size = self.size
+
+        state = self.state
+
+        stopped_at: None | str
+        if isinstance(self.stopped_at, datetime.datetime):
+            stopped_at = self.stopped_at.isoformat()
+        else:
+            stopped_at = self.stopped_at
+
+        template: None | str
+        template = self.template
+
+        ttl_s = self.ttl_s
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "cpus": cpus,
+                "created_at": created_at,
+                "disk_mib": disk_mib,
+                "env": env,
+                "expires_at": expires_at,
+                "failure_reason": failure_reason,
+                "id": id,
+                "image": image,
+                "labels": labels,
+                "memory_mib": memory_mib,
+                "network": network,
+                "runtime": runtime,
+                "size": size,
+                "state": state,
+                "stopped_at": stopped_at,
+                "template": template,
+                "ttl_s": ttl_s,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.network_policy import NetworkPolicy
+        from ..models.sandbox_env import SandboxEnv
+        from ..models.sandbox_labels import SandboxLabels
+
+        d = dict(src_dict)
+        cpus = d.pop("cpus")
+
+        created_at = isoparse(d.pop("created_at"))
+
+        disk_mib = d.pop("disk_mib")
+
+        env = SandboxEnv.from_dict(d.pop("env"))
+
+        expires_at = isoparse(d.pop("expires_at"))
+
+        def _parse_failure_reason(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        failure_reason = _parse_failure_reason(d.pop("failure_reason"))
+
+        id = d.pop("id")
+
+        image = d.pop("image")
+
+        labels = SandboxLabels.from_dict(d.pop("labels"))
+
+        memory_mib = d.pop("memory_mib")
+
+        network = NetworkPolicy.from_dict(d.pop("network"))
+
+        def _parse_runtime(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        runtime = _parse_runtime(d.pop("runtime"))
+
+        size = d.pop("size")
+
+        state = d.pop("state")
+
+        def _parse_stopped_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                stopped_at_type_0 = isoparse(data)
+
+                return stopped_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        stopped_at = _parse_stopped_at(d.pop("stopped_at"))
+
+        def _parse_template(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        template = _parse_template(d.pop("template"))
+
+        ttl_s = d.pop("ttl_s")
+
+        sandbox = cls(
+            cpus=cpus,
+            created_at=created_at,
+            disk_mib=disk_mib,
+            env=env,
+            expires_at=expires_at,
+            failure_reason=failure_reason,
+            id=id,
+            image=image,
+            labels=labels,
+            memory_mib=memory_mib,
+            network=network,
+            runtime=runtime,
+            size=size,
+            state=state,
+            stopped_at=stopped_at,
+            template=template,
+            ttl_s=ttl_s,
+        )
+
+        sandbox.additional_properties = d
+        return sandbox
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

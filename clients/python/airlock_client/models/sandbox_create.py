@@ -1,0 +1,283 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..models.sandbox_create_size_type_1 import SandboxCreateSizeType1, check_sandbox_create_size_type_1
+from ..models.sandbox_create_size_type_2_type_1 import (
+    SandboxCreateSizeType2Type1,
+    check_sandbox_create_size_type_2_type_1,
+)
+from ..models.sandbox_create_size_type_3_type_1 import (
+    SandboxCreateSizeType3Type1,
+    check_sandbox_create_size_type_3_type_1,
+)
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.network_policy import NetworkPolicy
+    from ..models.sandbox_create_env import SandboxCreateEnv
+    from ..models.sandbox_create_labels import SandboxCreateLabels
+
+
+T = TypeVar("T", bound="SandboxCreate")
+
+
+@_attrs_define
+class SandboxCreate:
+    """
+    Attributes:
+        cpus (int | None | Unset):
+        disk_mib (int | None | Unset):
+        env (SandboxCreateEnv | Unset):
+        image (None | str | Unset):
+        labels (SandboxCreateLabels | Unset):
+        memory_mib (int | None | Unset):
+        network (NetworkPolicy | Unset):
+        size (None | SandboxCreateSizeType1 | SandboxCreateSizeType2Type1 | SandboxCreateSizeType3Type1 | Unset):
+        template (None | str | Unset):
+        ttl_s (int | Unset):  Default: 600.
+    """
+
+    cpus: int | None | Unset = UNSET
+    disk_mib: int | None | Unset = UNSET
+    env: SandboxCreateEnv | Unset = UNSET
+    image: None | str | Unset = UNSET
+    labels: SandboxCreateLabels | Unset = UNSET
+    memory_mib: int | None | Unset = UNSET
+    network: NetworkPolicy | Unset = UNSET
+    size: None | SandboxCreateSizeType1 | SandboxCreateSizeType2Type1 | SandboxCreateSizeType3Type1 | Unset = UNSET
+    template: None | str | Unset = UNSET
+    ttl_s: int | Unset = 600
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        cpus: int | None | Unset
+        if isinstance(self.cpus, Unset):
+            cpus = UNSET
+        else:
+            cpus = self.cpus
+
+        disk_mib: int | None | Unset
+        if isinstance(self.disk_mib, Unset):
+            disk_mib = UNSET
+        else:
+            disk_mib = self.disk_mib
+
+        env: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.env, Unset):
+            env = self.env.to_dict()
+
+        image: None | str | Unset
+        if isinstance(self.image, Unset):
+            image = UNSET
+        else:
+            image = self.image
+
+        labels: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.labels, Unset):
+            labels = self.labels.to_dict()
+
+        memory_mib: int | None | Unset
+        if isinstance(self.memory_mib, Unset):
+            memory_mib = UNSET
+        else:
+            memory_mib = self.memory_mib
+
+        network: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.network, Unset):
+            network = self.network.to_dict()
+
+        size: None | str | Unset
+        if isinstance(self.size, Unset):
+            size = UNSET
+        elif isinstance(self.size, str):
+            size = self.size
+        elif isinstance(self.size, str):
+            size = self.size
+        elif isinstance(self.size, str):
+            size = self.size
+        else:
+            size = self.size
+
+        template: None | str | Unset
+        if isinstance(self.template, Unset):
+            template = UNSET
+        else:
+            template = self.template
+
+        ttl_s = self.ttl_s
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({})
+        if cpus is not UNSET:
+            field_dict["cpus"] = cpus
+        if disk_mib is not UNSET:
+            field_dict["disk_mib"] = disk_mib
+        if env is not UNSET:
+            field_dict["env"] = env
+        if image is not UNSET:
+            field_dict["image"] = image
+        if labels is not UNSET:
+            field_dict["labels"] = labels
+        if memory_mib is not UNSET:
+            field_dict["memory_mib"] = memory_mib
+        if network is not UNSET:
+            field_dict["network"] = network
+        if size is not UNSET:
+            field_dict["size"] = size
+        if template is not UNSET:
+            field_dict["template"] = template
+        if ttl_s is not UNSET:
+            field_dict["ttl_s"] = ttl_s
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.network_policy import NetworkPolicy
+        from ..models.sandbox_create_env import SandboxCreateEnv
+        from ..models.sandbox_create_labels import SandboxCreateLabels
+
+        d = dict(src_dict)
+
+        def _parse_cpus(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        cpus = _parse_cpus(d.pop("cpus", UNSET))
+
+        def _parse_disk_mib(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        disk_mib = _parse_disk_mib(d.pop("disk_mib", UNSET))
+
+        _env = d.pop("env", UNSET)
+        env: SandboxCreateEnv | Unset
+        if isinstance(_env, Unset):
+            env = UNSET
+        else:
+            env = SandboxCreateEnv.from_dict(_env)
+
+        def _parse_image(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        image = _parse_image(d.pop("image", UNSET))
+
+        _labels = d.pop("labels", UNSET)
+        labels: SandboxCreateLabels | Unset
+        if isinstance(_labels, Unset):
+            labels = UNSET
+        else:
+            labels = SandboxCreateLabels.from_dict(_labels)
+
+        def _parse_memory_mib(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        memory_mib = _parse_memory_mib(d.pop("memory_mib", UNSET))
+
+        _network = d.pop("network", UNSET)
+        network: NetworkPolicy | Unset
+        if isinstance(_network, Unset):
+            network = UNSET
+        else:
+            network = NetworkPolicy.from_dict(_network)
+
+        def _parse_size(
+            data: object,
+        ) -> None | SandboxCreateSizeType1 | SandboxCreateSizeType2Type1 | SandboxCreateSizeType3Type1 | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                size_type_1 = check_sandbox_create_size_type_1(data)
+
+                return size_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                size_type_2_type_1 = check_sandbox_create_size_type_2_type_1(data)
+
+                return size_type_2_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                size_type_3_type_1 = check_sandbox_create_size_type_3_type_1(data)
+
+                return size_type_3_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(
+                None | SandboxCreateSizeType1 | SandboxCreateSizeType2Type1 | SandboxCreateSizeType3Type1 | Unset, data
+            )
+
+        size = _parse_size(d.pop("size", UNSET))
+
+        def _parse_template(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        template = _parse_template(d.pop("template", UNSET))
+
+        ttl_s = d.pop("ttl_s", UNSET)
+
+        sandbox_create = cls(
+            cpus=cpus,
+            disk_mib=disk_mib,
+            env=env,
+            image=image,
+            labels=labels,
+            memory_mib=memory_mib,
+            network=network,
+            size=size,
+            template=template,
+            ttl_s=ttl_s,
+        )
+
+        sandbox_create.additional_properties = d
+        return sandbox_create
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

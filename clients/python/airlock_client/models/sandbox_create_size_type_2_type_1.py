@@ -1,0 +1,15 @@
+from typing import Literal, cast
+
+SandboxCreateSizeType2Type1 = Literal["large", "medium", "small"]
+
+SANDBOX_CREATE_SIZE_TYPE_2_TYPE_1_VALUES: set[SandboxCreateSizeType2Type1] = {
+    "large",
+    "medium",
+    "small",
+}
+
+
+def check_sandbox_create_size_type_2_type_1(value: str) -> SandboxCreateSizeType2Type1:
+    if value in SANDBOX_CREATE_SIZE_TYPE_2_TYPE_1_VALUES:
+        return cast(SandboxCreateSizeType2Type1, value)
+    raise TypeError(f"Unexpected value {value!r}. Expected one of {SANDBOX_CREATE_SIZE_TYPE_2_TYPE_1_VALUES!r}")

@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="TokenCreate")
+
+
+@_attrs_define
+class TokenCreate:
+    """
+    Attributes:
+        sandbox_id (None | str | Unset):
+        scopes (list[str] | None | Unset):
+        ttl_s (int | None | Unset):
+    """
+
+    sandbox_id: None | str | Unset = UNSET
+    scopes: list[str] | None | Unset = UNSET
+    ttl_s: int | None | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        sandbox_id: None | str | Unset
+        if isinstance(self.sandbox_id, Unset):
+            sandbox_id = UNSET
+        else:
+            sandbox_id = self.sandbox_id
+
+        scopes: list[str] | None | Unset
+        if isinstance(self.scopes, Unset):
+            scopes = UNSET
+        elif isinstance(self.scopes, list):
+            scopes = self.scopes
+
+        else:
+            scopes = self.scopes
+
+        ttl_s: int | None | Unset
+        if isinstance(self.ttl_s, Unset):
+            ttl_s = UNSET
+        else:
+            ttl_s = self.ttl_s
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({})
+        if sandbox_id is not UNSET:
+            field_dict["sandbox_id"] = sandbox_id
+        if scopes is not UNSET:
+            field_dict["scopes"] = scopes
+        if ttl_s is not UNSET:
+            field_dict["ttl_s"] = ttl_s
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+
+        def _parse_sandbox_id(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        sandbox_id = _parse_sandbox_id(d.pop("sandbox_id", UNSET))
+
+        def _parse_scopes(data: object) -> list[str] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                scopes_type_0 = cast(list[str], data)
+
+                return scopes_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[str] | None | Unset, data)
+
+        scopes = _parse_scopes(d.pop("scopes", UNSET))
+
+        def _parse_ttl_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        ttl_s = _parse_ttl_s(d.pop("ttl_s", UNSET))
+
+        token_create = cls(
+            sandbox_id=sandbox_id,
+            scopes=scopes,
+            ttl_s=ttl_s,
+        )
+
+        token_create.additional_properties = d
+        return token_create
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
