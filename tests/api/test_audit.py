@@ -622,3 +622,30 @@ async def test_the_service_runs_the_retention_purge_itself(
         r = await client.get("/v1/audit/verify", headers=tenant.headers)
         assert r.json()["valid"] is True
         assert r.json()["anchored_after_purge"] is True
+
+
+@postgres_only
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="service/audit/service.py verify_chain treats any chain not starting at seq 1 as "
+    "anchored after a purge, without checking that an audit.purge event records the removal; "
+    "the 0001 trigger lets any session that sets airlock.audit_purge delete events older than a "
+    "day, so the oldest events can be removed silently and the chain still verifies",
+)
+async def test_silently_deleted_oldest_events_are_detected(
+    api: Api, raw: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recorder, "utcnow", lambda: datetime.now(UTC) - timedelta(days=10))
+    tenant = await tenant_with_events(api, extra_keys=2)  # seq 1..4, ten days old, kept 90 days
+    monkeypatch.undo()
+    await api.key(tenant, ["audit:read"])  # seq 5
+    # No superuser bypass: the trigger itself lets this through.
+    async with raw.begin() as conn:
+        await conn.execute(text("SET LOCAL airlock.audit_purge = 'on'"))
+        result = await conn.execute(
+            text("DELETE FROM audit_events WHERE chain = :c AND seq <= 2"), {"c": tenant.id}
+        )
+        assert result.rowcount == 2
+    result = await verify(api, tenant.id)
+    assert result["valid"] is False, result
