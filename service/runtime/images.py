@@ -443,6 +443,15 @@ def ensure_rootfs(state_dir: Path, image: str) -> tuple[ImageInfo, Path]:
     return info, target
 
 
+def remove_image(state_dir: Path, name: str) -> None:
+    """Forget an image layout. Its unpacked rootfs stays while sandboxes may use it."""
+    target = images_dir(state_dir) / check_name(name)
+    with _locked(state_dir, f"image-{name}"):
+        if not target.exists():
+            raise ImageNotFound(name)
+        shutil.rmtree(target)
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m service.runtime.images build|list|import PATH`: image work without the CLI."""
     import argparse
