@@ -30,6 +30,7 @@ from service.db.session import make_engine, make_sessionmaker, provide_db_sessio
 from service.errors import EXCEPTION_HANDLERS, ServiceUnavailable
 from service.execs.controller import ExecController
 from service.execs.runner import ExecRunner
+from service.files.controller import FileController
 from service.health.controller import healthz, readyz
 from service.jobs.reconcile import reconcile
 from service.jobs.retention import RetentionJob
@@ -114,6 +115,7 @@ def create_app(
             AuditController,
             SandboxController,
             ExecController,
+            FileController,
             jwks,
             healthz,
             readyz,

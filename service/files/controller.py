@@ -1,0 +1,192 @@
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from litestar import Controller, Request, get, put
+from litestar.openapi.spec import OpenAPIMediaType, Operation, RequestBody, Schema
+from litestar.openapi.spec.enums import OpenAPIType
+from litestar.params import FromPath, QueryParameter
+from litestar.response import Stream
+
+from service.deps import Audit, CurrentPrincipal, Db, Runtimes
+from service.errors import Unprocessable
+from service.files import archives, service
+from service.files.schemas import ArchiveWritten, FileList, FileWritten
+
+DirParam = Annotated[
+    str,
+    QueryParameter(name="dir", min_length=1, max_length=4096, description="An absolute directory"),
+]
+ModeParam = Annotated[
+    str | None,
+    QueryParameter(description="Octal permission bits of the new file, e.g. `0644` (default)"),
+]
+_MODE = re.compile(r"^0?[0-7]{3,4}$")
+
+
+def _binary_operation(media_type: str) -> type[Operation]:
+    """An OpenAPI operation whose request body is raw bytes (the handler streams it)."""
+
+    @dataclass
+    class BinaryBody(Operation):
+        request_body: Any = field(
+            default_factory=lambda: RequestBody(
+                content={
+                    media_type: OpenAPIMediaType(
+                        schema=Schema(type=OpenAPIType.STRING, format="binary")
+                    )
+                },
+                required=True,
+            )
+        )
+
+    return BinaryBody
+
+
+def _mode(value: str | None) -> int:
+    if value is None:
+        return 0o644
+    if not _MODE.match(value):
+        raise Unprocessable(f"mode {value!r} is not octal permission bits like 0644")
+    return int(value, 8)
+
+
+def _attachment(download: service.Download, media_type: str) -> Stream:
+    name = download.filename
+    fallback = re.sub(r"[^A-Za-z0-9._-]", "_", name) or "download"
+    disposition = f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name)}"
+    return Stream(
+        download.chunks, media_type=media_type, headers={"Content-Disposition": disposition}
+    )
+
+
+class FileController(Controller):
+    path = "/v1/sandboxes/{sandbox_id:str}"
+    tags = ["files"]
+
+    @put(
+        "/files/{path:path}",
+        operation_id="upload_file",
+        summary="Upload a file into a sandbox",
+        description="The raw body is the file's content, streamed into the sandbox and limited "
+        "by the tenant's `max_upload_mib` (413 beyond it, leaving nothing behind). Parent "
+        "directories are made; an existing file is replaced.",
+        opt={"scope": "files:write"},
+        status_code=201,
+        request_max_body_size=None,  # the tenant's limit is enforced while streaming
+        operation_class=_binary_operation("application/octet-stream"),
+    )
+    async def upload_file(
+        self,
+        request: Request[Any, Any, Any],
+        db: Db,
+        runtimes: Runtimes,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        sandbox_id: FromPath[str],
+        path: FromPath[str],
+        mode: ModeParam = None,
+    ) -> FileWritten:
+        return await service.upload_file(
+            db,
+            runtimes,
+            principal,
+            audit_ctx,
+            sandbox_id,
+            path,
+            request.stream(),
+            content_length=request.content_length,
+            mode=_mode(mode),
+        )
+
+    @get(
+        "/files/{path:path}",
+        operation_id="download_file",
+        summary="Download a file from a sandbox",
+        opt={"scope": "files:read"},
+        media_type="application/octet-stream",
+    )
+    async def download_file(
+        self,
+        db: Db,
+        runtimes: Runtimes,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        sandbox_id: FromPath[str],
+        path: FromPath[str],
+    ) -> Stream:
+        download = await service.download_file(db, runtimes, principal, audit_ctx, sandbox_id, path)
+        return _attachment(download, "application/octet-stream")
+
+    @get(
+        "/files",
+        operation_id="list_files",
+        summary="List a directory in a sandbox",
+        opt={"scope": "files:read"},
+    )
+    async def list_files(
+        self,
+        db: Db,
+        runtimes: Runtimes,
+        principal: CurrentPrincipal,
+        sandbox_id: FromPath[str],
+        directory: DirParam = service.DEFAULT_DIR,
+    ) -> FileList:
+        return await service.list_files(db, runtimes, principal, sandbox_id, directory)
+
+    @put(
+        "/archive",
+        operation_id="upload_archive",
+        summary="Unpack a tar archive into a sandbox directory",
+        description="The body is a tar (`application/x-tar`), streamed into the sandbox and "
+        "unpacked there by the sandbox's user; the directory is made if missing. A tar that "
+        "cannot be unpacked is a 422 with tar's own message.",
+        opt={"scope": "files:write"},
+        status_code=201,
+        request_max_body_size=None,
+        operation_class=_binary_operation("application/x-tar"),
+    )
+    async def upload_archive(
+        self,
+        request: Request[Any, Any, Any],
+        db: Db,
+        runtimes: Runtimes,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        sandbox_id: FromPath[str],
+        directory: DirParam = service.DEFAULT_DIR,
+    ) -> ArchiveWritten:
+        return await archives.upload_archive(
+            db,
+            runtimes,
+            principal,
+            audit_ctx,
+            sandbox_id,
+            directory,
+            request.stream(),
+            content_length=request.content_length,
+        )
+
+    @get(
+        "/archive",
+        operation_id="download_archive",
+        summary="Download a sandbox directory as a tar archive",
+        opt={"scope": "files:read"},
+        media_type="application/x-tar",
+    )
+    async def download_archive(
+        self,
+        db: Db,
+        runtimes: Runtimes,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        sandbox_id: FromPath[str],
+        directory: DirParam = service.DEFAULT_DIR,
+    ) -> Stream:
+        download = await archives.download_archive(
+            db, runtimes, principal, audit_ctx, sandbox_id, directory
+        )
+        return _attachment(download, "application/x-tar")

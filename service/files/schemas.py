@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+import msgspec
+
+FileKind = Literal["file", "dir", "symlink", "other"]
+
+
+class FileWritten(msgspec.Struct, kw_only=True):
+    """A file stored in the sandbox: its absolute path and size in bytes."""
+
+    path: str
+    size: int
+
+
+class FileInfo(msgspec.Struct, kw_only=True):
+    name: str
+    kind: FileKind
+    size: int
+    mode: str  # octal permission bits, as `?mode=` takes them: "0644"
+    mtime: datetime
+
+
+class FileList(msgspec.Struct, kw_only=True):
+    dir: str
+    items: list[FileInfo]
+
+
+class ArchiveWritten(msgspec.Struct, kw_only=True):
+    """An archive unpacked into `dir`; `size` is the archive's size in bytes."""
+
+    dir: str
+    size: int

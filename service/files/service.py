@@ -1,0 +1,327 @@
+"""Files in and out of a sandbox, always through the sandbox's own processes.
+
+Each call looks the sandbox up (tenant and token binding), lets the runtime move the bytes with
+no transaction open, then records the audit event in a second short transaction. Uploads go to
+a temporary name beside the target and are renamed only once the whole body arrived within the
+tenant's limit, so a refused or broken upload leaves nothing behind. See README.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import posixpath
+import secrets
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.audit.recorder import AuditContext, record
+from service.auth.principal import Principal
+from service.db.models import Tenant
+from service.files.errors import PayloadTooLarge
+from service.files.schemas import FileInfo, FileList, FileWritten
+from service.runtime import (
+    ExecRequest,
+    ExecResult,
+    InvalidPath,
+    PathNotAllowed,
+    PathNotFound,
+    SandboxRuntime,
+    SandboxRuntimeError,
+)
+from service.runtime.paths import sandbox_path
+from service.runtime_holder import RuntimeHolder
+from service.sandboxes import service as sandboxes
+from service.tenants.service import quotas_of
+
+log = logging.getLogger("airlock.files")
+
+Db = async_sessionmaker[AsyncSession]
+MIB = 1 << 20
+DEFAULT_DIR = "/work"
+TEMP_PREFIX = ".airlock-"
+
+# $1: the uploaded temporary file, $2: the target. A directory is never replaced; a symlink at
+# the target is replaced by the file (rename does not follow it).
+RENAME_SCRIPT = r"""
+t="$1"; p="$2"
+if [ -d "$p" ]; then rm -f -- "$t"; exit 45; fi
+mv -f -- "$t" "$p" || { rm -f -- "$t"; exit 47; }
+"""
+IS_DIR, DENIED = 45, 47
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A running sandbox the caller may use: what a files call needs after the lookup."""
+
+    tenant_id: str
+    sandbox_id: str
+    runtime_id: str
+    upload_limit: int  # bytes
+
+
+def absolute_path(path: str, what: str = "path") -> str:
+    """The normalised sandbox path, or InvalidPath (422) saying exactly what is wrong."""
+    if not path.startswith("/"):
+        raise InvalidPath(path, f"the {what} must be absolute (start with /)")
+    return sandbox_path(path)
+
+
+async def resolve(db: Db, principal: Principal, sandbox_id: str) -> Target:
+    """The sandbox, scoped by tenant and token binding (404), and running (409)."""
+    assert principal.tenant_id is not None
+    async with db() as session:
+        row = await sandboxes.get_row_scoped(
+            session, principal.tenant_id, principal.sandbox_id, sandbox_id
+        )
+        sandboxes.require_running(row)
+        tenant = await session.get(Tenant, principal.tenant_id)
+        assert tenant is not None and row.runtime_id is not None
+        return Target(
+            tenant_id=principal.tenant_id,
+            sandbox_id=row.id,
+            runtime_id=row.runtime_id,
+            upload_limit=quotas_of(tenant).max_upload_mib * MIB,
+        )
+
+
+async def audit(
+    db: Db,
+    ctx: AuditContext,
+    target: Target,
+    action: str,
+    *,
+    outcome: str = "ok",
+    **details: Any,
+) -> None:
+    async with db() as session, session.begin():
+        await record(
+            session,
+            ctx,
+            chain=target.tenant_id,
+            action=action,
+            target=target.sandbox_id,
+            outcome=outcome,
+            details=details,
+        )
+
+
+def refuse_declared(content_length: int | None, limit: int) -> None:
+    """Refuse an announced body above the limit before reading any of it."""
+    if content_length is not None and content_length > limit:
+        raise PayloadTooLarge(
+            f"the body is {content_length} bytes; this tenant accepts at most {limit}",
+            extra={"limit_bytes": limit},
+        )
+
+
+class CappedBody:
+    """The request body, cut off past `limit` bytes.
+
+    It never raises into the runtime's writer (the runtime would just see the end of its
+    input); it remembers what went wrong, and `check()` raises it once the write returned.
+    """
+
+    def __init__(self, chunks: AsyncIterable[bytes], limit: int) -> None:
+        self._chunks = chunks
+        self.limit = limit
+        self.received = 0
+        self.too_large = False
+        self.error: Exception | None = None
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._chunks:
+                if not chunk:
+                    continue
+                self.received += len(chunk)
+                if self.received > self.limit:
+                    self.too_large = True
+                    return
+                yield chunk
+        except Exception as exc:  # the client went away mid-upload
+            self.error = exc
+
+    def check(self) -> None:
+        if self.too_large:
+            raise PayloadTooLarge(
+                f"the body exceeds this tenant's upload limit of {self.limit} bytes",
+                extra={"limit_bytes": self.limit},
+            )
+        if self.error is not None:
+            raise self.error
+
+
+def temp_name(directory: str) -> str:
+    return posixpath.join(directory, f"{TEMP_PREFIX}{secrets.token_hex(8)}")
+
+
+async def sh(
+    runtime: SandboxRuntime, target: Target, script: str, *args: str, timeout_s: float = 120.0
+) -> ExecResult:
+    """A small script in the sandbox, as the sandbox's user."""
+    request = ExecRequest(
+        argv=["/bin/sh", "-c", script, "sh", *args],
+        cwd="/",
+        timeout_s=timeout_s,
+        output_cap=64 << 10,
+    )
+    return await runtime.run(target.runtime_id, request)
+
+
+async def remove_quietly(runtime: SandboxRuntime, target: Target, path: str) -> None:
+    """Best-effort removal of a temporary file, even while the request is being cancelled."""
+
+    async def remove() -> None:
+        try:
+            await sh(runtime, target, 'rm -f -- "$1"', path, timeout_s=30)
+        except SandboxRuntimeError as exc:
+            log.warning("could not remove %s in sandbox %s: %s", path, target.sandbox_id, exc)
+
+    await asyncio.shield(remove())
+
+
+async def stream_into(
+    runtime: SandboxRuntime, target: Target, path: str, body: CappedBody, mode: int = 0o600
+) -> int:
+    """Write the body to `path`; on any failure (including the limit) remove it and raise."""
+    try:
+        size = await runtime.write_file(target.runtime_id, path, body, mode=mode)
+        body.check()
+    except BaseException:
+        await remove_quietly(runtime, target, path)
+        raise
+    return size
+
+
+async def upload_file(
+    db: Db,
+    holder: RuntimeHolder,
+    principal: Principal,
+    ctx: AuditContext,
+    sandbox_id: str,
+    path: str,
+    body: AsyncIterable[bytes],
+    *,
+    content_length: int | None,
+    mode: int,
+) -> FileWritten:
+    dest = absolute_path(path)
+    if dest == "/":
+        raise InvalidPath(path, "names the root directory, not a file")
+    runtime = await holder.get()
+    target = await resolve(db, principal, sandbox_id)
+    refuse_declared(content_length, target.upload_limit)
+    capped = CappedBody(body, target.upload_limit)
+    temp = temp_name(posixpath.dirname(dest))
+    try:
+        try:
+            size = await stream_into(runtime, target, temp, capped, mode)
+        except (PathNotAllowed, PathNotFound) as exc:
+            # Name the caller's path, not the temporary one.
+            why = exc.why if isinstance(exc, PathNotAllowed) else "no such directory"
+            raise PathNotAllowed(dest, why) from exc
+        result = await sh(runtime, target, RENAME_SCRIPT, temp, dest)
+        if result.outcome != "exited":
+            await remove_quietly(runtime, target, temp)
+            raise SandboxRuntimeError(f"renaming the upload into {dest} ended {result.outcome}")
+        if result.exit_code != 0:
+            why = "is a directory" if result.exit_code == IS_DIR else "permission denied"
+            raise PathNotAllowed(dest, why)
+    except (PayloadTooLarge, SandboxRuntimeError) as exc:
+        await audit(
+            db, ctx, target, "file.write", outcome="failed", path=dest, bytes=capped.received,
+            error=type(exc).__name__,
+        )  # fmt: skip
+        raise
+    await audit(db, ctx, target, "file.write", path=dest, bytes=size, mode=f"{mode:04o}")
+    return FileWritten(path=dest, size=size)
+
+
+async def first_chunk(chunks: AsyncIterator[bytes]) -> bytes | None:
+    """Pull the first chunk so a missing or unreadable file fails before the response starts;
+    None when the stream is already over (an empty file)."""
+    try:
+        return await anext(chunks)
+    except StopAsyncIteration:
+        return None
+    except BaseException:
+        await _close(chunks)
+        raise
+
+
+async def stream_from(
+    first: bytes | None, chunks: AsyncIterator[bytes]
+) -> AsyncGenerator[bytes, None]:
+    try:
+        if first is None:
+            return
+        yield first
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        await _close(chunks)
+
+
+async def _close(chunks: AsyncIterator[bytes]) -> None:
+    aclose = getattr(chunks, "aclose", None)
+    if aclose is not None:
+        await asyncio.shield(aclose())
+
+
+@dataclass(frozen=True, slots=True)
+class Download:
+    path: str
+    chunks: AsyncIterator[bytes]
+
+    @property
+    def filename(self) -> str:
+        return posixpath.basename(self.path) or "download"
+
+
+async def download_file(
+    db: Db,
+    holder: RuntimeHolder,
+    principal: Principal,
+    ctx: AuditContext,
+    sandbox_id: str,
+    path: str,
+) -> Download:
+    source = absolute_path(path)
+    runtime = await holder.get()
+    target = await resolve(db, principal, sandbox_id)
+    chunks = runtime.read_file(target.runtime_id, source)
+    first = await first_chunk(chunks)
+    try:
+        await audit(db, ctx, target, "file.read", path=source)
+    except BaseException:
+        await _close(chunks)
+        raise
+    return Download(path=source, chunks=stream_from(first, chunks))
+
+
+async def list_files(
+    db: Db, holder: RuntimeHolder, principal: Principal, sandbox_id: str, directory: str
+) -> FileList:
+    where = absolute_path(directory, "dir")
+    runtime = await holder.get()
+    target = await resolve(db, principal, sandbox_id)
+    entries = await runtime.list_files(target.runtime_id, where)
+    return FileList(
+        dir=where,
+        items=[
+            FileInfo(
+                name=e.name,
+                kind=e.kind,
+                size=e.size,
+                mode=f"{e.mode & 0o7777:04o}",
+                mtime=datetime.fromtimestamp(e.mtime, UTC),
+            )
+            for e in entries
+        ],
+    )
