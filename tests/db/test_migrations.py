@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect, text
+from sqlalchemy import bindparam, inspect, text
 from sqlalchemy.engine import Connection
 
 from service.db import migrate
+from service.db.base import UTCDateTime
 from service.db.models import Base
 from service.db.session import make_engine
 from tests.conftest import create_pg_database, database_kind
@@ -114,3 +116,59 @@ async def test_an_unmigrated_database_is_refused_with_the_fix(empty_database: st
             await migrate.ensure_migrated(engine, url)
     finally:
         await engine.dispose()
+
+
+def audit_guards(conn: Connection) -> set[str]:
+    if conn.dialect.name == "postgresql":
+        rows = conn.execute(
+            text(
+                "SELECT tgname FROM pg_trigger WHERE tgrelid = 'audit_events'::regclass "
+                "AND NOT tgisinternal"
+            )
+        )
+    else:
+        rows = conn.execute(
+            text(
+                "SELECT name FROM sqlite_master "
+                "WHERE type = 'trigger' AND tbl_name = 'audit_events'"
+            )
+        )
+    return {r[0] for r in rows}
+
+
+@pytest.mark.sqlite
+async def test_the_audit_guard_survives_every_migration(empty_database: str) -> None:
+    """A later migration that rebuilds audit_events (SQLite batch mode) must keep the guard."""
+    url = empty_database
+    await asyncio.to_thread(migrate.upgrade, url)
+    expected = {"audit_events_append_only"}
+    if url.startswith("postgresql"):
+        expected.add("audit_events_no_truncate")
+    assert await on_connection(url, audit_guards) == expected
+
+
+@pytest.mark.sqlite
+async def test_upgrading_keeps_existing_records(empty_database: str) -> None:
+    url = empty_database
+    await asyncio.to_thread(migrate.upgrade, url, "0001")
+
+    def seed(conn: Connection) -> None:
+        conn.execute(
+            text(
+                "INSERT INTO tenants (id, name, status, quotas, created_at, updated_at) "
+                "VALUES ('ten_kept', 'kept', 'active', '{}', :ts, :ts)"
+            ).bindparams(bindparam("ts", type_=UTCDateTime())),
+            {"ts": datetime(2026, 1, 1, tzinfo=UTC)},
+        )
+        conn.commit()
+
+    await on_connection(url, seed)
+    await asyncio.to_thread(migrate.upgrade, url)
+
+    def names(conn: Connection) -> list[str]:
+        return [r[0] for r in conn.execute(text("SELECT name FROM tenants"))]
+
+    assert await on_connection(url, names) == ["kept"]
+    # Stepping back to the foundation keeps the foundation's records too.
+    await asyncio.to_thread(migrate.downgrade, url, "0001")
+    assert await on_connection(url, names) == ["kept"]
