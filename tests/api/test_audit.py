@@ -6,6 +6,7 @@ import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
@@ -129,7 +130,10 @@ async def test_every_state_change_is_recorded_with_who_where_and_request(api: Ap
     assert updated.status_code == 200, updated.text
 
     chain = list(reversed(await events(api, tenant_id)))
-    rid = lambda r: r.headers["x-request-id"]  # noqa: E731
+
+    def rid(response: Any) -> str:
+        return str(response.headers["x-request-id"])
+
     expected = [
         ("tenant.create", "operator", tenant_id, rid(created)),
         ("api_key.create", "operator", initial_key_id, rid(created)),
@@ -365,24 +369,14 @@ async def test_rewritten_event_with_fresh_hash_breaks_the_next_link(
     tenant = await tenant_with_events(api, extra_keys=2)
     row = next(e for e in await events(api, tenant.id) if e["seq"] == 2)
 
-    class Forged:
-        chain = tenant.id
-        seq = 2
-        ts = datetime.fromisoformat(row["ts"])
-        actor = row["actor"]
-        action = row["action"]
-        target = row["target"]
-        request_id = row["request_id"]
-        client = row["client"]
-        outcome = "denied"
-        details = row["details"]
-        prev_hash = row["prev_hash"]
-
+    forged = SimpleNamespace(
+        **{**row, "chain": tenant.id, "ts": datetime.fromisoformat(row["ts"]), "outcome": "denied"}
+    )
     await tamper(
         raw,
         "UPDATE audit_events SET outcome = 'denied', hash = :h WHERE chain = :c AND seq = 2",
         c=tenant.id,
-        h=row_hash(Forged),
+        h=row_hash(forged),
     )
     result = await verify(api, tenant.id)
     assert result["valid"] is False
