@@ -34,7 +34,7 @@ from .types import (
 )
 
 PROBE_TIMEOUT_S = 30.0
-LOG_EXCERPT = 1500
+LOG_LINE = 240
 
 
 class NotSupported(SandboxRuntimeError):
@@ -80,17 +80,20 @@ def _box_options(spec: SandboxSpec, rootfs_path: Path) -> Any:
 
 
 def _log_excerpts(home: Path, box_id: str | None) -> str:
-    """Tails of BoxLite's own logs for a box (shim log, shim stderr, console)."""
+    """The telling lines of BoxLite's logs for a box: errors and warnings, else the tail."""
+    if not box_id:
+        return ""
+    box_dir = home / "boxes" / box_id
     parts = []
-    candidates: list[Path] = []
-    if box_id:
-        box_dir = home / "boxes" / box_id
-        candidates += [*sorted(box_dir.glob("logs/*")), box_dir / "shim.stderr"]
-    for path in candidates:
-        with contextlib.suppress(OSError):
-            text = path.read_text(errors="replace").strip()
-            if text:
-                parts.append(f"--- {path.name} ---\n{text[-LOG_EXCERPT:]}")
+    for path in [*sorted(box_dir.glob("logs/*")), box_dir / "shim.stderr"]:
+        try:
+            lines = path.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        telling = [ln for ln in lines if any(w in ln for w in ("ERROR", "WARN", "error", "fail"))]
+        chosen = (telling or lines)[-6:]
+        if chosen:
+            parts.append(f"{path.name}:\n" + "\n".join(ln[-LOG_LINE:] for ln in chosen))
     return "\n".join(parts)
 
 
