@@ -1,0 +1,158 @@
+"""Runtime latency: Airlock's runtime beside the raw runtime CLI doing the same, in one run.
+
+    .venv/bin/python bench/runtime.py [--rounds 15] [--execs 30] [--state-dir .airlock]
+
+Prints median and p95 (ms) of create, first exec, exec `true`, exec `python3 -c pass` and
+destroy, for Airlock and for raw `runsc` on an identical bundle, with the ratio. BoxLite is
+measured where its probe VM boots and reported as skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import secrets
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from service.runtime import ExecRequest, SandboxSpec, gvisor_spec, images, reaper, select
+from service.runtime.gvisor import GVisorRuntime
+
+SPEC = SandboxSpec(memory_mib=256, disk_mib=64, pids=64)
+OPS = ("create", "first exec", "exec true", "exec python3 -c pass", "destroy")
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+class RawRunsc:
+    """The same operations through the runsc CLI directly, on the same kind of bundle."""
+
+    def __init__(self, runtime: GVisorRuntime, rootfs: Path, work: Path) -> None:
+        self.base = [
+            runtime.runsc,
+            f"--root={work / 'root'}",
+            f"--platform={runtime.platform}",
+            "--network=none",
+            "--cpu-num-from-quota",
+        ]
+        self.rootfs = rootfs
+        self.work = work
+
+    async def _run(self, *args: str, quiet: bool = False) -> int:
+        out = asyncio.subprocess.DEVNULL if quiet else asyncio.subprocess.PIPE
+        proc = await asyncio.create_subprocess_exec(
+            *self.base, *args, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out
+        )
+        await proc.communicate()
+        return proc.returncode or 0
+
+    async def _reaping(self, *args: str) -> int:
+        task = asyncio.ensure_future(self._run(*args, quiet=True))
+        while not task.done():
+            reaper.reap_adopted()
+            await asyncio.wait([task], timeout=0.01)
+        reaper.reap_adopted()
+        return task.result()
+
+    async def create(self) -> str:
+        cid = "raw-" + secrets.token_hex(12)
+        bundle = self.work / cid
+        bundle.mkdir()
+        config = gvisor_spec.bundle_config(
+            sandbox_id=cid,
+            rootfs=self.rootfs,
+            spec=SPEC,
+            cgroups_path=f"/airlock-raw/{cid}",
+            home="/home/sandbox",
+            init_argv=[images.INIT_PATH],
+        )
+        (bundle / "config.json").write_text(json.dumps(config))
+        await self._reaping("run", "--detach", f"--bundle={bundle}", cid)
+        return cid
+
+    async def exec(self, cid: str, *argv: str) -> int:
+        return await self._run("exec", "--user=1000:1000", "--cwd=/work", cid, *argv)
+
+    async def destroy(self, cid: str) -> None:
+        await self._reaping("kill", cid, "KILL")
+        await self._reaping("delete", "--force", cid)
+        shutil.rmtree(self.work / cid, ignore_errors=True)
+
+
+async def timed(samples: dict[str, list[float]], op: str, coro: object) -> object:
+    started = time.perf_counter()
+    result = await coro  # type: ignore[misc]
+    samples[op].append((time.perf_counter() - started) * 1000)
+    return result
+
+
+async def bench_gvisor(state_dir: Path, rounds: int, execs: int) -> None:
+    runtime = await GVisorRuntime.open(state_dir)
+    info, rootfs = images.ensure_rootfs(state_dir, images.DEFAULT_IMAGE)
+    ours: dict[str, list[float]] = defaultdict(list)
+    raw: dict[str, list[float]] = defaultdict(list)
+    true_req = ExecRequest(argv=["true"])
+    py_req = ExecRequest(argv=["python3", "-c", "pass"])
+    with tempfile.TemporaryDirectory(prefix="airlock-bench-") as tmp:
+        baseline = RawRunsc(runtime, rootfs, Path(tmp))
+        for _ in range(rounds):
+            box = await timed(ours, "create", runtime.create(images.DEFAULT_IMAGE, SPEC))
+            cid = await timed(raw, "create", baseline.create())
+            await timed(ours, "first exec", runtime.run(box.id, true_req))
+            await timed(raw, "first exec", baseline.exec(cid, "true"))
+            for _ in range(max(1, execs // rounds)):
+                await timed(ours, "exec true", runtime.run(box.id, true_req))
+                await timed(raw, "exec true", baseline.exec(cid, "true"))
+                await timed(ours, "exec python3 -c pass", runtime.run(box.id, py_req))
+                await timed(
+                    raw, "exec python3 -c pass", baseline.exec(cid, "python3", "-c", "pass")
+                )
+            await timed(ours, "destroy", runtime.destroy(box.id))
+            await timed(raw, "destroy", baseline.destroy(cid))
+    await runtime.close()
+    print(
+        f"gvisor (runsc platform {runtime.platform}, image {info.digest[:19]}), "
+        f"{rounds} sandboxes, {len(ours['exec true'])} execs of each kind"
+    )
+    print(
+        f"{'operation':<22}{'airlock p50':>12}{'p95':>9}{'raw runsc p50':>15}{'p95':>9}"
+        f"{'ratio p50':>11}{'ratio p95':>11}"
+    )
+    for op in OPS:
+        a50, a95 = statistics.median(ours[op]), pct(ours[op], 0.95)
+        r50, r95 = statistics.median(raw[op]), pct(raw[op], 0.95)
+        print(
+            f"{op:<22}{a50:>12.1f}{a95:>9.1f}{r50:>15.1f}{r95:>9.1f}"
+            f"{a50 / r50:>10.2f}x{a95 / r95:>10.2f}x"
+        )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--execs", type=int, default=30)
+    parser.add_argument("--state-dir", type=Path, default=Path(".airlock"))
+    args = parser.parse_args()
+    state_dir = args.state_dir.resolve()
+    probe = await select.probe_boxlite(state_dir)
+    if probe.ok:
+        print("boxlite: probe VM boots; BoxLite latency bench not written yet")
+    else:
+        first = probe.diagnosis.splitlines()[0] if probe.diagnosis else "probe failed"
+        print(f"boxlite: skipped, cannot boot a VM here ({first})")
+    await bench_gvisor(state_dir, args.rounds, args.execs)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
