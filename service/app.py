@@ -70,7 +70,7 @@ def create_app(
         if runtime is not None
         else RuntimeHolder(lambda: open_runtime(settings))
     )
-    exec_runner = ExecRunner(sessionmaker, runtimes)
+    exec_runner = ExecRunner(sessionmaker, engine, runtimes)
     state = State(
         {
             "settings": settings,
@@ -78,7 +78,7 @@ def create_app(
             "sessionmaker": sessionmaker,
             "keyring": keyring,
             "token_codec": codec,
-            "authenticator": Authenticator(sessionmaker, codec, secrets.operator_key),
+            "authenticator": Authenticator(engine, codec, secrets.operator_key),
             "runtimes": runtimes,
             "exec_runner": exec_runner,
         }

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from service.audit.chain import GENESIS, event_hash
 from service.db.base import utcnow
@@ -27,7 +27,7 @@ class AuditContext:
 
 
 async def record(
-    session: AsyncSession,
+    session: AsyncSession | AsyncConnection,
     ctx: AuditContext,
     *,
     chain: str,
@@ -35,54 +35,48 @@ async def record(
     target: str | None,
     outcome: str = "ok",
     details: dict[str, Any] | None = None,
-) -> AuditEvent:
+) -> None:
     details = details or {}
-    # Make sure the head row exists, then lock it: appends to one chain are serialised, and two
-    # writers can never both extend the same link.
-    insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
-    await session.execute(
-        insert(AuditChainHead)
-        .values(chain=chain, seq=0, hash=GENESIS)
-        .on_conflict_do_nothing(index_elements=["chain"])
+    # Lock the chain's head row: appends to one chain are serialised, and two writers can never
+    # both extend the same link. Core statements: this runs on every state change and exec.
+    lock = (
+        select(AuditChainHead.seq, AuditChainHead.hash)
+        .where(AuditChainHead.chain == chain)
+        .with_for_update()
     )
-    head = (
+    head = (await session.execute(lock)).one_or_none()
+    if head is None:
+        dialect = session.dialect if isinstance(session, AsyncConnection) else session.bind.dialect
+        insert = pg_insert if dialect.name == "postgresql" else sqlite_insert
         await session.execute(
-            select(AuditChainHead)
-            .where(AuditChainHead.chain == chain)
-            .with_for_update()
-            .execution_options(populate_existing=True)
+            insert(AuditChainHead)
+            .values(chain=chain, seq=0, hash=GENESIS)
+            .on_conflict_do_nothing(index_elements=["chain"])
         )
-    ).scalar_one()
-    seq = head.seq + 1
+        head = (await session.execute(lock)).one()
+    prev_seq, prev_hash = head
+    seq = prev_seq + 1
     ts = utcnow()
-    digest = event_hash(
-        chain=chain,
-        seq=seq,
-        ts=ts,
-        actor=ctx.actor,
-        action=action,
-        target=target,
-        request_id=ctx.request_id,
-        client=ctx.client,
-        outcome=outcome,
-        details=details,
-        prev_hash=head.hash,
+    values = {
+        "chain": chain,
+        "seq": seq,
+        "ts": ts,
+        "actor": ctx.actor,
+        "action": action,
+        "target": target,
+        "request_id": ctx.request_id,
+        "client": ctx.client,
+        "outcome": outcome,
+        "details": details,
+        "prev_hash": prev_hash,
+    }
+    values["hash"] = event_hash(**values)
+    await session.execute(insert_event.values(**values))
+    await session.execute(
+        update(AuditChainHead)
+        .where(AuditChainHead.chain == chain)
+        .values(seq=seq, hash=values["hash"])
     )
-    event = AuditEvent(
-        chain=chain,
-        seq=seq,
-        ts=ts,
-        actor=ctx.actor,
-        action=action,
-        target=target,
-        request_id=ctx.request_id,
-        client=ctx.client,
-        outcome=outcome,
-        details=details,
-        prev_hash=head.hash,
-        hash=digest,
-    )
-    session.add(event)
-    head.seq, head.hash = seq, digest
-    await session.flush()
-    return event
+
+
+insert_event = AuditEvent.__table__.insert()

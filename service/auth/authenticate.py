@@ -7,7 +7,7 @@ import hmac
 from datetime import timedelta
 
 from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.auth.principal import OPERATOR, Principal, PrincipalKind
 from service.auth.tokens import TokenCodec
@@ -25,13 +25,9 @@ def hash_api_key(key: str) -> str:
 
 
 class Authenticator:
-    def __init__(
-        self,
-        sessionmaker: async_sessionmaker[AsyncSession],
-        codec: TokenCodec,
-        operator_key: str,
-    ) -> None:
-        self.sessionmaker = sessionmaker
+    # Core statements on a pooled connection, not ORM sessions: this runs on every request.
+    def __init__(self, engine: AsyncEngine, codec: TokenCodec, operator_key: str) -> None:
+        self.engine = engine
         self.codec = codec
         self._operator_digest = hashlib.sha256(operator_key.encode()).digest()
 
@@ -49,24 +45,30 @@ class Authenticator:
         return await self._from_token(credential)
 
     async def _from_api_key(self, credential: str) -> Principal:
-        async with self.sessionmaker() as session, session.begin():
-            row = (
-                await session.execute(
-                    select(ApiKey, Tenant.status)
+        async with self.engine.begin() as conn:
+            key = (
+                await conn.execute(
+                    select(
+                        ApiKey.id,
+                        ApiKey.tenant_id,
+                        ApiKey.scopes,
+                        ApiKey.revoked_at,
+                        ApiKey.last_used_at,
+                        Tenant.status,
+                    )
                     .join(Tenant, Tenant.id == ApiKey.tenant_id)
                     .where(ApiKey.key_hash == hash_api_key(credential))
                 )
             ).one_or_none()
-            if row is None:
+            if key is None:
                 raise Unauthenticated("unknown API key")
-            key, tenant_status = row
             if key.revoked_at is not None:
                 raise Unauthenticated("API key revoked")
-            if tenant_status != "active":
+            if key.status != "active":
                 raise Unauthenticated("tenant suspended")
             now = utcnow()
             if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
-                await session.execute(
+                await conn.execute(
                     update(ApiKey).where(ApiKey.id == key.id).values(last_used_at=now)
                 )
             return Principal(
@@ -79,14 +81,14 @@ class Authenticator:
 
     async def _from_token(self, credential: str) -> Principal:
         claims = self.codec.verify(credential)
-        async with self.sessionmaker() as session:
-            revoked = await session.scalar(
+        async with self.engine.connect() as conn:
+            revoked = await conn.scalar(
                 select(RevokedToken.jti).where(RevokedToken.jti == claims.jti)
             )
             if revoked is not None:
                 raise Unauthenticated("token revoked")
             row = (
-                await session.execute(
+                await conn.execute(
                     select(ApiKey.revoked_at, ApiKey.tenant_id, Tenant.status)
                     .join(Tenant, Tenant.id == ApiKey.tenant_id)
                     .where(ApiKey.id == claims.sub)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import Select, func, select, type_coerce
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from service.db.base import UTCDateTime
 from service.db.models import Exec, ExecChunk
@@ -13,7 +13,10 @@ class ExecRepository:
     """Execs of one tenant (and, for a sandbox-bound token, of that sandbox only)."""
 
     def __init__(
-        self, session: AsyncSession, tenant_id: str, only_sandbox: str | None = None
+        self,
+        session: AsyncSession | AsyncConnection,
+        tenant_id: str,
+        only_sandbox: str | None = None,
     ) -> None:
         self.session = session
         self.tenant_id = tenant_id

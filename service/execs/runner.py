@@ -14,18 +14,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
-from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+import msgspec
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext, record
 from service.db.base import utcnow
 from service.db.models import Exec as ExecRow
 from service.db.models import ExecChunk, Tenant
-from service.errors import IdempotencyKeyReused, QuotaExceeded, Unprocessable
+from service.db.models import Sandbox as SandboxRow
+from service.errors import IdempotencyKeyReused, NotFound, QuotaExceeded, Unprocessable
 from service.execs.masking import Masker, mask_text
 from service.execs.repository import ExecRepository
-from service.execs.schemas import ExecCreate
+from service.execs.schemas import Exec, ExecCreate
 from service.ids import new_id
 from service.runtime import (
     ExecRequest,
@@ -36,6 +39,7 @@ from service.runtime import (
 )
 from service.runtime_holder import RuntimeHolder
 from service.sandboxes import service as sandboxes
+from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
 
 log = logging.getLogger("airlock.execs")
@@ -51,7 +55,7 @@ SYSTEM = AuditContext(actor="system:exec", request_id=None, client=None)
 class Live:
     """An exec running in this process: the task, and a signal for stream readers."""
 
-    task: asyncio.Task[None]
+    task: asyncio.Task[Exec | None]
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def notify(self) -> None:
@@ -66,14 +70,17 @@ class Started:
 
 
 class ExecRunner:
-    def __init__(self, db: Db, holder: RuntimeHolder) -> None:
+    def __init__(self, db: Db, engine: AsyncEngine, holder: RuntimeHolder) -> None:
         self.db = db
+        # Core statements on pooled connections on the exec path: ORM sessions cost more per
+        # statement than the database does.
+        self.engine = engine
         self.holder = holder
         self.live: dict[str, Live] = {}
 
     async def start(
         self,
-        principal_tenant: str,
+        tenant_id: str,
         only_sandbox: str | None,
         ctx: AuditContext,
         sandbox_id: str,
@@ -87,49 +94,69 @@ class ExecRunner:
             raise Unprocessable(f"names in both env and secrets: {', '.join(overlap)}")
         secret_values = list(data.secrets.values())
         masked_cmd = [mask_text(arg, secret_values) for arg in data.cmd]
-        async with self.db() as session, session.begin():
-            sandbox = await sandboxes.get_row_scoped(
-                session, principal_tenant, only_sandbox, sandbox_id, for_update=True
+        async with self.engine.begin() as conn:
+            stmt = (
+                select(
+                    SandboxRow.id,
+                    SandboxRow.state,
+                    SandboxRow.runtime_id,
+                    SandboxRow.failure_reason,
+                    Tenant.quotas,
+                )
+                .join(Tenant, Tenant.id == SandboxRow.tenant_id)
+                .where(SandboxRow.tenant_id == tenant_id, SandboxRow.id == sandbox_id)
             )
-            repo = ExecRepository(session, principal_tenant, only_sandbox)
+            if only_sandbox is not None:
+                stmt = stmt.where(SandboxRow.id == only_sandbox)
+            sandbox = (await conn.execute(stmt)).one_or_none()
+            if sandbox is None:
+                raise NotFound(f"no sandbox {sandbox_id}")
+            repo = ExecRepository(conn, tenant_id, only_sandbox)
             if idempotency_key is not None:
-                existing = await repo.get_by_idempotency_key(sandbox_id, idempotency_key)
+                existing = (
+                    await conn.execute(
+                        select(ExecRow.id, ExecRow.request_hash).where(
+                            ExecRow.tenant_id == tenant_id,
+                            ExecRow.sandbox_id == sandbox_id,
+                            ExecRow.idempotency_key == idempotency_key,
+                        )
+                    )
+                ).one_or_none()
                 if existing is not None:
                     if existing.request_hash != request_hash:
                         raise IdempotencyKeyReused()
                     return Started(existing.id, created=False)
             sandboxes.require_running(sandbox)
-            await self._check_quotas(session, repo, principal_tenant, data)
+            await self._check_quotas(repo, quotas_of(sandbox), data)
             now = utcnow()
-            row = ExecRow(
-                id=new_id("exe"),
-                tenant_id=principal_tenant,
-                sandbox_id=sandbox_id,
-                state="running",
-                cmd=masked_cmd,
-                cwd=data.cwd,
-                user=data.user,
-                env=dict(data.env),
-                secret_names=sorted(data.secrets),
-                timeout_s=data.timeout_s,
-                has_stdin=data.stdin is not None,
-                stdout_bytes=0,
-                stderr_bytes=0,
-                stdout_truncated=False,
-                stderr_truncated=False,
-                idempotency_key=idempotency_key,
-                request_hash=request_hash,
-                created_at=now,
-                started_at=now,
-            )
-            session.add(row)
-            await session.flush()
+            values = {
+                "id": new_id("exe"),
+                "tenant_id": tenant_id,
+                "sandbox_id": sandbox_id,
+                "state": "running",
+                "cmd": masked_cmd,
+                "cwd": data.cwd,
+                "user": data.user,
+                "env": dict(data.env),
+                "secret_names": sorted(data.secrets),
+                "timeout_s": data.timeout_s,
+                "has_stdin": data.stdin is not None,
+                "stdout_bytes": 0,
+                "stderr_bytes": 0,
+                "stdout_truncated": False,
+                "stderr_truncated": False,
+                "idempotency_key": idempotency_key,
+                "request_hash": request_hash,
+                "created_at": now,
+                "started_at": now,
+            }
+            await conn.execute(insert(ExecRow).values(**values))
             await record(
-                session,
+                conn,
                 ctx,
-                chain=principal_tenant,
+                chain=tenant_id,
                 action="exec.start",
-                target=row.id,
+                target=values["id"],
                 outcome="started",
                 details={
                     "sandbox_id": sandbox_id,
@@ -141,8 +168,7 @@ class ExecRunner:
                     "timeout_s": data.timeout_s,
                 },
             )
-            exec_id, runtime_id = row.id, sandbox.runtime_id
-        assert runtime_id is not None
+        exec_id, runtime_id = values["id"], sandbox.runtime_id
         request = ExecRequest(
             argv=list(data.cmd),
             cwd=data.cwd,
@@ -155,10 +181,10 @@ class ExecRunner:
         task = asyncio.create_task(
             self._run(
                 runtime,
-                principal_tenant,
+                tenant_id,
                 sandbox_id,
                 runtime_id,
-                exec_id,
+                values,
                 request,
                 ctx,
                 secret_values,
@@ -174,12 +200,15 @@ class ExecRunner:
         if live is not None:
             live.notify()
 
-    async def wait(self, exec_id: str) -> None:
+    async def wait(self, exec_id: str) -> Exec | None:
+        """The finished exec, when it ran in this process; None when it ran elsewhere."""
         live = self.live.get(exec_id)
-        if live is not None:
-            # Shielded: the request giving up waiting does not cancel the command.
-            with contextlib.suppress(Exception):
-                await asyncio.shield(live.task)
+        if live is None:
+            return None
+        # Shielded: the request giving up waiting does not cancel the command.
+        with contextlib.suppress(Exception):
+            return await asyncio.shield(live.task)
+        return None
 
     async def wait_change(self, exec_id: str, timeout_s: float) -> None:
         live = self.live.get(exec_id)
@@ -189,22 +218,16 @@ class ExecRunner:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(live.changed.wait(), timeout_s)
 
-    async def _check_quotas(
-        self, session: AsyncSession, repo: ExecRepository, tenant_id: str, data: ExecCreate
-    ) -> None:
-        tenant = await session.scalar(
-            select(Tenant).where(Tenant.id == tenant_id).with_for_update()
-        )
-        assert tenant is not None
-        quotas = quotas_of(tenant)
+    async def _check_quotas(self, repo: ExecRepository, quotas: Quotas, data: ExecCreate) -> None:
         if data.timeout_s > quotas.max_exec_timeout_s:
             raise Unprocessable(
                 f"timeout_s {data.timeout_s} exceeds this tenant's maximum of "
                 f"{quotas.max_exec_timeout_s}",
                 extra={"max_timeout_s": quotas.max_exec_timeout_s},
             )
-        window_start = utcnow() - timedelta(seconds=60)
-        count, oldest = await repo.started_since(window_start)
+        # Counted, not locked: two execs racing at the limit may both pass, which a rate limit
+        # tolerates; locking would serialise every exec of a tenant.
+        count, oldest = await repo.started_since(utcnow() - timedelta(seconds=60))
         if count >= quotas.execs_per_minute:
             wait_s = 60 - (utcnow() - oldest).total_seconds() if oldest else 60
             raise QuotaExceeded(
@@ -220,18 +243,22 @@ class ExecRunner:
         tenant_id: str,
         sandbox_id: str,
         runtime_id: str,
-        exec_id: str,
+        row: dict[str, Any],
         request: ExecRequest,
         ctx: AuditContext,
         secrets: list[str],
-    ) -> None:
+    ) -> Exec:
+        exec_id = row["id"]
         started = time.monotonic()
-        sink = _ChunkSink(self.db, exec_id, secrets, lambda: self._notify(exec_id))
+        sink = _ChunkSink(self.engine, exec_id, secrets, lambda: self._notify(exec_id))
         result: ExecResult | None = None
         error: str | None = None
+        noted: asyncio.Task[None] | None = None
         try:
             execution = await runtime.exec(runtime_id, request)
-            await self._set_runtime_exec_id(exec_id, execution.id)
+            # Recorded alongside the run (not before it): only a restart needs it, to kill
+            # what a crash left behind.
+            noted = asyncio.create_task(self._set_runtime_exec_id(exec_id, execution.id))
             async for chunk in execution.output():
                 await sink.add(chunk.stream, chunk.data)
             result = await execution.wait()
@@ -243,17 +270,16 @@ class ExecRunner:
         except asyncio.CancelledError:
             error = "the service stopped while this exec ran"
             await asyncio.shield(
-                self._finish(
-                    exec_id, tenant_id, ctx, sink, None, error, started, state="interrupted"
-                )
+                self._finish(row, tenant_id, ctx, sink, None, error, started, noted, "interrupted")
             )
             raise
         except Exception as exc:  # recorded as a failed exec instead of a lost one
             log.exception("exec %s failed", exec_id)
             error = f"internal error: {type(exc).__name__}"
-        await self._finish(exec_id, tenant_id, ctx, sink, result, error, started)
+        final = await self._finish(row, tenant_id, ctx, sink, result, error, started, noted)
         if result is not None and result.outcome == "oom":
             await self._check_sandbox(runtime, tenant_id, sandbox_id, runtime_id)
+        return final
 
     async def _check_sandbox(
         self, runtime: SandboxRuntime, tenant_id: str, sandbox_id: str, runtime_id: str
@@ -274,29 +300,41 @@ class ExecRunner:
             live.notify()
 
     async def _set_runtime_exec_id(self, exec_id: str, runtime_exec_id: str) -> None:
-        async with self.db() as session, session.begin():
-            await session.execute(
+        async with self.engine.begin() as conn:
+            await conn.execute(
                 update(ExecRow).where(ExecRow.id == exec_id).values(runtime_exec_id=runtime_exec_id)
             )
 
     async def _finish(
         self,
-        exec_id: str,
+        row: dict[str, Any],
         tenant_id: str,
         ctx: AuditContext,
         sink: _ChunkSink,
         result: ExecResult | None,
         error: str | None,
         started: float,
+        noted: asyncio.Task[None] | None,
         state: str | None = None,
-    ) -> None:
+    ) -> Exec:
+        exec_id = row["id"]
         await sink.close()
-        duration_ms = int((time.monotonic() - started) * 1000)
-        values: dict[str, object] = {
+        if noted is not None:
+            with contextlib.suppress(Exception):
+                await noted
+        values: dict[str, Any] = {
             "state": state or ("finished" if result is not None else "failed"),
             "finished_at": utcnow(),
-            "duration_ms": int(result.duration_s * 1000) if result else duration_ms,
+            "duration_ms": int(
+                (result.duration_s if result else time.monotonic() - started) * 1000
+            ),
             "error": error,
+            "exit_code": None,
+            "outcome": None,
+            "stdout_bytes": sink.bytes["stdout"],
+            "stderr_bytes": sink.bytes["stderr"],
+            "stdout_truncated": False,
+            "stderr_truncated": False,
         }
         if result is not None:
             values.update(
@@ -307,28 +345,33 @@ class ExecRunner:
                 stdout_truncated=result.stdout_truncated,
                 stderr_truncated=result.stderr_truncated,
             )
-        async with self.db() as session, session.begin():
-            await session.execute(
+        async with self.engine.begin() as conn:
+            await conn.execute(
                 update(ExecRow)
                 .where(ExecRow.id == exec_id, ExecRow.state == "running")
                 .values(**values)
             )
             await record(
-                session,
+                conn,
                 ctx,
                 chain=tenant_id,
                 action="exec.finish",
                 target=exec_id,
-                outcome=str(values["state"]) if result is None else result.outcome,
+                outcome=values["outcome"] or values["state"],
                 details={
-                    "exit_code": result.exit_code if result else None,
+                    "exit_code": values["exit_code"],
                     "duration_ms": values["duration_ms"],
-                    "stdout_bytes": result.stdout_bytes if result else sink.bytes["stdout"],
-                    "stderr_bytes": result.stderr_bytes if result else sink.bytes["stderr"],
+                    "stdout_bytes": values["stdout_bytes"],
+                    "stderr_bytes": values["stderr_bytes"],
                     "error": error,
                 },
             )
         self._notify(exec_id)
+        output = {name: data.decode(errors="replace") for name, data in sink.kept.items()}
+        return msgspec.convert(
+            {**row, **values, "stdout": output["stdout"], "stderr": output["stderr"]},
+            Exec,
+        )
 
     async def kill(self, runtime_id: str, runtime_exec_id: str) -> None:
         runtime = await self.holder.get()
@@ -348,9 +391,9 @@ class _ChunkSink:
     """Masks output and appends it to `exec_chunks` in small batches."""
 
     def __init__(
-        self, db: Db, exec_id: str, secrets: list[str], on_flush: Callable[[], None]
+        self, engine: AsyncEngine, exec_id: str, secrets: list[str], on_flush: Callable[[], None]
     ) -> None:
-        self.db = db
+        self.engine = engine
         self.exec_id = exec_id
         self.maskers = {"stdout": Masker(secrets), "stderr": Masker(secrets)}
         self.on_flush = on_flush
@@ -359,6 +402,8 @@ class _ChunkSink:
         self.seq = 0
         self.last_flush = time.monotonic()
         self.bytes = {"stdout": 0, "stderr": 0}
+        # What was stored, per stream: the finished exec is answered from here.
+        self.kept = {"stdout": b"", "stderr": b""}
 
     async def add(self, stream: str, data: bytes) -> None:
         self.bytes[stream] = self.bytes.get(stream, 0) + len(data)
@@ -376,11 +421,12 @@ class _ChunkSink:
             return
         rows = []
         for stream, data in _coalesce(self.pending):
+            self.kept[stream] += data
             self.seq += 1
-            rows.append(ExecChunk(exec_id=self.exec_id, seq=self.seq, stream=stream, data=data))
+            rows.append({"exec_id": self.exec_id, "seq": self.seq, "stream": stream, "data": data})
         self.pending, self.pending_bytes = [], 0
-        async with self.db() as session, session.begin():
-            session.add_all(rows)
+        async with self.engine.begin() as conn:
+            await conn.execute(insert(ExecChunk), rows)
         self.on_flush()
 
     async def close(self) -> None:

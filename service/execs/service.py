@@ -112,7 +112,9 @@ async def create_exec(
         sandboxes.request_hash(data),
     )
     if data.wait:
-        await runner.wait(started.exec_id)
+        finished = await runner.wait(started.exec_id)
+        if finished is not None:
+            return finished, True
     result = await get_exec(db, principal, sandbox_id, started.exec_id)
     return result, result.state != "running"
 
