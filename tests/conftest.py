@@ -12,6 +12,7 @@ import os
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.app import create_app
-from service.db import migrate
+from service.db import migrate, models
 from service.db.session import make_engine, make_sessionmaker
+from service.ids import new_id
 from service.settings import Settings
 
 OPERATOR_KEY = "alo_test_" + secrets.token_urlsafe(32)
@@ -160,6 +162,40 @@ async def sessionmaker(database_url: str) -> AsyncIterator[async_sessionmaker[As
     engine = make_engine(database_url)
     yield make_sessionmaker(engine)
     await engine.dispose()
+
+
+SandboxRecorder = Callable[[Tenant], Awaitable[str]]
+
+
+@pytest.fixture
+def sandbox_record(sessionmaker: async_sessionmaker[AsyncSession]) -> SandboxRecorder:
+    """A stopped sandbox's record, for tests of authorisation that need no runtime."""
+
+    async def make(tenant: Tenant) -> str:
+        now = datetime.now(UTC)
+        row = models.Sandbox(
+            id=new_id("sbx"),
+            tenant_id=tenant.id,
+            state="stopped",
+            image="default",
+            size="small",
+            cpus=1,
+            memory_mib=512,
+            disk_mib=1024,
+            network={"mode": "none"},
+            env={},
+            labels={},
+            ttl_s=60,
+            created_at=now,
+            updated_at=now,
+            expires_at=now,
+            stopped_at=now,
+        )
+        async with sessionmaker() as session, session.begin():
+            session.add(row)
+        return row.id
+
+    return make
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from service.auth.principal import Principal, PrincipalKind
 from service.auth.tokens import TokenCodec
 from service.db.models import AuditEvent, RevokedToken
 from service.errors import Forbidden, NotFound, Unprocessable
+from service.sandboxes.repository import SandboxRepository
 from service.tenants.service import get_tenant, quotas_of
 from service.tokens.schemas import TokenCreate, TokenCreated
 
@@ -41,6 +42,10 @@ async def issue_token(
     if not requested:
         raise Unprocessable("a token needs at least one scope")
     scopes = check_scopes(requested, principal.scopes)
+    if data.sandbox_id is not None:
+        sandbox = await SandboxRepository(session, principal.tenant_id).get(data.sandbox_id)
+        if sandbox is None:
+            raise NotFound(f"no sandbox {data.sandbox_id}")
     issued = codec.issue(
         sub=principal.key_id,
         tenant_id=principal.tenant_id,

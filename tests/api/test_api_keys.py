@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.db.models import ApiKey
-from tests.conftest import Api, Tenant
+from tests.conftest import Api, SandboxRecorder, Tenant
 
 
 @pytest.mark.sqlite
@@ -62,8 +62,11 @@ async def test_cannot_grant_more_than_held(api: Api, tenant: Tenant) -> None:
     assert r.json()["api_key"]["scopes"] == ["exec", "keys:write"]
 
 
-async def test_sandbox_bound_token_cannot_make_keys(api: Api, tenant: Tenant) -> None:
-    bound = await api.token(tenant.key, scopes=["keys:write"], sandbox_id="sbx_1")
+async def test_sandbox_bound_token_cannot_make_keys(
+    api: Api, tenant: Tenant, sandbox_record: SandboxRecorder
+) -> None:
+    sandbox_id = await sandbox_record(tenant)
+    bound = await api.token(tenant.key, scopes=["keys:write"], sandbox_id=sandbox_id)
     r = await api.client.post(
         "/v1/api-keys", json={"name": "x"}, headers=api.bearer(bound["token"])
     )

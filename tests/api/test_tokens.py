@@ -11,7 +11,7 @@ import jwt
 import pytest
 
 from service.auth.keyring import KeyRing, create_key
-from tests.conftest import Api, Tenant
+from tests.conftest import Api, SandboxRecorder, Tenant
 
 
 def header_of(token: str) -> dict[str, str]:
@@ -43,10 +43,21 @@ async def test_issued_token_carries_the_claims(api: Api, tenant: Tenant) -> None
     assert datetime.fromisoformat(issued["expires_at"]).timestamp() == claims["exp"]
 
 
-async def test_token_bound_to_a_sandbox(api: Api, tenant: Tenant) -> None:
-    issued = await api.token(tenant.key, scopes=["exec"], sandbox_id="sbx_123")
-    assert issued["sandbox_id"] == "sbx_123"
-    assert jwt.decode(issued["token"], options={"verify_signature": False})["sbx"] == "sbx_123"
+async def test_token_bound_to_a_sandbox(
+    api: Api, tenant: Tenant, sandbox_record: SandboxRecorder
+) -> None:
+    sandbox_id = await sandbox_record(tenant)
+    issued = await api.token(tenant.key, scopes=["exec"], sandbox_id=sandbox_id)
+    assert issued["sandbox_id"] == sandbox_id
+    assert jwt.decode(issued["token"], options={"verify_signature": False})["sbx"] == sandbox_id
+    # Binding to a sandbox that is not the tenant's own is refused.
+    other = await api.tenant()
+    foreign = await sandbox_record(other)
+    for missing in (foreign, "sbx_nope"):
+        r = await api.client.post(
+            "/v1/tokens", json={"sandbox_id": missing}, headers=tenant.headers
+        )
+        assert r.status_code == 404
 
 
 async def test_default_ttl_is_the_tenant_maximum(api: Api, tenant: Tenant) -> None:
