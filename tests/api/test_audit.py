@@ -488,7 +488,6 @@ async def test_appends_from_separate_transactions_are_serialised(
     assert (await verify(api, tenant.id))["valid"] is True
 
 
-@pytest.mark.sqlite
 async def test_long_chains_verify_across_batches(
     api: Api, tenant: Tenant, raw: AsyncEngine
 ) -> None:
@@ -496,12 +495,12 @@ async def test_long_chains_verify_across_batches(
     sessionmaker = make_sessionmaker(raw)
     ctx = recorder.AuditContext(actor="test", request_id=None, client=None)
     async with sessionmaker() as session, session.begin():
-        for i in range(2100):
+        for i in range(1050):
             await recorder.record(session, ctx, chain=tenant.id, action="test.bulk", target=str(i))
     result = await verify(api, tenant.id)
     assert result["valid"] is True
-    assert result["events_checked"] == 2102
-    assert result["last_seq"] == 2102
+    assert result["events_checked"] == 1052
+    assert result["last_seq"] == 1052
 
     await tamper(raw, "DELETE FROM audit_events WHERE chain = :c AND seq = 1001", c=tenant.id)
     result = await verify(api, tenant.id)
