@@ -21,7 +21,7 @@ from service.apikeys.controller import ApiKeyController
 from service.audit.controller import AuditController
 from service.auth.authenticate import Authenticator
 from service.auth.keyring import KeyRing
-from service.auth.middleware import BearerAuthMiddleware, authorize
+from service.auth.middleware import PUBLIC_PATHS, BearerAuthMiddleware, authorize
 from service.auth.tokens import TokenCodec
 from service.bootstrap import prepare
 from service.context import provide_audit_context, provide_principal
@@ -134,7 +134,9 @@ def create_app(
         },
         middleware=[
             prometheus.middleware,
-            DefineMiddleware(BearerAuthMiddleware, exclude_from_auth_key="public"),
+            DefineMiddleware(
+                BearerAuthMiddleware, exclude_from_auth_key="public", exclude=PUBLIC_PATHS
+            ),
         ],
         guards=[authorize],
         exception_handlers={  # type: ignore[arg-type]

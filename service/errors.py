@@ -139,7 +139,9 @@ def http_exception_handler(
 ) -> Response[dict[str, Any]]:
     """Litestar's own exceptions (routing, parsing, validation) in the same problem shape."""
     status = exc.status_code
-    if isinstance(exc, ValidationException):
+    if isinstance(exc, ValidationException) or status == 400:
+        # Litestar answers 400 for bodies it cannot decode and 400 for bodies that do not
+        # validate; both are "the request is not valid" to a client.
         errors = exc.extra if isinstance(exc.extra, list) else []
         return _problem(
             request,

@@ -74,8 +74,18 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         return settings
 
     def validate(self) -> None:
-        if self.audit_retention_days < 1:
-            raise ConfigurationError("AIRLOCK_AUDIT_RETENTION_DAYS must be at least 1")
+        if not 1 <= self.audit_retention_days <= 3650:
+            raise ConfigurationError("AIRLOCK_AUDIT_RETENTION_DAYS must be between 1 and 3650")
+        if not 1 <= self.port <= 65535:
+            raise ConfigurationError("AIRLOCK_PORT must be between 1 and 65535")
+        if self.retention_interval_s <= 0 or self.ttl_reaper_interval_s <= 0:
+            raise ConfigurationError(
+                "AIRLOCK_RETENTION_INTERVAL_S and AIRLOCK_TTL_REAPER_INTERVAL_S must be positive"
+            )
+        if self.log_level.upper() not in ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG"):
+            raise ConfigurationError(
+                "AIRLOCK_LOG_LEVEL must be one of CRITICAL, ERROR, WARNING, INFO, DEBUG"
+            )
         if self.runtime not in ("auto", "boxlite", "gvisor"):
             raise ConfigurationError("AIRLOCK_RUNTIME must be one of auto, boxlite, gvisor")
         if self.otel_traces_exporter not in ("none", "otlp", "console"):

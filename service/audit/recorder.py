@@ -15,6 +15,8 @@ from service.db.base import utcnow
 from service.db.models import AuditChainHead, AuditEvent
 
 OPERATOR_CHAIN = "_operator"
+# The retention purge's own event; its `purged_through_seq` anchors the chain that remains.
+PURGE_ACTION = "audit.purge"
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import datetime
 
-from sqlalchemy import Select, delete, select
+from sqlalchemy import Select, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.models import AuditChainHead, AuditEvent
@@ -66,8 +66,20 @@ class AuditRepository:
     async def head(self) -> AuditChainHead | None:
         return await self.session.get(AuditChainHead, self.chain)
 
-    async def purge_before(self, cutoff: datetime) -> int:
-        result = await self.session.execute(
-            delete(AuditEvent).where(AuditEvent.chain == self.chain, AuditEvent.ts < cutoff)
+    async def purge_before(self, cutoff: datetime) -> tuple[int, int | None]:
+        """Delete the oldest events, up to the last one before `cutoff`.
+
+        Deletes a prefix of the chain (by sequence number), so what remains is one unbroken
+        chain; returns how many were deleted and the last deleted sequence number.
+        """
+        through = await self.session.scalar(
+            select(func.max(AuditEvent.seq)).where(
+                AuditEvent.chain == self.chain, AuditEvent.ts < cutoff
+            )
         )
-        return result.rowcount or 0
+        if through is None:
+            return 0, None
+        result = await self.session.execute(
+            delete(AuditEvent).where(AuditEvent.chain == self.chain, AuditEvent.seq <= through)
+        )
+        return result.rowcount or 0, int(through)

@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.audit.chain import GENESIS, row_hash
-from service.audit.recorder import OPERATOR_CHAIN
+from service.audit.recorder import OPERATOR_CHAIN, PURGE_ACTION
 from service.audit.repository import AuditRepository
 from service.audit.schemas import AuditEventOut, AuditPage, AuditVerification, BrokenLink
 from service.db.models import AuditEvent
@@ -43,13 +43,11 @@ async def list_events(
     since: datetime | None,
     until: datetime | None,
 ) -> AuditPage:
-    before = decode_cursor(cursor)
-    if before is not None and not isinstance(before, int):
-        before = None
+    before = decode_cursor(cursor, "audit", int)
     rows = await AuditRepository(session, chain).list(
         limit=limit + 1, before_seq=before, action=action, target=target, since=since, until=until
     )
-    items, next_cursor = page_of(rows, limit, key=lambda r: r.seq)
+    items, next_cursor = page_of(rows, limit, "audit", key=lambda r: r.seq)
     return AuditPage(items=[to_schema(r) for r in items], next_cursor=next_cursor)
 
 
@@ -60,6 +58,8 @@ async def verify_chain(session: AsyncSession, chain: str) -> AuditVerification:
     first_seq: int | None = None
     prev: tuple[int, str] | None = None
     anchored = False
+    # Where recorded purges ended: a chain may start only right after one of them.
+    purged_through: set[int] = set()
 
     def broken(seq: int, event_id: int | None, reason: str) -> AuditVerification:
         return AuditVerification(
@@ -86,8 +86,15 @@ async def verify_chain(session: AsyncSession, chain: str) -> AuditVerification:
                 return broken(row.seq, row.id, "link to the previous event does not match")
         if row_hash(row) != row.hash:
             return broken(row.seq, row.id, "event content does not match its hash")
+        if row.action == PURGE_ACTION and isinstance(row.details.get("purged_through_seq"), int):
+            purged_through.add(row.details["purged_through_seq"])
         checked += 1
         prev = (row.seq, row.hash)
+
+    if anchored and first_seq is not None and first_seq - 1 not in purged_through:
+        return broken(
+            first_seq - 1, None, "events at the start of the chain were removed without a purge"
+        )
 
     head = await repo.head()
     if head is not None and head.seq > 0:

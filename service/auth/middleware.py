@@ -30,8 +30,14 @@ class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
         return AuthenticationResult(user=principal, auth=principal)
 
 
+# The OpenAPI document and its renderers are public, like the JWKS.
+PUBLIC_PATHS = ["^/schema"]
+
+
 def authorize(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
-    if handler.opt.get("public"):
+    if handler.opt.get("public") or connection.scope.get("method") == "OPTIONS":
+        return
+    if connection.url.path.startswith("/schema"):
         return
     principal: Principal = connection.user
     if handler.opt.get("operator"):

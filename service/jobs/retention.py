@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select, text
+from sqlalchemy import delete, func, select, text
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from service.audit.recorder import AuditContext, record
+from service.audit.recorder import PURGE_ACTION, AuditContext, record
 from service.audit.repository import AuditRepository
 from service.db.base import utcnow
 from service.db.models import Exec, RevokedToken, Sandbox, Tenant
@@ -28,41 +29,69 @@ SYSTEM = AuditContext(actor="system:retention", request_id=None, client=None)
 
 
 async def purge_once(session: AsyncSession, default_days: int | None = None) -> dict[str, int]:
-    """Purge every tenant's expired events and expired revocations; returns counts per tenant."""
-    if session.bind.dialect.name == "postgresql":
-        await session.execute(text("SET LOCAL airlock.audit_purge = 'on'"))
+    """Purge every tenant's expired events and expired revocations; returns counts per tenant.
+
+    Each tenant is purged in its own savepoint, so one tenant's failure does not keep the
+    others from being purged.
+    """
+    postgres = session.bind.dialect.name == "postgresql"
     now = utcnow()
+    # The database refuses to delete events younger than a day by its own clock; never ask
+    # it to, whatever this host's clock says.
+    floor = None
+    if postgres:
+        await session.execute(text("SET LOCAL airlock.audit_purge = 'on'"))
+        db_now = await session.scalar(select(func.now()))
+        floor = db_now - timedelta(days=1, minutes=5)
     purged: dict[str, int] = {}
     tenants = (await session.scalars(select(Tenant))).all()
     for tenant in tenants:
         days = quotas_of(tenant).audit_retention_days if default_days is None else default_days
         cutoff = now - timedelta(days=days)
-        count = await AuditRepository(session, tenant.id).purge_before(cutoff)
-        # Exec history and finished sandboxes are kept exactly as long as the audit log.
-        await session.execute(
-            delete(Exec).where(
-                Exec.tenant_id == tenant.id, Exec.created_at < cutoff, Exec.state != "running"
-            )
-        )
-        await session.execute(
-            delete(Sandbox).where(
-                Sandbox.tenant_id == tenant.id,
-                Sandbox.state == "stopped",
-                Sandbox.stopped_at < cutoff,
-            )
-        )
+        if floor is not None:
+            cutoff = min(cutoff, floor)
+        try:
+            async with session.begin_nested():
+                count = await _purge_tenant(session, tenant.id, cutoff, days)
+        except SQLAlchemyError:
+            log.exception("audit retention for tenant %s failed; others go on", tenant.id)
+            continue
         if count:
             purged[tenant.id] = count
-            await record(
-                session,
-                SYSTEM,
-                chain=tenant.id,
-                action="audit.purge",
-                target=tenant.id,
-                details={"before": cutoff.isoformat(), "events": count, "retention_days": days},
-            )
     await session.execute(RevokedToken.__table__.delete().where(RevokedToken.expires_at < now))
     return purged
+
+
+async def _purge_tenant(session: AsyncSession, tenant_id: str, cutoff: datetime, days: int) -> int:
+    count, through = await AuditRepository(session, tenant_id).purge_before(cutoff)
+    # Exec history and finished sandboxes are kept exactly as long as the audit log.
+    await session.execute(
+        delete(Exec).where(
+            Exec.tenant_id == tenant_id, Exec.created_at < cutoff, Exec.state != "running"
+        )
+    )
+    await session.execute(
+        delete(Sandbox).where(
+            Sandbox.tenant_id == tenant_id,
+            Sandbox.state == "stopped",
+            Sandbox.stopped_at < cutoff,
+        )
+    )
+    if count:
+        await record(
+            session,
+            SYSTEM,
+            chain=tenant_id,
+            action=PURGE_ACTION,
+            target=tenant_id,
+            details={
+                "before": cutoff.isoformat(),
+                "events": count,
+                "purged_through_seq": through,
+                "retention_days": days,
+            },
+        )
+    return count
 
 
 class RetentionJob:

@@ -339,14 +339,14 @@ async def list_sandboxes(
     unknown = set(states) - {s.value for s in State}
     if unknown:
         raise Unprocessable(f"unknown states: {', '.join(sorted(unknown))}")
-    after = decode_cursor(cursor)
+    after = decode_cursor(cursor, "sandboxes", str)
     rows = await repository(session, principal).list(
         limit=limit + 1,
-        after_id=after if isinstance(after, str) else None,
+        after_id=after,
         states=states,
         labels=labels,
     )
-    items, next_cursor = page_of(rows, limit, key=lambda r: r.id)
+    items, next_cursor = page_of(rows, limit, "sandboxes", key=lambda r: r.id)
     return SandboxPage(items=[to_schema(r) for r in items], next_cursor=next_cursor)
 
 
