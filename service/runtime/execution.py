@@ -96,6 +96,16 @@ async def spawn(argv: list[str], *, with_stdin: bool) -> Spawned:
     return Spawned(proc, stdout, stderr, stdin, transports)
 
 
+async def _write(writer: asyncio.StreamWriter, chunk: bytes) -> bool:
+    """Write to the process's stdin; False once the process stopped reading."""
+    try:
+        writer.write(chunk)
+        await writer.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+    return True
+
+
 class _Stream:
     def __init__(self, name: Literal["stdout", "stderr"], cap: int) -> None:
         self.name = name
@@ -138,6 +148,7 @@ class Execution:
         }
         self._queue: asyncio.Queue[OutputChunk | None] = asyncio.Queue()
         self._forced: Outcome | None = None
+        self.feed_error: Exception | None = None
         self._kill_lock = asyncio.Lock()
         self._on_done = on_done
         self._stdin_task = asyncio.create_task(self._feed(stdin))
@@ -175,14 +186,14 @@ class Execution:
             return
         try:
             if isinstance(data, bytes | bytearray):
-                writer.write(data)
-                await writer.drain()
+                await _write(writer, bytes(data))
             elif data is not None:
                 async for chunk in data:
-                    writer.write(chunk)
-                    await writer.drain()
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+                    if not await _write(writer, chunk):
+                        break
+        except Exception as exc:  # the caller's data source failed: stop, never half-apply
+            self.feed_error = exc
+            await self._stop("killed")
         finally:
             with contextlib.suppress(Exception):
                 writer.close()

@@ -12,14 +12,14 @@ from .types import FileEntry
 
 NOT_FOUND, IS_DIR, NOT_DIR, DENIED, WRITE_FAILED = 44, 45, 46, 47, 48
 
-# $1: path, $2: octal mode. Writes to a temporary file beside the target, then renames, so a
-# failed upload never leaves a partial file behind.
+# $1: path, $2: octal mode, $3: temporary name. Writes to a temporary file beside the target,
+# then renames, so a failed upload never leaves a partial file in its place.
 WRITE_SCRIPT = r"""
 p="$1"; m="$2"
 [ -d "$p" ] && exit 45
 d="${p%/*}"; [ -n "$d" ] || d=/
 mkdir -p -- "$d" 2>/dev/null || exit 47
-t="$d/.airlock-upload.$$"
+t="$d/$3"
 (umask 077; : > "$t") 2>/dev/null || exit 47
 if ! cat > "$t"; then rm -f -- "$t"; exit 48; fi
 if ! chmod "$m" -- "$t" || ! mv -f -- "$t" "$p"; then rm -f -- "$t"; exit 47; fi
@@ -40,6 +40,16 @@ p="$1"
 [ -r "$p" ] && [ -x "$p" ] || exit 47
 exec find -H "$p" -mindepth 1 -maxdepth 1 -printf '%y\t%s\t%m\t%T@\t%f\0'
 """
+
+
+def upload_temp_name(token: str) -> str:
+    return f".airlock-upload.{token}"
+
+
+def upload_temp_path(target: str, token: str) -> str:
+    parent = target.rsplit("/", 1)[0] or "/"
+    return f"{parent.rstrip('/')}/{upload_temp_name(token)}"
+
 
 _KINDS = {"f": "file", "d": "dir", "l": "symlink"}
 

@@ -54,32 +54,36 @@ CGROUP_PARENT = "/airlock"
 RUNSC_TIMEOUT_S = 60.0
 KILL_TIMEOUT_S = 10.0
 
-# Kill an exec's process tree from inside. $1: the exec's pid in the sandbox; $2: "all" when no
-# other exec runs, which also takes processes that escaped with setsid (kill -9 -1 spares PID 1).
+# Kill an exec's process tree from inside, as root with CAP_KILL. $1: the exec's pid in the
+# sandbox. Takes its process group (looping, so a fork bomb cannot outrun it), then every
+# process in its session or parented by it, or still holding its stdout/stderr (which catches
+# children that escaped with setsid but keep the output open). Processes of other execs, and
+# daemons that detached their output, are left alone.
 KILL_SCRIPT = r"""
-target="$1"; mode="$2"
-if [ "$mode" = all ]; then
-  # kill(-1) fails with ESRCH once nothing but PID 1 and us is left; repeat until then,
-  # since processes forking meanwhile can produce children the previous pass missed.
-  for pass in 1 2 3; do
-    n=0
-    while kill -9 -1 2>/dev/null && [ "$n" -lt 1000 ]; do n=$((n + 1)); done
-    sleep 0.02
-  done
-  exit 0
-fi
-for round in 1 2 3; do
-  kill -9 -- "-$target" 2>/dev/null
+target="$1"
+out=$(readlink "/proc/$target/fd/1" 2>/dev/null); err=$(readlink "/proc/$target/fd/2" 2>/dev/null)
+n=0
+while kill -9 "-$target" 2>/dev/null && [ "$n" -lt 1000 ]; do n=$((n + 1)); done
+kill -9 "$target" 2>/dev/null
+for round in 1 2 3 4 5; do
+  found=0
   for st in /proc/[0-9]*/stat; do
     pid="${st#/proc/}"; pid="${pid%/stat}"
-    [ "$pid" = "$$" ] && continue
+    [ "$pid" = "$$" ] || [ "$pid" = 1 ] && continue
     line=$(cat "$st" 2>/dev/null) || continue
     set -- ${line##*) }
     # fields after the command name: state ppid pgrp session
+    hit=0
     if [ "$2" = "$target" ] || [ "$3" = "$target" ] || [ "$4" = "$target" ]; then
-      kill -9 "$pid" 2>/dev/null
+      hit=1
+    elif [ -n "$out$err" ]; then
+      o=$(readlink "/proc/$pid/fd/1" 2>/dev/null); e=$(readlink "/proc/$pid/fd/2" 2>/dev/null)
+      if [ -n "$out" ] && [ "$o" = "$out" ]; then hit=1; fi
+      if [ -n "$err" ] && [ "$e" = "$err" ]; then hit=1; fi
     fi
+    if [ "$hit" = 1 ]; then kill -9 "$pid" 2>/dev/null; found=1; fi
   done
+  [ "$found" = 0 ] && break
 done
 exit 0
 """
@@ -540,25 +544,19 @@ class GVisorRuntime:
                 base.with_suffix(suffix).unlink()
 
     async def _kill_tree(self, sandbox: _Sandbox, exec_id: str) -> None:
-        """Kill an exec's process and its descendants (all processes if it is the only exec)."""
-        try:
-            pid = int((sandbox.dir / "exec" / f"{exec_id}.pid").read_text().strip())
-        except (OSError, ValueError):
-            pid = 0
-        others = any(not e.done for i, e in sandbox.execs.items() if i != exec_id)
-        if pid and others:
-            await self._runsc("kill", f"--pid={pid}", sandbox.id, "KILL", limit_s=KILL_TIMEOUT_S)
-        elif others:
+        """Kill an exec's process tree inside the sandbox (see KILL_SCRIPT)."""
+        pid = 0
+        for _ in range(20):  # the pid file appears once runsc has started the process
+            try:
+                pid = int((sandbox.dir / "exec" / f"{exec_id}.pid").read_text().strip())
+                break
+            except (OSError, ValueError):
+                await asyncio.sleep(0.05)
+        if not pid:
+            log.warning("sandbox %s: no pid for exec %s, cannot kill its tree", sandbox.id, exec_id)
             return
         process = gvisor_spec.exec_process(
-            argv=[
-                "/bin/sh",
-                "-c",
-                KILL_SCRIPT,
-                "sh",
-                str(pid or 0),
-                "session" if others else "all",
-            ],
+            argv=["/bin/sh", "-c", KILL_SCRIPT, "sh", str(pid)],
             cwd="/",
             env=self._exec_env(sandbox, {}),
             uid=0,
@@ -639,15 +637,32 @@ class GVisorRuntime:
                 written += len(chunk)
                 yield chunk
 
+        token = secrets.token_hex(8)
         execution = await self._start_exec(
             sandbox,
-            ["/bin/sh", "-c", files.WRITE_SCRIPT, "sh", target, f"{mode:o}"],
+            [
+                "/bin/sh",
+                "-c",
+                files.WRITE_SCRIPT,
+                "sh",
+                target,
+                f"{mode:o}",
+                files.upload_temp_name(token),
+            ],
             user=user,
             stdin=counted(),
             timeout_s=3600,
             output_cap=64 * 1024,
         )
         result = await execution.wait()
+        if execution.feed_error is not None or result.outcome != "exited":
+            with contextlib.suppress(SandboxRuntimeError):
+                cleanup = await self._start_exec(
+                    sandbox, ["rm", "-f", "--", files.upload_temp_path(target, token)], user=user
+                )
+                await cleanup.wait()
+        if execution.feed_error is not None:
+            raise execution.feed_error
         files.raise_for(result.exit_code, target, result.stderr)
         return written
 

@@ -101,3 +101,16 @@ async def test_missing_command_is_data(runtime: SandboxRuntime, sandbox: Sandbox
     result = await sh(runtime, sandbox.id, "no-such-command")
     assert result.outcome == "exited"
     assert result.exit_code == 127
+
+
+async def test_deadline_takes_escaped_children_but_not_other_work(
+    runtime: SandboxRuntime, sandbox: SandboxInfo
+) -> None:
+    daemon = "(setsid sleep 4001 </dev/null >/dev/null 2>&1 &)"
+    assert (await sh(runtime, sandbox.id, daemon)).exit_code == 0
+    # a child that escapes with setsid but keeps the exec's output open is still taken
+    result = await sh(runtime, sandbox.id, "(setsid sleep 4002 &); sleep 4003", timeout_s=1)
+    assert result.outcome == "timeout"
+    left = await runtime.run(sandbox.id, ExecRequest(argv=["ps", "-e", "-o", "args="]))
+    assert b"sleep 4001" in left.stdout  # earlier, detached work survives
+    assert b"sleep 4002" not in left.stdout and b"sleep 4003" not in left.stdout

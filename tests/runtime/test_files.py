@@ -115,3 +115,19 @@ async def test_symlink_cannot_reach_host_files(
     await runtime.write_file(sandbox.id, "out", b"escape?")
     assert not (tmp_path / "written").exists()
     assert await read_all(runtime, sandbox.id, "out") == b"escape?"
+
+
+async def test_failed_upload_leaves_no_partial_file(
+    runtime: SandboxRuntime, sandbox: SandboxInfo
+) -> None:
+    await runtime.write_file(sandbox.id, "kept", b"old content")
+
+    async def broken() -> AsyncIterator[bytes]:
+        yield b"partial " * 1000
+        raise ConnectionResetError("client went away")
+
+    with pytest.raises(ConnectionResetError):
+        await runtime.write_file(sandbox.id, "kept", broken())
+    assert await read_all(runtime, sandbox.id, "kept") == b"old content"
+    listing = await runtime.list_files(sandbox.id, "/work")
+    assert [e.name for e in listing] == ["kept"]
