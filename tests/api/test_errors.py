@@ -100,12 +100,6 @@ async def test_validation_errors_name_the_field(api: Api) -> None:
     assert any("bogus" in e["message"] for e in problem["errors"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="malformed JSON is answered 400 `bad_request` with the decoder message as the title "
-    "(service/errors.py http_exception_handler only maps ValidationException to 422; Litestar "
-    "raises ClientException for undecodable bodies)",
-)
 async def test_malformed_json_is_a_422_problem(api: Api) -> None:
     before = await tenant_names(api)
     r = await api.client.post(
@@ -190,13 +184,6 @@ async def test_unauthenticated_is_401_with_www_authenticate(
     assert r.headers["www-authenticate"].lower().startswith("bearer")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="OPTIONS on any route is a 500: BearerAuthMiddleware skips OPTIONS (Litestar's default "
-    "exclude_http_methods) so no user is set, and the app-wide guard service/auth/middleware.py "
-    "authorize() reads connection.user, raising ImproperlyConfiguredException",
-)
 @pytest.mark.parametrize("path", ["/v1/tenants", "/healthz", "/v1/audit"])
 async def test_options_is_not_a_server_error(api: Api, path: str) -> None:
     r = await api.client.options(path)
