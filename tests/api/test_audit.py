@@ -657,3 +657,29 @@ async def test_repeated_purges_keep_the_chain_verifiable(
     assert result["valid"] is True, result
     assert result["first_seq"] == 4
     assert result["anchored_after_purge"] is True
+
+
+@postgres_only
+async def test_a_purge_the_database_refuses_for_one_tenant_spares_the_others(
+    api: Api, raw: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events out of time order (a replica's clock behind) make one tenant's purge fail."""
+    sessionmaker = make_sessionmaker(raw)
+    old = lambda: datetime.now(UTC) - timedelta(days=200)  # noqa: E731
+    monkeypatch.setattr(recorder, "utcnow", old)
+    skewed = await api.tenant()  # seq 1..2, old
+    healthy = await api.tenant()  # seq 1..2, old
+    monkeypatch.undo()
+    await api.key(skewed, ["audit:read"])  # seq 3, now
+    monkeypatch.setattr(recorder, "utcnow", old)
+    await api.key(skewed, ["audit:read"])  # seq 4, stamped old by a slow clock
+    monkeypatch.undo()
+
+    async with sessionmaker() as session, session.begin():
+        purged = await purge_once(session)
+    assert purged.get(healthy.id) == 2
+    assert skewed.id not in purged
+    # The refused tenant keeps its whole chain, still intact; the other verifies after its purge.
+    assert [e["seq"] for e in await events(api, skewed.id)] == [4, 3, 2, 1]
+    assert (await verify(api, skewed.id))["valid"] is True
+    assert (await verify(api, healthy.id))["anchored_after_purge"] is True
