@@ -444,7 +444,25 @@ class GVisorRuntime:
             for leftover in kind.glob(f"{ID_PREFIX}*") if kind.is_dir() else []:
                 if not (self.root / "sandboxes" / leftover.name).exists():
                     cgroups.Cgroup(f"{CGROUP_PARENT}/{leftover.name}").remove()
+        await asyncio.to_thread(self._prune_rootfs)
         return sorted(set(removed))
+
+    def _prune_rootfs(self) -> list[str]:
+        """Remove unpacked root filesystems no image, sandbox or snapshot refers to."""
+        in_use = {info.digest for info in images.list_images(self.state_dir)}
+        for kind, name in (("sandboxes", "sandbox.json"), ("snapshots", "snapshot.json")):
+            for meta_file in (self.root / kind).glob(f"*/{name}"):
+                with contextlib.suppress(OSError, ValueError, KeyError):
+                    in_use.add(json.loads(meta_file.read_text())["image_digest"])
+        keep = {digest.split(":", 1)[1] for digest in in_use}
+        pruned = []
+        for marker in (self.state_dir / "rootfs").glob("*.complete"):
+            hexpart = marker.name.removesuffix(".complete")
+            if hexpart not in keep:
+                marker.unlink()
+                shutil.rmtree(marker.with_name(hexpart), ignore_errors=True)
+                pruned.append(hexpart)
+        return pruned
 
     async def close(self) -> None:
         if self._reaper_task is not None:
