@@ -135,10 +135,17 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def make_tar(members: dict[str, bytes | None], *, symlinks: dict[str, str] | None = None) -> bytes:
-    """A tar in memory: `None` content is a directory."""
+def make_tar(
+    members: dict[str, bytes | None],
+    *,
+    symlinks: dict[str, str] | None = None,
+    links_first: bool = False,
+) -> bytes:
+    """A tar in memory: `None` content is a directory; symlinks after the members, or first."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
+        if links_first:
+            _add_links(tar, symlinks or {})
         for name, content in members.items():
             info = tarfile.TarInfo(name)
             info.mtime = 1_700_000_000
@@ -148,11 +155,16 @@ def make_tar(members: dict[str, bytes | None], *, symlinks: dict[str, str] | Non
             else:
                 info.size, info.mode = len(content), 0o644
                 tar.addfile(info, io.BytesIO(content))
-        for name, target in (symlinks or {}).items():
-            info = tarfile.TarInfo(name)
-            info.type, info.linkname = tarfile.SYMTYPE, target
-            tar.addfile(info)
+        if not links_first:
+            _add_links(tar, symlinks or {})
     return buf.getvalue()
+
+
+def _add_links(tar: tarfile.TarFile, symlinks: dict[str, str]) -> None:
+    for name, target in symlinks.items():
+        info = tarfile.TarInfo(name)
+        info.type, info.linkname = tarfile.SYMTYPE, target
+        tar.addfile(info)
 
 
 def random_bytes(n: int) -> bytes:
