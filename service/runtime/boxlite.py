@@ -97,8 +97,8 @@ def _log_excerpts(home: Path, box_id: str | None) -> str:
     return "\n".join(parts)
 
 
-def _home(state_dir: Path) -> Path:
-    home = Path(state_dir).resolve() / "boxlite"
+def _home(state_dir: Path, name: str = "boxlite") -> Path:
+    home = Path(state_dir).resolve() / name
     home.mkdir(parents=True, exist_ok=True)
     return home
 
@@ -111,8 +111,18 @@ class ProbeResult:
     version: str | None
 
 
+async def _bounded(awaitable: Any, seconds: float) -> Any:
+    """Await with a deadline that holds even if the native call ignores cancellation."""
+    task = asyncio.ensure_future(awaitable)
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if not done:
+        task.cancel()
+        raise TimeoutError
+    return task.result()
+
+
 async def probe(state_dir: Path, timeout_s: float = PROBE_TIMEOUT_S) -> ProbeResult:
-    """Try to boot a tiny box from the local default image; never hangs past `timeout_s`."""
+    """Try to boot a tiny box from the local default image; never hangs past the bound."""
     started = time.monotonic()
     ver = version()
     if ver is None:
@@ -123,17 +133,23 @@ async def probe(state_dir: Path, timeout_s: float = PROBE_TIMEOUT_S) -> ProbeRes
         return ProbeResult(False, "no default image to boot; run `airlock image build`", 0.0, ver)
     import boxlite
 
-    home = _home(state_dir)
-    runtime = boxlite.Boxlite(boxlite.Options(home_dir=str(home)))
-    box = None
-    try:
+    # A home of its own, so a probe (e.g. from `airlock doctor`) never contends for the lock
+    # of a running service's BoxLite home.
+    home = _home(state_dir, "boxlite-probe")
+    runtime: Any = None
+    box: Any = None
+
+    async def boot() -> None:
+        nonlocal box, runtime
+        runtime = boxlite.Boxlite(boxlite.Options(home_dir=str(home)))
         spec = SandboxSpec(vcpus=1, memory_mib=256, disk_mib=1024)
         box = await runtime.create(_box_options(spec, Path(image.path)), name=None)
-        await asyncio.wait_for(box.start(), timeout_s)
-        execution = await asyncio.wait_for(
-            box.exec("true", [], None, False, None, 10, None), timeout_s
-        )
-        await asyncio.wait_for(execution.wait(), timeout_s)
+        await box.start()
+        execution = await box.exec("true", [], None, False, None, 10, None)
+        await execution.wait()
+
+    try:
+        await _bounded(boot(), timeout_s)
         return ProbeResult(
             True, "a probe VM booted and ran `true`", time.monotonic() - started, ver
         )
@@ -148,9 +164,10 @@ async def probe(state_dir: Path, timeout_s: float = PROBE_TIMEOUT_S) -> ProbeRes
     finally:
         if box is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(runtime.remove(box.id, force=True), 15)
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(runtime.shutdown(), 15)
+                await _bounded(runtime.remove(box.id, force=True), 15)
+        if runtime is not None:
+            with contextlib.suppress(Exception):
+                await _bounded(runtime.shutdown(), 15)
 
 
 class BoxliteRuntime:

@@ -48,7 +48,7 @@ async def fresh_probe(state_dir: Path) -> ProbeResult:
 
 async def test_probe_prepares_the_local_image(fresh_probe: ProbeResult, state_dir: Path) -> None:
     assert fresh_probe.version is not None
-    prepared = list((state_dir / "boxlite" / "images").rglob("extracted"))
+    prepared = list((state_dir / "boxlite-probe" / "images").rglob("extracted"))
     assert prepared, "BoxLite did not prepare the local OCI layout"
     digest = images.get_image(state_dir, images.DEFAULT_IMAGE).digest
     assert any(digest.split(":")[1][:8] in str(p) for p in prepared)
