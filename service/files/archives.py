@@ -129,7 +129,7 @@ async def download_archive(
         raise
     name = source.rstrip("/").rsplit("/", 1)[-1] or "root"
     streamed = _removing(files.stream_from(first, chunks), runtime, target, temp)
-    return files.Download(path=f"/{name}.tar", chunks=streamed)
+    return files.Download(path=f"/{name}.tar", chunks=streamed, size=size)
 
 
 async def _removing(

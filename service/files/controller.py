@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -32,8 +32,8 @@ def _binary_operation(media_type: str) -> type[Operation]:
 
     @dataclass
     class BinaryBody(Operation):
-        request_body: Any = field(
-            default_factory=lambda: RequestBody(
+        def __post_init__(self) -> None:
+            self.request_body = RequestBody(
                 content={
                     media_type: OpenAPIMediaType(
                         schema=Schema(type=OpenAPIType.STRING, format="binary")
@@ -41,7 +41,6 @@ def _binary_operation(media_type: str) -> type[Operation]:
                 },
                 required=True,
             )
-        )
 
     return BinaryBody
 
@@ -58,9 +57,10 @@ def _attachment(download: service.Download, media_type: str) -> Stream:
     name = download.filename
     fallback = re.sub(r"[^A-Za-z0-9._-]", "_", name) or "download"
     disposition = f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name)}"
-    return Stream(
-        download.chunks, media_type=media_type, headers={"Content-Disposition": disposition}
-    )
+    headers = {"Content-Disposition": disposition}
+    if download.size is not None:
+        headers["Content-Length"] = str(download.size)
+    return Stream(download.chunks, media_type=media_type, headers=headers)
 
 
 class FileController(Controller):

@@ -278,6 +278,7 @@ async def _close(chunks: AsyncIterator[bytes]) -> None:
 class Download:
     path: str
     chunks: AsyncIterator[bytes]
+    size: int | None = None  # known for archives (packed before streaming), not for files
 
     @property
     def filename(self) -> str:

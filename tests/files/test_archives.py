@@ -52,6 +52,7 @@ async def test_directory_tree_round_trips_through_tar(box: Box) -> None:
     assert r.status_code == 200, r.text
     assert r.headers["content-type"].startswith(TAR)
     assert 'filename="project.tar"' in r.headers["content-disposition"]
+    assert int(r.headers["content-length"]) == len(r.content)
     with tarfile.open(fileobj=io.BytesIO(r.content)) as tar:
         members = {m.name.removeprefix("./"): m for m in tar.getmembers()}
         assert {n for n, m in members.items() if m.isfile()} == set(files)
