@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -50,6 +51,7 @@ log = logging.getLogger(__name__)
 
 ID_PREFIX = "alk-"  # every runsc container Airlock makes: fixed length, so prefix matching is safe
 SNAPSHOT_PREFIX = "snap-"
+EXEC_ID = re.compile(r"exec-[0-9a-f]{16}")
 CGROUP_PARENT = "/airlock"
 RUNSC_TIMEOUT_S = 60.0
 KILL_TIMEOUT_S = 10.0
@@ -622,11 +624,18 @@ class GVisorRuntime:
         return await (await self.exec(sandbox_id, request)).wait()
 
     async def kill_exec(self, sandbox_id: str, exec_id: str) -> None:
+        """Kill a running exec. Works for execs started by an earlier process too (after a
+        restart) while their pid file is still there; unknown or finished: ExecNotFound."""
         sandbox = self._load(sandbox_id)
         execution = sandbox.execs.get(exec_id)
-        if execution is None:
+        if execution is not None:
+            await execution.kill()
+            return
+        pid_file = sandbox.dir / "exec" / f"{exec_id}.pid"
+        if not EXEC_ID.fullmatch(exec_id) or not pid_file.exists():
             raise ExecNotFound(exec_id)
-        await execution.kill()
+        await self._kill_tree(sandbox, exec_id)
+        self._exec_done(sandbox, exec_id)
 
     # -- files ----------------------------------------------------------------------------
 

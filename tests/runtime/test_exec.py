@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
-from service.runtime import ExecRequest, SandboxInfo, SandboxRuntime
+import pytest
+
+from service.runtime import ExecNotFound, ExecRequest, SandboxInfo, SandboxRuntime, SandboxSpec
+from service.runtime.gvisor import GVisorRuntime
 
 from .helpers import host_processes_mentioning, sh
 
@@ -114,3 +118,21 @@ async def test_deadline_takes_escaped_children_but_not_other_work(
     left = await runtime.run(sandbox.id, ExecRequest(argv=["ps", "-e", "-o", "args="]))
     assert b"sleep 4001" in left.stdout  # earlier, detached work survives
     assert b"sleep 4002" not in left.stdout and b"sleep 4003" not in left.stdout
+
+
+async def test_kill_exec_after_a_restart(gvisor: GVisorRuntime, state_dir: Path) -> None:
+    box = await gvisor.create("default", SandboxSpec(memory_mib=128, disk_mib=16))
+    try:
+        execution = await gvisor.exec(box.id, ExecRequest(argv=["sleep", "4100"]))
+        await asyncio.sleep(0.3)
+        restarted = await GVisorRuntime.open(state_dir)  # a new process would start like this
+        await restarted.kill_exec(box.id, execution.id)
+        assert (await execution.wait()).exit_code != 0
+        left = await gvisor.run(box.id, ExecRequest(argv=["ps", "-e", "-o", "args="]))
+        assert b"sleep 4100" not in left.stdout
+        with pytest.raises(ExecNotFound):
+            await restarted.kill_exec(box.id, execution.id)
+        with pytest.raises(ExecNotFound):
+            await restarted.kill_exec(box.id, "exec-../../../etc")
+    finally:
+        await gvisor.destroy(box.id)
