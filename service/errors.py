@@ -12,6 +12,7 @@ from litestar.exceptions import (
     NotFoundException,
     ValidationException,
 )
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from service.requestid import request_id_for
 
@@ -177,6 +178,20 @@ def http_exception_handler(
     )
 
 
+def database_unavailable_handler(
+    request: Request[Any, Any, Any], exc: Exception
+) -> Response[dict[str, Any]]:
+    log.error("database unreachable on %s %s: %s", request.method, request.url.path, exc)
+    return _problem(
+        request,
+        status=503,
+        code="unavailable",
+        title="The service cannot serve this now",
+        detail="The database is unreachable; retry shortly.",
+        headers={"Retry-After": "5"},
+    )
+
+
 def unhandled_exception_handler(
     request: Request[Any, Any, Any], exc: Exception
 ) -> Response[dict[str, Any]]:
@@ -192,6 +207,10 @@ def unhandled_exception_handler(
 
 EXCEPTION_HANDLERS = {
     AppError: app_error_handler,
+    # Lost or refused connections (not query errors, which are bugs and stay 500s).
+    OperationalError: database_unavailable_handler,
+    InterfaceError: database_unavailable_handler,
+    ConnectionError: database_unavailable_handler,
     HTTPException: http_exception_handler,
     Exception: unhandled_exception_handler,
 }

@@ -92,7 +92,10 @@ class KeyRing:
         try:
             st = self.directory.stat()
         except FileNotFoundError as exc:
-            raise ConfigurationError(f"signing key directory {self.directory} is missing") from exc
+            raise ConfigurationError(
+                f"signing key directory {self.directory} is missing; "
+                "create a key with `airlock keys rotate`"
+            ) from exc
         stamp = (st.st_mtime_ns, st.st_ino)
         if stamp == self._stamp:
             return

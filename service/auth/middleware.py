@@ -34,7 +34,9 @@ class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
 PUBLIC_PATHS = ["^/schema"]
 
 
-def authorize(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+async def authorize(
+    connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
+) -> None:
     if handler.opt.get("public") or connection.scope.get("method") == "OPTIONS":
         return
     if connection.url.path.startswith("/schema"):
