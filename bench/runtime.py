@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import secrets
 import shutil
@@ -90,6 +91,12 @@ class RawRunsc:
         shutil.rmtree(self.work / cid, ignore_errors=True)
 
 
+def remove_cgroup_parent(name: str) -> None:
+    for controller in Path("/sys/fs/cgroup").glob(f"*/{name}"):
+        with contextlib.suppress(OSError):
+            controller.rmdir()
+
+
 async def timed(samples: dict[str, list[float]], op: str, coro: object) -> object:
     started = time.perf_counter()
     result = await coro  # type: ignore[misc]
@@ -121,6 +128,7 @@ async def bench_gvisor(state_dir: Path, rounds: int, execs: int) -> None:
             await timed(ours, "destroy", runtime.destroy(box.id))
             await timed(raw, "destroy", baseline.destroy(cid))
     await runtime.close()
+    remove_cgroup_parent("airlock-raw")
     print(
         f"gvisor (runsc platform {runtime.platform}, image {info.digest[:19]}), "
         f"{rounds} sandboxes, {len(ours['exec true'])} execs of each kind"
