@@ -113,3 +113,24 @@ async def test_announced_oversize_body_is_refused_before_it_is_sent(
     writer.close()
     assert status.startswith(b"HTTP/1.1 413"), status
     assert "huge.bin" not in await live_box.listing()
+
+
+async def test_a_download_abandoned_midway_leaves_no_temporary_archive(live_box: Box) -> None:
+    ran = await live_box.sh(
+        "mkdir -p /work/big && head -c 8000000 /dev/urandom > /work/big/noise.bin"
+    )
+    assert ran["exit_code"] == 0, ran
+    url = f"{live_box.url}/archive"
+    params = {"dir": "/work/big"}
+    async with live_box.client.stream(
+        "GET", url, params=params, headers=live_box.tenant.headers
+    ) as r:
+        assert r.status_code == 200
+        async for _chunk in r.aiter_raw():
+            break  # the client goes away after the first piece
+    for _ in range(100):
+        names = set(await live_box.listing())
+        if names == {"big"}:
+            break
+        await asyncio.sleep(0.1)
+    assert names == {"big"}, names
