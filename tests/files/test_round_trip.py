@@ -68,3 +68,21 @@ async def test_uploads_and_downloads_are_audited(files_api: Api, box: Box) -> No
     }
     assert events["file.write"]["outcome"] == "ok"
     assert events["file.read"]["details"] == {"path": "/work/audited.txt"}
+
+
+async def test_listing_describes_each_entry(box: Box) -> None:
+    ran = await box.sh(
+        "mkdir /work/d && printf abc > /work/f && ln -s /work/f /work/l"
+        " && chmod 0640 /work/f && touch -d @1700000000 /work/f"
+    )
+    assert ran["exit_code"] == 0, ran
+    listing = await box.listing()
+    assert listing["d"]["kind"] == "dir"
+    assert listing["l"]["kind"] == "symlink"
+    assert listing["f"] == {
+        "name": "f",
+        "kind": "file",
+        "size": 3,
+        "mode": "0640",
+        "mtime": "2023-11-14T22:13:20Z",
+    }
