@@ -8,6 +8,7 @@ from litestar import Request, Response
 
 from service import errors
 from service.runtime import errors as rt
+from service.runtime.boxlite import NotSupported
 
 
 def _status(exc: rt.SandboxRuntimeError) -> tuple[int, str, str, dict[str, Any]]:
@@ -39,6 +40,8 @@ def _status(exc: rt.SandboxRuntimeError) -> tuple[int, str, str, dict[str, Any]]
             )
         case rt.InvalidSpec():
             return 422, "validation_failed", "The request is not valid", {}
+        case NotSupported():
+            return 501, "not_supported", "This runtime cannot do that", {}
         case rt.ResourceExhausted():
             return 503, "resource_exhausted", "The host cannot take more sandboxes now", {}
         case _:
