@@ -91,6 +91,22 @@ exit 0
 """
 
 
+# Lists processes (other than PID 1 and itself) holding a host file descriptor: an exec's pipe
+# inherited by something that outlived the exec. A checkpoint of such a sandbox cannot be
+# restored, so snapshot refuses it instead of losing the sandbox.
+HELD_PIPES_SCRIPT = r"""
+for d in /proc/[0-9]*; do
+  p="${d#/proc/}"
+  [ "$p" = 1 ] || [ "$p" = "$$" ] && continue
+  for f in "$d"/fd/*; do
+    case "$(readlink "$f" 2>/dev/null)" in
+      host:*) echo "$p $(cat "$d/comm" 2>/dev/null)"; break ;;
+    esac
+  done
+done
+"""
+
+
 def _now() -> float:
     return time.time()
 
@@ -767,6 +783,16 @@ class GVisorRuntime:
         async with sandbox.lock:
             if any(not e.done for e in sandbox.execs.values()):
                 raise SandboxBusy(f"sandbox {sandbox_id} has running execs")
+            check = await self._start_exec(
+                sandbox, ["/bin/sh", "-c", HELD_PIPES_SCRIPT], user="0:0", timeout_s=30
+            )
+            held = (await check.wait()).stdout.decode().split("\n")
+            if any(held):
+                raise SandboxBusy(
+                    f"sandbox {sandbox_id}: processes still hold an exec's output "
+                    f"({', '.join(h for h in held if h)}); start long-lived processes with "
+                    "their stdio redirected (</dev/null >file 2>&1) to snapshot them"
+                )
             snapshot_id = SNAPSHOT_PREFIX + secrets.token_hex(12)
             directory = self._snapshot_dir(snapshot_id)
             (directory / "image").mkdir(parents=True)

@@ -57,3 +57,14 @@ async def test_snapshot_refuses_a_busy_sandbox(
         await runtime.snapshot(box.id)
     await running.kill()
     await running.wait()
+
+
+async def test_snapshot_refuses_processes_holding_exec_output(
+    runtime: SandboxRuntime, make_sandbox: SandboxFactory
+) -> None:
+    box = await make_sandbox()
+    await sh(runtime, box.id, "sleep 600 & echo started")  # sleep keeps the exec's stdout
+    with pytest.raises(SandboxBusy) as busy:
+        await runtime.snapshot(box.id)
+    assert "sleep" in str(busy.value)
+    assert (await sh(runtime, box.id, "echo still fine")).stdout == b"still fine\n"
