@@ -216,10 +216,29 @@ async def run_exec(
     return httpx.Response(r.status_code, headers=dict(r.headers), content=r.content), parsed
 
 
-def runtime_processes(needle: str) -> list[str]:
-    """Host processes (other than our own grep) whose command line mentions `needle`."""
-    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True, check=True)
-    return [line.strip() for line in out.stdout.splitlines() if needle in line]
+def runtime_processes(needle: str, of: Path | None = None) -> list[str]:
+    """Host processes whose full command line mentions `needle`; with `of` (a server's state
+    dir), only those that belong to that server: the command line of the process or of one of
+    its ancestors names the state dir (other suites' processes on this host do not count)."""
+    out = subprocess.run(
+        ["ps", "-eww", "-o", "pid=,ppid=,args="], capture_output=True, text=True, check=True
+    )
+    procs: dict[int, tuple[int, str]] = {}
+    for line in out.stdout.splitlines():
+        pid, ppid, args = [*line.strip().split(None, 2), "", ""][:3]
+        procs[int(pid)] = (int(ppid), args)
+
+    def belongs(pid: int) -> bool:
+        seen = set()
+        while pid in procs and pid not in seen:
+            seen.add(pid)
+            ppid, args = procs[pid]
+            if of is not None and str(of) in args:
+                return True
+            pid = ppid
+        return of is None
+
+    return [f"{pid} {args}" for pid, (_, args) in procs.items() if needle in args and belongs(pid)]
 
 
 @pytest.fixture(scope="session")
@@ -239,6 +258,7 @@ async def airlock(e2e_state: Path) -> AsyncIterator[Airlock]:
         "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
         "HOME": os.environ.get("HOME", "/root"),
         "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
         "AIRLOCK_STATE_DIR": str(e2e_state),
         "AIRLOCK_DATABASE_URL": url,
         "AIRLOCK_RUNTIME": "gvisor",

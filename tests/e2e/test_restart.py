@@ -1,0 +1,119 @@
+"""A crash mid-exec (SIGKILL) and a restart with the same settings: no record is lost, the
+cut-off exec is `interrupted` (and audited so), and none of its processes is left running."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import pytest
+
+from tests.e2e.conftest import Airlock, Tenant, audit_events, run_exec, runtime_processes
+
+T = TypeVar("T")
+
+# The command lines of every process in the sandbox.
+PS = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done 2>/dev/null"
+
+
+async def wait_for(check: Callable[[], Awaitable[T]], timeout_s: float = 20.0) -> T:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = await check()
+        if value or time.monotonic() > deadline:
+            return value
+        await asyncio.sleep(0.25)
+
+
+@dataclass
+class Crash:
+    tenant: Tenant
+    sandbox_id: str
+    finished_id: str
+    interrupted_id: str
+    runtime_exec_id: str
+    rows_before: dict[str, int]
+
+
+COUNTS = {
+    "sandboxes": "SELECT count(*) FROM sandboxes WHERE tenant_id = $1",
+    "execs": "SELECT count(*) FROM execs WHERE tenant_id = $1",
+}
+
+
+async def row_counts(airlock: Airlock, tenant: Tenant) -> dict[str, int]:
+    return {table: await airlock.db.count(sql, tenant.id) for table, sql in COUNTS.items()}
+
+
+@pytest.fixture(scope="module")
+async def crash(airlock: Airlock) -> Crash:
+    """One finished exec and one `sleep 60` running when the server is SIGKILLed and restarted."""
+    tenant = await airlock.tenant()
+    sandbox = await airlock.sandbox(tenant)
+    _, done = await run_exec(tenant.client, sandbox.id, cmd=["echo", "before"])
+    _, ex = await run_exec(
+        tenant.client, sandbox.id, expect=202, cmd=["sleep", "60"], wait=False, timeout_s=120
+    )
+    assert done is not None and ex is not None
+
+    async def runtime_exec_id() -> str | None:
+        rows = await airlock.db.fetch("SELECT runtime_exec_id FROM execs WHERE id = $1", ex.id)
+        return rows[0]["runtime_exec_id"]
+
+    handle = await wait_for(runtime_exec_id)
+    assert handle, "the exec never got a runtime handle"
+    # What the checks after the restart look for is there before it.
+    assert runtime_processes(handle), "no host process of the exec"
+    _, seen = await run_exec(tenant.client, sandbox.id, cmd=["sh", "-c", PS])
+    assert seen is not None and "sleep 60" in (seen.stdout or "")
+    before = await row_counts(airlock, tenant)
+    assert before == {"sandboxes": 1, "execs": 3}
+
+    airlock.server.kill()
+    airlock.server.start()
+    await airlock.server.wait_ready()
+    return Crash(tenant, sandbox.id, done.id, ex.id, handle, before)
+
+
+async def test_no_record_is_lost(airlock: Airlock, crash: Crash) -> None:
+    assert await row_counts(airlock, crash.tenant) == crash.rows_before
+    async with airlock.http(crash.tenant.key) as http:
+        r = await http.get(f"/v1/sandboxes/{crash.sandbox_id}")
+        assert r.status_code == 200, r.text
+        r = await http.get(f"/v1/sandboxes/{crash.sandbox_id}/execs/{crash.finished_id}")
+        assert (r.json()["state"], r.json()["stdout"]) == ("finished", "before\n")
+        history = (await http.get(f"/v1/sandboxes/{crash.sandbox_id}/execs")).json()["items"]
+        assert [e["id"] for e in history][:2] == [crash.finished_id, crash.interrupted_id]
+
+
+async def test_cut_off_exec_is_interrupted_and_audited(airlock: Airlock, crash: Crash) -> None:
+    async with airlock.http(crash.tenant.key) as http:
+        r = await http.get(f"/v1/sandboxes/{crash.sandbox_id}/execs/{crash.interrupted_id}")
+        assert r.status_code == 200, r.text
+        assert r.json()["state"] == "interrupted"
+        assert r.json()["finished_at"] is not None
+    events = [
+        e
+        for e in await audit_events(airlock, crash.tenant)
+        if e["action"] == "exec.interrupted" and e["target"] == crash.interrupted_id
+    ]
+    assert len(events) == 1
+
+
+async def test_no_process_of_the_cut_off_exec_is_left(airlock: Airlock, crash: Crash) -> None:
+    async def left() -> list[str]:
+        state_dir = airlock.server.state_dir
+        return runtime_processes(crash.runtime_exec_id) + runtime_processes("sleep 60", state_dir)
+
+    async def gone() -> bool:
+        return not await left()
+
+    assert await wait_for(gone), f"still running on the host: {await left()}"
+    sandbox = (await airlock.get_sandbox(crash.tenant, crash.sandbox_id)).state
+    if sandbox == "running":  # the sandbox outlived the restart: the sleep must not live in it
+        _, inside = await run_exec(crash.tenant.client, crash.sandbox_id, cmd=["sh", "-c", PS])
+        assert inside is not None
+        assert "sleep 60" not in (inside.stdout or ""), inside.stdout
