@@ -196,6 +196,13 @@ def _open_layer(layout: Layout, layer: dict[str, Any]) -> tarfile.TarFile:
     return tarfile.open(blob, mode="r|")
 
 
+def _safe_names_exact_modes(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+    """tarfile's `tar` filter for names and links (nothing lands outside `dest`), but with the
+    image's modes kept: a root filesystem needs its setuid, sticky and world-writable bits."""
+    checked = tarfile.tar_filter(member, dest)
+    return None if checked is None else checked.replace(mode=member.mode, deep=False)
+
+
 def unpack_layers(layout: Layout, dest: Path) -> None:
     """Apply the layers in order into `dest` (an empty directory), honouring OCI whiteouts.
 
@@ -223,4 +230,7 @@ def unpack_layers(layout: Layout, dest: Path) -> None:
                     member.isdir() and existing.is_dir() and not existing.is_symlink()
                 ):
                     _remove(existing)
-                tar.extract(member, dest, numeric_owner=True, filter="tar")
+                try:
+                    tar.extract(member, dest, numeric_owner=True, filter=_safe_names_exact_modes)
+                except tarfile.FilterError as exc:
+                    raise InvalidImage(f"layer {layer['digest'][:19]}: {exc}") from exc

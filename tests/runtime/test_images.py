@@ -127,3 +127,70 @@ def test_host_mirror_from_sources(tmp_path: Path) -> None:
         "deb [arch=amd64] http://other.example/d bookworm main\n"
     )
     assert apt.host_mirror("bookworm", tmp_path) == "http://other.example/d"
+
+
+def _single_layer_layout(path: Path, members: list[tuple[tarfile.TarInfo, bytes]]) -> None:
+    import hashlib
+
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data else None)
+    blobs = path / "blobs" / "sha256"
+    blobs.mkdir(parents=True)
+
+    def put(data: bytes) -> dict[str, object]:
+        digest = hashlib.sha256(data).hexdigest()
+        (blobs / digest).write_bytes(data)
+        return {"digest": f"sha256:{digest}", "size": len(data)}
+
+    layer = {"mediaType": oci.MEDIA_LAYER_TAR, **put(raw.getvalue())}
+    config = put(json.dumps({"architecture": "amd64", "os": "linux"}).encode())
+    manifest = {
+        "schemaVersion": 2,
+        "config": {"mediaType": oci.MEDIA_CONFIG, **config},
+        "layers": [layer],
+    }
+    entry = {"mediaType": oci.MEDIA_MANIFEST, **put(json.dumps(manifest).encode())}
+    (path / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": [entry]}))
+    (path / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
+
+
+def _member(
+    name: str, kind: bytes = tarfile.REGTYPE, mode: int = 0o644, link: str = "", data: bytes = b""
+) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.linkname, info.size = kind, mode, link, len(data)
+    return info, data
+
+
+def test_unpack_keeps_modes(tmp_path: Path) -> None:
+    _single_layer_layout(
+        tmp_path / "layout",
+        [
+            _member("tmp", tarfile.DIRTYPE, 0o1777),
+            _member("bin/su", mode=0o4755, data=b"#!"),
+        ],
+    )
+    dest = tmp_path / "rootfs"
+    dest.mkdir()
+    oci.unpack_layers(oci.read_layout(tmp_path / "layout"), dest)
+    assert (dest / "tmp").stat().st_mode & 0o7777 == 0o1777
+    assert (dest / "bin/su").stat().st_mode & 0o7777 == 0o4755
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        [_member("../escaped", data=b"x")],
+        [_member("link", tarfile.SYMTYPE, link="/tmp"), _member("link/escaped", data=b"x")],
+    ],
+)
+def test_unpack_refuses_to_write_outside(tmp_path: Path, members: list) -> None:
+    _single_layer_layout(tmp_path / "layout", members)
+    dest = tmp_path / "rootfs"
+    dest.mkdir()
+    with pytest.raises(InvalidImage):
+        oci.unpack_layers(oci.read_layout(tmp_path / "layout"), dest)
+    assert not (tmp_path / "escaped").exists()
+    assert not Path("/tmp/escaped").exists()
