@@ -6,7 +6,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.runtime import select
+import pytest
+
+from service.runtime import SandboxRuntime, select
 from service.runtime.boxlite import ProbeResult
 
 
@@ -29,7 +31,11 @@ async def test_explicit_choice(tmp_path: Path) -> None:
     assert "AIRLOCK_RUNTIME=gvisor" in choice.reason
 
 
-async def test_auto_uses_cached_probe(tmp_path: Path) -> None:
+async def test_auto_uses_cached_probe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def no_boot(*args: object) -> ProbeResult:
+        raise AssertionError("a warm start must not boot a probe VM")
+
+    monkeypatch.setattr(select.boxlite_runtime, "probe", no_boot)
     _cache(tmp_path, ProbeResult(False, "EngineError: The VM failed to start.", 12.0, "0.10.8"))
     choice = await select.choose(FakeSettings(tmp_path))
     assert choice.runtime == "gvisor"
@@ -49,5 +55,6 @@ async def test_open_runtime_gvisor(state_dir: Path) -> None:
     runtime = await select.open_runtime(FakeSettings(state_dir, runtime="gvisor"))
     try:
         assert runtime.name == "gvisor"
+        assert isinstance(runtime, SandboxRuntime)
     finally:
         await runtime.close()
