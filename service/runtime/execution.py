@@ -118,7 +118,7 @@ class _Stream:
         return self.total > len(self.kept)
 
 
-class Execution:
+class SupervisedExecution:
     """A running exec. Iterate `output()` for chunks; `await wait()` for the result."""
 
     def __init__(
@@ -132,7 +132,7 @@ class Execution:
         kill_tree: KillTree,
         classify: Classify,
         requested_at: float,
-        on_done: Callable[[Execution], None] | None = None,
+        on_done: Callable[[SupervisedExecution], None] | None = None,
     ) -> None:
         self._id = exec_id
         self._spawned = spawned

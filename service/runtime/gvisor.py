@@ -34,7 +34,7 @@ from .errors import (
     SandboxRuntimeError,
     SnapshotNotFound,
 )
-from .execution import Execution, spawn
+from .execution import SupervisedExecution, spawn
 from .paths import sandbox_path
 from .types import (
     ExecRequest,
@@ -140,7 +140,7 @@ class _Sandbox:
     id: str
     dir: Path
     meta: dict[str, Any]
-    execs: dict[str, Execution] = field(default_factory=dict)
+    execs: dict[str, SupervisedExecution] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     oom_baseline: int = 0
 
@@ -535,7 +535,7 @@ class GVisorRuntime:
         stdin: bytes | AsyncIterable[bytes] | None = None,
         timeout_s: float = 60.0,
         output_cap: int = 1 << 20,
-    ) -> Execution:
+    ) -> SupervisedExecution:
         requested = time.monotonic()
         if not argv or not all(isinstance(a, str) and "\x00" not in a for a in argv):
             raise InvalidSpec("argv must be a non-empty list of strings without NUL")
@@ -558,7 +558,7 @@ class GVisorRuntime:
         async def classify(code: int | None) -> Outcome:
             return await self._classify(sandbox, code)
 
-        execution = Execution(
+        execution = SupervisedExecution(
             exec_id,
             spawned,
             stdin=stdin,
@@ -623,7 +623,7 @@ class GVisorRuntime:
                 return "killed"
         return "exited"
 
-    async def exec(self, sandbox_id: str, request: ExecRequest) -> Execution:
+    async def exec(self, sandbox_id: str, request: ExecRequest) -> SupervisedExecution:
         sandbox = self._usable(sandbox_id)
         return await self._start_exec(
             sandbox,
