@@ -21,6 +21,11 @@ def sandbox_routes(sandbox_id: str, exec_id: str) -> list[tuple[str, str, dict[s
         ("GET", f"{base}/execs/{exec_id}", {}),
         ("GET", f"{base}/execs/{exec_id}/events", {}),
         ("POST", f"{base}/execs/{exec_id}/kill", {}),
+        ("PUT", f"{base}/files/work/intruder.txt", {"content": b"x"}),
+        ("GET", f"{base}/files/work/secret.txt", {}),
+        ("GET", f"{base}/files", {"params": {"dir": "/work"}}),
+        ("GET", f"{base}/archive", {"params": {"dir": "/work"}}),
+        ("PUT", f"{base}/archive", {"content": b"", "params": {"dir": "/work"}}),
         ("DELETE", base, {}),
     ]
 
@@ -34,8 +39,11 @@ async def assert_all_404(http: httpx.AsyncClient, sandbox_id: str, exec_id: str)
 
 
 async def victim(airlock: Airlock, tenant: Tenant) -> tuple[str, str]:
-    """A running sandbox with a long exec in it (so a kill would have something to kill)."""
+    """A running sandbox with a file and a long exec in it (so every route has a target)."""
     sandbox = await airlock.sandbox(tenant)
+    async with airlock.http(tenant.key) as http:
+        r = await http.put(f"/v1/sandboxes/{sandbox.id}/files/work/secret.txt", content=b"s3")
+        assert r.status_code == 201, r.text
     _, ex = await run_exec(
         tenant.client, sandbox.id, expect=202, cmd=["sleep", "30"], wait=False, timeout_s=40
     )
@@ -52,6 +60,8 @@ async def assert_untouched(airlock: Airlock, tenant: Tenant, sandbox_id: str, ex
         assert ex["state"] == "running"
         history = (await http.get(f"/v1/sandboxes/{sandbox_id}/execs")).json()["items"]
         assert [e["id"] for e in history] == [exec_id]
+        files = (await http.get(f"/v1/sandboxes/{sandbox_id}/files")).json()["items"]
+        assert [f["name"] for f in files] == ["secret.txt"]
 
 
 async def test_another_tenant_gets_404_everywhere(airlock: Airlock, tenant: Tenant) -> None:
@@ -72,7 +82,13 @@ async def test_token_bound_to_another_sandbox_gets_404(airlock: Airlock, tenant:
             "/v1/tokens",
             json={
                 "sandbox_id": own.id,
-                "scopes": ["sandboxes:read", "sandboxes:write", "exec", "files:read"],
+                "scopes": [
+                    "sandboxes:read",
+                    "sandboxes:write",
+                    "exec",
+                    "files:read",
+                    "files:write",
+                ],
             },
         )
         assert r.status_code == 201, r.text
@@ -90,6 +106,10 @@ async def test_token_bound_to_another_sandbox_gets_404(airlock: Airlock, tenant:
         assert r.json()["stdout"] == "mine\n"
         history = (await bound.get(f"/v1/sandboxes/{own.id}/execs")).json()["items"]
         assert [e["id"] for e in history] == [r.json()["id"]]
+        r = await bound.put(f"/v1/sandboxes/{own.id}/files/work/mine.txt", content=b"ok")
+        assert r.status_code == 201, r.text
+        r = await bound.get(f"/v1/sandboxes/{own.id}/files/work/mine.txt")
+        assert (r.status_code, r.content) == (200, b"ok")
         # It cannot make sandboxes outside its binding either.
         assert (await bound.post("/v1/sandboxes", json={})).status_code == 403
     await assert_untouched(airlock, tenant, sandbox_id, exec_id)

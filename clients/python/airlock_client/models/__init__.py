@@ -4,6 +4,7 @@ from .api_key import ApiKey
 from .api_key_create import ApiKeyCreate
 from .api_key_created import ApiKeyCreated
 from .api_key_page import ApiKeyPage
+from .archive_written import ArchiveWritten
 from .audit_event_out import AuditEventOut
 from .audit_event_out_details import AuditEventOutDetails
 from .audit_page import AuditPage
@@ -18,6 +19,10 @@ from .exec_page import ExecPage
 from .exec_state import ExecState
 from .exec_summary import ExecSummary
 from .exec_summary_state import ExecSummaryState
+from .file_info import FileInfo
+from .file_info_kind import FileInfoKind
+from .file_list import FileList
+from .file_written import FileWritten
 from .health import Health
 from .health_checks import HealthChecks
 from .jwks import JWKS
@@ -54,6 +59,7 @@ __all__ = (
     "ApiKeyCreate",
     "ApiKeyCreated",
     "ApiKeyPage",
+    "ArchiveWritten",
     "AuditEventOut",
     "AuditEventOutDetails",
     "AuditPage",
@@ -68,6 +74,10 @@ __all__ = (
     "ExecState",
     "ExecSummary",
     "ExecSummaryState",
+    "FileInfo",
+    "FileInfoKind",
+    "FileList",
+    "FileWritten",
     "Health",
     "HealthChecks",
     "JWKS",

@@ -1,0 +1,172 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.file_list import FileList
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    sandbox_id: str,
+    *,
+    dir_: str | Unset = "/work",
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["dir"] = dir_
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/sandboxes/{sandbox_id}/files".format(
+            sandbox_id=quote(str(sandbox_id), safe=""),
+        ),
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> FileList | None:
+    if response.status_code == 200:
+        response_200 = FileList.from_dict(response.json())
+
+        return response_200
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[FileList]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    sandbox_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    dir_: str | Unset = "/work",
+) -> Response[FileList]:
+    """List a directory in a sandbox
+
+    Args:
+        sandbox_id (str):
+        dir_ (str | Unset): An absolute directory Default: '/work'.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[FileList]
+    """
+
+    kwargs = _get_kwargs(
+        sandbox_id=sandbox_id,
+        dir_=dir_,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    sandbox_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    dir_: str | Unset = "/work",
+) -> FileList | None:
+    """List a directory in a sandbox
+
+    Args:
+        sandbox_id (str):
+        dir_ (str | Unset): An absolute directory Default: '/work'.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        FileList
+    """
+
+    return sync_detailed(
+        sandbox_id=sandbox_id,
+        client=client,
+        dir_=dir_,
+    ).parsed
+
+
+async def asyncio_detailed(
+    sandbox_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    dir_: str | Unset = "/work",
+) -> Response[FileList]:
+    """List a directory in a sandbox
+
+    Args:
+        sandbox_id (str):
+        dir_ (str | Unset): An absolute directory Default: '/work'.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[FileList]
+    """
+
+    kwargs = _get_kwargs(
+        sandbox_id=sandbox_id,
+        dir_=dir_,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    sandbox_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    dir_: str | Unset = "/work",
+) -> FileList | None:
+    """List a directory in a sandbox
+
+    Args:
+        sandbox_id (str):
+        dir_ (str | Unset): An absolute directory Default: '/work'.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        FileList
+    """
+
+    return (
+        await asyncio_detailed(
+            sandbox_id=sandbox_id,
+            client=client,
+            dir_=dir_,
+        )
+    ).parsed
