@@ -14,7 +14,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import time
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from . import cgroups, files, gvisor_spec, images, reaper
+from . import cgroups, files, gvisor_spec, hostproc, images, reaper
 from .errors import (
     ExecNotFound,
     InvalidSpec,
@@ -35,6 +34,7 @@ from .errors import (
     SnapshotNotFound,
 )
 from .execution import SupervisedExecution, spawn
+from .inside import HELD_PIPES_SCRIPT, KILL_SCRIPT
 from .paths import sandbox_path
 from .types import (
     ExecRequest,
@@ -56,68 +56,9 @@ CGROUP_PARENT = "/airlock"
 RUNSC_TIMEOUT_S = 60.0
 KILL_TIMEOUT_S = 10.0
 
-# Kill an exec's process tree from inside, as root with CAP_KILL. $1: the exec's pid in the
-# sandbox. Takes its process group (looping, so a fork bomb cannot outrun it), then every
-# process in its session or parented by it, or still holding its stdout/stderr (which catches
-# children that escaped with setsid but keep the output open). Processes of other execs, and
-# daemons that detached their output, are left alone.
-KILL_SCRIPT = r"""
-target="$1"
-out=$(readlink "/proc/$target/fd/1" 2>/dev/null); err=$(readlink "/proc/$target/fd/2" 2>/dev/null)
-n=0
-while kill -9 "-$target" 2>/dev/null && [ "$n" -lt 1000 ]; do n=$((n + 1)); done
-kill -9 "$target" 2>/dev/null
-for round in 1 2 3 4 5; do
-  found=0
-  for st in /proc/[0-9]*/stat; do
-    pid="${st#/proc/}"; pid="${pid%/stat}"
-    [ "$pid" = "$$" ] || [ "$pid" = 1 ] && continue
-    line=$(cat "$st" 2>/dev/null) || continue
-    set -- ${line##*) }
-    # fields after the command name: state ppid pgrp session
-    hit=0
-    if [ "$2" = "$target" ] || [ "$3" = "$target" ] || [ "$4" = "$target" ]; then
-      hit=1
-    elif [ -n "$out$err" ]; then
-      o=$(readlink "/proc/$pid/fd/1" 2>/dev/null); e=$(readlink "/proc/$pid/fd/2" 2>/dev/null)
-      if [ -n "$out" ] && [ "$o" = "$out" ]; then hit=1; fi
-      if [ -n "$err" ] && [ "$e" = "$err" ]; then hit=1; fi
-    fi
-    if [ "$hit" = 1 ]; then kill -9 "$pid" 2>/dev/null; found=1; fi
-  done
-  [ "$found" = 0 ] && break
-done
-exit 0
-"""
-
-
-# Lists processes (other than PID 1 and itself) holding a host file descriptor: an exec's pipe
-# inherited by something that outlived the exec. A checkpoint of such a sandbox cannot be
-# restored, so snapshot refuses it instead of losing the sandbox.
-HELD_PIPES_SCRIPT = r"""
-for d in /proc/[0-9]*; do
-  p="${d#/proc/}"
-  [ "$p" = 1 ] || [ "$p" = "$$" ] && continue
-  for f in "$d"/fd/*; do
-    case "$(readlink "$f" 2>/dev/null)" in
-      host:*) echo "$p $(cat "$d/comm" 2>/dev/null)"; break ;;
-    esac
-  done
-done
-"""
-
 
 def _now() -> float:
     return time.time()
-
-
-def _proc_start_time(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    return stat[stat.rfind(b")") + 2 :].split()[19].decode()
 
 
 def detect_platform(runsc: str, configured: str | None = None) -> str:
@@ -173,7 +114,7 @@ class GVisorRuntime:
         self.runsc = runsc
         self.platform = platform
         self._sandboxes: dict[str, _Sandbox] = {}
-        self._owner = {"pid": os.getpid(), "start": _proc_start_time(os.getpid())}
+        self._owner = {"pid": os.getpid(), "start": hostproc.start_time(os.getpid())}
         self._reaper_task: asyncio.Task[None] | None = None
 
     @classmethod
@@ -243,7 +184,7 @@ class GVisorRuntime:
             return -1, f"runsc {args[0]} timed out after {limit_s:.0f} s"
         text = (raw or b"").decode(errors="replace")
         if log_file is not None:
-            text = _tail(log_file)
+            text = hostproc.tail(log_file)
         return proc.returncode or 0, text
 
     async def _reap_while(self, coro: Any) -> Any:
@@ -412,7 +353,7 @@ class GVisorRuntime:
         """Remove the runsc container, its processes, cgroup and directory."""
         await self._reap_while(self._runsc("kill", sandbox.id, "KILL", limit_s=KILL_TIMEOUT_S))
         await self._reap_while(self._runsc("delete", "--force", sandbox.id, limit_s=30))
-        _kill_processes_mentioning(str(sandbox.dir))
+        hostproc.kill_mentioning(str(sandbox.dir))
         reaper.reap_adopted()
         left = await asyncio.to_thread(sandbox.cgroup.remove)
         if left:
@@ -434,7 +375,7 @@ class GVisorRuntime:
     def _owned_by_live_process(self, meta: dict[str, Any]) -> bool:
         owner = meta.get("owner") or {}
         pid = owner.get("pid")
-        return isinstance(pid, int) and _proc_start_time(pid) == owner.get("start")
+        return isinstance(pid, int) and hostproc.start_time(pid) == owner.get("start")
 
     async def reap_orphans(self) -> list[str]:
         """Destroy sandboxes whose owning process is gone, and runsc leftovers without one."""
@@ -871,26 +812,3 @@ class GVisorRuntime:
     async def delete_snapshot(self, snapshot_id: str) -> None:
         directory = self._snapshot_dir(snapshot_id)
         await asyncio.to_thread(shutil.rmtree, directory, True)
-
-
-def _tail(path: Path, size: int = 2000) -> str:
-    try:
-        return path.read_text(errors="replace")[-size:]
-    except OSError:
-        return ""
-
-
-def _kill_processes_mentioning(text: str) -> None:
-    """SIGKILL host processes whose command line names `text` (a sandbox's directory)."""
-    needle = text.encode()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
-                cmdline = fh.read()
-        except OSError:
-            continue
-        if needle in cmdline:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(entry.name), signal.SIGKILL)
