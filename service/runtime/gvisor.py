@@ -274,6 +274,8 @@ class GVisorRuntime:
             init_argv=init_argv or gvisor_spec.INIT_FALLBACK,
         )
         sandbox.bundle.mkdir(parents=True, exist_ok=True)
+        sandbox.meta["rootfs"] = str(rootfs)
+        sandbox.save()
         (sandbox.bundle / "config.json").write_text(json.dumps(config, indent=1))
 
     def _new_sandbox(
@@ -752,6 +754,7 @@ class GVisorRuntime:
                 "image_digest": sandbox.meta["image_digest"],
                 "spec": sandbox.meta["spec"],
                 "path_env": sandbox.meta.get("path_env"),
+                "rootfs": sandbox.meta.get("rootfs"),
                 "created_at": _now(),
             }
             (directory / "snapshot.json").write_text(json.dumps(meta, indent=1))
@@ -783,7 +786,8 @@ class GVisorRuntime:
 
     async def create_from_snapshot(self, snapshot_id: str) -> SandboxInfo:
         meta, directory = self._load_snapshot(snapshot_id)
-        rootfs = images.rootfs_dir(self.state_dir, meta["image_digest"])
+        # Restore on the very root filesystem the checkpoint was taken on.
+        rootfs = Path(meta.get("rootfs") or images.rootfs_dir(self.state_dir, meta["image_digest"]))
         if not (rootfs.parent / f"{rootfs.name}.complete").exists():
             info, rootfs = await asyncio.to_thread(
                 images.ensure_rootfs, self.state_dir, meta["image"]

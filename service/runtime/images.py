@@ -420,13 +420,24 @@ def _adopt_rootfs(state_dir: Path, digest: str, rootfs: Path) -> None:
     (target.parent / f"{target.name}.complete").touch()
 
 
+def _unpacked(target: Path) -> bool:
+    return (target.parent / f"{target.name}.complete").exists()
+
+
 def ensure_rootfs(state_dir: Path, image: str) -> tuple[ImageInfo, Path]:
-    """The image's root filesystem on the host, unpacked once per manifest digest."""
+    """The image's root filesystem on the host, unpacked once per manifest digest.
+
+    When the image store is a symlink into another state dir (tests share one), that state
+    dir's unpacked copy is used rather than unpacking again.
+    """
     info = get_image(state_dir, image)
     target = rootfs_dir(state_dir, info.digest)
-    marker = target.parent / f"{target.name}.complete"
-    if marker.exists():
+    if _unpacked(target):
         return info, target
+    shared = rootfs_dir(Path(info.path).resolve().parents[1], info.digest)
+    if _unpacked(shared):
+        return info, shared
+    marker = target.parent / f"{target.name}.complete"
     with _locked(state_dir, f"rootfs-{target.name[:16]}"):
         if marker.exists():
             return info, target
