@@ -3,6 +3,7 @@ that could never fit); a refused request creates nothing."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from airlock_client.api.tenants import update_tenant
@@ -45,6 +46,20 @@ async def test_max_sandboxes(airlock: Airlock, tenant: Tenant) -> None:
         r = await http.post("/v1/sandboxes", json={"ttl_s": 600})
         assert r.status_code == 201, r.text
         tenant.sandboxes.append(r.json()["id"])
+
+
+async def test_concurrent_creates_respect_max_sandboxes(airlock: Airlock, tenant: Tenant) -> None:
+    await set_quotas(airlock, tenant, max_sandboxes=2)
+    async with airlock.http(tenant.key) as http:
+        answers = await asyncio.gather(
+            *(http.post("/v1/sandboxes", json={"ttl_s": 600}) for _ in range(4))
+        )
+    tenant.sandboxes.extend(r.json()["id"] for r in answers if r.status_code == 201)
+    assert sorted(r.status_code for r in answers) == [201, 201, 429, 429]
+    active = await airlock.db.count(
+        "SELECT count(*) FROM sandboxes WHERE tenant_id = $1 AND state = 'running'", tenant.id
+    )
+    assert active == 2
 
 
 async def test_execs_per_minute(airlock: Airlock, tenant: Tenant) -> None:

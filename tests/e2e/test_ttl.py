@@ -44,3 +44,14 @@ async def test_expired_sandbox_is_stopped_and_its_processes_are_gone(
             break
         await asyncio.sleep(0.5)
     assert left == [], f"runtime processes outlived the sandbox: {left}"
+
+
+async def test_extended_sandbox_outlives_its_first_ttl(airlock: Airlock, tenant: Tenant) -> None:
+    sandbox = await airlock.sandbox(tenant, ttl_s=10)
+    async with airlock.http(tenant.key) as http:
+        r = await http.patch(f"/v1/sandboxes/{sandbox.id}", json={"ttl_s": 600})
+        assert r.status_code == 200, r.text
+    await asyncio.sleep(13)  # past the first expiry, with the reaper running every second
+    current = await airlock.get_sandbox(tenant, sandbox.id)
+    assert current.state == "running"
+    assert current.ttl_s == 600
