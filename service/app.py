@@ -32,9 +32,13 @@ from service.execs.controller import ExecController
 from service.execs.runner import ExecRunner
 from service.files.controller import FileController
 from service.health.controller import healthz, readyz
+from service.jobs.pool import PoolRefiller
 from service.jobs.reconcile import reconcile
 from service.jobs.retention import RetentionJob
+from service.jobs.templates import TemplateBuilder
 from service.jobs.ttl import TtlReaper
+from service.pool.controller import PoolController
+from service.pool.service import WarmPool
 from service.requestid import add_request_id_header
 from service.runtime import SandboxRuntime, SandboxRuntimeError
 from service.runtime.select import open_runtime
@@ -43,6 +47,7 @@ from service.runtime_holder import RuntimeHolder
 from service.sandboxes.controller import SandboxController
 from service.settings import Settings
 from service.telemetry import MetricsController, otel_plugin, prometheus_config, tracer_provider
+from service.templates.controller import TemplateController
 from service.tenants.controller import TenantController
 from service.tokens.controller import TokenController, jwks
 
@@ -71,6 +76,7 @@ def create_app(
         else RuntimeHolder(lambda: open_runtime(settings))
     )
     exec_runner = ExecRunner(sessionmaker, engine, runtimes)
+    pool = WarmPool(settings)
     state = State(
         {
             "settings": settings,
@@ -81,6 +87,7 @@ def create_app(
             "authenticator": Authenticator(engine, codec, secrets.operator_key),
             "runtimes": runtimes,
             "exec_runner": exec_runner,
+            "pool": pool,
         }
     )
 
@@ -90,10 +97,12 @@ def create_app(
             await ensure_migrated(engine, settings.effective_database_url)
         jobs: Sequence[Any] = []
         if run_jobs:
-            await _reconcile(sessionmaker, runtimes)
+            await _reconcile(sessionmaker, runtimes, pool.host)
             jobs = [
                 RetentionJob(sessionmaker, settings),
                 TtlReaper(sessionmaker, runtimes, settings.ttl_reaper_interval_s),
+                TemplateBuilder(sessionmaker, runtimes, pool),
+                PoolRefiller(sessionmaker, runtimes, pool, settings.pool_refill_interval_s),
             ]
         for job in jobs:
             job.start()
@@ -116,6 +125,8 @@ def create_app(
             SandboxController,
             ExecController,
             FileController,
+            TemplateController,
+            PoolController,
             jwks,
             healthz,
             readyz,
@@ -128,6 +139,7 @@ def create_app(
             "db": Provide(lambda: sessionmaker, sync_to_thread=False),
             "runtimes": Provide(lambda: runtimes, sync_to_thread=False),
             "exec_runner": Provide(lambda: exec_runner, sync_to_thread=False),
+            "pool": Provide(lambda: pool, sync_to_thread=False),
             "settings": Provide(lambda: settings, sync_to_thread=False),
             "principal": Provide(provide_principal, sync_to_thread=False),
             "audit_ctx": Provide(provide_audit_context, sync_to_thread=False),
@@ -158,14 +170,14 @@ def create_app(
 
 
 async def _reconcile(
-    sessionmaker: async_sessionmaker[AsyncSession], runtimes: RuntimeHolder
+    sessionmaker: async_sessionmaker[AsyncSession], runtimes: RuntimeHolder, pool_host: str
 ) -> None:
     try:
         runtime = await runtimes.get()
     except ServiceUnavailable as exc:
         log.warning("sandboxes unavailable: %s", exc.detail)
         return
-    counts = await reconcile(sessionmaker, runtime)
+    counts = await reconcile(sessionmaker, runtime, pool_host)
     if any(counts.values()):
         log.warning("start-up reconciliation: %s", counts)
 

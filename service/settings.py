@@ -34,6 +34,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     runtime: str = "auto"
     runsc_platform: str | None = None
     log_level: str = "INFO"
+    # Warm pool: `name:size=N,...` targets for the operator's templates (PUT /v1/pool wins),
+    # how often the refiller looks, and whether template builds snapshot ("off": pool members
+    # are pre-started from the image instead).
+    pool_targets: str = ""
+    pool_refill_interval_s: float = 2.0
+    template_snapshots: str = "auto"
     otel_traces_exporter: str = "none"
 
     @property
@@ -86,6 +92,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError(
                 "AIRLOCK_LOG_LEVEL must be one of CRITICAL, ERROR, WARNING, INFO, DEBUG"
             )
+        if self.template_snapshots not in ("auto", "off"):
+            raise ConfigurationError("AIRLOCK_TEMPLATE_SNAPSHOTS must be auto or off")
+        if self.pool_refill_interval_s <= 0:
+            raise ConfigurationError("AIRLOCK_POOL_REFILL_INTERVAL_S must be positive")
         if self.runtime not in ("auto", "boxlite", "gvisor"):
             raise ConfigurationError("AIRLOCK_RUNTIME must be one of auto, boxlite, gvisor")
         if self.otel_traces_exporter not in ("none", "otlp", "console"):

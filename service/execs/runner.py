@@ -101,6 +101,7 @@ class ExecRunner:
                     SandboxRow.state,
                     SandboxRow.runtime_id,
                     SandboxRow.failure_reason,
+                    SandboxRow.env,
                     Tenant.quotas,
                 )
                 .join(Tenant, Tenant.id == SandboxRow.tenant_id)
@@ -172,7 +173,9 @@ class ExecRunner:
         request = ExecRequest(
             argv=list(data.cmd),
             cwd=data.cwd,
-            env={**data.env, **data.secrets},
+            # The sandbox's own env under the request's: a sandbox claimed from the warm pool
+            # was started before its tenant's env was known, so the runtime does not have it.
+            env={**(sandbox.env or {}), **data.env, **data.secrets},
             stdin=data.stdin.encode() if data.stdin is not None else None,
             user=data.user,
             timeout_s=data.timeout_s,

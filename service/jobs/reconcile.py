@@ -5,7 +5,10 @@
 - sandboxes still `creating` never got a usable runtime sandbox: they fail;
 - sandboxes `stopping` are destroyed and stopped;
 - `running` sandboxes whose runtime sandbox is gone fail with reason `lost`;
-- runtime sandboxes that no running record claims are destroyed.
+- warm pool members of this host: `starting` ones are dropped (whatever they started is an
+  orphan), `ready` ones whose runtime sandbox is alive are kept, the others dropped;
+- template builds cut off (`building`) go back in the queue;
+- runtime sandboxes that no running record or ready pool member claims are destroyed.
 
 Sandboxes live on the host that runs the service (the runtime's state dir); one API process
 per runtime host owns them.
@@ -16,12 +19,13 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext, record
 from service.db.base import utcnow
-from service.db.models import Exec, Sandbox
+from service.db.models import Exec, PoolMember, Sandbox
+from service.jobs.templates import requeue_interrupted
 from service.runtime import SandboxNotFound, SandboxRuntime, SandboxRuntimeError
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.service import stop_sandbox
@@ -33,9 +37,10 @@ SYSTEM = AuditContext(actor="system:reconciler", request_id=None, client=None)
 
 
 async def reconcile(
-    db: async_sessionmaker[AsyncSession], runtime: SandboxRuntime
+    db: async_sessionmaker[AsyncSession], runtime: SandboxRuntime, pool_host: str | None = None
 ) -> dict[str, int]:
     counts = {"interrupted_execs": 0, "failed": 0, "stopped": 0, "lost": 0, "orphans": 0}
+    counts["builds_requeued"] = await requeue_interrupted(db)
     to_kill: list[tuple[str, str]] = []
     async with db() as session, session.begin():
         execs = (
@@ -98,6 +103,8 @@ async def reconcile(
             except SandboxNotFound:
                 await transition(session, row, State.FAILED, "lost")
                 counts["lost"] += 1
+    if pool_host is not None:
+        keep |= await _pool_members(db, runtime, pool_host, counts)
 
     for info in await runtime.list_sandboxes():
         if info.id not in keep:
@@ -105,3 +112,37 @@ async def reconcile(
             await runtime.destroy(info.id)
             counts["orphans"] += 1
     return counts
+
+
+async def _pool_members(
+    db: async_sessionmaker[AsyncSession], runtime: SandboxRuntime, host: str, counts: dict[str, int]
+) -> set[str]:
+    """The runtime ids of this host's ready pool members that are alive; the rest are dropped."""
+    async with db() as session:
+        members = (
+            await session.execute(
+                select(PoolMember.id, PoolMember.state, PoolMember.runtime_id).where(
+                    PoolMember.host == host, PoolMember.state.in_(["starting", "ready"])
+                )
+            )
+        ).all()
+    keep: set[str] = set()
+    dropped = []
+    for member_id, state, runtime_id in members:
+        alive = False
+        if state == "ready" and runtime_id is not None:
+            with contextlib.suppress(SandboxRuntimeError):
+                alive = (await runtime.get(runtime_id)).state == "running"
+        if alive:
+            keep.add(runtime_id)
+        else:
+            dropped.append(member_id)
+    if dropped:
+        async with db() as session, session.begin():
+            await session.execute(
+                delete(PoolMember).where(
+                    PoolMember.id.in_(dropped), PoolMember.state.in_(["starting", "ready"])
+                )
+            )
+    counts["pool_kept"], counts["pool_dropped"] = len(keep), len(dropped)
+    return keep

@@ -17,6 +17,7 @@ from service.deps import (
 )
 from service.errors import Unprocessable
 from service.pagination import DEFAULT_LIMIT
+from service.pool.controller import Pool
 from service.sandboxes import service
 from service.sandboxes.schemas import (
     Sandbox,
@@ -61,11 +62,12 @@ class SandboxController(Controller):
         runtimes: Runtimes,
         principal: CurrentPrincipal,
         audit_ctx: Audit,
+        pool: Pool,
         data: JSONBody[SandboxCreate],
         idempotency_key: IdempotencyKey = None,
     ) -> Response[Sandbox]:
         sandbox, created = await service.create_sandbox(
-            db, runtimes, principal, audit_ctx, data, idempotency_key
+            db, runtimes, principal, audit_ctx, data, idempotency_key, pool
         )
         return Response(sandbox, status_code=201 if created else 200)
 

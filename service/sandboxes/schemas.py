@@ -54,6 +54,10 @@ class Sandbox(msgspec.Struct, kw_only=True):
     runtime: str | None
     image: str
     template: str | None
+    # The template build it started from, and how: "image", "snapshot" or "pool" (a warm
+    # pool member).
+    template_version: int | None
+    started_from: str | None
     size: str
     cpus: int
     memory_mib: int

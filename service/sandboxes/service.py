@@ -17,7 +17,7 @@ from service.audit.recorder import AuditContext, record
 from service.auth.principal import Principal
 from service.db.base import utcnow
 from service.db.models import Sandbox as SandboxRow
-from service.db.models import Tenant
+from service.db.models import Template, TemplateVersion, Tenant
 from service.errors import (
     Conflict,
     Forbidden,
@@ -29,6 +29,7 @@ from service.errors import (
 )
 from service.ids import new_id
 from service.pagination import decode_cursor, page_of
+from service.pool.service import WarmPool, label, try_claim
 from service.runtime import SandboxRuntime, SandboxRuntimeError, SandboxSpec
 from service.runtime_holder import RuntimeHolder
 from service.sandboxes.lifecycle import transition
@@ -43,6 +44,8 @@ from service.sandboxes.schemas import (
     Transition,
 )
 from service.sandboxes.states import State
+from service.templates import starter
+from service.templates.repository import TemplateRepository, ready_version
 from service.tenants.service import quotas_of
 
 log = logging.getLogger("airlock.sandboxes")
@@ -58,6 +61,8 @@ def to_schema(row: SandboxRow) -> Sandbox:
         runtime=row.runtime,
         image=row.image,
         template=row.template,
+        template_version=row.template_version,
+        started_from=row.started_from,
         size=row.size,
         cpus=row.cpus,
         memory_mib=row.memory_mib,
@@ -137,6 +142,35 @@ async def _lock_tenant(session: AsyncSession, tenant_id: str) -> Tenant:
     return tenant
 
 
+async def _template_for(
+    session: AsyncSession, tenant_id: str, data: SandboxCreate
+) -> tuple[Template, TemplateVersion]:
+    """The template a create names and its newest ready build; its size and caps are fixed
+    by the build (the snapshot holds them), so a create may repeat them but not change them."""
+    assert data.template is not None
+    if data.image is not None:
+        raise Unprocessable("give image or template, not both")
+    template = await TemplateRepository(session, tenant_id).resolve(data.template)
+    if template is None:
+        raise NotFound(f"no template {data.template}")
+    version = await ready_version(session, template.id)
+    if version is None:
+        raise Conflict(
+            f"template {data.template} has no successful build yet",
+            extra={"template": data.template},
+        )
+    caps = (version.cpus, version.memory_mib, version.disk_mib)
+    asked = (data.cpus, data.memory_mib, data.disk_mib)
+    if (data.size is not None and data.size != version.size) or any(
+        a is not None and a != c for a, c in zip(asked, caps, strict=True)
+    ):
+        raise Unprocessable(
+            f"template {data.template} is built for size {version.size}",
+            extra={"size": version.size},
+        )
+    return template, version
+
+
 async def create_sandbox(
     db: Db,
     holder: RuntimeHolder,
@@ -144,12 +178,14 @@ async def create_sandbox(
     ctx: AuditContext,
     data: SandboxCreate,
     idempotency_key: str | None,
+    pool: WarmPool | None = None,
 ) -> tuple[Sandbox, bool]:
-    """Create and start a sandbox; returns it and whether this call created it."""
+    """Create and start a sandbox; returns it and whether this call created it.
+
+    With a template: a member of its warm pool when one is free and within the tenant's fair
+    share (no runtime call at all), else a start from its snapshot."""
     if principal.sandbox_id is not None:
         raise Forbidden("a token bound to a sandbox cannot create sandboxes")
-    if data.template is not None:
-        raise Unprocessable("templates are not available on this server yet")
     assert principal.tenant_id is not None
     runtime = await holder.get()  # no runtime: refuse before writing anything
     req_hash = request_hash(data)
@@ -162,6 +198,18 @@ async def create_sandbox(
             existing = await repo.get_by_idempotency_key(idempotency_key)
             if existing is not None:
                 return _replayed(existing, req_hash), False
+        template: Template | None = None
+        recipe: starter.Recipe | None = None
+        if data.template is not None:
+            template, version = await _template_for(session, principal.tenant_id, data)
+            recipe = starter.Recipe.of(version)
+            size, cpus, memory, disk = (
+                version.size,
+                version.cpus,
+                version.memory_mib,
+                version.disk_mib,
+            )
+            image = version.image
         quotas = quotas_of(await _lock_tenant(session, principal.tenant_id))
         if data.ttl_s > quotas.max_sandbox_ttl_s:
             raise Unprocessable(
@@ -197,7 +245,10 @@ async def create_sandbox(
             tenant_id=principal.tenant_id,
             state=None,
             image=image,
-            template=None,
+            template=template.name if template else None,
+            template_id=template.id if template else None,
+            template_version=version.version if template else None,
+            started_from=("snapshot" if version.snapshot_id else "image") if template else "image",
             size=size,
             cpus=cpus,
             memory_mib=memory,
@@ -219,6 +270,23 @@ async def create_sandbox(
             # The same Idempotency-Key raced in from a retry: answer as the first one did.
             await session.rollback()
             return await _after_race(db, principal, idempotency_key, req_hash)
+        claim = None
+        if template is not None and pool is not None:
+            claim = await try_claim(
+                session,
+                pool,
+                tenant_id=principal.tenant_id,
+                template_id=template.id,
+                template_label=label(template.name, template.owner),
+                version_id=version.id,
+                size=size,
+                sandbox_id=row.id,
+            )
+        if claim is not None:
+            # The member was started for nobody; the tenant's env, labels and TTL live in
+            # this row (execs merge the row's env), so nothing needs the runtime now.
+            row.runtime_id, row.runtime, row.started_from = claim.runtime_id, claim.runtime, "pool"
+            await transition(session, row, State.RUNNING, "claimed from the warm pool")
         await record(
             session,
             ctx,
@@ -235,15 +303,23 @@ async def create_sandbox(
                 "network": row.network,
                 "labels": row.labels,
                 "env_names": sorted(row.env),
+                "template": row.template,
+                "template_version": row.template_version,
+                "started_from": row.started_from,
             },
         )
         sandbox_id = row.id
+        if claim is not None:
+            return to_schema(row), True
 
     spec = SandboxSpec(
         vcpus=float(cpus), memory_mib=memory, disk_mib=disk, env=dict(data.env), labels=data.labels
     )
     try:
-        info = await runtime.create(image, spec)
+        if recipe is not None:
+            info = await starter.start(runtime, recipe)
+        else:
+            info = await runtime.create(image, spec)
     except SandboxRuntimeError as exc:
         await _record_failure(db, principal.tenant_id, sandbox_id, ctx, f"create failed: {exc}")
         raise

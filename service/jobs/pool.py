@@ -1,0 +1,239 @@
+"""The pool refiller: keeps each pool at its target on this host (see service/pool/README.md).
+
+Each pass, per pool: members of an older template version, or older than `MAX_AGE`, are
+stale and removed; ready members whose runtime sandbox died are removed (checked every
+`HEALTH_EVERY`); surplus members are removed; missing ones are started, `PARALLEL` at a time.
+A member row is written `starting` before the runtime call and becomes `ready` in a second
+short transaction; a member is destroyed only after its row was deleted while still `ready`,
+so a concurrent claim can never lose its sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.db.base import utcnow
+from service.db.models import PoolMember
+from service.errors import ServiceUnavailable
+from service.ids import new_id
+from service.pool import metrics
+from service.pool.repository import PoolRepository
+from service.pool.service import WarmPool, label, parse_targets, upsert_target
+from service.runtime import SandboxRuntime, SandboxRuntimeError
+from service.runtime_holder import RuntimeHolder
+from service.templates.repository import OPERATOR_OWNER, TemplateRepository, ready_version
+from service.templates.starter import Recipe, start
+
+log = logging.getLogger("airlock.jobs.pool")
+
+Db = async_sessionmaker[AsyncSession]
+PARALLEL = 2
+MAX_AGE = timedelta(hours=1)
+HEALTH_EVERY_S = 10.0
+
+
+@dataclass(frozen=True)
+class Pool:
+    id: str
+    target: int
+    size: str
+    label: str
+    recipe: Recipe | None
+
+
+@dataclass(frozen=True)
+class Member:
+    id: str
+    version_id: str
+    state: str
+    runtime_id: str | None
+    ready_at: object
+
+
+class PoolRefiller:
+    def __init__(
+        self, db: Db, holder: RuntimeHolder, pool: WarmPool, interval_s: float = 2.0
+    ) -> None:
+        self.db = db
+        self.holder = holder
+        self.pool = pool
+        self.interval_s = interval_s
+        self._task: asyncio.Task[None] | None = None
+        self._last_health = 0.0
+        self._slots = asyncio.Semaphore(PARALLEL)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="pool-refiller")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _loop(self) -> None:
+        while True:
+            self.pool.bell.clear()
+            try:
+                await self.refill_once()
+            except asyncio.CancelledError:
+                raise
+            except ServiceUnavailable as exc:
+                log.warning("pool refill skipped: %s", exc.detail)
+            except Exception:
+                log.exception("pool refill pass failed; retrying")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.pool.bell.wait(), self.interval_s)
+
+    async def refill_once(self) -> None:
+        await self._seed_targets()
+        pools = await self._pools()
+        if not pools:
+            return
+        runtime = await self.holder.get()
+        check_health = time.monotonic() - self._last_health >= HEALTH_EVERY_S
+        if check_health:
+            self._last_health = time.monotonic()
+        await asyncio.gather(*(self._refill(runtime, p, check_health) for p in pools))
+        async with self.db() as session, session.begin():
+            await PoolRepository(session).prune(utcnow())
+
+    async def _seed_targets(self) -> None:
+        wanted = parse_targets(self.pool.targets_setting)
+        if not wanted:
+            return
+        async with self.db() as session, session.begin():
+            repo = TemplateRepository(session, OPERATOR_OWNER)
+            for name, size, count in wanted:
+                template = await repo.own(name)
+                if template is not None:
+                    await upsert_target(session, template.id, size, count, keep=True)
+
+    async def _pools(self) -> list[Pool]:
+        async with self.db() as session:
+            found = []
+            for target, template in await PoolRepository(session).targets():
+                version = await ready_version(session, template.id)
+                found.append(
+                    Pool(
+                        id=target.id,
+                        target=target.target,
+                        size=target.size,
+                        label=label(template.name, template.owner),
+                        recipe=Recipe.of(version) if version else None,
+                    )
+                )
+        return found
+
+    async def _members(self, pool_id: str) -> list[Member]:
+        async with self.db() as session:
+            rows = await session.execute(
+                select(
+                    PoolMember.id,
+                    PoolMember.version_id,
+                    PoolMember.state,
+                    PoolMember.runtime_id,
+                    PoolMember.ready_at,
+                ).where(
+                    PoolMember.pool_id == pool_id,
+                    PoolMember.host == self.pool.host,
+                    PoolMember.state.in_(["starting", "ready"]),
+                )
+            )
+            return [Member(*row) for row in rows]
+
+    async def _refill(self, runtime: SandboxRuntime, pool: Pool, check_health: bool) -> None:
+        members = await self._members(pool.id)
+        current = pool.recipe.version_id if pool.recipe else None
+        cutoff = utcnow() - MAX_AGE
+        stale = [
+            m
+            for m in members
+            if m.state == "ready" and (m.version_id != current or m.ready_at < cutoff)  # type: ignore[operator]
+        ]
+        if check_health:
+            for m in members:
+                if m in stale or m.state != "ready" or m.runtime_id is None:
+                    continue
+                try:
+                    alive = (await runtime.get(m.runtime_id)).state == "running"
+                except SandboxRuntimeError:
+                    alive = False
+                if not alive:
+                    log.warning("pool member %s died; replacing it", m.id)
+                    stale.append(m)
+        fresh = [m for m in members if m not in stale and m.version_id == current]
+        surplus = len(fresh) - pool.target
+        if surplus > 0:
+            ready = sorted((m for m in fresh if m.state == "ready"), key=lambda m: m.id)
+            stale += ready[-surplus:]
+        await self._remove(runtime, stale)
+        missing = pool.target - len(fresh)
+        metrics.TARGET.labels(pool.label, pool.size).set(pool.target)
+        if missing > 0 and pool.recipe is not None:
+            await asyncio.gather(*(self._start_one(runtime, pool) for _ in range(missing)))
+        async with self.db() as session:
+            counts = await PoolRepository(session).member_counts(pool.id, self.pool.host, current)
+        metrics.READY.labels(pool.label, pool.size).set(counts.get("ready", 0))
+
+    async def _remove(self, runtime: SandboxRuntime, members: list[Member]) -> None:
+        for m in members:
+            async with self.db() as session, session.begin():
+                gone = await session.scalar(
+                    delete(PoolMember)
+                    .where(PoolMember.id == m.id, PoolMember.state == "ready")
+                    .returning(PoolMember.runtime_id)
+                )
+            if gone is not None:  # still ours: nobody claimed it meanwhile
+                with contextlib.suppress(SandboxRuntimeError):
+                    await runtime.destroy(gone)
+
+    async def _start_one(self, runtime: SandboxRuntime, pool: Pool) -> None:
+        recipe = pool.recipe
+        assert recipe is not None
+        async with self._slots:
+            member_id = new_id("pmb")
+            async with self.db() as session, session.begin():
+                session.add(
+                    PoolMember(
+                        id=member_id,
+                        pool_id=pool.id,
+                        version_id=recipe.version_id,
+                        host=self.pool.host,
+                        state="starting",
+                        from_snapshot=recipe.snapshot_id is not None,
+                        created_at=utcnow(),
+                    )
+                )
+            started = time.monotonic()
+            try:
+                info = await start(runtime, recipe)
+            except (SandboxRuntimeError, Exception) as exc:
+                log.warning("pool member for %s did not start: %s", pool.label, exc)
+                async with self.db() as session, session.begin():
+                    await session.execute(delete(PoolMember).where(PoolMember.id == member_id))
+                return
+            elapsed = time.monotonic() - started
+            now = utcnow()
+            async with self.db() as session, session.begin():
+                result = await session.execute(
+                    update(PoolMember)
+                    .where(PoolMember.id == member_id, PoolMember.state == "starting")
+                    .values(state="ready", runtime_id=info.id, runtime=info.runtime, ready_at=now)
+                )
+                if result.rowcount:  # type: ignore[attr-defined]
+                    await PoolRepository(session).set_refill(pool.id, now, int(elapsed * 1000))
+            if not result.rowcount:  # type: ignore[attr-defined]
+                # The pool or its template went away while the member started.
+                with contextlib.suppress(SandboxRuntimeError):
+                    await runtime.destroy(info.id)
+                return
+            metrics.REFILL.labels(pool.label, pool.size).observe(elapsed)

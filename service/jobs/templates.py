@@ -1,0 +1,191 @@
+"""The template builder: claims queued template versions and builds them, one at a time.
+
+A version is claimed with `UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED LIMIT 1)`
+(PostgreSQL; SQLite transactions take the write lock up front), so two replicas never build
+the same version. A build cut off by a restart is put back in the queue by the start-up
+reconciler and built again; after `MAX_ATTEMPTS` cut-off builds it fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.audit.recorder import AuditContext, record
+from service.db.base import utcnow
+from service.db.models import Template, TemplateVersion
+from service.errors import ServiceUnavailable
+from service.pool.service import WarmPool
+from service.runtime import SandboxRuntimeError, SnapshotInfo
+from service.runtime_holder import RuntimeHolder
+from service.templates.service import chain_of
+from service.templates.starter import BuildLog, Recipe, SetupFailed, build
+
+log = logging.getLogger("airlock.jobs.templates")
+
+SYSTEM = AuditContext(actor="system:template-builder", request_id=None, client=None)
+MAX_ATTEMPTS = 3
+Db = async_sessionmaker[AsyncSession]
+
+
+@dataclass(frozen=True)
+class Claimed:
+    recipe: Recipe
+    attempts: int
+    template_id: str
+    owner: str
+    name: str
+    version: int
+
+
+async def claim_next(db: Db) -> Claimed | None:
+    async with db() as session, session.begin():
+        pick = (
+            select(TemplateVersion.id)
+            .where(TemplateVersion.state == "queued")
+            .order_by(TemplateVersion.created_at)
+            .limit(1)
+        )
+        if session.bind.dialect.name == "postgresql":
+            pick = pick.with_for_update(skip_locked=True)
+        version_id = await session.scalar(
+            update(TemplateVersion)
+            .where(TemplateVersion.id == pick.scalar_subquery())
+            .values(state="building", started_at=utcnow(), attempts=TemplateVersion.attempts + 1)
+            .returning(TemplateVersion.id)
+        )
+        if version_id is None:
+            return None
+        row = await session.get(TemplateVersion, version_id, populate_existing=True)
+        assert row is not None
+        template = await session.get(Template, row.template_id)
+        assert template is not None
+        return Claimed(
+            Recipe.of(row), row.attempts, template.id, template.owner, template.name, row.version
+        )
+
+
+async def build_one(db: Db, holder: RuntimeHolder, pool: WarmPool, job: Claimed) -> str:
+    """Build a claimed version; returns its final state."""
+    text = BuildLog()
+    snapshot: SnapshotInfo | None = None
+    error: str | None = None
+    runtime_name: str | None = None
+    if job.attempts > MAX_ATTEMPTS:
+        error = f"gave up after {MAX_ATTEMPTS} builds cut off by restarts"
+    else:
+        try:
+            runtime = await holder.get()
+            runtime_name = runtime.name
+            snapshot = await build(runtime, job.recipe, text, snapshots=pool.snapshots_enabled)
+            pool.note_snapshots(snapshot is not None, text.text)
+        except SetupFailed as exc:
+            error = str(exc)
+        except ServiceUnavailable as exc:
+            error = exc.detail
+        except SandboxRuntimeError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:
+            log.exception("template build %s failed", job.recipe.version_id)
+            error = f"internal error: {type(exc).__name__}"
+    if error:
+        text.add(f"build failed: {error}\n")
+    orphan = await _finish(db, job, text, snapshot, error, runtime_name)
+    if orphan is not None:
+        # The template was deleted while it built: nothing refers to the snapshot.
+        runtime = await holder.get()
+        with contextlib.suppress(SandboxRuntimeError):
+            await runtime.delete_snapshot(orphan)
+    pool.poke()
+    return "failed" if error else "ready"
+
+
+async def _finish(
+    db: Db,
+    job: Claimed,
+    text: BuildLog,
+    snapshot: SnapshotInfo | None,
+    error: str | None,
+    runtime_name: str | None,
+) -> str | None:
+    async with db() as session, session.begin():
+        row = await session.get(
+            TemplateVersion, job.recipe.version_id, with_for_update=True, populate_existing=True
+        )
+        if row is None or row.state != "building":
+            return snapshot.id if snapshot else None
+        row.state = "failed" if error else "ready"
+        row.error = error[:500] if error else None
+        row.build_log = text.text
+        row.finished_at = utcnow()
+        row.runtime = runtime_name
+        if snapshot is not None:
+            row.snapshot_id = snapshot.id
+            row.snapshot_bytes = snapshot.size_bytes
+        await record(
+            session,
+            SYSTEM,
+            chain=chain_of(job.owner),
+            action="template.build",
+            target=job.template_id,
+            outcome=row.state,
+            details={
+                "name": job.name,
+                "version": job.version,
+                "attempt": job.attempts,
+                "start_mode": ("snapshot" if snapshot else "image") if not error else None,
+                "snapshot_bytes": snapshot.size_bytes if snapshot else None,
+                "error": row.error,
+            },
+        )
+    return None
+
+
+class TemplateBuilder:
+    def __init__(
+        self, db: Db, holder: RuntimeHolder, pool: WarmPool, interval_s: float = 1.0
+    ) -> None:
+        self.db = db
+        self.holder = holder
+        self.pool = pool
+        self.interval_s = interval_s
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="template-builder")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                job = await claim_next(self.db)
+                if job is not None:
+                    state = await build_one(self.db, self.holder, self.pool, job)
+                    log.info("template %s version %s: %s", job.name, job.version, state)
+                    continue
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("template builder pass failed; retrying")
+            await asyncio.sleep(self.interval_s)
+
+
+async def requeue_interrupted(db: Db) -> int:
+    """Start-up: builds a crash cut off go back in the queue (their sandboxes are orphans)."""
+    async with db() as session, session.begin():
+        result = await session.execute(
+            update(TemplateVersion)
+            .where(TemplateVersion.state == "building")
+            .values(state="queued", build_log="")
+        )
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -1,0 +1,236 @@
+"""Templates: a name, and versions built as jobs (`service.jobs.templates`).
+
+A POST with a new name makes version 1; with an existing name, the next version. Tenants see
+their own templates and the operator's (shared); their own win when names clash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+import msgspec
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.audit.recorder import OPERATOR_CHAIN, AuditContext, record
+from service.auth.principal import Principal
+from service.db.base import utcnow
+from service.db.models import PoolMember, PoolTarget, TemplateVersion
+from service.db.models import Template as TemplateRow
+from service.errors import Conflict, Forbidden, NotFound
+from service.ids import new_id
+from service.runtime import SandboxRuntimeError
+from service.runtime_holder import RuntimeHolder
+from service.sandboxes.schemas import SIZES, NetworkPolicy
+from service.templates.repository import OPERATOR_OWNER, TemplateRepository
+from service.templates.schemas import Template, TemplateCreate, TemplatePage
+from service.templates.schemas import TemplateVersion as VersionView
+
+log = logging.getLogger("airlock.templates")
+
+Db = async_sessionmaker[AsyncSession]
+
+
+def owner_of(principal: Principal) -> str:
+    if principal.is_operator:
+        return OPERATOR_OWNER
+    assert principal.tenant_id is not None
+    return principal.tenant_id
+
+
+def chain_of(owner: str) -> str:
+    return OPERATOR_CHAIN if owner == OPERATOR_OWNER else owner
+
+
+def version_view(row: TemplateVersion) -> VersionView:
+    mode = None
+    if row.state == "ready":
+        mode = "snapshot" if row.snapshot_id else "image"
+    return VersionView(
+        version=row.version,
+        state=row.state,  # type: ignore[arg-type]
+        image=row.image,
+        setup=row.setup,
+        size=row.size,
+        env=row.env,
+        network=msgspec.convert(row.network, NetworkPolicy),
+        start_mode=mode,  # type: ignore[arg-type]
+        snapshot_bytes=row.snapshot_bytes,
+        build_log=row.build_log,
+        error=row.error,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+    )
+
+
+def to_schema(
+    row: TemplateRow, versions: list[TemplateVersion], *, detailed: bool = True
+) -> Template:
+    latest = versions[0]
+    ready = next((v for v in versions if v.state == "ready"), None)
+    return Template(
+        id=row.id,
+        name=row.name,
+        shared=row.owner == OPERATOR_OWNER,
+        state=latest.state,  # type: ignore[arg-type]
+        version=ready.version if ready else None,
+        latest_version=row.latest_version,
+        snapshot_bytes=ready.snapshot_bytes if ready else None,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        versions=[version_view(v) for v in versions] if detailed else None,
+    )
+
+
+async def create_template(
+    session: AsyncSession, principal: Principal, ctx: AuditContext, data: TemplateCreate
+) -> Template:
+    owner = owner_of(principal)
+    repo = TemplateRepository(session, owner)
+    now = utcnow()
+    row = await repo.own(data.name, for_update=True)
+    if row is None:
+        row = TemplateRow(
+            id=new_id("tpl"),
+            owner=owner,
+            name=data.name,
+            latest_version=1,
+            created_at=now,
+            updated_at=now,
+        )
+        session.add(row)
+        try:
+            async with session.begin_nested():
+                await session.flush()
+        except IntegrityError as exc:
+            raise Conflict(f"template {data.name} is being created by another request") from exc
+    else:
+        row.latest_version += 1
+        row.updated_at = now
+    cpus, memory, disk = SIZES[data.size]
+    version = TemplateVersion(
+        id=new_id("tpv"),
+        template_id=row.id,
+        version=row.latest_version,
+        state="queued",
+        image=data.image,
+        setup=[list(step) for step in data.setup],
+        size=data.size,
+        cpus=cpus,
+        memory_mib=memory,
+        disk_mib=disk,
+        env=dict(data.env),
+        network=msgspec.to_builtins(data.network),
+        attempts=0,
+        build_log="",
+        created_at=now,
+    )
+    session.add(version)
+    await session.flush()
+    await record(
+        session,
+        ctx,
+        chain=chain_of(owner),
+        action="template.create",
+        target=row.id,
+        details={
+            "name": data.name,
+            "version": version.version,
+            "image": data.image,
+            "size": data.size,
+            "setup_steps": len(data.setup),
+            "env_names": sorted(data.env),
+            "network": version.network,
+        },
+    )
+    return to_schema(row, await repo.versions(row.id))
+
+
+async def get_row(session: AsyncSession, principal: Principal, name: str) -> TemplateRow:
+    row = await TemplateRepository(session, owner_of(principal)).resolve(name)
+    if row is None:
+        raise NotFound(f"no template {name}")
+    return row
+
+
+async def get_template(session: AsyncSession, principal: Principal, name: str) -> Template:
+    row = await get_row(session, principal, name)
+    return to_schema(row, await TemplateRepository(session, row.owner).versions(row.id))
+
+
+async def list_templates(session: AsyncSession, principal: Principal) -> TemplatePage:
+    repo = TemplateRepository(session, owner_of(principal))
+    items = []
+    for row in await repo.list():
+        items.append(to_schema(row, await repo.versions(row.id), detailed=False))
+    return TemplatePage(items=items)
+
+
+async def delete_template(
+    db: Db,
+    holder: RuntimeHolder,
+    principal: Principal,
+    ctx: AuditContext,
+    name: str,
+    *,
+    force: bool,
+) -> None:
+    """Refused (409) while sandboxes or pool members use it, unless forced. Sandboxes already
+    started from it keep running; its pool members and snapshots are removed."""
+    owner = owner_of(principal)
+    async with db() as session, session.begin():
+        repo = TemplateRepository(session, owner)
+        row = await repo.own(name, for_update=True)
+        if row is None:
+            if await repo.resolve(name) is not None:
+                raise Forbidden(f"template {name} is shared by the operator; only it can delete it")
+            raise NotFound(f"no template {name}")
+        sandboxes, members = await repo.in_use(row.id)
+        if (sandboxes or members) and not force:
+            raise Conflict(
+                f"template {name} is used by {sandboxes} sandboxes and {members} pool members; "
+                "delete with ?force=true to remove it anyway",
+                extra={"sandboxes": sandboxes, "pool_members": members},
+            )
+        snapshots = [v.snapshot_id for v in await repo.versions(row.id) if v.snapshot_id]
+        runtime_ids = list(
+            (
+                await session.scalars(
+                    select(PoolMember.runtime_id)
+                    .join(PoolTarget, PoolTarget.id == PoolMember.pool_id)
+                    .where(
+                        PoolTarget.template_id == row.id,
+                        PoolMember.state.in_(["starting", "ready"]),
+                        PoolMember.runtime_id.is_not(None),
+                    )
+                )
+            ).all()
+        )
+        await record(
+            session,
+            ctx,
+            chain=chain_of(owner),
+            action="template.delete",
+            target=row.id,
+            details={
+                "name": name,
+                "force": force,
+                "sandboxes": sandboxes,
+                "pool_members": members,
+            },
+        )
+        await session.execute(delete(TemplateRow).where(TemplateRow.id == row.id))
+    if not (snapshots or runtime_ids):
+        return
+    runtime = await holder.get()
+    for runtime_id in runtime_ids:
+        with contextlib.suppress(SandboxRuntimeError):
+            await runtime.destroy(runtime_id)
+    for snapshot_id in snapshots:
+        try:
+            await runtime.delete_snapshot(snapshot_id)
+        except SandboxRuntimeError as exc:
+            log.warning("snapshot %s of deleted template %s left: %s", snapshot_id, name, exc)
