@@ -8,25 +8,32 @@ RuntimeUnavailable carrying BoxLite's own diagnosis. See README.md for what is c
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import math
+import secrets
 import time
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from . import images
+from . import files, gvisor_spec, images
 from .errors import (
+    ExecNotFound,
     ImageNotFound,
+    InvalidSpec,
     RuntimeUnavailable,
     SandboxNotFound,
     SandboxRuntimeError,
 )
+from .paths import sandbox_path
 from .types import (
     ExecRequest,
     ExecResult,
     FileEntry,
+    Outcome,
+    OutputChunk,
     SandboxInfo,
     SandboxSpec,
     SandboxStats,
@@ -170,12 +177,125 @@ async def probe(state_dir: Path, timeout_s: float = PROBE_TIMEOUT_S) -> ProbeRes
                 await _bounded(runtime.shutdown(), 15)
 
 
-class BoxliteRuntime:
-    """SandboxRuntime on BoxLite microVMs: create, exec, destroy, list.
+class _BoxExecution:
+    """The Execution protocol over a BoxLite native execution (line-based output streams)."""
 
-    Files, snapshots and stats come later; they raise NotSupported. Open with
-    `await BoxliteRuntime.open(state_dir, probe_result)`, which refuses a host where the
-    probe failed.
+    def __init__(
+        self,
+        native: Any,
+        request: ExecRequest,
+        stdin: bytes | AsyncIterable[bytes] | None,
+        requested_at: float,
+    ) -> None:
+        self._native = native
+        self._request = request
+        self._requested_at = requested_at
+        self._started = time.monotonic()
+        self._queue: asyncio.Queue[OutputChunk | None] = asyncio.Queue()
+        self._kept = {"stdout": bytearray(), "stderr": bytearray()}
+        self._total = {"stdout": 0, "stderr": 0}
+        self._forced: Outcome | None = None
+        self.feed_error: Exception | None = None
+        self._stdin = stdin
+        self._task = asyncio.create_task(self._supervise())
+
+    @property
+    def id(self) -> str:
+        return str(getattr(self._native, "id", "")) or f"exec-{id(self):x}"
+
+    @property
+    def done(self) -> bool:
+        return self._task.done()
+
+    async def output(self) -> AsyncIterator[OutputChunk]:
+        while (chunk := await self._queue.get()) is not None:
+            yield chunk
+
+    async def wait(self) -> ExecResult:
+        return await asyncio.shield(self._task)
+
+    async def kill(self) -> None:
+        await self._stop("killed")
+
+    async def _stop(self, outcome: Outcome) -> None:
+        if self._forced is None and not self._task.done():
+            self._forced = outcome
+            with contextlib.suppress(Exception):
+                await self._native.kill()
+
+    async def _pump(self, name: Literal["stdout", "stderr"], stream: Any) -> None:
+        if stream is None:
+            return
+        cap = self._request.output_cap
+        async for line in stream:
+            data = line.encode() if isinstance(line, str) else bytes(line)
+            self._total[name] += len(data)
+            room = cap - len(self._kept[name])
+            if room > 0:
+                self._kept[name] += data[:room]
+                self._queue.put_nowait(OutputChunk(name, data[:room]))
+
+    async def _feed(self) -> None:
+        writer = self._native.stdin()
+        if writer is None:
+            return
+        try:
+            if isinstance(self._stdin, bytes | bytearray):
+                await writer.send_input(bytes(self._stdin))
+            elif self._stdin is not None:
+                async for chunk in self._stdin:
+                    await writer.send_input(chunk)
+        except Exception as exc:  # the caller's data source failed: stop, never half-apply
+            self.feed_error = exc
+            await self._stop("killed")
+        finally:
+            with contextlib.suppress(Exception):
+                await writer.close()
+
+    async def _supervise(self) -> ExecResult:
+        tasks = [
+            asyncio.create_task(self._pump("stdout", self._native.stdout())),
+            asyncio.create_task(self._pump("stderr", self._native.stderr())),
+        ]
+        if self._stdin is not None:
+            tasks.append(asyncio.create_task(self._feed()))
+        waiting = asyncio.create_task(self._native.wait())
+        try:
+            done, _ = await asyncio.wait({waiting}, timeout=self._request.timeout_s)
+            if not done:
+                await self._stop("timeout")
+                await asyncio.wait({waiting}, timeout=10)
+            finished = time.monotonic()
+            await asyncio.wait(tasks, timeout=1.0)
+            result = waiting.result() if waiting.done() and not waiting.exception() else None
+            code = getattr(result, "exit_code", None)
+            outcome: Outcome = self._forced or ("exited" if code is not None else "killed")
+            return ExecResult(
+                exec_id=self.id,
+                exit_code=code if outcome == "exited" else None,
+                outcome=outcome,
+                started_after_s=self._started - self._requested_at,
+                duration_s=finished - self._started,
+                stdout=bytes(self._kept["stdout"]),
+                stderr=bytes(self._kept["stderr"]),
+                stdout_bytes=self._total["stdout"],
+                stderr_bytes=self._total["stderr"],
+                stdout_truncated=self._total["stdout"] > len(self._kept["stdout"]),
+                stderr_truncated=self._total["stderr"] > len(self._kept["stderr"]),
+            )
+        finally:
+            for task in tasks:
+                task.cancel()
+            self._queue.put_nowait(None)
+
+
+class BoxliteRuntime:
+    """SandboxRuntime on BoxLite microVMs.
+
+    Open with `await BoxliteRuntime.open(state_dir, probe_result)`, which refuses a host where
+    the probe failed. Exec, files (through `sh`/`cat`/`base64` inside the box, like gVisor),
+    destroy, list and stats are implemented; snapshots raise NotSupported. None of it has run
+    end to end yet: no development host boots a BoxLite VM (see README.md).
     """
 
     name = "boxlite"
@@ -184,6 +304,7 @@ class BoxliteRuntime:
         self.state_dir = Path(state_dir).resolve()
         self._runtime = runtime
         self._boxes: dict[str, tuple[Any, SandboxInfo]] = {}
+        self._execs: dict[str, _BoxExecution] = {}
 
     @classmethod
     async def open(cls, state_dir: Path, probe_result: ProbeResult) -> BoxliteRuntime:
@@ -200,9 +321,15 @@ class BoxliteRuntime:
         return self._boxes[sandbox_id][0]
 
     async def create(self, image: str, spec: SandboxSpec) -> SandboxInfo:
+        gvisor_spec.validate(spec)
         info = images.get_image(self.state_dir, image)
         box = await self._runtime.create(_box_options(spec, Path(info.path)), name=None)
-        await box.start()
+        try:
+            await box.start()
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                await self._runtime.remove(box.id, force=True)
+            raise SandboxRuntimeError(f"boxlite could not start a box: {exc}") from exc
         sandbox = SandboxInfo(
             id=box.id,
             runtime=self.name,
@@ -227,49 +354,44 @@ class BoxliteRuntime:
         if entry is not None:
             await self._runtime.remove(sandbox_id, force=True)
 
-    async def exec(self, sandbox_id: str, request: ExecRequest) -> Any:
-        raise NotSupported("streaming exec on boxlite: use run()")
-
-    async def run(self, sandbox_id: str, request: ExecRequest) -> ExecResult:
+    async def _start(
+        self,
+        sandbox_id: str,
+        request: ExecRequest,
+        stdin: bytes | AsyncIterable[bytes] | None,
+    ) -> _BoxExecution:
         box = self._box(sandbox_id)
-        started = time.monotonic()
-        env = list(request.env.items()) or None
-        execution = await box.exec(
+        info = self._boxes[sandbox_id][1]
+        requested = time.monotonic()
+        env = {**info.spec.env, **request.env}
+        user = request.user or info.spec.user
+        native = await box.exec(
             request.argv[0],
             request.argv[1:],
-            env,
+            list(env.items()) or None,
             False,
-            request.user,
-            max(1, math.ceil(request.timeout_s)),
-            request.cwd,
+            "0:0" if user == "root" else user,
+            math.ceil(request.timeout_s) + 5,  # BoxLite's own backstop behind our deadline
+            sandbox_path(request.cwd),
         )
-        out = bytearray()
-        err = bytearray()
+        execution = _BoxExecution(native, request, stdin, requested)
+        self._execs[execution.id] = execution
+        return execution
 
-        async def collect(stream: Any, sink: bytearray) -> None:
-            if stream is not None:
-                async for line in stream:
-                    sink.extend(line.encode() if isinstance(line, str) else line)
+    async def exec(self, sandbox_id: str, request: ExecRequest) -> _BoxExecution:
+        if not request.argv:
+            raise InvalidSpec("argv must not be empty")
+        return await self._start(sandbox_id, request, request.stdin)
 
-        await asyncio.gather(collect(execution.stdout(), out), collect(execution.stderr(), err))
-        result = await execution.wait()
-        cap = request.output_cap
-        return ExecResult(
-            exec_id=getattr(execution, "id", ""),
-            exit_code=result.exit_code,
-            outcome="exited",
-            started_after_s=0.0,
-            duration_s=time.monotonic() - started,
-            stdout=bytes(out[:cap]),
-            stderr=bytes(err[:cap]),
-            stdout_bytes=len(out),
-            stderr_bytes=len(err),
-            stdout_truncated=len(out) > cap,
-            stderr_truncated=len(err) > cap,
-        )
+    async def run(self, sandbox_id: str, request: ExecRequest) -> ExecResult:
+        return await (await self.exec(sandbox_id, request)).wait()
 
     async def kill_exec(self, sandbox_id: str, exec_id: str) -> None:
-        raise NotSupported("kill_exec on boxlite")
+        self._box(sandbox_id)
+        execution = self._execs.get(exec_id)
+        if execution is None or execution.done:
+            raise ExecNotFound(exec_id)
+        await execution.kill()
 
     async def write_file(
         self,
@@ -280,18 +402,78 @@ class BoxliteRuntime:
         mode: int = 0o644,
         user: str | None = None,
     ) -> int:
-        raise NotSupported("files on boxlite")
+        target = sandbox_path(path)
+        written = 0
+
+        async def counted() -> AsyncIterator[bytes]:
+            nonlocal written
+            if isinstance(data, bytes | bytearray):
+                written = len(data)
+                yield bytes(data)
+                return
+            async for chunk in data:
+                written += len(chunk)
+                yield chunk
+
+        temp = files.upload_temp_name(secrets.token_hex(8))
+        argv = ["/bin/sh", "-c", files.WRITE_SCRIPT, "sh", target, f"{mode:o}", temp]
+        request = ExecRequest(argv=argv, cwd="/", user=user, timeout_s=3600, output_cap=65536)
+        execution = await self._start(sandbox_id, request, counted())
+        result = await execution.wait()
+        if execution.feed_error is not None:
+            raise execution.feed_error
+        files.raise_for(result.exit_code, target, result.stderr)
+        return written
 
     async def read_file(
         self, sandbox_id: str, path: str, *, user: str | None = None
     ) -> AsyncIterator[bytes]:
-        raise NotSupported("files on boxlite")
-        yield b""  # pragma: no cover
+        # BoxLite streams output as text lines: the bytes travel as base64 (76-column lines,
+        # so any run of whole lines decodes on its own).
+        target = sandbox_path(path)
+        info = self._boxes[sandbox_id][1] if sandbox_id in self._boxes else None
+        box = self._box(sandbox_id)
+        native = await box.exec(
+            "/bin/sh",
+            ["-c", files.READ_BASE64_SCRIPT, "sh", target],
+            None,
+            False,
+            user or (info.spec.user if info else None),
+            3600,
+            "/",
+        )
+        errors = bytearray()
+
+        async def collect_errors() -> None:
+            async for line in native.stderr():
+                if len(errors) < 65536:
+                    errors.extend(line.encode() if isinstance(line, str) else line)
+
+        error_task = asyncio.create_task(collect_errors())
+        pending = ""
+        try:
+            async for line in native.stdout():
+                pending += line if isinstance(line, str) else line.decode()
+                complete, _, pending = pending.rpartition("\n")
+                if complete:
+                    yield base64.b64decode("".join(complete.split()))
+            if pending.strip():
+                yield base64.b64decode(pending.strip())
+            result = await native.wait()
+            await asyncio.wait({error_task}, timeout=1.0)
+            files.raise_for(result.exit_code, target, bytes(errors))
+        finally:
+            error_task.cancel()
 
     async def list_files(
         self, sandbox_id: str, path: str, *, user: str | None = None
     ) -> list[FileEntry]:
-        raise NotSupported("files on boxlite")
+        target = sandbox_path(path)
+        argv = ["/bin/sh", "-c", files.LIST_SCRIPT, "sh", target]
+        request = ExecRequest(argv=argv, cwd="/", user=user, timeout_s=120, output_cap=64 << 20)
+        result = await self.run(sandbox_id, request)
+        files.raise_for(result.exit_code, target, result.stderr)
+        return files.parse_listing(result.stdout)
 
     async def snapshot(self, sandbox_id: str) -> SnapshotInfo:
         raise NotSupported("snapshots on boxlite")
@@ -306,10 +488,26 @@ class BoxliteRuntime:
         raise NotSupported("snapshots on boxlite")
 
     async def stats(self, sandbox_id: str) -> SandboxStats:
-        raise NotSupported("stats on boxlite")
+        box = self._box(sandbox_id)
+        spec = self._boxes[sandbox_id][1].spec
+        metrics = await box.metrics()
+        return SandboxStats(
+            cpu_seconds=0.0,
+            memory_bytes=int(getattr(metrics, "memory_bytes", 0) or 0),
+            memory_limit_bytes=spec.memory_mib << 20,
+            pids=0,
+            pids_limit=spec.pids,
+        )
 
     async def reap_orphans(self) -> list[str]:
-        return []
+        """Remove boxes in this runtime's home that this process did not create."""
+        removed = []
+        for info in await self._runtime.list_info():
+            if info.id not in self._boxes:
+                with contextlib.suppress(Exception):
+                    await self._runtime.remove(info.id, force=True)
+                    removed.append(info.id)
+        return removed
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -33,6 +33,9 @@ p="$1"
 exec cat -- "$p"
 """
 
+# The same, for runtimes whose output streams carry text lines only.
+READ_BASE64_SCRIPT = READ_SCRIPT.replace('exec cat -- "$p"', 'exec base64 -w 76 -- "$p"')
+
 LIST_SCRIPT = r"""
 p="$1"
 [ -e "$p" ] || exit 44
