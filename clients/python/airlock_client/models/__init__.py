@@ -28,6 +28,14 @@ from .health_checks import HealthChecks
 from .jwks import JWKS
 from .jwks_keys_item import JWKSKeysItem
 from .network_policy import NetworkPolicy
+from .pool_overview import PoolOverview
+from .pool_overview_snapshots import PoolOverviewSnapshots
+from .pool_status import PoolStatus
+from .pool_status_mode_type_1 import PoolStatusModeType1
+from .pool_status_mode_type_2_type_1 import PoolStatusModeType2Type1
+from .pool_status_mode_type_3_type_1 import PoolStatusModeType3Type1
+from .pool_target_set import PoolTargetSet
+from .pool_target_set_size import PoolTargetSetSize
 from .quotas import Quotas
 from .quotas_patch import QuotasPatch
 from .sandbox import Sandbox
@@ -41,6 +49,18 @@ from .sandbox_env import SandboxEnv
 from .sandbox_labels import SandboxLabels
 from .sandbox_page import SandboxPage
 from .sandbox_update import SandboxUpdate
+from .template import Template
+from .template_create import TemplateCreate
+from .template_create_env import TemplateCreateEnv
+from .template_create_size import TemplateCreateSize
+from .template_page import TemplatePage
+from .template_state import TemplateState
+from .template_version import TemplateVersion
+from .template_version_env import TemplateVersionEnv
+from .template_version_start_mode_type_1 import TemplateVersionStartModeType1
+from .template_version_start_mode_type_2_type_1 import TemplateVersionStartModeType2Type1
+from .template_version_start_mode_type_3_type_1 import TemplateVersionStartModeType3Type1
+from .template_version_state import TemplateVersionState
 from .tenant import Tenant
 from .tenant_create import TenantCreate
 from .tenant_created import TenantCreated
@@ -83,6 +103,14 @@ __all__ = (
     "JWKS",
     "JWKSKeysItem",
     "NetworkPolicy",
+    "PoolOverview",
+    "PoolOverviewSnapshots",
+    "PoolStatus",
+    "PoolStatusModeType1",
+    "PoolStatusModeType2Type1",
+    "PoolStatusModeType3Type1",
+    "PoolTargetSet",
+    "PoolTargetSetSize",
     "Quotas",
     "QuotasPatch",
     "Sandbox",
@@ -96,6 +124,18 @@ __all__ = (
     "SandboxLabels",
     "SandboxPage",
     "SandboxUpdate",
+    "Template",
+    "TemplateCreate",
+    "TemplateCreateEnv",
+    "TemplateCreateSize",
+    "TemplatePage",
+    "TemplateState",
+    "TemplateVersion",
+    "TemplateVersionEnv",
+    "TemplateVersionStartModeType1",
+    "TemplateVersionStartModeType2Type1",
+    "TemplateVersionStartModeType3Type1",
+    "TemplateVersionState",
     "Tenant",
     "TenantCreate",
     "TenantCreated",

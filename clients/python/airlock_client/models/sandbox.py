@@ -34,9 +34,11 @@ class Sandbox:
         network (NetworkPolicy):
         runtime (None | str):
         size (str):
+        started_from (None | str):
         state (str):
         stopped_at (datetime.datetime | None):
         template (None | str):
+        template_version (int | None):
         ttl_s (int):
     """
 
@@ -53,9 +55,11 @@ class Sandbox:
     network: NetworkPolicy
     runtime: None | str
     size: str
+    started_from: None | str
     state: str
     stopped_at: datetime.datetime | None
     template: None | str
+    template_version: int | None
     ttl_s: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -88,6 +92,9 @@ class Sandbox:
 
         size = self.size
 
+        started_from: None | str
+        started_from = self.started_from
+
         state = self.state
 
         stopped_at: None | str
@@ -98,6 +105,9 @@ class Sandbox:
 
         template: None | str
         template = self.template
+
+        template_version: int | None
+        template_version = self.template_version
 
         ttl_s = self.ttl_s
 
@@ -118,9 +128,11 @@ class Sandbox:
                 "network": network,
                 "runtime": runtime,
                 "size": size,
+                "started_from": started_from,
                 "state": state,
                 "stopped_at": stopped_at,
                 "template": template,
+                "template_version": template_version,
                 "ttl_s": ttl_s,
             }
         )
@@ -170,6 +182,13 @@ class Sandbox:
 
         size = d.pop("size")
 
+        def _parse_started_from(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        started_from = _parse_started_from(d.pop("started_from"))
+
         state = d.pop("state")
 
         def _parse_stopped_at(data: object) -> datetime.datetime | None:
@@ -194,6 +213,13 @@ class Sandbox:
 
         template = _parse_template(d.pop("template"))
 
+        def _parse_template_version(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        template_version = _parse_template_version(d.pop("template_version"))
+
         ttl_s = d.pop("ttl_s")
 
         sandbox = cls(
@@ -210,9 +236,11 @@ class Sandbox:
             network=network,
             runtime=runtime,
             size=size,
+            started_from=started_from,
             state=state,
             stopped_at=stopped_at,
             template=template,
+            template_version=template_version,
             ttl_s=ttl_s,
         )
 

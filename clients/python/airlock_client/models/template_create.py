@@ -1,0 +1,151 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..models.template_create_size import TemplateCreateSize, check_template_create_size
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.network_policy import NetworkPolicy
+    from ..models.template_create_env import TemplateCreateEnv
+
+
+T = TypeVar("T", bound="TemplateCreate")
+
+
+@_attrs_define
+class TemplateCreate:
+    """
+    Attributes:
+        name (str):
+        env (TemplateCreateEnv | Unset):
+        image (str | Unset):  Default: 'default'.
+        network (NetworkPolicy | Unset):
+        setup (list[list[str]] | Unset):
+        size (TemplateCreateSize | Unset):  Default: 'small'.
+    """
+
+    name: str
+    env: TemplateCreateEnv | Unset = UNSET
+    image: str | Unset = "default"
+    network: NetworkPolicy | Unset = UNSET
+    setup: list[list[str]] | Unset = UNSET
+    size: TemplateCreateSize | Unset = "small"
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        name = self.name
+
+        env: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.env, Unset):
+            env = self.env.to_dict()
+
+        image = self.image
+
+        network: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.network, Unset):
+            network = self.network.to_dict()
+
+        setup: list[list[str]] | Unset = UNSET
+        if not isinstance(self.setup, Unset):
+            setup = []
+            for setup_item_data in self.setup:
+                setup_item = setup_item_data
+
+                setup.append(setup_item)
+
+        size: str | Unset = UNSET
+        if not isinstance(self.size, Unset):
+            size = self.size
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "name": name,
+            }
+        )
+        if env is not UNSET:
+            field_dict["env"] = env
+        if image is not UNSET:
+            field_dict["image"] = image
+        if network is not UNSET:
+            field_dict["network"] = network
+        if setup is not UNSET:
+            field_dict["setup"] = setup
+        if size is not UNSET:
+            field_dict["size"] = size
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.network_policy import NetworkPolicy
+        from ..models.template_create_env import TemplateCreateEnv
+
+        d = dict(src_dict)
+        name = d.pop("name")
+
+        _env = d.pop("env", UNSET)
+        env: TemplateCreateEnv | Unset
+        if isinstance(_env, Unset):
+            env = UNSET
+        else:
+            env = TemplateCreateEnv.from_dict(_env)
+
+        image = d.pop("image", UNSET)
+
+        _network = d.pop("network", UNSET)
+        network: NetworkPolicy | Unset
+        if isinstance(_network, Unset):
+            network = UNSET
+        else:
+            network = NetworkPolicy.from_dict(_network)
+
+        _setup = d.pop("setup", UNSET)
+        setup: list[list[str]] | Unset = UNSET
+        if _setup is not UNSET:
+            setup = []
+            for setup_item_data in _setup:
+                setup_item = cast(list[str], setup_item_data)
+
+                setup.append(setup_item)
+
+        _size = d.pop("size", UNSET)
+        size: TemplateCreateSize | Unset
+        if isinstance(_size, Unset):
+            size = UNSET
+        else:
+            size = check_template_create_size(_size)
+
+        template_create = cls(
+            name=name,
+            env=env,
+            image=image,
+            network=network,
+            setup=setup,
+            size=size,
+        )
+
+        template_create.additional_properties = d
+        return template_create
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,297 @@
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+from dateutil.parser import isoparse
+
+from ..models.template_version_start_mode_type_1 import (
+    TemplateVersionStartModeType1,
+    check_template_version_start_mode_type_1,
+)
+from ..models.template_version_start_mode_type_2_type_1 import (
+    TemplateVersionStartModeType2Type1,
+    check_template_version_start_mode_type_2_type_1,
+)
+from ..models.template_version_start_mode_type_3_type_1 import (
+    TemplateVersionStartModeType3Type1,
+    check_template_version_start_mode_type_3_type_1,
+)
+from ..models.template_version_state import TemplateVersionState, check_template_version_state
+
+if TYPE_CHECKING:
+    from ..models.network_policy import NetworkPolicy
+    from ..models.template_version_env import TemplateVersionEnv
+
+
+T = TypeVar("T", bound="TemplateVersion")
+
+
+@_attrs_define
+class TemplateVersion:
+    """
+    Attributes:
+        build_log (str):
+        created_at (datetime.datetime):
+        env (TemplateVersionEnv):
+        error (None | str):
+        finished_at (datetime.datetime | None):
+        image (str):
+        network (NetworkPolicy):
+        setup (list[list[str]]):
+        size (str):
+        snapshot_bytes (int | None):
+        start_mode (None | TemplateVersionStartModeType1 | TemplateVersionStartModeType2Type1 |
+            TemplateVersionStartModeType3Type1):
+        started_at (datetime.datetime | None):
+        state (TemplateVersionState):
+        version (int):
+    """
+
+    build_log: str
+    created_at: datetime.datetime
+    env: TemplateVersionEnv
+    error: None | str
+    finished_at: datetime.datetime | None
+    image: str
+    network: NetworkPolicy
+    setup: list[list[str]]
+    size: str
+    snapshot_bytes: int | None
+    start_mode: (
+        None | TemplateVersionStartModeType1 | TemplateVersionStartModeType2Type1 | TemplateVersionStartModeType3Type1
+    )
+    started_at: datetime.datetime | None
+    state: TemplateVersionState
+    version: int
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        build_log = self.build_log
+
+        created_at = self.created_at.isoformat()
+
+        env = self.env.to_dict()
+
+        error: None | str
+        error = self.error
+
+        finished_at: None | str
+        if isinstance(self.finished_at, datetime.datetime):
+            finished_at = self.finished_at.isoformat()
+        else:
+            finished_at = self.finished_at
+
+        image = self.image
+
+        network = self.network.to_dict()
+
+        setup = []
+        for setup_item_data in self.setup:
+            setup_item = setup_item_data
+
+            setup.append(setup_item)
+
+        size = self.size
+
+        snapshot_bytes: int | None
+        snapshot_bytes = self.snapshot_bytes
+
+        start_mode: None | str
+        if isinstance(self.start_mode, str):
+            start_mode = self.start_mode
+        elif isinstance(self.start_mode, str):
+            start_mode = self.start_mode
+        elif isinstance(self.start_mode, str):
+            start_mode = self.start_mode
+        else:
+            start_mode = self.start_mode
+
+        started_at: None | str
+        if isinstance(self.started_at, datetime.datetime):
+            started_at = self.started_at.isoformat()
+        else:
+            started_at = self.started_at
+
+        state: str = self.state
+
+        version = self.version
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "build_log": build_log,
+                "created_at": created_at,
+                "env": env,
+                "error": error,
+                "finished_at": finished_at,
+                "image": image,
+                "network": network,
+                "setup": setup,
+                "size": size,
+                "snapshot_bytes": snapshot_bytes,
+                "start_mode": start_mode,
+                "started_at": started_at,
+                "state": state,
+                "version": version,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.network_policy import NetworkPolicy
+        from ..models.template_version_env import TemplateVersionEnv
+
+        d = dict(src_dict)
+        build_log = d.pop("build_log")
+
+        created_at = isoparse(d.pop("created_at"))
+
+        env = TemplateVersionEnv.from_dict(d.pop("env"))
+
+        def _parse_error(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        error = _parse_error(d.pop("error"))
+
+        def _parse_finished_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                finished_at_type_0 = isoparse(data)
+
+                return finished_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        finished_at = _parse_finished_at(d.pop("finished_at"))
+
+        image = d.pop("image")
+
+        network = NetworkPolicy.from_dict(d.pop("network"))
+
+        setup = []
+        _setup = d.pop("setup")
+        for setup_item_data in _setup:
+            setup_item = cast(list[str], setup_item_data)
+
+            setup.append(setup_item)
+
+        size = d.pop("size")
+
+        def _parse_snapshot_bytes(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        snapshot_bytes = _parse_snapshot_bytes(d.pop("snapshot_bytes"))
+
+        def _parse_start_mode(
+            data: object,
+        ) -> (
+            None
+            | TemplateVersionStartModeType1
+            | TemplateVersionStartModeType2Type1
+            | TemplateVersionStartModeType3Type1
+        ):
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                start_mode_type_1 = check_template_version_start_mode_type_1(data)
+
+                return start_mode_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                start_mode_type_2_type_1 = check_template_version_start_mode_type_2_type_1(data)
+
+                return start_mode_type_2_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                start_mode_type_3_type_1 = check_template_version_start_mode_type_3_type_1(data)
+
+                return start_mode_type_3_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(
+                None
+                | TemplateVersionStartModeType1
+                | TemplateVersionStartModeType2Type1
+                | TemplateVersionStartModeType3Type1,
+                data,
+            )
+
+        start_mode = _parse_start_mode(d.pop("start_mode"))
+
+        def _parse_started_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                started_at_type_0 = isoparse(data)
+
+                return started_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        started_at = _parse_started_at(d.pop("started_at"))
+
+        state = check_template_version_state(d.pop("state"))
+
+        version = d.pop("version")
+
+        template_version = cls(
+            build_log=build_log,
+            created_at=created_at,
+            env=env,
+            error=error,
+            finished_at=finished_at,
+            image=image,
+            network=network,
+            setup=setup,
+            size=size,
+            snapshot_bytes=snapshot_bytes,
+            start_mode=start_mode,
+            started_at=started_at,
+            state=state,
+            version=version,
+        )
+
+        template_version.additional_properties = d
+        return template_version
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

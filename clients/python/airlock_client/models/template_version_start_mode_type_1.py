@@ -1,0 +1,14 @@
+from typing import Literal, cast
+
+TemplateVersionStartModeType1 = Literal["image", "snapshot"]
+
+TEMPLATE_VERSION_START_MODE_TYPE_1_VALUES: set[TemplateVersionStartModeType1] = {
+    "image",
+    "snapshot",
+}
+
+
+def check_template_version_start_mode_type_1(value: str) -> TemplateVersionStartModeType1:
+    if value in TEMPLATE_VERSION_START_MODE_TYPE_1_VALUES:
+        return cast(TemplateVersionStartModeType1, value)
+    raise TypeError(f"Unexpected value {value!r}. Expected one of {TEMPLATE_VERSION_START_MODE_TYPE_1_VALUES!r}")
