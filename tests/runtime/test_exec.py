@@ -62,6 +62,7 @@ async def test_infinite_loop_times_out(runtime: SandboxRuntime, sandbox: Sandbox
     assert result.outcome == "timeout"
     after = await runtime.run(sandbox.id, ExecRequest(argv=["ps", "-e", "-o", "comm="]))
     assert set(after.stdout.decode().split()) == {"airlock-init", "ps"}
+    assert not [p for p in host_processes_mentioning(sandbox.id) if " exec " in p]
 
 
 async def test_kill_exec(runtime: SandboxRuntime, sandbox: SandboxInfo) -> None:

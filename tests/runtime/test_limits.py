@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,11 @@ from service.runtime import ExecRequest, SandboxFailed, SandboxRuntime
 
 from .conftest import SandboxFactory
 from .helpers import sh
+
+
+def files_named(root: Path, name: str) -> list[Path]:
+    return [p for p in root.rglob(name) if p.is_file()]
+
 
 MEMORY_HOG = "x = []\nwhile True:\n    x.append(bytearray(16 << 20))\n"
 
@@ -65,7 +71,7 @@ async def test_fork_bomb_stalls_at_the_process_cap(
 
 
 async def test_disk_fill_gets_enospc_inside(
-    runtime: SandboxRuntime, make_sandbox: SandboxFactory
+    runtime: SandboxRuntime, make_sandbox: SandboxFactory, state_dir: Path
 ) -> None:
     box = await make_sandbox(disk_mib=16)
     fill = await sh(runtime, box.id, "dd if=/dev/zero of=/work/fill bs=1M count=64")
@@ -73,6 +79,8 @@ async def test_disk_fill_gets_enospc_inside(
     assert b"No space left on device" in fill.stderr
     tmp_fill = await sh(runtime, box.id, "dd if=/dev/zero of=/tmp/fill bs=1M count=64")
     assert b"No space left on device" in tmp_fill.stderr
+    # nothing reached the host's disk
+    assert not await asyncio.to_thread(files_named, state_dir, "fill")
     # the sandbox survives and can free space again
     assert (await sh(runtime, box.id, "rm /work/fill && echo ok")).stdout == b"ok\n"
 
