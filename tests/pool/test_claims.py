@@ -1,0 +1,148 @@
+"""Creates take warm pool members atomically; the pool refills; every member is fresh."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tests.conftest import Api, Tenant
+from tests.templates.conftest import BIG_QUOTAS, PROBE, delete_sandbox, run
+
+from .conftest import pool_status, set_target, shared_template, sql, wait_ready
+
+TARGET = 10
+
+
+@pytest.fixture(scope="module")
+async def pooled(papi: Api) -> str:
+    name = await shared_template(papi)
+    await set_target(papi, name, TARGET)
+    await wait_ready(papi, name, TARGET)
+    return name
+
+
+async def create(api: Api, tenant: Tenant, **body: Any) -> dict[str, Any]:
+    r = await api.client.post("/v1/sandboxes", json={"ttl_s": 900, **body}, headers=tenant.headers)
+    assert r.status_code == 201, r.text
+    return dict(r.json())
+
+
+async def test_concurrent_creates_never_share_a_member(
+    papi: Api, pooled: str, own_database: str
+) -> None:
+    tenants = [await papi.tenant(**BIG_QUOTAS) for _ in range(5)]
+    boxes = await asyncio.gather(
+        *(create(papi, t, template=pooled) for t in tenants for _ in range(10))
+    )
+    assert len(boxes) == 50 and all(b["state"] == "running" for b in boxes)
+    ids = [b["id"] for b in boxes]
+    rows = await sql(
+        own_database,
+        "SELECT id, runtime_id, started_from FROM sandboxes WHERE id = ANY(:ids)",
+        ids=ids,
+    )
+    runtime_ids = [r.runtime_id for r in rows]
+    assert len(set(runtime_ids)) == 50  # no runtime sandbox handed out twice
+    from_pool = {r.id: r.runtime_id for r in rows if r.started_from == "pool"}
+    assert 1 <= len(from_pool)
+    assert {r.started_from for r in rows} <= {"pool", "snapshot"}  # the rest started cold
+    # every claim took its own member, recorded against exactly that sandbox
+    members = await sql(
+        own_database,
+        "SELECT sandbox_id, runtime_id FROM pool_members WHERE sandbox_id = ANY(:ids)",
+        ids=ids,
+    )
+    assert {m.sandbox_id: m.runtime_id for m in members} == from_pool
+    status = await pool_status(papi, pooled)
+    assert status["claims"] == len(from_pool) and status["misses"] == 50 - len(from_pool)
+    print(f"\n50 concurrent creates: {len(from_pool)} from the pool, the rest cold")
+    tenant_of = {
+        b["id"]: t for b, t in zip(boxes, [t for t in tenants for _ in range(10)], strict=True)
+    }
+    sems = asyncio.Semaphore(8)
+
+    async def remove(box: dict[str, Any]) -> None:
+        async with sems:
+            await delete_sandbox(papi, tenant_of[box["id"]], box["id"])
+
+    await asyncio.gather(*(remove(b) for b in boxes))
+
+
+async def test_the_pool_refills_after_claims(papi: Api, pooled: str) -> None:
+    status = await wait_ready(papi, pooled, TARGET)
+    assert status["last_refill_at"] is not None and status["last_refill_ms"] > 0
+    metrics = (await papi.client.get("/metrics")).text
+    assert "airlock_pool_claims_total" in metrics
+    assert f'airlock_pool_ready{{size="small",template="{pooled}"}} 10.0' in metrics
+    assert "airlock_pool_refill_seconds_bucket" in metrics
+
+
+async def test_claimed_sandbox_gets_the_tenants_env_labels_and_ttl(papi: Api, pooled: str) -> None:
+    await wait_ready(papi, pooled, TARGET)
+    tenant = await papi.tenant(**BIG_QUOTAS)
+    box = await create(
+        papi, tenant, template=pooled, env={"WHO": "tenant-env"}, labels={"k": "v"}, ttl_s=321
+    )
+    assert box["started_from"] == "pool"
+    assert box["labels"] == {"k": "v"} and box["ttl_s"] == 321
+    out = await run(papi, tenant, box["id"], ["sh", "-c", "echo $WHO"])
+    assert out["stdout"] == "tenant-env\n"
+    assert (await run(papi, tenant, box["id"], PROBE))["stdout"] == "42\n"
+    await delete_sandbox(papi, tenant, box["id"])
+
+
+async def test_every_member_reads_fresh_randomness(papi: Api, pooled: str) -> None:
+    await wait_ready(papi, pooled, TARGET)
+    # one tenant each: a tenant's fair share while many ask is one claim a minute
+    tenants = [await papi.tenant(**BIG_QUOTAS) for _ in range(TARGET)]
+    boxes = [await create(papi, t, template=pooled) for t in tenants]
+    assert all(b["started_from"] == "pool" for b in boxes)
+    urandom, pyrandom = set(), set()
+    for tenant, box in zip(tenants, boxes, strict=True):
+        raw = await run(papi, tenant, box["id"], ["sh", "-c", "head -c16 /dev/urandom | od -x"])
+        urandom.add(raw["stdout"])
+        py = await run(
+            papi, tenant, box["id"], ["python3", "-c", "import random; print(random.random())"]
+        )
+        pyrandom.add(py["stdout"])
+    assert len(urandom) == TARGET and len(pyrandom) == TARGET
+    for tenant, box in zip(tenants, boxes, strict=True):
+        await delete_sandbox(papi, tenant, box["id"])
+
+
+async def test_a_tenant_gets_only_its_fair_share_while_others_ask(papi: Api) -> None:
+    name = await shared_template(papi, setup=[["true"]])
+    await set_target(papi, name, 4)
+    await wait_ready(papi, name, 4)
+    greedy, other = await papi.tenant(**BIG_QUOTAS), await papi.tenant(**BIG_QUOTAS)
+    first = await create(papi, other, template=name)
+    # two tenants asked this minute: each may claim 4 // 2 = 2
+    mine = [await create(papi, greedy, template=name) for _ in range(3)]
+    assert first["started_from"] == "pool"
+    assert [b["started_from"] for b in mine] == ["pool", "pool", "snapshot"]
+    for tenant, box in [(other, first), *((greedy, b) for b in mine)]:
+        await delete_sandbox(papi, tenant, box["id"])
+
+
+async def test_deleting_a_template_with_pool_members_is_refused_unless_forced(
+    papi: Api, own_database: str
+) -> None:
+    name = await shared_template(papi, setup=[["true"]])
+    await set_target(papi, name, 2)
+    await wait_ready(papi, name, 2)
+    r = await papi.client.delete(f"/v1/templates/{name}", headers=papi.operator)
+    assert r.status_code == 409, r.text
+    assert r.json()["pool_members"] == 2
+    members = await sql(
+        own_database,
+        "SELECT m.runtime_id FROM pool_members m JOIN pool_targets p ON p.id = m.pool_id "
+        "JOIN templates t ON t.id = p.template_id WHERE t.name = :name AND m.state = 'ready'",
+        name=name,
+    )
+    r = await papi.client.delete(f"/v1/templates/{name}?force=true", headers=papi.operator)
+    assert r.status_code == 204, r.text
+    runtime = papi.app.state.runtimes.current
+    alive = {s.id for s in await runtime.list_sandboxes()}
+    assert not ({m.runtime_id for m in members} & alive)
