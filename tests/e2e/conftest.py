@@ -35,7 +35,8 @@ from service.runtime import images
 from tests.conftest import create_pg_database
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED_STATE = REPO / ".airlock"
+# Where the built images live (as for the runtime suite): the server's state dir links to them.
+SHARED_STATE = Path(os.environ.get("AIRLOCK_STATE_DIR") or REPO / ".airlock").resolve()
 READY_TIMEOUT_S = 90.0
 
 

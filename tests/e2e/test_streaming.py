@@ -3,6 +3,8 @@ and sees nothing twice."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.e2e.conftest import Airlock, Event, Tenant, run_exec, sse_events
 
 LINES = 40
@@ -75,3 +77,26 @@ async def test_after_query_resumes_a_finished_exec(airlock: Airlock, tenant: Ten
         assert [(e.id, e.event, e.data) for e in resumed] == [
             (e.id, e.event, e.data) for e in whole[cut + 1 :]
         ]
+
+
+# Writes "é" (two bytes in UTF-8) one byte at a time, with a pause between the bytes.
+SPLIT_CHAR = (
+    "import sys, time\n"
+    "out = sys.stdout.buffer\n"
+    "out.write(b'caf\\xc3'); out.flush(); time.sleep(0.5)\n"
+    "out.write(b'\\xa9 ok\\n'); out.flush()\n"
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="service/execs/service.py events() decodes each stored chunk on its own "
+    "(chunk.data.decode(errors='replace')): a UTF-8 character split across two chunks "
+    "reaches the stream as two U+FFFD, while GET exec (which decodes the whole) is right",
+)
+async def test_character_split_across_chunks(airlock: Airlock, tenant: Tenant) -> None:
+    sandbox = await airlock.sandbox(tenant)
+    _, done = await run_exec(tenant.client, sandbox.id, cmd=["python3", "-c", SPLIT_CHAR])
+    assert done is not None and done.stdout == "café ok\n"
+    events = await read(airlock, tenant, f"/v1/sandboxes/{sandbox.id}/execs/{done.id}/events")
+    assert text(events, "stdout") == "café ok\n"
