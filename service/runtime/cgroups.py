@@ -149,3 +149,10 @@ def cap_parent_pids(parent: str, fraction: float = 0.5, root: Path = ROOT) -> in
     except OSError:
         return None
     return cap
+
+
+def remove_if_empty(path: str, root: Path = ROOT) -> None:
+    """rmdir a parent cgroup once nothing is left in it (never kills anything)."""
+    for directory in Cgroup(path, root).dirs():
+        with contextlib.suppress(OSError):
+            directory.rmdir()

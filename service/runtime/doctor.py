@@ -106,6 +106,39 @@ async def _gvisor_works(state_dir: Path, platform: str | None) -> tuple[bool, st
         await runtime.close()
 
 
+async def _gvisor_snapshots(state_dir: Path, platform: str | None) -> tuple[bool, str]:
+    """Checkpoint a test sandbox and restore it into a new one (what template builds and the
+    warm pool rely on)."""
+    try:
+        runtime = await GVisorRuntime.open(state_dir, platform)
+    except SandboxRuntimeError as exc:
+        return False, str(exc)
+    try:
+        box = await runtime.create(images.DEFAULT_IMAGE, SandboxSpec(memory_mib=128, disk_mib=16))
+        snapshot = None
+        try:
+            snapshot = await runtime.snapshot(box.id)
+            clone = await runtime.create_from_snapshot(snapshot.id)
+            try:
+                result = await runtime.run(clone.id, ExecRequest(argv=["true"], timeout_s=30))
+            finally:
+                await runtime.destroy(clone.id)
+        finally:
+            await runtime.destroy(box.id)
+            if snapshot is not None:
+                await runtime.delete_snapshot(snapshot.id)
+        if result.exit_code != 0:
+            return False, f"`true` in a restored sandbox ended {result.outcome} {result.exit_code}"
+        return True, (
+            f"checkpoint + restore work ({snapshot.size_bytes / 1e6:.1f} MB image); templates "
+            "are snapshotted and the warm pool restores members from them"
+        )
+    except SandboxRuntimeError as exc:
+        return False, f"{type(exc).__name__}: {exc}"
+    finally:
+        await runtime.close()
+
+
 async def default_database_check(settings: Any) -> str:
     """Connect with SQLAlchemy and run SELECT 1; returns the backend name."""
     from sqlalchemy import text
@@ -174,6 +207,7 @@ async def diagnose(
         report.add("gvisor", works, detail, None if works else "see the runsc line above")
         if works:
             report.usable.append("gvisor")
+            await _snapshot_check(report, state_dir, settings)
 
     if check_database is not None:
         try:
@@ -196,6 +230,27 @@ async def diagnose(
             f"use AIRLOCK_RUNTIME={report.usable[0]} or auto",
         )
     return report
+
+
+async def _snapshot_check(report: Report, state_dir: Path, settings: Any) -> None:
+    if getattr(settings, "template_snapshots", "auto") == "off":
+        report.add(
+            "snapshots",
+            True,
+            "off (AIRLOCK_TEMPLATE_SNAPSHOTS=off): the warm pool pre-starts members from the "
+            "image with the template's setup run",
+        )
+        return
+    ok, detail = await _gvisor_snapshots(state_dir, settings.runsc_platform)
+    report.add(
+        "snapshots",
+        ok,
+        detail
+        if ok
+        else f"gvisor cannot snapshot here: {detail}\nthe warm pool pre-starts members from "
+        "the image with the template's setup run instead (slower starts)",
+        None if ok else "see the runsc line above; restore needs the same runsc and platform",
+    )
 
 
 def _indent(text: str, prefix: str = "      ") -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -51,6 +52,8 @@ log = logging.getLogger(__name__)
 
 ID_PREFIX = "alk-"  # every runsc container Airlock makes: fixed length, so prefix matching is safe
 SNAPSHOT_PREFIX = "snap-"
+SANDBOX_ID = re.compile(r"alk-[0-9a-f]{24}")
+SNAPSHOT_ID = re.compile(r"snap-[0-9a-f]{24}")
 EXEC_ID = re.compile(r"exec-[0-9a-f]{16}")
 CGROUP_PARENT = "/airlock"
 RUNSC_TIMEOUT_S = 60.0
@@ -81,6 +84,7 @@ class _Sandbox:
     id: str
     dir: Path
     meta: dict[str, Any]
+    cgroup_path: str
     execs: dict[str, SupervisedExecution] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     oom_baseline: int = 0
@@ -91,7 +95,7 @@ class _Sandbox:
 
     @property
     def cgroup(self) -> cgroups.Cgroup:
-        return cgroups.Cgroup(f"{CGROUP_PARENT}/{self.id}")
+        return cgroups.Cgroup(self.cgroup_path)
 
     @property
     def spec(self) -> SandboxSpec:
@@ -116,6 +120,13 @@ class GVisorRuntime:
         self._sandboxes: dict[str, _Sandbox] = {}
         self._owner = {"pid": os.getpid(), "start": hostproc.start_time(os.getpid())}
         self._reaper_task: asyncio.Task[None] | None = None
+        # Sandboxes of this state dir live under their own cgroup, so reaping leftovers here
+        # never touches another state dir's (another service or test run on the same host).
+        key = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:12]
+        self.cgroup_parent = f"{CGROUP_PARENT}/{key}"
+
+    def cgroup_path(self, sandbox_id: str) -> str:
+        return f"{self.cgroup_parent}/{sandbox_id}"
 
     @classmethod
     async def open(cls, state_dir: Path, platform: str | None = None) -> GVisorRuntime:
@@ -221,17 +232,20 @@ class GVisorRuntime:
     def _load(self, sandbox_id: str) -> _Sandbox:
         if sandbox_id in self._sandboxes:
             return self._sandboxes[sandbox_id]
-        if not sandbox_id.startswith(ID_PREFIX) or len(sandbox_id) != len(self._new_id()):
+        if not SANDBOX_ID.fullmatch(sandbox_id):
             raise SandboxNotFound(sandbox_id)
         directory = self.root / "sandboxes" / sandbox_id
         try:
             meta = json.loads((directory / "sandbox.json").read_text())
         except (OSError, ValueError) as exc:
             raise SandboxNotFound(sandbox_id) from exc
-        sandbox = _Sandbox(sandbox_id, directory, meta)
+        sandbox = _Sandbox(sandbox_id, directory, meta, self._cgroup_of(sandbox_id, meta))
         sandbox.oom_baseline = int(meta.get("oom_baseline", 0))
         self._sandboxes[sandbox_id] = sandbox
         return sandbox
+
+    def _cgroup_of(self, sandbox_id: str, meta: dict[str, Any]) -> str:
+        return str(meta.get("cgroup") or self.cgroup_path(sandbox_id))
 
     def _usable(self, sandbox_id: str) -> _Sandbox:
         sandbox = self._load(sandbox_id)
@@ -293,8 +307,9 @@ class GVisorRuntime:
             "created_at": _now(),
             "owner": self._owner,
             "from_snapshot": snapshot,
+            "cgroup": self.cgroup_path(sandbox_id),
         }
-        sandbox = _Sandbox(sandbox_id, directory, meta)
+        sandbox = _Sandbox(sandbox_id, directory, meta, meta["cgroup"])
         sandbox.save()
         return sandbox
 
@@ -360,6 +375,7 @@ class GVisorRuntime:
         left = await asyncio.to_thread(sandbox.cgroup.remove)
         if left:
             log.warning("sandbox %s: cgroup directories left: %s", sandbox.id, left)
+        cgroups.remove_if_empty(self.cgroup_parent)
         shutil.rmtree(sandbox.dir, ignore_errors=True)
         self._sandboxes.pop(sandbox.id, None)
 
@@ -389,7 +405,9 @@ class GVisorRuntime:
                 meta = {}
             if self._owned_by_live_process(meta):
                 continue
-            sandbox = _Sandbox(directory.name, directory, meta)
+            sandbox = _Sandbox(
+                directory.name, directory, meta, self._cgroup_of(directory.name, meta)
+            )
             self._sandboxes.pop(sandbox.id, None)
             await self._teardown(sandbox)
             removed.append(sandbox.id)
@@ -399,12 +417,13 @@ class GVisorRuntime:
                 for container in json.loads(out) or []:
                     cid = container["id"]
                     if cid.startswith(ID_PREFIX) and not (self.root / "sandboxes" / cid).exists():
-                        await self._teardown(_Sandbox(cid, self.root / "sandboxes" / cid, {}))
+                        directory = self.root / "sandboxes" / cid
+                        await self._teardown(_Sandbox(cid, directory, {}, self.cgroup_path(cid)))
                         removed.append(cid)
-        for kind in cgroups.Cgroup(CGROUP_PARENT).dirs():
+        for kind in cgroups.Cgroup(self.cgroup_parent).dirs():
             for leftover in kind.glob(f"{ID_PREFIX}*") if kind.is_dir() else []:
                 if not (self.root / "sandboxes" / leftover.name).exists():
-                    cgroups.Cgroup(f"{CGROUP_PARENT}/{leftover.name}").remove()
+                    cgroups.Cgroup(self.cgroup_path(leftover.name)).remove()
         await asyncio.to_thread(self._prune_rootfs)
         return sorted(set(removed))
 
@@ -703,7 +722,7 @@ class GVisorRuntime:
     # -- snapshots ------------------------------------------------------------------------
 
     def _snapshot_dir(self, snapshot_id: str) -> Path:
-        if not snapshot_id.startswith(SNAPSHOT_PREFIX) or not snapshot_id[5:].isalnum():
+        if not SNAPSHOT_ID.fullmatch(snapshot_id):
             raise SnapshotNotFound(snapshot_id)
         return self.root / "snapshots" / snapshot_id
 

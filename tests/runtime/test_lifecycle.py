@@ -53,7 +53,7 @@ async def test_destroy_leaves_nothing(gvisor: GVisorRuntime) -> None:
     await gvisor.destroy(box.id)
     assert host_processes_mentioning(box.id) == []
     assert not (gvisor.root / "sandboxes" / box.id).exists()
-    assert not cgroups.Cgroup(f"/airlock/{box.id}").exists()
+    assert not cgroups.Cgroup(gvisor.cgroup_path(box.id)).exists()
     assert box.id not in {s.id for s in await gvisor.list_sandboxes()}
     with pytest.raises(SandboxNotFound):
         await gvisor.get(box.id)
@@ -93,7 +93,7 @@ async def test_reap_orphans_of_a_previous_run(gvisor: GVisorRuntime, state_dir: 
         assert orphan in removed
         assert mine.id not in removed  # sandboxes of a live owner are left alone
         assert host_processes_mentioning(orphan) == []
-        assert not cgroups.Cgroup(f"/airlock/{orphan}").exists()
+        assert not cgroups.Cgroup(gvisor.cgroup_path(orphan)).exists()
         assert (await sh(gvisor, mine.id, "echo ok")).stdout == b"ok\n"
     finally:
         await gvisor.destroy(mine.id)
