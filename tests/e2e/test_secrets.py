@@ -99,3 +99,27 @@ async def test_secret_in_cwd_is_not_stored(airlock: Airlock, tenant: Tenant) -> 
     assert ex is not None
     assert canary not in await airlock.db.dump()
     assert canary not in repr(await audit_events(airlock, tenant))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the output cap cuts the raw output before masking (service/execs/runner.py "
+    "_ChunkSink): when the cut falls inside a secret, Masker.flush() emits the secret's "
+    "first bytes unmasked, since they no longer match the whole secret",
+)
+async def test_output_cap_inside_a_secret_leaks_no_part_of_it(
+    airlock: Airlock, tenant: Tenant
+) -> None:
+    canary = "canary-" + secrets.token_hex(16)
+    sandbox = await airlock.sandbox(tenant)
+    _, ex = await run_exec(
+        tenant.client,
+        sandbox.id,
+        cmd=["sh", "-c", 'printf "%0990d$API_TOKEN\\n" 0'],
+        secrets={"API_TOKEN": canary},
+        max_output_bytes=1000,
+    )
+    assert ex is not None and ex.stdout_truncated
+    assert ex.stdout.startswith("0" * 990)
+    assert canary[:10] not in ex.stdout, ex.stdout[990:]
+    assert canary[:10] not in await airlock.db.dump()
