@@ -1,4 +1,4 @@
-"""`airlock image build|list|import` and `airlock doctor`, registered on the main CLI."""
+"""`airlock image build|list|import|rm` and `airlock doctor`, registered on the main CLI."""
 
 from __future__ import annotations
 
@@ -69,6 +69,19 @@ def add_commands(
         return 0
 
     imp.set_defaults(func=do_import)
+
+    remove = image_sub.add_parser("rm", help="remove an image from the state dir")
+    remove.add_argument("name")
+
+    def do_remove(args: argparse.Namespace, settings: Any = None) -> int:
+        try:
+            images.remove_image(Path(settings_of(settings).state_dir), args.name)
+        except SandboxRuntimeError as exc:
+            print(f"remove failed: {exc}", file=sys.stderr)
+            return 1
+        return 0
+
+    remove.set_defaults(func=do_remove)
 
     doc = subparsers.add_parser("doctor", help="check what sandbox runtimes can work here")
     doc.add_argument(
