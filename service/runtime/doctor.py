@@ -207,7 +207,7 @@ async def diagnose(
         report.add("gvisor", works, detail, None if works else "see the runsc line above")
         if works:
             report.usable.append("gvisor")
-            await _snapshot_check(report, state_dir, settings)
+            await snapshot_check(report, state_dir, settings)
 
     if check_database is not None:
         try:
@@ -232,7 +232,7 @@ async def diagnose(
     return report
 
 
-async def _snapshot_check(report: Report, state_dir: Path, settings: Any) -> None:
+async def snapshot_check(report: Report, state_dir: Path, settings: Any) -> None:
     if getattr(settings, "template_snapshots", "auto") == "off":
         report.add(
             "snapshots",
