@@ -87,6 +87,18 @@ class Cgroup:
         base = self._v2() if self.layout == "v2" else self._v1("pids")
         return _read_keyed(base / "pids.events", "max")
 
+    def cpu_quota(self) -> float | None:
+        """CPUs granted by the CFS quota, or None when unlimited."""
+        if self.layout == "v2":
+            try:
+                quota, period = (self._v2() / "cpu.max").read_text().split()
+            except (OSError, ValueError):
+                return None
+            return None if quota == "max" else int(quota) / int(period)
+        quota = _read_int(self._v1("cpu") / "cpu.cfs_quota_us")
+        period = _read_int(self._v1("cpu") / "cpu.cfs_period_us")
+        return quota / period if quota > 0 and period else None
+
     def usage(self) -> Usage:
         if self.layout == "v2":
             base = self._v2()
