@@ -1,0 +1,203 @@
+"""Time to a first exec result: cold start, start from a template's snapshot, warm pool claim.
+
+Starts a real `airlock serve` (gVisor runtime, its own state dir and database), builds one
+shared template twice over (one without a pool, one with a pool), then, interleaved so all see
+the same machine load, times "create a sandbox and get the result of its first exec" for:
+
+- a cold start from the image (no template),
+- a start from the template's snapshot (no pool),
+- a claim from the warm pool (the pool refilled between runs, untimed),
+
+beside a bare exec on a sandbox that already exists. Prints median and p95 and the ratios
+(targets: warm claim >= 10x faster than cold at the median, within 2x of a bare exec).
+
+    .venv/bin/python bench/pool.py [--runs 20]
+
+Uses PostgreSQL when AIRLOCK_TEST_PG_ADMIN_URL is set, otherwise the embedded SQLite database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from api import database_url, free_port, pct, state_dir, wait_ready  # noqa: E402
+
+from service.db import migrate  # noqa: E402
+from service.runtime import images  # noqa: E402
+
+SITE = "/home/sandbox/venv/lib/python3.11/site-packages"
+SETUP = [
+    ["python3", "-m", "venv", "--without-pip", "/home/sandbox/venv"],
+    ["/bin/sh", "-c", f"printf 'VALUE = 42\\n' > {SITE}/airlock_probe.py"],
+]
+FIRST_EXEC = {"cmd": ["true"]}
+QUOTAS = {
+    "execs_per_minute": 1_000_000,
+    "max_sandboxes": 50,
+    "max_vcpus": 64,
+    "max_memory_mib": 64_000,
+}
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+
+    images.build_default_image(REPO / ".airlock")
+    with tempfile.TemporaryDirectory(prefix="airlock-bench-pool-") as tmp:
+        root = Path(tmp)
+        url, db_kind = await database_url(root)
+        await asyncio.to_thread(migrate.upgrade, url)
+        operator = "alo_bench_" + secrets.token_urlsafe(32)
+        port = free_port()
+        env = {
+            **os.environ,
+            "AIRLOCK_STATE_DIR": str(state_dir(root, "service")),
+            "AIRLOCK_DATABASE_URL": url,
+            "AIRLOCK_RUNTIME": "gvisor",
+            "AIRLOCK_OPERATOR_KEY": operator,
+            "AIRLOCK_LOG_LEVEL": "WARNING",
+            "AIRLOCK_POOL_REFILL_INTERVAL_S": "0.2",
+        }
+        log = (root / "server.log").open("wb")
+        proc = subprocess.Popen(  # noqa: ASYNC220
+            [str(REPO / ".venv/bin/airlock"), "serve", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            await wait_ready(base, proc)
+            async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+                await run(client, {"Authorization": f"Bearer {operator}"}, args.runs, db_kind)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+            log.close()
+
+
+async def build(client: httpx.AsyncClient, op: dict[str, str], name: str) -> None:
+    r = await client.post("/v1/templates", json={"name": name, "setup": SETUP}, headers=op)
+    r.raise_for_status()
+    for _ in range(1200):
+        state = (await client.get(f"/v1/templates/{name}", headers=op)).json()["state"]
+        if state in ("ready", "failed"):
+            assert state == "ready", (await client.get(f"/v1/templates/{name}", headers=op)).text
+            return
+        await asyncio.sleep(0.1)
+    raise SystemExit(f"template {name} did not build")
+
+
+async def pool_ready(client: httpx.AsyncClient, op: dict[str, str], name: str, n: int) -> None:
+    for _ in range(1200):
+        pools = (await client.get("/v1/pool", headers=op)).json()["pools"]
+        status = next(p for p in pools if p["template"] == name)
+        if status["ready"] >= n and status["starting"] == 0:
+            return
+        await asyncio.sleep(0.05)
+    raise SystemExit("the pool did not refill")
+
+
+async def tenant(client: httpx.AsyncClient, op: dict[str, str]) -> dict[str, str]:
+    body = {"name": f"bench-{secrets.token_hex(4)}", "quotas": QUOTAS}
+    r = await client.post("/v1/tenants", json=body, headers=op)
+    r.raise_for_status()
+    return {"Authorization": f"Bearer {r.json()['api_key']}"}
+
+
+async def start_and_exec(
+    client: httpx.AsyncClient, auth: dict[str, str], body: dict[str, Any]
+) -> tuple[float, str, str]:
+    """Seconds to a first exec result; the sandbox id and how it started."""
+    t0 = time.perf_counter()
+    r = await client.post("/v1/sandboxes", json={"ttl_s": 600, **body}, headers=auth)
+    assert r.status_code == 201, r.text
+    sandbox = r.json()
+    r = await client.post(f"/v1/sandboxes/{sandbox['id']}/execs", json=FIRST_EXEC, headers=auth)
+    elapsed = time.perf_counter() - t0
+    assert r.status_code == 200 and r.json()["exit_code"] == 0, r.text
+    return elapsed, sandbox["id"], sandbox["started_from"]
+
+
+async def run(client: httpx.AsyncClient, op: dict[str, str], runs: int, db_kind: str) -> None:
+    await build(client, op, "bench-snap")
+    await build(client, op, "bench-pool")
+    r = await client.put("/v1/pool/bench-pool", json={"size": "small", "target": 2}, headers=op)
+    r.raise_for_status()
+    auth = await tenant(client, op)
+    r = await client.post("/v1/sandboxes", json={"ttl_s": 3600}, headers=auth)
+    r.raise_for_status()
+    existing = r.json()["id"]
+
+    async def bare() -> float:
+        t0 = time.perf_counter()
+        r = await client.post(f"/v1/sandboxes/{existing}/execs", json=FIRST_EXEC, headers=auth)
+        elapsed = time.perf_counter() - t0
+        assert r.status_code == 200 and r.json()["exit_code"] == 0, r.text
+        return elapsed
+
+    times: dict[str, list[float]] = {"cold": [], "snapshot": [], "warm": [], "bare": []}
+    for i in range(runs + 2):  # the first two rounds warm every path up and are not counted
+        await pool_ready(client, op, "bench-pool", 2)
+        rounds: dict[str, float] = {}
+        made: list[tuple[dict[str, str], str]] = []
+        for kind, body in (("cold", {}), ("snapshot", {"template": "bench-snap"})):
+            rounds[kind], sid, started = await start_and_exec(client, auth, body)
+            assert started == ("image" if kind == "cold" else "snapshot"), started
+            made.append((auth, sid))
+        # one fresh tenant per claim: a tenant's fair share would otherwise cap its claims
+        claimer = await tenant(client, op)
+        rounds["warm"], sid, started = await start_and_exec(
+            client, claimer, {"template": "bench-pool"}
+        )
+        assert started == "pool", f"run {i}: the warm create started from {started}"
+        made.append((claimer, sid))
+        rounds["bare"] = await bare()
+        for who, sid in made:
+            await client.delete(f"/v1/sandboxes/{sid}", headers=who)
+        if i >= 2:
+            for kind, value in rounds.items():
+                times[kind].append(value)
+
+    labels = {
+        "cold": "cold start from the image",
+        "snapshot": "start from the template snapshot",
+        "warm": "claim from the warm pool",
+        "bare": "bare exec, existing sandbox",
+    }
+    print(f"create + first exec (`true`), {runs} interleaved runs each ({db_kind}, gVisor)")
+    print(f"{'path':<36}{'median ms':>11}{'p95 ms':>10}")
+    for kind, values in times.items():
+        print(
+            f"{labels[kind]:<36}{statistics.median(values) * 1e3:>11.1f}"
+            f"{pct(values, 95) * 1e3:>10.1f}"
+        )
+    med = {kind: statistics.median(values) for kind, values in times.items()}
+    print(
+        f"cold / warm at the median: {med['cold'] / med['warm']:.1f}x (target >= 10x)\n"
+        f"snapshot / warm at the median: {med['snapshot'] / med['warm']:.1f}x\n"
+        f"warm / bare exec at the median: {med['warm'] / med['bare']:.2f}x (target <= 2x)"
+    )
+    await client.delete(f"/v1/sandboxes/{existing}", headers=auth)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
