@@ -251,7 +251,17 @@ class GVisorRuntime:
         sandbox = self._load(sandbox_id)
         if sandbox.meta.get("failure_reason"):
             raise SandboxFailed(sandbox_id, sandbox.meta["failure_reason"])
+        self._adopt(sandbox)
         return sandbox
+
+    def _adopt(self, sandbox: _Sandbox) -> None:
+        """A sandbox of a previous run that this process uses becomes this process's, so
+        `reap_orphans` (here or in another process) leaves it alone."""
+        if sandbox.meta.get("owner") != self._owner and not self._owned_by_live_process(
+            sandbox.meta
+        ):
+            sandbox.meta["owner"] = self._owner
+            sandbox.save()
 
     def _mark_failed(self, sandbox: _Sandbox, reason: str) -> None:
         if not sandbox.meta.get("failure_reason"):
@@ -349,6 +359,7 @@ class GVisorRuntime:
         sandbox = self._load(sandbox_id)
         if sandbox.meta.get("failure_reason"):
             return self._info(sandbox)
+        self._adopt(sandbox)
         state = await self._state(sandbox_id)
         return self._info(sandbox, "running" if state == "running" else "stopped")
 

@@ -74,7 +74,8 @@ asyncio.run(main())
 """
 
 
-async def test_reap_orphans_of_a_previous_run(gvisor: GVisorRuntime, state_dir: Path) -> None:
+async def crashed_run(state_dir: Path) -> str:
+    """The id of a sandbox created by a process that then died without cleaning up."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
@@ -84,7 +85,23 @@ async def test_reap_orphans_of_a_previous_run(gvisor: GVisorRuntime, state_dir: 
         cwd=REPO,
     )
     out, _ = await proc.communicate()
-    orphan = out.decode().strip()
+    return out.decode().strip()
+
+
+async def test_a_used_sandbox_of_a_previous_run_is_adopted(
+    gvisor: GVisorRuntime, state_dir: Path
+) -> None:
+    survivor = await crashed_run(state_dir)
+    try:
+        assert (await gvisor.get(survivor)).state == "running"  # the new run claims it
+        assert survivor not in await gvisor.reap_orphans()
+        assert (await sh(gvisor, survivor, "echo kept")).stdout == b"kept\n"
+    finally:
+        await gvisor.destroy(survivor)
+
+
+async def test_reap_orphans_of_a_previous_run(gvisor: GVisorRuntime, state_dir: Path) -> None:
+    orphan = await crashed_run(state_dir)
     assert orphan.startswith("alk-")
     assert host_processes_mentioning(orphan)  # still running after its owner died
     mine = await gvisor.create("default", SandboxSpec(memory_mib=128, disk_mib=32))
