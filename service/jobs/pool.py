@@ -122,6 +122,8 @@ class PoolRefiller:
             found = []
             for target, template in await PoolRepository(session).targets():
                 version = await ready_version(session, template.id)
+                if version is not None and version.size != target.size:
+                    version = None  # built for another size: nothing to start for this pool
                 found.append(
                     Pool(
                         id=target.id,

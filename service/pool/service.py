@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.audit.recorder import OPERATOR_CHAIN, AuditContext, record
 from service.db.base import utcnow
-from service.db.models import PoolTarget, Tenant
-from service.errors import NotFound
+from service.db.models import PoolTarget, TemplateVersion, Tenant
+from service.errors import NotFound, Unprocessable
 from service.ids import new_id
 from service.pool import metrics
 from service.pool.repository import PoolRepository
@@ -165,6 +165,16 @@ async def set_target(
     template = await TemplateRepository(session, owner).own(name)
     if template is None:
         raise NotFound(f"no template {name}" + (f" of tenant {tenant_id}" if tenant_id else ""))
+    newest = await session.scalar(
+        select(TemplateVersion)
+        .where(TemplateVersion.template_id == template.id)
+        .order_by(TemplateVersion.version.desc())
+        .limit(1)
+    )
+    if newest is not None and newest.size != data.size:
+        raise Unprocessable(
+            f"template {name} is built for size {newest.size}", extra={"size": newest.size}
+        )
     await upsert_target(session, template.id, data.size, data.target)
     await record(
         session,

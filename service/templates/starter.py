@@ -32,6 +32,7 @@ STEP_TIMEOUT_S = 600.0
 class Recipe:
     version_id: str
     image: str
+    size: str
     setup: list[list[str]]
     cpus: int
     memory_mib: int
@@ -44,6 +45,7 @@ class Recipe:
         return cls(
             version_id=row.id,
             image=row.image,
+            size=row.size,
             setup=[list(step) for step in row.setup],
             cpus=row.cpus,
             memory_mib=row.memory_mib,

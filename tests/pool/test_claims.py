@@ -146,3 +146,15 @@ async def test_deleting_a_template_with_pool_members_is_refused_unless_forced(
     runtime = papi.app.state.runtimes.current
     alive = {s.id for s in await runtime.list_sandboxes()}
     assert not ({m.runtime_id for m in members} & alive)
+
+
+async def test_a_pool_must_match_the_templates_size(papi: Api, pooled: str) -> None:
+    r = await papi.client.put(
+        f"/v1/pool/{pooled}", json={"size": "medium", "target": 1}, headers=papi.operator
+    )
+    assert r.status_code == 422 and r.json()["size"] == "small"
+    tenant = await papi.tenant(**BIG_QUOTAS)
+    r = await papi.client.put(
+        f"/v1/pool/{pooled}", json={"size": "small", "target": 1}, headers=tenant.headers
+    )
+    assert r.status_code == 403  # pools are the operator's
