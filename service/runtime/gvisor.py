@@ -34,7 +34,7 @@ from .errors import (
     SandboxRuntimeError,
     SnapshotNotFound,
 )
-from .execution import SupervisedExecution, spawn
+from .execution import Spawned, SupervisedExecution, spawn
 from .inside import HELD_PIPES_SCRIPT, KILL_SCRIPT
 from .paths import sandbox_path
 from .types import (
@@ -479,10 +479,13 @@ class GVisorRuntime:
 
     async def _spawn_exec(
         self, sandbox: _Sandbox, exec_id: str, process: dict[str, Any], with_stdin: bool
-    ) -> Any:
+    ) -> Spawned:
         base = sandbox.dir / "exec" / exec_id
         process_file = base.with_suffix(".json")
-        process_file.write_text(json.dumps(process))
+        try:
+            process_file.write_text(json.dumps(process))
+        except FileNotFoundError as exc:  # destroyed meanwhile
+            raise SandboxNotFound(sandbox.id) from exc
         argv = self._cmd(
             "exec",
             f"--process={process_file}",
