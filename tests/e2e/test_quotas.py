@@ -62,6 +62,17 @@ async def test_concurrent_creates_respect_max_sandboxes(airlock: Airlock, tenant
     assert active == 2
 
 
+async def test_max_vcpus_and_memory(airlock: Airlock, tenant: Tenant) -> None:
+    await set_quotas(airlock, tenant, max_vcpus=2, max_memory_mib=1024)
+    await airlock.sandbox(tenant, cpus=1, memory_mib=512)
+    async with airlock.http(tenant.key) as http:
+        r = await http.post("/v1/sandboxes", json={"cpus": 2, "memory_mib": 256})
+        assert_quota_answer(r, "max_vcpus")
+        r = await http.post("/v1/sandboxes", json={"cpus": 1, "memory_mib": 768})
+        assert_quota_answer(r, "max_memory_mib")
+    assert await sandbox_rows(airlock, tenant) == 1
+
+
 async def test_execs_per_minute(airlock: Airlock, tenant: Tenant) -> None:
     await set_quotas(airlock, tenant, execs_per_minute=2)
     sandbox = await airlock.sandbox(tenant)

@@ -89,6 +89,13 @@ async def test_no_record_is_lost(airlock: Airlock, crash: Crash) -> None:
         assert [e["id"] for e in history][:2] == [crash.finished_id, crash.interrupted_id]
 
 
+async def test_sandbox_is_usable_after_the_restart(airlock: Airlock, crash: Crash) -> None:
+    sandbox = await airlock.get_sandbox(crash.tenant, crash.sandbox_id)
+    assert sandbox.state == "running"
+    _, ex = await run_exec(crash.tenant.client, crash.sandbox_id, cmd=["echo", "after"])
+    assert ex is not None and (ex.exit_code, ex.stdout) == (0, "after\n")
+
+
 async def test_cut_off_exec_is_interrupted_and_audited(airlock: Airlock, crash: Crash) -> None:
     async with airlock.http(crash.tenant.key) as http:
         r = await http.get(f"/v1/sandboxes/{crash.sandbox_id}/execs/{crash.interrupted_id}")

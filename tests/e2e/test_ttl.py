@@ -7,13 +7,17 @@ import time
 
 from airlock_client.api.sandboxes import list_sandbox_transitions
 
-from tests.e2e.conftest import Airlock, Tenant, runtime_processes
+from tests.e2e.conftest import Airlock, Tenant, run_exec, runtime_processes
 
 
 async def test_expired_sandbox_is_stopped_and_its_processes_are_gone(
     airlock: Airlock, tenant: Tenant
 ) -> None:
     sandbox = await airlock.sandbox(tenant, ttl_s=10)
+    _, ex = await run_exec(
+        tenant.client, sandbox.id, expect=202, cmd=["sleep", "57"], wait=False, timeout_s=90
+    )
+    assert ex is not None
     rows = await airlock.db.fetch("SELECT runtime_id FROM sandboxes WHERE id = $1", sandbox.id)
     runtime_id = rows[0]["runtime_id"]
     assert runtime_id
@@ -44,6 +48,10 @@ async def test_expired_sandbox_is_stopped_and_its_processes_are_gone(
             break
         await asyncio.sleep(0.5)
     assert left == [], f"runtime processes outlived the sandbox: {left}"
+    async with airlock.http(tenant.key) as http:
+        cut = (await http.get(f"/v1/sandboxes/{sandbox.id}/execs/{ex.id}")).json()
+    assert cut["state"] != "running", cut
+    assert cut["finished_at"] is not None
 
 
 async def test_extended_sandbox_outlives_its_first_ttl(airlock: Airlock, tenant: Tenant) -> None:
