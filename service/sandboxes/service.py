@@ -323,6 +323,10 @@ async def create_sandbox(
     except SandboxRuntimeError as exc:
         await _record_failure(db, principal.tenant_id, sandbox_id, ctx, f"create failed: {exc}")
         raise
+    except starter.SetupFailed as exc:
+        # A template without a snapshot runs its setup in each new sandbox; it failed here.
+        await _record_failure(db, principal.tenant_id, sandbox_id, ctx, f"template {exc}")
+        raise Conflict(f"the template's {exc} in this sandbox") from exc
     return await _finish_create(
         db, runtime, principal, ctx, sandbox_id, info.id, info.runtime
     ), True
