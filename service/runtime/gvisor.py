@@ -88,6 +88,11 @@ class _Sandbox:
     execs: dict[str, SupervisedExecution] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     oom_baseline: int = 0
+    # Cleared while a snapshot has the sandbox stopped; new work waits for it.
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.ready.set()
 
     @property
     def bundle(self) -> Path:
@@ -252,6 +257,14 @@ class GVisorRuntime:
         if sandbox.meta.get("failure_reason"):
             raise SandboxFailed(sandbox_id, sandbox.meta["failure_reason"])
         self._adopt(sandbox)
+        return sandbox
+
+    async def _ready(self, sandbox_id: str) -> _Sandbox:
+        """The sandbox, once no snapshot has it stopped; SandboxFailed if it failed."""
+        sandbox = self._usable(sandbox_id)
+        if not sandbox.ready.is_set():
+            await sandbox.ready.wait()
+            sandbox = self._usable(sandbox_id)
         return sandbox
 
     def _adopt(self, sandbox: _Sandbox) -> None:
@@ -600,7 +613,7 @@ class GVisorRuntime:
         return "exited"
 
     async def exec(self, sandbox_id: str, request: ExecRequest) -> SupervisedExecution:
-        sandbox = self._usable(sandbox_id)
+        sandbox = await self._ready(sandbox_id)
         return await self._start_exec(
             sandbox,
             list(request.argv),
@@ -641,7 +654,7 @@ class GVisorRuntime:
         user: str | None = None,
     ) -> int:
         target = sandbox_path(path)
-        sandbox = self._usable(sandbox_id)
+        sandbox = await self._ready(sandbox_id)
         if not 0 <= mode <= 0o7777:
             raise InvalidSpec("mode must be between 0 and 0o7777")
         written = 0
@@ -689,7 +702,7 @@ class GVisorRuntime:
         self, sandbox_id: str, path: str, *, user: str | None = None
     ) -> AsyncIterator[bytes]:
         target = sandbox_path(path)
-        sandbox = self._usable(sandbox_id)
+        sandbox = await self._ready(sandbox_id)
         uid, gid = gvisor_spec.parse_user(user or sandbox.spec.user)
         process = gvisor_spec.exec_process(
             argv=["/bin/sh", "-c", files.READ_SCRIPT, "sh", target],
@@ -719,7 +732,7 @@ class GVisorRuntime:
         self, sandbox_id: str, path: str, *, user: str | None = None
     ) -> list[FileEntry]:
         target = sandbox_path(path)
-        sandbox = self._usable(sandbox_id)
+        sandbox = await self._ready(sandbox_id)
         execution = await self._start_exec(
             sandbox,
             ["/bin/sh", "-c", files.LIST_SCRIPT, "sh", target],
@@ -757,58 +770,71 @@ class GVisorRuntime:
         """Checkpoint the sandbox, then restore it in place so it keeps running."""
         sandbox = self._usable(sandbox_id)
         async with sandbox.lock:
-            if any(not e.done for e in sandbox.execs.values()):
-                raise SandboxBusy(f"sandbox {sandbox_id} has running execs")
-            check = await self._start_exec(
-                sandbox, ["/bin/sh", "-c", HELD_PIPES_SCRIPT], user="0:0", timeout_s=30
+            # New work waits from here until the sandbox runs again.
+            sandbox.ready.clear()
+            try:
+                await self._check_quiet(sandbox)
+                return await self._checkpoint_and_resume(sandbox)
+            finally:
+                sandbox.ready.set()
+
+    async def _check_quiet(self, sandbox: _Sandbox) -> None:
+        """Refuse a snapshot while an exec runs or a process holds an exec's pipe."""
+        if any(not e.done for e in sandbox.execs.values()):
+            raise SandboxBusy(f"sandbox {sandbox.id} has running execs")
+        check = await self._start_exec(
+            sandbox, ["/bin/sh", "-c", HELD_PIPES_SCRIPT], user="0:0", timeout_s=30
+        )
+        held = [line for line in (await check.wait()).stdout.decode().split("\n") if line]
+        if held:
+            raise SandboxBusy(
+                f"sandbox {sandbox.id}: processes still hold an exec's output "
+                f"({', '.join(held)}); start long-lived processes with "
+                "their stdio redirected (</dev/null >file 2>&1) to snapshot them"
             )
-            held = (await check.wait()).stdout.decode().split("\n")
-            if any(held):
-                raise SandboxBusy(
-                    f"sandbox {sandbox_id}: processes still hold an exec's output "
-                    f"({', '.join(h for h in held if h)}); start long-lived processes with "
-                    "their stdio redirected (</dev/null >file 2>&1) to snapshot them"
-                )
-            snapshot_id = SNAPSHOT_PREFIX + secrets.token_hex(12)
-            directory = self._snapshot_dir(snapshot_id)
-            (directory / "image").mkdir(parents=True)
-            code, out = await self._runsc(
-                "checkpoint", f"--image-path={directory / 'image'}", sandbox.id
+
+    async def _checkpoint_and_resume(self, sandbox: _Sandbox) -> SnapshotInfo:
+        sandbox_id = sandbox.id
+        snapshot_id = SNAPSHOT_PREFIX + secrets.token_hex(12)
+        directory = self._snapshot_dir(snapshot_id)
+        (directory / "image").mkdir(parents=True)
+        code, out = await self._runsc(
+            "checkpoint", f"--image-path={directory / 'image'}", sandbox.id
+        )
+        if code != 0:
+            shutil.rmtree(directory, ignore_errors=True)
+            if await self._state(sandbox.id) != "running":
+                self._mark_failed(sandbox, "checkpoint")
+            raise SandboxRuntimeError(f"checkpoint of {sandbox_id} failed: {out.strip()}")
+        meta = {
+            "id": snapshot_id,
+            "sandbox_id": sandbox.id,
+            "image": sandbox.meta["image"],
+            "image_digest": sandbox.meta["image_digest"],
+            "spec": sandbox.meta["spec"],
+            "path_env": sandbox.meta.get("path_env"),
+            "rootfs": sandbox.meta.get("rootfs"),
+            "created_at": _now(),
+        }
+        (directory / "snapshot.json").write_text(json.dumps(meta, indent=1))
+        await self._reap_while(self._runsc("delete", "--force", sandbox.id, limit_s=30))
+        code, out = await self._reap_while(
+            self._runsc(
+                "restore",
+                "--detach",
+                f"--image-path={directory / 'image'}",
+                f"--bundle={sandbox.bundle}",
+                sandbox.id,
+                log_file=sandbox.dir / "runsc.log",
             )
-            if code != 0:
-                shutil.rmtree(directory, ignore_errors=True)
-                if await self._state(sandbox.id) != "running":
-                    self._mark_failed(sandbox, "checkpoint")
-                raise SandboxRuntimeError(f"checkpoint of {sandbox_id} failed: {out.strip()}")
-            meta = {
-                "id": snapshot_id,
-                "sandbox_id": sandbox.id,
-                "image": sandbox.meta["image"],
-                "image_digest": sandbox.meta["image_digest"],
-                "spec": sandbox.meta["spec"],
-                "path_env": sandbox.meta.get("path_env"),
-                "rootfs": sandbox.meta.get("rootfs"),
-                "created_at": _now(),
-            }
-            (directory / "snapshot.json").write_text(json.dumps(meta, indent=1))
-            await self._reap_while(self._runsc("delete", "--force", sandbox.id, limit_s=30))
-            code, out = await self._reap_while(
-                self._runsc(
-                    "restore",
-                    "--detach",
-                    f"--image-path={directory / 'image'}",
-                    f"--bundle={sandbox.bundle}",
-                    sandbox.id,
-                    log_file=sandbox.dir / "runsc.log",
-                )
-            )
-            if code != 0:
-                self._mark_failed(sandbox, "restore")
-                raise SandboxFailed(sandbox_id, "restore", out.strip()[-500:])
-            sandbox.oom_baseline = sandbox.cgroup.oom_kills()
-            sandbox.meta["oom_baseline"] = sandbox.oom_baseline
-            sandbox.save()
-            return self._snapshot_info(meta, directory)
+        )
+        if code != 0:
+            self._mark_failed(sandbox, "restore")
+            raise SandboxFailed(sandbox_id, "restore", out.strip()[-500:])
+        sandbox.oom_baseline = sandbox.cgroup.oom_kills()
+        sandbox.meta["oom_baseline"] = sandbox.oom_baseline
+        sandbox.save()
+        return self._snapshot_info(meta, directory)
 
     def _load_snapshot(self, snapshot_id: str) -> tuple[dict[str, Any], Path]:
         directory = self._snapshot_dir(snapshot_id)

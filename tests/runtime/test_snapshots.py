@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from service.runtime import (
@@ -68,3 +70,18 @@ async def test_snapshot_refuses_processes_holding_exec_output(
         await runtime.snapshot(box.id)
     assert "sleep" in str(busy.value)
     assert (await sh(runtime, box.id, "echo still fine")).stdout == b"still fine\n"
+
+
+async def test_work_arriving_during_a_snapshot_waits(
+    runtime: SandboxRuntime, make_sandbox: SandboxFactory
+) -> None:
+    box = await make_sandbox()
+    snapshotting = asyncio.create_task(runtime.snapshot(box.id))
+    await asyncio.sleep(0.05)  # the snapshot is under way
+    during = await sh(runtime, box.id, "echo during")
+    snapshot = await snapshotting
+    try:
+        assert (during.outcome, during.stdout) == ("exited", b"during\n")
+        assert (await runtime.get(box.id)).state == "running"
+    finally:
+        await runtime.delete_snapshot(snapshot.id)
