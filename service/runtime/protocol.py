@@ -47,7 +47,9 @@ class SandboxRuntime(Protocol):
 
     name: str
 
-    async def create(self, image: str, spec: SandboxSpec) -> SandboxInfo: ...
+    async def create(self, image: str, spec: SandboxSpec) -> SandboxInfo:
+        """A running sandbox from a local image (ImageNotFound, InvalidSpec)."""
+        ...
 
     async def get(self, sandbox_id: str) -> SandboxInfo: ...
 
@@ -59,13 +61,17 @@ class SandboxRuntime(Protocol):
         """Remove the sandbox and everything it held; a missing sandbox is not an error."""
         ...
 
-    async def exec(self, sandbox_id: str, request: ExecRequest) -> Execution: ...
+    async def exec(self, sandbox_id: str, request: ExecRequest) -> Execution:
+        """Start a command. SandboxFailed once the sandbox died (e.g. reason "oom")."""
+        ...
 
     async def run(self, sandbox_id: str, request: ExecRequest) -> ExecResult:
         """`exec` and wait: output collected up to the cap."""
         ...
 
-    async def kill_exec(self, sandbox_id: str, exec_id: str) -> None: ...
+    async def kill_exec(self, sandbox_id: str, exec_id: str) -> None:
+        """Kill a running exec's process tree; ExecNotFound if unknown or already finished."""
+        ...
 
     async def write_file(
         self,
@@ -82,7 +88,8 @@ class SandboxRuntime(Protocol):
     def read_file(
         self, sandbox_id: str, path: str, *, user: str | None = None
     ) -> AsyncIterator[bytes]:
-        """Stream a file out through the sandbox."""
+        """Stream a file out through the sandbox. PathNotFound / PathNotAllowed are raised
+        on the first iteration, before any data, so a caller can still answer with an error."""
         ...
 
     async def list_files(
