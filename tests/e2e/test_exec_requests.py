@@ -24,6 +24,21 @@ async def test_cwd_env_stdin_and_numeric_user(airlock: Airlock, tenant: Tenant) 
     assert default is not None and default.stdout.strip() != "0", "runs as root by default"
 
 
+async def test_large_stdin_and_output(airlock: Airlock, tenant: Tenant) -> None:
+    sandbox = await airlock.sandbox(tenant)
+    data = "".join(f"{i:07d}\n" for i in range(125_000))  # 1 MB
+    _, ex = await run_exec(
+        tenant.client,
+        sandbox.id,
+        cmd=["sh", "-c", "cat; cat >&2 < /dev/null"],
+        stdin=data,
+        max_output_bytes=2 << 20,
+    )
+    assert ex is not None and ex.exit_code == 0
+    assert ex.stdout_bytes == len(data) and not ex.stdout_truncated
+    assert ex.stdout == data
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="ExecCreate.user (service/execs/schemas.py) accepts a user name, but the gVisor "

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import secrets
 
+import pytest
+
 from tests.e2e.conftest import Airlock, Tenant, audit_events
 
 
@@ -93,3 +95,27 @@ async def test_retried_exec_while_it_still_runs(airlock: Airlock, tenant: Tenant
         assert again.json()["id"] == first.json()["id"]
     rows = await airlock.db.count("SELECT count(*) FROM execs WHERE sandbox_id = $1", sandbox.id)
     assert rows == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="ExecRunner.start (service/execs/runner.py) looks the key up, then inserts, without "
+    "a lock (since execs start on Core statements): concurrent retries all miss the lookup, "
+    "and all but one insert fail on uq_execs_sandbox_idempotency with an unhandled "
+    "IntegrityError: 500 instead of the first exec",
+)
+async def test_concurrent_retries_of_an_exec(airlock: Airlock, tenant: Tenant) -> None:
+    sandbox = await airlock.sandbox(tenant)
+    path = f"/v1/sandboxes/{sandbox.id}/execs"
+    key = "idem-" + secrets.token_hex(8)
+    body = {"cmd": ["sh", "-c", "echo run >> /tmp/runs; wc -l < /tmp/runs"]}
+    async with airlock.http(tenant.key) as http:
+        answers = await asyncio.gather(
+            *(http.post(path, json=body, headers={"Idempotency-Key": key}) for _ in range(4))
+        )
+        assert [r.status_code for r in answers] == [200] * 4, [r.text for r in answers]
+        assert len({r.json()["id"] for r in answers}) == 1
+        count = await http.post(path, json={"cmd": ["sh", "-c", "wc -l < /tmp/runs"]})
+        assert count.json()["stdout"] == "1\n"
+    rows = await airlock.db.count("SELECT count(*) FROM execs WHERE sandbox_id = $1", sandbox.id)
+    assert rows == 2

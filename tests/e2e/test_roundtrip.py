@@ -92,3 +92,20 @@ async def test_create_exec_history_delete(airlock: Airlock, tenant: Tenant) -> N
         ("stopping", "stopped"),
     ]
     await run_exec(tenant.client, sandbox.id, expect=409, cmd=["true"])
+
+
+async def test_file_names_that_need_quoting(airlock: Airlock, tenant: Tenant) -> None:
+    sandbox = await airlock.sandbox(tenant)
+    for path in ("/work/with space.txt", "/work/café/ünï.txt", "/work/a%2Fb", "/tmp/q?x=1#y"):
+        body = path.encode() * 3
+        up = await upload_file.asyncio_detailed(
+            sandbox.id, path, client=tenant.client, body=File(payload=body)
+        )
+        assert up.status_code == 201, (path, up.content)
+        assert up.parsed is not None and up.parsed.path == path
+        down = await download_file.asyncio_detailed(sandbox.id, path, client=tenant.client)
+        assert (down.status_code, down.content) == (200, body), path
+    _, ls = await run_exec(tenant.client, sandbox.id, cmd=["ls", "/work", "/work/café"])
+    assert ls is not None
+    assert ls.stdout.split("\n").count("with space.txt") == 1
+    assert "ünï.txt" in ls.stdout and "a%2Fb" in ls.stdout
