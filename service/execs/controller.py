@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, Response, get, post
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, HeaderParameter, JSONBody, QueryParameter
 from litestar.response import ServerSentEvent
 
@@ -41,6 +42,12 @@ class ExecController(Controller):
         description="With `wait` (the default) the answer is the finished exec (200); "
         "`wait: false` answers 202 at once. A non-zero exit is a 200 with its exit code.",
         opt={"scope": "exec"},
+        status_code=200,
+        responses={
+            202: ResponseSpec(
+                Exec, description="Started without waiting: poll it or stream its events"
+            )
+        },
     )
     async def create_exec(
         self,
@@ -107,9 +114,11 @@ class ExecController(Controller):
         exec_id: FromPath[str],
         last_event_id: LastEventId = None,
         after: AfterParam = None,
-    ) -> ServerSentEvent:
-        await service.get_exec(db, principal, sandbox_id, exec_id)  # 404 before streaming
+    ) -> ServerSentEvent | Response[None]:
         start = after if after is not None else _event_id(last_event_id)
+        if await service.stream_ended(db, principal, sandbox_id, exec_id, start):
+            # The reader has everything, `exit` included: 204 tells EventSource to stop.
+            return Response(None, status_code=204)
         return ServerSentEvent(
             service.events(db, exec_runner, principal, sandbox_id, exec_id, start)
         )

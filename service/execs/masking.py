@@ -39,8 +39,15 @@ class Masker:
         out, self._pending = buf[:cut], buf[cut:]
         return out
 
-    def flush(self) -> bytes:
+    def flush(self, *, cut: bool = False) -> bytes:
+        """The rest. With `cut` (the output was cut short), a trailing piece that could be the
+        start of a secret is masked too: the missing end must not make it readable."""
         out, self._pending = self._mask(self._pending), b""
+        if cut:
+            for size in range(min(len(out), self._keep), 0, -1):
+                tail = out[-size:]
+                if any(secret.startswith(tail) for secret in self._secrets):
+                    return out[:-size] + MASK
         return out
 
 

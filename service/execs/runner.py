@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 from sqlalchemy import insert, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext, record
@@ -94,6 +95,54 @@ class ExecRunner:
             raise Unprocessable(f"names in both env and secrets: {', '.join(overlap)}")
         secret_values = list(data.secrets.values())
         masked_cmd = [mask_text(arg, secret_values) for arg in data.cmd]
+        # Secrets belong in `secrets`; wherever else one was put, the record shows `***`.
+        masked_cwd = mask_text(data.cwd, secret_values)
+        masked_env = {k: mask_text(v, secret_values) for k, v in data.env.items()}
+        try:
+            return await self._start(
+                runtime,
+                tenant_id,
+                only_sandbox,
+                ctx,
+                sandbox_id,
+                data,
+                idempotency_key,
+                request_hash,
+                secret_values,
+                (masked_cmd, masked_cwd, masked_env),
+            )
+        except IntegrityError:
+            # The same Idempotency-Key raced in from a concurrent retry: answer as it did.
+            if idempotency_key is None:
+                raise
+            async with self.engine.connect() as conn:
+                existing = (
+                    await conn.execute(
+                        select(ExecRow.id, ExecRow.request_hash).where(
+                            ExecRow.tenant_id == tenant_id,
+                            ExecRow.sandbox_id == sandbox_id,
+                            ExecRow.idempotency_key == idempotency_key,
+                        )
+                    )
+                ).one()
+            if existing.request_hash != request_hash:
+                raise IdempotencyKeyReused() from None
+            return Started(existing.id, created=False)
+
+    async def _start(
+        self,
+        runtime: SandboxRuntime,
+        tenant_id: str,
+        only_sandbox: str | None,
+        ctx: AuditContext,
+        sandbox_id: str,
+        data: ExecCreate,
+        idempotency_key: str | None,
+        request_hash: str,
+        secret_values: list[str],
+        masked: tuple[list[str], str, dict[str, str]],
+    ) -> Started:
+        masked_cmd, masked_cwd, masked_env = masked
         async with self.engine.begin() as conn:
             stmt = (
                 select(
@@ -136,9 +185,9 @@ class ExecRunner:
                 "sandbox_id": sandbox_id,
                 "state": "running",
                 "cmd": masked_cmd,
-                "cwd": data.cwd,
+                "cwd": masked_cwd,
                 "user": data.user,
-                "env": dict(data.env),
+                "env": masked_env,
                 "secret_names": sorted(data.secrets),
                 "timeout_s": data.timeout_s,
                 "has_stdin": data.stdin is not None,
@@ -162,7 +211,7 @@ class ExecRunner:
                 details={
                     "sandbox_id": sandbox_id,
                     "cmd": masked_cmd,
-                    "cwd": data.cwd,
+                    "cwd": masked_cwd,
                     "user": data.user,
                     "env_names": sorted(data.env),
                     "secret_names": sorted(data.secrets),
@@ -257,6 +306,7 @@ class ExecRunner:
         result: ExecResult | None = None
         error: str | None = None
         noted: asyncio.Task[None] | None = None
+        execution = None
         try:
             execution = await runtime.exec(runtime_id, request)
             # Recorded alongside the run (not before it): only a restart needs it, to kill
@@ -272,6 +322,10 @@ class ExecRunner:
             error = str(exc)[:500]
         except asyncio.CancelledError:
             error = "the service stopped while this exec ran"
+            if execution is not None:
+                # A stopping service leaves no process of its execs behind.
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(asyncio.wait_for(execution.kill(), 10))
             await asyncio.shield(
                 self._finish(row, tenant_id, ctx, sink, None, error, started, noted, "interrupted")
             )
@@ -321,7 +375,11 @@ class ExecRunner:
         state: str | None = None,
     ) -> Exec:
         exec_id = row["id"]
-        await sink.close()
+        # Output that ended early (capped, or cut off) may end inside a secret.
+        await sink.close(
+            cut_stdout=result.stdout_truncated if result else True,
+            cut_stderr=result.stderr_truncated if result else True,
+        )
         if noted is not None:
             with contextlib.suppress(Exception):
                 await noted
@@ -407,10 +465,21 @@ class _ChunkSink:
         self.bytes = {"stdout": 0, "stderr": 0}
         # What was stored, per stream: the finished exec is answered from here.
         self.kept = {"stdout": b"", "stderr": b""}
+        # An incomplete UTF-8 character held back, so each stored chunk decodes on its own.
+        self.partial = {"stdout": b"", "stderr": b""}
+
+    def _whole_characters(self, stream: str, data: bytes) -> bytes:
+        data = self.partial[stream] + data
+        keep = _incomplete_utf8_tail(data)
+        if keep:
+            data, self.partial[stream] = data[:-keep], data[-keep:]
+        else:
+            self.partial[stream] = b""
+        return data
 
     async def add(self, stream: str, data: bytes) -> None:
         self.bytes[stream] = self.bytes.get(stream, 0) + len(data)
-        masked = self.maskers[stream].feed(data)
+        masked = self._whole_characters(stream, self.maskers[stream].feed(data))
         if masked:
             self.pending.append((stream, masked))
             self.pending_bytes += len(masked)
@@ -432,12 +501,31 @@ class _ChunkSink:
             await conn.execute(insert(ExecChunk), rows)
         self.on_flush()
 
-    async def close(self) -> None:
-        for stream, masker in self.maskers.items():
-            tail = masker.flush()
+    async def close(self, *, cut_stdout: bool, cut_stderr: bool) -> None:
+        for stream, cut in (("stdout", cut_stdout), ("stderr", cut_stderr)):
+            tail = self.partial[stream] + self.maskers[stream].flush(cut=cut)
+            self.partial[stream] = b""
             if tail:
                 self.pending.append((stream, tail))
         await self.flush()
+
+
+def _incomplete_utf8_tail(data: bytes) -> int:
+    """How many bytes at the end of `data` start a UTF-8 character that is not complete yet."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # a lead byte (or ASCII)
+            need = (
+                2
+                if byte & 0xE0 == 0xC0
+                else 3
+                if byte & 0xF0 == 0xE0
+                else 4
+                if byte & 0xF8 == 0xF0
+                else 1
+            )
+            return back if need > back else 0
+    return 0
 
 
 def _coalesce(pieces: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:

@@ -10,7 +10,8 @@ from service.sandboxes.schemas import EnvName, EnvValue
 
 Arg = Annotated[str, Meta(max_length=65_536)]
 SecretValue = Annotated[str, Meta(min_length=4, max_length=65_536)]
-User = Annotated[str, Meta(pattern=r"^([0-9]{1,10}(:[0-9]{1,10})?|[a-z_][a-z0-9_-]{0,31})$")]
+# A numeric uid[:gid]: the image's names are not resolved before the process starts.
+User = Annotated[str, Meta(pattern=r"^[0-9]{1,10}(:[0-9]{1,10})?$")]
 ExecState = Literal["running", "finished", "interrupted", "failed"]
 
 MAX_OUTPUT_BYTES = 8 << 20

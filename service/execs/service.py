@@ -6,11 +6,13 @@ import json
 from collections.abc import AsyncIterator
 
 from litestar.response import ServerSentEventMessage
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext, record
 from service.auth.principal import Principal
 from service.db.models import Exec as ExecRow
+from service.db.models import ExecChunk
 from service.errors import Conflict, NotFound
 from service.execs.repository import ExecRepository
 from service.execs.runner import ExecRunner
@@ -159,6 +161,23 @@ async def kill_exec(
         await runner.kill(runtime_id, runtime_exec_id)
     await runner.wait(exec_id)
     return await get_exec(db, principal, sandbox_id, exec_id)
+
+
+async def stream_ended(
+    db: Db, principal: Principal, sandbox_id: str, exec_id: str, after: int
+) -> bool:
+    """Whether a reader resuming after event `after` has already seen the `exit` event."""
+    async with db() as session:
+        repo = repository(session, principal)
+        row = await repo.get(sandbox_id, exec_id)
+        if row is None:
+            raise NotFound(f"no exec {exec_id} in sandbox {sandbox_id}")
+        if row.state == "running":
+            return False
+        last = await session.scalar(
+            select(func.max(ExecChunk.seq)).where(ExecChunk.exec_id == exec_id)
+        )
+    return after > (last or 0)
 
 
 async def events(

@@ -320,6 +320,10 @@ class BoxliteRuntime:
             raise SandboxNotFound(sandbox_id)
         return self._boxes[sandbox_id][0]
 
+    async def check_image(self, image: str) -> None:
+        """Raise ImageNotFound (or InvalidImage) unless `create` could use `image`."""
+        await asyncio.to_thread(images.get_image, self.state_dir, image)
+
     async def create(self, image: str, spec: SandboxSpec) -> SandboxInfo:
         gvisor_spec.validate(spec)
         info = images.get_image(self.state_dir, image)

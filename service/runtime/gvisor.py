@@ -355,6 +355,10 @@ class GVisorRuntime:
         sandbox.meta["oom_baseline"] = sandbox.oom_baseline
         sandbox.save()
 
+    async def check_image(self, image: str) -> None:
+        """Raise ImageNotFound (or InvalidImage) unless `create` could use `image`."""
+        await asyncio.to_thread(images.get_image, self.state_dir, image)
+
     async def create(self, image: str, spec: SandboxSpec) -> SandboxInfo:
         gvisor_spec.validate(spec)
         info, rootfs = await asyncio.to_thread(images.ensure_rootfs, self.state_dir, image)

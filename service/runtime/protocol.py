@@ -47,6 +47,11 @@ class SandboxRuntime(Protocol):
 
     name: str
 
+    async def check_image(self, image: str) -> None:
+        """Raise ImageNotFound (or InvalidImage) unless `create` could use `image`: callers check
+        before they record a sandbox, so a bad name writes nothing."""
+        ...
+
     async def create(self, image: str, spec: SandboxSpec) -> SandboxInfo:
         """A running sandbox from a local image (ImageNotFound, InvalidSpec)."""
         ...

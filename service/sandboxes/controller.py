@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, Response, delete, get, patch, post
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, JSONBody, QueryParameter
 
 from service.deps import (
@@ -55,6 +56,12 @@ class SandboxController(Controller):
         operation_id="create_sandbox",
         summary="Create and start a sandbox",
         opt={"scope": "sandboxes:write"},
+        status_code=201,
+        responses={
+            200: ResponseSpec(
+                Sandbox, description="A retry with the same Idempotency-Key: the first result"
+            )
+        },
     )
     async def create_sandbox(
         self,

@@ -191,6 +191,8 @@ async def create_sandbox(
     req_hash = request_hash(data)
     size, cpus, memory, disk = _caps(data)
     image = data.image or DEFAULT_IMAGE
+    if data.template is None:
+        await runtime.check_image(image)  # an unknown image writes nothing
 
     async with db() as session, session.begin():
         repo = repository(session, principal)

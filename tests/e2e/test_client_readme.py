@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 
-import pytest
 from airlock_client.api.execs import create_exec
 from airlock_client.api.sandboxes import create_sandbox
 from airlock_client.models import ExecCreate, SandboxCreate
@@ -24,14 +23,6 @@ def example() -> str:
     return blocks[0]
 
 
-CREATE_EXEC_UNDOCUMENTED = (
-    "the OpenAPI document declares only 201 for create_exec (service/execs/controller.py), "
-    "which answers 200 (wait) or 202 (wait: false): the generated create_exec.sync returns "
-    "None, or raises UnexpectedStatus with raise_on_unexpected_status"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=CREATE_EXEC_UNDOCUMENTED)
 async def test_readme_round_trip(airlock: Airlock, tenant: Tenant) -> None:
     code = example()
     assert len(code.strip().splitlines()) <= 25, "the example should stay short"
@@ -55,7 +46,6 @@ async def test_readme_round_trip(airlock: Airlock, tenant: Tenant) -> None:
     assert [s["state"] for s in listed] == ["stopped"]
 
 
-@pytest.mark.xfail(strict=True, reason=CREATE_EXEC_UNDOCUMENTED)
 async def test_client_parses_an_exec_started_without_waiting(
     airlock: Airlock, tenant: Tenant
 ) -> None:
@@ -67,12 +57,6 @@ async def test_client_parses_an_exec_started_without_waiting(
     assert r.parsed is not None and r.parsed.state in ("running", "finished")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the OpenAPI document declares only 201 for create_sandbox "
-    "(service/sandboxes/controller.py), which answers a replay with the same Idempotency-Key "
-    "with 200: the generated create_sandbox.sync returns None for a retried create",
-)
 async def test_client_parses_a_replayed_sandbox_create(airlock: Airlock, tenant: Tenant) -> None:
     body = SandboxCreate(ttl_s=600)
     first = await create_sandbox.asyncio_detailed(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.e2e.conftest import Airlock, Tenant, run_exec
 
 
@@ -39,12 +37,6 @@ async def test_large_stdin_and_output(airlock: Airlock, tenant: Tenant) -> None:
     assert ex.stdout == data
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ExecCreate.user (service/execs/schemas.py) accepts a user name, but the gVisor "
-    "runtime takes only uid[:gid]: the request is accepted (200) and the exec ends `failed` "
-    "with error \"user must be 'uid[:gid]' in digits\" instead of running or a 422",
-)
 async def test_user_by_name(airlock: Airlock, tenant: Tenant) -> None:
     """A name either runs as that user or is refused up front; never an accepted failure."""
     sandbox = await airlock.sandbox(tenant)

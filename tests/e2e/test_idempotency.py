@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import secrets
 
-import pytest
-
 from tests.e2e.conftest import Airlock, Tenant, audit_events
 
 
@@ -97,13 +95,6 @@ async def test_retried_exec_while_it_still_runs(airlock: Airlock, tenant: Tenant
     assert rows == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ExecRunner.start (service/execs/runner.py) looks the key up, then inserts, without "
-    "a lock (since execs start on Core statements): concurrent retries all miss the lookup, "
-    "and all but one insert fail on uq_execs_sandbox_idempotency with an unhandled "
-    "IntegrityError: 500 instead of the first exec",
-)
 async def test_concurrent_retries_of_an_exec(airlock: Airlock, tenant: Tenant) -> None:
     sandbox = await airlock.sandbox(tenant)
     path = f"/v1/sandboxes/{sandbox.id}/execs"

@@ -126,13 +126,6 @@ async def test_no_process_of_the_cut_off_exec_is_left(airlock: Airlock, crash: C
         assert "sleep 60" not in (inside.stdout or ""), inside.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="on SIGTERM, ExecRunner.shutdown (service/execs/runner.py) cancels the exec tasks "
-    "and records the execs `interrupted` without killing their runtime processes; the "
-    "start-up reconciler only kills execs still `running`, so the `runsc exec` and its "
-    "command keep running after the restart",
-)
 async def test_graceful_stop_mid_exec_then_restart(airlock: Airlock, tenant: Tenant) -> None:
     """SIGTERM (a deploy): the running exec is recorded `interrupted` and its processes end."""
     sandbox = await airlock.sandbox(tenant)

@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.e2e.conftest import Airlock, Tenant, run_exec
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="create_sandbox (service/sandboxes/service.py) commits the `creating` row and its "
-    "audit event before the runtime looks for the image; an unknown image then answers 422 "
-    "but leaves a `failed` sandbox behind (a partial write on a 4xx)",
-)
 async def test_unknown_image_is_422_and_writes_nothing(airlock: Airlock, tenant: Tenant) -> None:
     async with airlock.http(tenant.key) as http:
         r = await http.post("/v1/sandboxes", json={"image": "does-not-exist"})

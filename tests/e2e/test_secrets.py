@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import secrets
 
-import pytest
-
 from tests.e2e.conftest import Airlock, Tenant, audit_events, run_exec, sse_events
 
 # Writes the secret in two pieces with a pause between, so it crosses output chunks.
@@ -81,11 +79,6 @@ async def test_secret_canary_leaks_nowhere(airlock: Airlock, tenant: Tenant) -> 
     assert partial == [], f"part of the secret appears in: {partial}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="service/execs/runner.py masks secrets in `cmd` only: a secret in `cwd` is stored "
-    "as is in execs.cwd and in the exec.start audit details",
-)
 async def test_secret_in_cwd_is_not_stored(airlock: Airlock, tenant: Tenant) -> None:
     canary = "canary-" + secrets.token_hex(16)
     sandbox = await airlock.sandbox(tenant)
@@ -101,12 +94,6 @@ async def test_secret_in_cwd_is_not_stored(airlock: Airlock, tenant: Tenant) -> 
     assert canary not in repr(await audit_events(airlock, tenant))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the output cap cuts the raw output before masking (service/execs/runner.py "
-    "_ChunkSink): when the cut falls inside a secret, Masker.flush() emits the secret's "
-    "first bytes unmasked, since they no longer match the whole secret",
-)
 async def test_output_cap_inside_a_secret_leaks_no_part_of_it(
     airlock: Airlock, tenant: Tenant
 ) -> None:

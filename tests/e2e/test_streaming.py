@@ -3,8 +3,6 @@ and sees nothing twice."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests.e2e.conftest import Airlock, Event, Tenant, run_exec, sse_events
 
 LINES = 40
@@ -88,12 +86,6 @@ SPLIT_CHAR = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="service/execs/service.py events() decodes each stored chunk on its own "
-    "(chunk.data.decode(errors='replace')): a UTF-8 character split across two chunks "
-    "reaches the stream as two U+FFFD, while GET exec (which decodes the whole) is right",
-)
 async def test_character_split_across_chunks(airlock: Airlock, tenant: Tenant) -> None:
     sandbox = await airlock.sandbox(tenant)
     _, done = await run_exec(tenant.client, sandbox.id, cmd=["python3", "-c", SPLIT_CHAR])
@@ -102,12 +94,6 @@ async def test_character_split_across_chunks(airlock: Airlock, tenant: Tenant) -
     assert text(events, "stdout") == "café ok\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="service/execs/service.py events(): a reader that reconnects after the `exit` "
-    "event (Last-Event-ID = its id, as EventSource does when the stream closes) gets "
-    "another `exit` with a new id, so an EventSource client reconnects forever",
-)
 async def test_reconnect_after_exit_repeats_nothing(airlock: Airlock, tenant: Tenant) -> None:
     sandbox = await airlock.sandbox(tenant)
     _, done = await run_exec(tenant.client, sandbox.id, cmd=["echo", "once"])

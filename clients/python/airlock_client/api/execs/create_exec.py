@@ -37,10 +37,15 @@ def _get_kwargs(
 
 
 def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Exec | None:
-    if response.status_code == 201:
-        response_201 = Exec.from_dict(response.json())
+    if response.status_code == 200:
+        response_200 = Exec.from_dict(response.json())
 
-        return response_201
+        return response_200
+
+    if response.status_code == 202:
+        response_202 = Exec.from_dict(response.json())
+
+        return response_202
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)

@@ -33,6 +33,11 @@ def _get_kwargs(
 
 
 def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Sandbox | None:
+    if response.status_code == 200:
+        response_200 = Sandbox.from_dict(response.json())
+
+        return response_200
+
     if response.status_code == 201:
         response_201 = Sandbox.from_dict(response.json())
 
