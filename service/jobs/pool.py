@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -55,7 +55,7 @@ class Member:
     version_id: str
     state: str
     runtime_id: str | None
-    ready_at: object
+    ready_at: datetime | None
 
 
 class PoolRefiller:
@@ -159,7 +159,8 @@ class PoolRefiller:
         stale = [
             m
             for m in members
-            if m.state == "ready" and (m.version_id != current or m.ready_at < cutoff)  # type: ignore[operator]
+            if m.state == "ready"
+            and (m.version_id != current or (m.ready_at is not None and m.ready_at < cutoff))
         ]
         if check_health:
             for m in members:
@@ -218,7 +219,7 @@ class PoolRefiller:
             started = time.monotonic()
             try:
                 info = await start(runtime, recipe)
-            except (SandboxRuntimeError, Exception) as exc:
+            except Exception as exc:  # a member that cannot start is retried next pass
                 log.warning("pool member for %s did not start: %s", pool.label, exc)
                 async with self.db() as session, session.begin():
                     await session.execute(delete(PoolMember).where(PoolMember.id == member_id))
