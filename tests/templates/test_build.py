@@ -128,3 +128,13 @@ async def test_deleting_a_template_in_use_is_refused_unless_forced(tapi: Api) ->
     # the sandbox already started from it keeps working
     assert (await run(tapi, tenant, box["id"], ["echo", "alive"]))["stdout"] == "alive\n"
     await delete_sandbox(tapi, tenant, box["id"])
+
+
+async def test_the_build_log_is_capped(tapi: Api) -> None:
+    tenant = await tapi.tenant()
+    loud = ["sh", "-c", "head -c 40000 /dev/zero | tr '\\0' x"]
+    built = await build_template(tapi, tenant.headers, unique("loud"), setup=[loud] * 6)
+    assert built["state"] == "ready"
+    log = built["versions"][0]["build_log"]
+    assert "[output cut]" in log and log.rstrip().endswith("[build log cut]")
+    assert len(log.encode()) < 70_000
