@@ -1,7 +1,7 @@
-"""BoxLite runtime: option mapping, the boot probe, and a basic runtime on top of BoxLite.
+"""BoxLite runtime: option mapping, the boot probe, and the SandboxRuntime on BoxLite boxes.
 
 The only module that touches the `boxlite` package. BoxLite needs a VM to boot; on hosts
-where it cannot (for example kvm-pvm nested virtualization) every entry point raises
+where it cannot (for example kvm-pvm nested virtualization) a start raises
 RuntimeUnavailable carrying BoxLite's own diagnosis. See README.md for what is covered.
 """
 
@@ -10,22 +10,30 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 import math
+import re
 import secrets
 import time
 from collections.abc import AsyncIterable, AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import msgspec
 
 from . import files, gvisor_spec, images
 from .errors import (
     ExecNotFound,
     ImageNotFound,
     InvalidSpec,
+    ResourceExhausted,
     RuntimeUnavailable,
+    SandboxBusy,
+    SandboxFailed,
     SandboxNotFound,
     SandboxRuntimeError,
+    SnapshotNotFound,
 )
 from .paths import sandbox_path
 from .types import (
@@ -41,11 +49,36 @@ from .types import (
 )
 
 PROBE_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 180.0  # image preparation from the layout happens inside the first start
+PULL_TIMEOUT_S = 600.0
+ARCHIVE_TIMEOUT_S = 600.0  # export (snapshot) and import (sandbox from a snapshot)
 LOG_LINE = 240
+SNAPSHOT_PREFIX = "snap-"
+SNAPSHOT_ID = re.compile(r"snap-[0-9a-f]{24}")
+Security = Literal["standard", "maximum"]
+
+# A registry reference ([registry[:port]/]path[:tag][@digest]), after the distribution
+# reference grammar. Bare words are left to the local image store (see `registry_reference`).
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_REFERENCE = re.compile(
+    r"(?:(?P<registry>[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]{1,5})?)/)?"
+    rf"(?P<path>{_PATH_PART}(?:/{_PATH_PART})*)"
+    r"(?::(?P<tag>\w[\w.-]{0,127}))?"
+    r"(?:@(?P<digest>[a-z0-9]+(?:[+._-][a-z0-9]+)*:[0-9a-fA-F]{32,}))?"
+)
 
 
 class NotSupported(SandboxRuntimeError):
-    """This runtime does not implement the operation yet."""
+    """This runtime cannot do the operation."""
+
+
+class ImagePullFailed(ImageNotFound):
+    """A registry image could not be pulled; `detail` carries BoxLite's own message."""
+
+    def __init__(self, image: str, detail: str) -> None:
+        super().__init__(image)
+        self.detail = detail
+        self.args = (f"image not found: {image} (pull failed: {detail})",)
 
 
 def version() -> str | None:
@@ -57,32 +90,80 @@ def version() -> str | None:
         return None
 
 
-def box_options_kwargs(spec: SandboxSpec, rootfs_path: Path) -> dict[str, Any]:
-    """Map a SandboxSpec onto BoxOptions keyword arguments (pure; unit-tested).
+def registry_reference(name: str) -> bool:
+    """Whether `name` is a plausible registry reference to pull.
 
-    BoxLite wants whole CPUs and GiB of disk, `env` as (name, value) tuples and `user` as
-    "uid[:gid]"; `auto_*` fields are seconds, so they are left unset rather than True.
+    It must follow the reference grammar and name a tag, digest or repository path
+    (`python:3.12-slim`, `ghcr.io/org/tool`, `alpine@sha256:...`): a bare word such as
+    `default` is a local image name, and one that is missing is ImageNotFound rather than a
+    pull from Docker Hub.
     """
+    if len(name) > 255 or not _REFERENCE.fullmatch(name):
+        return False
+    return any(mark in name for mark in ":/@")
+
+
+def box_options_kwargs(
+    spec: SandboxSpec,
+    rootfs_path: Path | None = None,
+    *,
+    image: str | None = None,
+    security: Security = "maximum",
+) -> dict[str, Any]:
+    """Map a SandboxSpec onto BoxOptions keyword arguments, in plain values (unit-tested).
+
+    Exactly one of `rootfs_path` (a local OCI layout) and `image` (a registry reference).
+    BoxLite wants whole CPUs and GiB of disk, `env` as (name, value) tuples and `user` as
+    "uid[:gid]"; `auto_stop`/`auto_delete` are seconds (0: never), so they are integers,
+    never booleans. `network` is the outbound mode and `security` the SecurityOptions
+    preset; `_box_options` turns both into BoxLite objects.
+    """
+    if (rootfs_path is None) == (image is None):
+        raise ValueError("give exactly one of rootfs_path and image")
+    if spec.network != "none":
+        raise InvalidSpec(f"network policy {spec.network!r} is not supported by BoxLite yet")
+    if security not in ("standard", "maximum"):
+        raise InvalidSpec(f"unknown BoxLite security preset {security!r}")
+    source = {"rootfs_path": str(rootfs_path)} if rootfs_path is not None else {"image": image}
     return {
-        "rootfs_path": str(rootfs_path),
+        **source,
         "cpus": max(1, math.ceil(spec.vcpus)),
         "memory_mib": spec.memory_mib,
         "disk_size_gb": max(1, math.ceil(spec.disk_mib / 1024)),
         "env": [(k, v) for k, v in spec.env.items()],
         "user": spec.user if spec.user != "root" else "0:0",
         "working_dir": "/work",
-        "auto_remove": False,
+        "network": "disabled",
+        "security": security,
+        "auto_stop": 0,
+        "auto_delete": 0,
     }
 
 
-def _box_options(spec: SandboxSpec, rootfs_path: Path) -> Any:
+def _box_options(
+    spec: SandboxSpec,
+    rootfs_path: Path | None = None,
+    *,
+    image: str | None = None,
+    security: Security = "maximum",
+) -> Any:
     import boxlite
 
-    kwargs = box_options_kwargs(spec, rootfs_path)
+    kwargs = box_options_kwargs(spec, rootfs_path, image=image, security=security)
+    mode = kwargs.pop("network")
+    preset = getattr(boxlite.SecurityOptions, kwargs.pop("security"))()
+    # The maximum preset caps the shim's file size at 1 GiB; the box's qcow2 disk is a file
+    # of the shim and must be able to grow to the disk cap.
+    disk_bytes = (kwargs["disk_size_gb"] << 30) + (64 << 20)
+    if preset.max_file_size is not None and preset.max_file_size < disk_bytes:
+        preset.max_file_size = disk_bytes
     return boxlite.BoxOptions(
         **kwargs,
-        network=boxlite.NetworkSpec(outbound=boxlite.OutboundNetworkSpec(mode="disabled")),
-        advanced=boxlite.AdvancedBoxOptions(security=boxlite.SecurityOptions.maximum()),
+        network=boxlite.NetworkSpec(
+            outbound=boxlite.OutboundNetworkSpec(mode=mode),
+            inbound=boxlite.InboundNetworkSpec(mode="disabled"),
+        ),
+        advanced=boxlite.AdvancedBoxOptions(security=preset),
     )
 
 
@@ -110,6 +191,42 @@ def _home(state_dir: Path, name: str = "boxlite") -> Path:
     return home
 
 
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def typed_error(
+    exc: BaseException,
+    what: str,
+    *,
+    sandbox_id: str | None = None,
+    snapshot_id: str | None = None,
+    diagnosis: str | None = None,
+) -> SandboxRuntimeError:
+    """The runtime error for a BoxLite exception (by BoxLite's own error classes)."""
+    if isinstance(exc, SandboxRuntimeError):
+        return exc
+    from boxlite import errors as lib
+
+    text = _describe(exc)
+    if isinstance(exc, lib.EngineError):  # the VM could not be started or died
+        return RuntimeUnavailable("boxlite", diagnosis or text)
+    if isinstance(exc, lib.NotFoundError):
+        if snapshot_id is not None:
+            return SnapshotNotFound(snapshot_id)
+        if sandbox_id is not None:
+            return SandboxNotFound(sandbox_id)
+    if isinstance(exc, lib.InvalidStateError):
+        return SandboxBusy(f"{what}: {text}")
+    if isinstance(exc, lib.StoppedError) and sandbox_id is not None:
+        return SandboxFailed(sandbox_id, "stopped", text)
+    if isinstance(exc, lib.ResourceExhaustedError):
+        return ResourceExhausted(f"{what}: {text}")
+    if isinstance(exc, lib.InvalidArgumentError):
+        return InvalidSpec(f"{what}: {text}")
+    return SandboxRuntimeError(f"boxlite {what} failed: {text}")
+
+
 @dataclass(frozen=True)
 class ProbeResult:
     ok: bool
@@ -118,12 +235,19 @@ class ProbeResult:
     version: str | None
 
 
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """Read a late result of an abandoned call, so it is not reported as never retrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
 async def _bounded(awaitable: Any, seconds: float) -> Any:
     """Await with a deadline that holds even if the native call ignores cancellation."""
     task = asyncio.ensure_future(awaitable)
     done, _ = await asyncio.wait({task}, timeout=seconds)
     if not done:
         task.cancel()
+        task.add_done_callback(_retrieve)
         raise TimeoutError
     return task.result()
 
@@ -166,7 +290,7 @@ async def probe(state_dir: Path, timeout_s: float = PROBE_TIMEOUT_S) -> ProbeRes
         return ProbeResult(False, why.strip(), time.monotonic() - started, ver)
     except Exception as exc:  # BoxLite reports every failure as its own exception types
         detail = _log_excerpts(home, getattr(box, "id", None))
-        why = f"{type(exc).__name__}: {exc}\n{detail}"
+        why = f"{_describe(exc)}\n{detail}"
         return ProbeResult(False, why.strip(), time.monotonic() - started, ver)
     finally:
         if box is not None:
@@ -175,6 +299,14 @@ async def probe(state_dir: Path, timeout_s: float = PROBE_TIMEOUT_S) -> ProbeRes
         if runtime is not None:
             with contextlib.suppress(Exception):
                 await _bounded(runtime.shutdown(), 15)
+
+
+def _native_exec_id(native: Any) -> str:
+    """BoxLite's execution id: `Execution.id` is a method there, not an attribute."""
+    value = getattr(native, "id", None)
+    with contextlib.suppress(Exception):
+        value = value() if callable(value) else value
+    return value if isinstance(value, str) else ""
 
 
 class _BoxExecution:
@@ -197,11 +329,12 @@ class _BoxExecution:
         self._forced: Outcome | None = None
         self.feed_error: Exception | None = None
         self._stdin = stdin
+        self._id = _native_exec_id(native) or f"exec-{secrets.token_hex(8)}"
         self._task = asyncio.create_task(self._supervise())
 
     @property
     def id(self) -> str:
-        return str(getattr(self._native, "id", "")) or f"exec-{id(self):x}"
+        return self._id
 
     @property
     def done(self) -> bool:
@@ -289,74 +422,205 @@ class _BoxExecution:
             self._queue.put_nowait(None)
 
 
+@dataclass(frozen=True)
+class ImageSource:
+    """Where a box's root filesystem comes from: a local OCI layout or a registry reference."""
+
+    name: str
+    digest: str
+    rootfs_path: Path | None = None
+    reference: str | None = None
+
+
+@dataclass
+class _Sandbox:
+    box: Any
+    info: SandboxInfo
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    execs: dict[str, _BoxExecution] = field(default_factory=dict)
+    starting: int = 0  # execs being started and file reads in flight
+
+    def __post_init__(self) -> None:
+        self.ready.set()
+
+    @property
+    def busy(self) -> bool:
+        return self.starting > 0 or any(not e.done for e in self.execs.values())
+
+
 class BoxliteRuntime:
     """SandboxRuntime on BoxLite microVMs.
 
     Open with `await BoxliteRuntime.open(state_dir, probe_result)`, which refuses a host where
-    the probe failed. Exec, files (through `sh`/`cat`/`base64` inside the box, like gVisor),
-    destroy, list and stats are implemented; snapshots raise NotSupported. None of it has run
-    end to end yet: no development host boots a BoxLite VM (see README.md).
+    the probe failed. Images are local OCI layouts (`rootfs_path`) or registry references
+    pulled by BoxLite. Exec and files run through BoxLite's exec streams; snapshots are
+    BoxLite exports (a flattened disk archive), and a sandbox from a snapshot is an import of
+    that archive: files carry over, running processes do not (see README.md).
     """
 
     name = "boxlite"
 
-    def __init__(self, state_dir: Path, runtime: Any) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        runtime: Any,
+        *,
+        home: Path | None = None,
+        security: Security = "maximum",
+    ) -> None:
         self.state_dir = Path(state_dir).resolve()
+        self.home = Path(home).resolve() if home is not None else self.state_dir / "boxlite"
+        self.snapshots_dir = self.home.with_name(self.home.name + "-snapshots")
+        self.security: Security = security
+        self.start_timeout_s = START_TIMEOUT_S
+        self.pull_timeout_s = PULL_TIMEOUT_S
+        self.archive_timeout_s = ARCHIVE_TIMEOUT_S
         self._runtime = runtime
-        self._boxes: dict[str, tuple[Any, SandboxInfo]] = {}
-        self._execs: dict[str, _BoxExecution] = {}
+        self._sandboxes: dict[str, _Sandbox] = {}
 
     @classmethod
     async def open(cls, state_dir: Path, probe_result: ProbeResult) -> BoxliteRuntime:
         if not probe_result.ok:
             raise RuntimeUnavailable("boxlite", probe_result.diagnosis)
+        return cls.unchecked(state_dir)
+
+    @classmethod
+    def unchecked(cls, state_dir: Path, home: Path | None = None) -> BoxliteRuntime:
+        """A runtime without the boot probe (tests up to the boot boundary, tools)."""
         import boxlite
 
-        home = _home(state_dir)
-        return cls(state_dir, boxlite.Boxlite(boxlite.Options(home_dir=str(home))))
+        home = Path(home) if home is not None else _home(state_dir)
+        home.mkdir(parents=True, exist_ok=True)
+        native = boxlite.Boxlite(boxlite.Options(home_dir=str(home)))
+        return cls(state_dir, native, home=home)
+
+    # -- sandboxes ------------------------------------------------------------------------
+
+    def _sandbox(self, sandbox_id: str) -> _Sandbox:
+        sandbox = self._sandboxes.get(sandbox_id)
+        if sandbox is None:
+            raise SandboxNotFound(sandbox_id)
+        return sandbox
 
     def _box(self, sandbox_id: str) -> Any:
-        if sandbox_id not in self._boxes:
-            raise SandboxNotFound(sandbox_id)
-        return self._boxes[sandbox_id][0]
+        return self._sandbox(sandbox_id).box
 
-    async def check_image(self, image: str) -> None:
-        """Raise ImageNotFound (or InvalidImage) unless `create` could use `image`."""
-        await asyncio.to_thread(images.get_image, self.state_dir, image)
+    def _track(self, box: Any, info: SandboxInfo) -> _Sandbox:
+        sandbox = _Sandbox(box, info)
+        self._sandboxes[info.id] = sandbox
+        return sandbox
+
+    async def resolve_image(self, image: str) -> ImageSource:
+        """A local layout by that name, else a registry reference BoxLite pulls (bounded)."""
+        try:
+            info = images.get_image(self.state_dir, image)
+            return ImageSource(image, info.digest, rootfs_path=Path(info.path))
+        except ImageNotFound:
+            if not registry_reference(image):
+                raise
+        try:
+            pulled = await _bounded(self._runtime.images.pull(image), self.pull_timeout_s)
+        except TimeoutError:
+            why = f"the pull did not finish within {self.pull_timeout_s:g} s"
+            raise ImagePullFailed(image, why) from None
+        except Exception as exc:  # BoxLite reports a failed pull as StorageError/ImageError
+            raise ImagePullFailed(image, _describe(exc)) from exc
+        digest = str(getattr(pulled, "config_digest", "") or "")
+        return ImageSource(image, digest, reference=image)
+
+    async def _new_box(self, source: ImageSource, spec: SandboxSpec) -> Any:
+        options = _box_options(
+            spec, source.rootfs_path, image=source.reference, security=self.security
+        )
+        try:
+            return await self._runtime.create(options, name=None)
+        except Exception as exc:
+            raise typed_error(exc, "create") from exc
+
+    async def _discard(self, box_id: str) -> None:
+        with contextlib.suppress(Exception):
+            await _bounded(self._runtime.remove(box_id, force=True), 30)
+
+    async def _start_box(self, box: Any, *, discard: bool = True) -> None:
+        """Start (boot) a box within `start_timeout_s`; a failure says what BoxLite saw.
+
+        A VM that cannot boot is RuntimeUnavailable with BoxLite's error and the telling lines
+        of its logs. The box is removed unless `discard` is false.
+        """
+        try:
+            await _bounded(box.start(), self.start_timeout_s)
+            return
+        except TimeoutError:
+            failure: BaseException | None = None
+            head = f"the box did not boot within {self.start_timeout_s:g} s"
+        except Exception as exc:
+            failure, head = exc, _describe(exc)
+        diagnosis = f"{head}\n{_log_excerpts(self.home, box.id)}".strip()
+        if discard:
+            await self._discard(box.id)
+        if failure is None:
+            raise RuntimeUnavailable("boxlite", diagnosis)
+        raise typed_error(failure, "start", diagnosis=diagnosis) from failure
 
     async def create(self, image: str, spec: SandboxSpec) -> SandboxInfo:
         gvisor_spec.validate(spec)
-        info = images.get_image(self.state_dir, image)
-        box = await self._runtime.create(_box_options(spec, Path(info.path)), name=None)
-        try:
-            await box.start()
-        except Exception as exc:
-            with contextlib.suppress(Exception):
-                await self._runtime.remove(box.id, force=True)
-            raise SandboxRuntimeError(f"boxlite could not start a box: {exc}") from exc
-        sandbox = SandboxInfo(
+        source = await self.resolve_image(image)
+        box = await self._new_box(source, spec)
+        await self._start_box(box)
+        info = SandboxInfo(
             id=box.id,
             runtime=self.name,
             image=image,
-            image_digest=info.digest,
+            image_digest=source.digest,
             spec=spec,
             state="running",
             created_at=time.time(),
         )
-        self._boxes[box.id] = (box, sandbox)
-        return sandbox
+        return self._track(box, info).info
 
     async def get(self, sandbox_id: str) -> SandboxInfo:
-        self._box(sandbox_id)
-        return self._boxes[sandbox_id][1]
+        return self._sandbox(sandbox_id).info
 
     async def list_sandboxes(self) -> list[SandboxInfo]:
-        return [info for _, info in self._boxes.values()]
+        return [sandbox.info for sandbox in self._sandboxes.values()]
 
     async def destroy(self, sandbox_id: str) -> None:
-        entry = self._boxes.pop(sandbox_id, None)
-        if entry is not None:
+        sandbox = self._sandboxes.pop(sandbox_id, None)
+        if sandbox is None:
+            return
+        try:
             await self._runtime.remove(sandbox_id, force=True)
+        except Exception as exc:
+            mapped = typed_error(exc, "remove", sandbox_id=sandbox_id)
+            if not isinstance(mapped, SandboxNotFound):
+                raise mapped from exc
+
+    # -- exec -----------------------------------------------------------------------------
+
+    async def _native_exec(
+        self,
+        sandbox: _Sandbox,
+        argv: list[str],
+        env: dict[str, str],
+        user: str,
+        limit_s: int,
+        cwd: str,
+    ) -> Any:
+        """Start a process in the box once no snapshot holds it (the caller counts it)."""
+        await sandbox.ready.wait()
+        try:
+            return await sandbox.box.exec(
+                argv[0],
+                argv[1:],
+                list(env.items()) or None,
+                False,
+                "0:0" if user == "root" else user,
+                limit_s,
+                cwd,
+            )
+        except Exception as exc:
+            raise typed_error(exc, "exec", sandbox_id=sandbox.info.id) from exc
 
     async def _start(
         self,
@@ -364,22 +628,25 @@ class BoxliteRuntime:
         request: ExecRequest,
         stdin: bytes | AsyncIterable[bytes] | None,
     ) -> _BoxExecution:
-        box = self._box(sandbox_id)
-        info = self._boxes[sandbox_id][1]
+        sandbox = self._sandbox(sandbox_id)
         requested = time.monotonic()
-        env = {**info.spec.env, **request.env}
-        user = request.user or info.spec.user
-        native = await box.exec(
-            request.argv[0],
-            request.argv[1:],
-            list(env.items()) or None,
-            False,
-            "0:0" if user == "root" else user,
-            math.ceil(request.timeout_s) + 5,  # BoxLite's own backstop behind our deadline
-            sandbox_path(request.cwd),
-        )
-        execution = _BoxExecution(native, request, stdin, requested)
-        self._execs[execution.id] = execution
+        sandbox.starting += 1
+        try:
+            native = await self._native_exec(
+                sandbox,
+                request.argv,
+                {**sandbox.info.spec.env, **request.env},
+                request.user or sandbox.info.spec.user,
+                # BoxLite's own timeout is only a backstop behind our deadline watchdog.
+                math.ceil(request.timeout_s) + 5,
+                sandbox_path(request.cwd),
+            )
+            execution = _BoxExecution(native, request, stdin, requested)
+            for done in [key for key, e in sandbox.execs.items() if e.done]:
+                del sandbox.execs[done]  # finished execs are ExecNotFound for kill_exec anyway
+            sandbox.execs[execution.id] = execution
+        finally:
+            sandbox.starting -= 1
         return execution
 
     async def exec(self, sandbox_id: str, request: ExecRequest) -> _BoxExecution:
@@ -391,11 +658,13 @@ class BoxliteRuntime:
         return await (await self.exec(sandbox_id, request)).wait()
 
     async def kill_exec(self, sandbox_id: str, exec_id: str) -> None:
-        self._box(sandbox_id)
-        execution = self._execs.get(exec_id)
+        sandbox = self._sandbox(sandbox_id)
+        execution = sandbox.execs.get(exec_id)
         if execution is None or execution.done:
             raise ExecNotFound(exec_id)
         await execution.kill()
+
+    # -- files (through exec stdin/stdout; BoxLite's copy_in/out refuse guest mounts) ----
 
     async def write_file(
         self,
@@ -435,39 +704,41 @@ class BoxliteRuntime:
         # BoxLite streams output as text lines: the bytes travel as base64 (76-column lines,
         # so any run of whole lines decodes on its own).
         target = sandbox_path(path)
-        info = self._boxes[sandbox_id][1] if sandbox_id in self._boxes else None
-        box = self._box(sandbox_id)
-        native = await box.exec(
-            "/bin/sh",
-            ["-c", files.READ_BASE64_SCRIPT, "sh", target],
-            None,
-            False,
-            user or (info.spec.user if info else None),
-            3600,
-            "/",
-        )
-        errors = bytearray()
-
-        async def collect_errors() -> None:
-            async for line in native.stderr():
-                if len(errors) < 65536:
-                    errors.extend(line.encode() if isinstance(line, str) else line)
-
-        error_task = asyncio.create_task(collect_errors())
-        pending = ""
+        sandbox = self._sandbox(sandbox_id)
+        sandbox.starting += 1
         try:
-            async for line in native.stdout():
-                pending += line if isinstance(line, str) else line.decode()
-                complete, _, pending = pending.rpartition("\n")
-                if complete:
-                    yield base64.b64decode("".join(complete.split()))
-            if pending.strip():
-                yield base64.b64decode(pending.strip())
-            result = await native.wait()
-            await asyncio.wait({error_task}, timeout=1.0)
-            files.raise_for(result.exit_code, target, bytes(errors))
+            native = await self._native_exec(
+                sandbox,
+                ["/bin/sh", "-c", files.READ_BASE64_SCRIPT, "sh", target],
+                {},
+                user or sandbox.info.spec.user,
+                3600,
+                "/",
+            )
+            errors = bytearray()
+
+            async def collect_errors() -> None:
+                async for line in native.stderr():
+                    if len(errors) < 65536:
+                        errors.extend(line.encode() if isinstance(line, str) else line)
+
+            error_task = asyncio.create_task(collect_errors())
+            pending = ""
+            try:
+                async for line in native.stdout():
+                    pending += line if isinstance(line, str) else line.decode()
+                    complete, _, pending = pending.rpartition("\n")
+                    if complete:
+                        yield base64.b64decode("".join(complete.split()))
+                if pending.strip():
+                    yield base64.b64decode(pending.strip())
+                result = await native.wait()
+                await asyncio.wait({error_task}, timeout=1.0)
+                files.raise_for(result.exit_code, target, bytes(errors))
+            finally:
+                error_task.cancel()
         finally:
-            error_task.cancel()
+            sandbox.starting -= 1
 
     async def list_files(
         self, sandbox_id: str, path: str, *, user: str | None = None
@@ -479,22 +750,134 @@ class BoxliteRuntime:
         files.raise_for(result.exit_code, target, result.stderr)
         return files.parse_listing(result.stdout)
 
+    # -- snapshots: BoxLite export (flattened disk archive) / import ---------------------
+
+    def _snapshot_paths(self, snapshot_id: str) -> tuple[Path, Path]:
+        if not SNAPSHOT_ID.fullmatch(snapshot_id):
+            raise SnapshotNotFound(snapshot_id)
+        base = self.snapshots_dir / snapshot_id
+        return base.with_suffix(".json"), base.with_suffix(".boxlite")
+
+    def _snapshot_info(self, meta: dict[str, Any], archive: Path) -> SnapshotInfo:
+        return SnapshotInfo(
+            id=meta["id"],
+            runtime=self.name,
+            sandbox_id=meta["sandbox_id"],
+            image=meta["image"],
+            image_digest=meta["image_digest"],
+            spec=msgspec.convert(meta["spec"], SandboxSpec),
+            created_at=meta["created_at"],
+            size_bytes=archive.stat().st_size,
+        )
+
     async def snapshot(self, sandbox_id: str) -> SnapshotInfo:
-        raise NotSupported("snapshots on boxlite")
+        """Export the box's disk (BoxLite pauses the VM for the flatten, then resumes it).
+
+        Refused while an exec runs (SandboxBusy); work arriving meanwhile waits for it.
+        """
+        sandbox = self._sandbox(sandbox_id)
+        async with sandbox.lock:
+            sandbox.ready.clear()
+            try:
+                if sandbox.busy:
+                    raise SandboxBusy(f"sandbox {sandbox_id} has running execs")
+                return await self._export(sandbox)
+            finally:
+                sandbox.ready.set()
+
+    async def _export(self, sandbox: _Sandbox) -> SnapshotInfo:
+        snapshot_id = SNAPSHOT_PREFIX + secrets.token_hex(12)
+        record, archive = self._snapshot_paths(snapshot_id)
+        self.snapshots_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            await _bounded(sandbox.box.export(dest=str(archive)), self.archive_timeout_s)
+        except BaseException as exc:
+            archive.unlink(missing_ok=True)
+            if isinstance(exc, TimeoutError):
+                raise SandboxRuntimeError(
+                    f"boxlite export of {sandbox.info.id} did not finish within "
+                    f"{self.archive_timeout_s:g} s"
+                ) from None
+            if isinstance(exc, Exception):
+                raise typed_error(exc, "export", sandbox_id=sandbox.info.id) from exc
+            raise
+        info = sandbox.info
+        meta = {
+            "id": snapshot_id,
+            "sandbox_id": info.id,
+            "image": info.image,
+            "image_digest": info.image_digest,
+            "spec": msgspec.to_builtins(info.spec),
+            "created_at": time.time(),
+        }
+        temp = record.with_suffix(".tmp")
+        temp.write_text(json.dumps(meta, indent=1))
+        temp.replace(record)
+        return self._snapshot_info(meta, archive)
+
+    def _load_snapshot(self, snapshot_id: str) -> tuple[dict[str, Any], Path]:
+        record, archive = self._snapshot_paths(snapshot_id)
+        try:
+            meta = json.loads(record.read_text())
+        except (OSError, ValueError) as exc:
+            raise SnapshotNotFound(snapshot_id) from exc
+        if not archive.is_file():
+            raise SnapshotNotFound(snapshot_id)
+        return meta, archive
+
+    async def _import(self, snapshot_id: str) -> Any:
+        """A new, stopped box from the snapshot's archive (its own flattened disk)."""
+        _, archive = self._load_snapshot(snapshot_id)
+        try:
+            return await _bounded(
+                self._runtime.import_box(str(archive), None), self.archive_timeout_s
+            )
+        except TimeoutError:
+            raise SandboxRuntimeError(
+                f"boxlite import of {snapshot_id} did not finish within "
+                f"{self.archive_timeout_s:g} s"
+            ) from None
+        except Exception as exc:
+            raise typed_error(exc, "import", snapshot_id=snapshot_id) from exc
 
     async def create_from_snapshot(self, snapshot_id: str) -> SandboxInfo:
-        raise NotSupported("snapshots on boxlite")
+        meta, _ = self._load_snapshot(snapshot_id)
+        box = await self._import(snapshot_id)
+        await self._start_box(box)
+        info = SandboxInfo(
+            id=box.id,
+            runtime=self.name,
+            image=meta["image"],
+            image_digest=meta["image_digest"],
+            spec=msgspec.convert(meta["spec"], SandboxSpec),
+            state="running",
+            created_at=time.time(),
+            from_snapshot=snapshot_id,
+        )
+        return self._track(box, info).info
 
     async def list_snapshots(self) -> list[SnapshotInfo]:
-        return []
+        found = []
+        for record in sorted(self.snapshots_dir.glob(f"{SNAPSHOT_PREFIX}*.json")):
+            with contextlib.suppress(SnapshotNotFound, KeyError, OSError, ValueError):
+                meta, archive = self._load_snapshot(record.stem)
+                found.append(self._snapshot_info(meta, archive))
+        return found
 
     async def delete_snapshot(self, snapshot_id: str) -> None:
-        raise NotSupported("snapshots on boxlite")
+        record, archive = self._snapshot_paths(snapshot_id)
+        record.unlink(missing_ok=True)
+        archive.unlink(missing_ok=True)
+
+    # -- the rest -------------------------------------------------------------------------
 
     async def stats(self, sandbox_id: str) -> SandboxStats:
-        box = self._box(sandbox_id)
-        spec = self._boxes[sandbox_id][1].spec
-        metrics = await box.metrics()
+        sandbox = self._sandbox(sandbox_id)
+        spec = sandbox.info.spec
+        try:
+            metrics = await sandbox.box.metrics()
+        except Exception as exc:
+            raise typed_error(exc, "metrics", sandbox_id=sandbox_id) from exc
         return SandboxStats(
             cpu_seconds=0.0,
             memory_bytes=int(getattr(metrics, "memory_bytes", 0) or 0),
@@ -507,7 +890,7 @@ class BoxliteRuntime:
         """Remove boxes in this runtime's home that this process did not create."""
         removed = []
         for info in await self._runtime.list_info():
-            if info.id not in self._boxes:
+            if info.id not in self._sandboxes:
                 with contextlib.suppress(Exception):
                     await self._runtime.remove(info.id, force=True)
                     removed.append(info.id)
