@@ -866,7 +866,34 @@ class GVisorRuntime:
         self._sandboxes[sandbox.id] = sandbox
         self._write_bundle(sandbox, rootfs, image)
         await self._start(sandbox, "restore", f"--image-path={directory / 'image'}")
+        await self._set_hostname(sandbox)
         return self._info(sandbox)
+
+    async def _set_hostname(self, sandbox: _Sandbox) -> None:
+        """A restored sandbox comes back with the hostname it was checkpointed under: give it
+        its own, through a root helper that holds only CAP_SYS_ADMIN for the call."""
+        name = gvisor_spec.hostname_for(sandbox.id)
+        process = gvisor_spec.exec_process(
+            argv=["/bin/hostname", name],
+            cwd="/",
+            env=self._exec_env(sandbox, {}),
+            uid=0,
+            gid=0,
+            caps=["CAP_SYS_ADMIN"],
+        )
+        helper_id = "host-" + secrets.token_hex(8)
+        spawned = await self._spawn_exec(sandbox, helper_id, process, with_stdin=False)
+        try:
+            code = await asyncio.wait_for(spawned.proc.wait(), KILL_TIMEOUT_S)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                spawned.proc.kill()
+            code = None
+        finally:
+            spawned.close()
+            self._exec_done(sandbox, helper_id)
+        if code != 0:
+            log.warning("sandbox %s: could not set its hostname (exit %s)", sandbox.id, code)
 
     async def list_snapshots(self) -> list[SnapshotInfo]:
         found = []

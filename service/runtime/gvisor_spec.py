@@ -87,6 +87,11 @@ def env_list(env: dict[str, str]) -> list[str]:
     return [f"{k}={v}" for k, v in env.items()]
 
 
+def hostname_for(sandbox_id: str) -> str:
+    """Each sandbox's own hostname (sandboxes restored from one snapshot get theirs too)."""
+    return "sbx-" + sandbox_id.rsplit("-", 1)[-1][-12:]
+
+
 def bundle_config(
     *,
     sandbox_id: str,
@@ -140,7 +145,7 @@ def bundle_config(
             "rlimits": rlimits(spec),
         },
         "root": {"path": str(rootfs), "readonly": True},
-        "hostname": "sandbox",
+        "hostname": hostname_for(sandbox_id),
         "mounts": mounts,
         "annotations": {"dev.airlock.sandbox": sandbox_id},
         "linux": {

@@ -32,7 +32,9 @@ async def test_snapshot_and_restore(runtime: SandboxRuntime, make_sandbox: Sandb
             clones.append(clone)
             assert clone.from_snapshot == snapshot.id
         randomness = set()
+        hostnames = {(await sh(runtime, source.id, "hostname")).stdout}
         for clone in clones:
+            hostnames.add((await sh(runtime, clone.id, "hostname")).stdout)
             state = await sh(runtime, clone.id, "cat /work/state; ps -e -o args=")
             assert state.stdout.startswith(b"prepared\n")
             assert b"sleep 600" in state.stdout
@@ -40,6 +42,7 @@ async def test_snapshot_and_restore(runtime: SandboxRuntime, make_sandbox: Sandb
             randomness.add(rand.stdout)
             await sh(runtime, clone.id, "echo changed > /work/state")
         assert len(randomness) == 2  # fresh randomness in every sandbox from one snapshot
+        assert len(hostnames) == 3  # and its own hostname, not the one it was checkpointed under
         # clones do not affect the source
         assert (await sh(runtime, source.id, "cat /work/state")).stdout == b"prepared\n"
         for clone in clones:
