@@ -503,9 +503,6 @@ class BoxliteRuntime:
             raise SandboxNotFound(sandbox_id)
         return sandbox
 
-    def _box(self, sandbox_id: str) -> Any:
-        return self._sandbox(sandbox_id).box
-
     def _track(self, box: Any, info: SandboxInfo) -> _Sandbox:
         sandbox = _Sandbox(box, info)
         self._sandboxes[info.id] = sandbox
