@@ -51,6 +51,7 @@ from .types import (
 PROBE_TIMEOUT_S = 30.0
 START_TIMEOUT_S = 180.0  # image preparation from the layout happens inside the first start
 PULL_TIMEOUT_S = 600.0
+PULL_REUSE_S = 60.0  # a pull by check_image serves the create that follows
 ARCHIVE_TIMEOUT_S = 600.0  # export (snapshot) and import (sandbox from a snapshot)
 LOG_LINE = 240
 SNAPSHOT_PREFIX = "snap-"
@@ -478,6 +479,7 @@ class BoxliteRuntime:
         self.archive_timeout_s = ARCHIVE_TIMEOUT_S
         self._runtime = runtime
         self._sandboxes: dict[str, _Sandbox] = {}
+        self._pulled: dict[str, tuple[float, ImageSource]] = {}
 
     @classmethod
     async def open(cls, state_dir: Path, probe_result: ProbeResult) -> BoxliteRuntime:
@@ -508,14 +510,25 @@ class BoxliteRuntime:
         self._sandboxes[info.id] = sandbox
         return sandbox
 
+    async def check_image(self, image: str) -> None:
+        """Raise ImageNotFound (or InvalidImage) unless `create` could use `image`.
+
+        A registry reference is pulled here (bounded), so a failed pull is ImagePullFailed
+        before the caller records anything; `create` right after reuses that pull.
+        """
+        await self.resolve_image(image)
+
     async def resolve_image(self, image: str) -> ImageSource:
         """A local layout by that name, else a registry reference BoxLite pulls (bounded)."""
         try:
-            info = images.get_image(self.state_dir, image)
+            info = await asyncio.to_thread(images.get_image, self.state_dir, image)
             return ImageSource(image, info.digest, rootfs_path=Path(info.path))
         except ImageNotFound:
             if not registry_reference(image):
                 raise
+        recent = self._pulled.get(image)
+        if recent is not None and time.monotonic() - recent[0] < PULL_REUSE_S:
+            return recent[1]
         try:
             pulled = await _bounded(self._runtime.images.pull(image), self.pull_timeout_s)
         except TimeoutError:
@@ -524,7 +537,9 @@ class BoxliteRuntime:
         except Exception as exc:  # BoxLite reports a failed pull as StorageError/ImageError
             raise ImagePullFailed(image, _describe(exc)) from exc
         digest = str(getattr(pulled, "config_digest", "") or "")
-        return ImageSource(image, digest, reference=image)
+        source = ImageSource(image, digest, reference=image)
+        self._pulled[image] = (time.monotonic(), source)
+        return source
 
     async def _new_box(self, source: ImageSource, spec: SandboxSpec) -> Any:
         options = _box_options(

@@ -305,12 +305,15 @@ async def test_image_names(tmp_path: Path, state_dir: Path) -> None:
     local = await runtime.resolve_image(images.DEFAULT_IMAGE)
     assert local.rootfs_path is not None and local.reference is None
     assert (local.rootfs_path / "index.json").is_file()
-    pulled = await runtime.resolve_image("python:3.12-slim")
+    await runtime.check_image(images.DEFAULT_IMAGE)
+    await runtime.check_image("python:3.12-slim")  # pulled here, before anything is recorded
+    pulled = await runtime.resolve_image("python:3.12-slim")  # as create does right after
     assert pulled == ImageSource("python:3.12-slim", "sha256:" + "b" * 64, reference=pulled.name)
-    with pytest.raises(ImageNotFound) as missing:
-        await runtime.resolve_image("does-not-exist")
-    assert not isinstance(missing.value, ImagePullFailed)
-    assert Native.images.pulls == ["python:3.12-slim"]
+    for check in (runtime.check_image, runtime.resolve_image):
+        with pytest.raises(ImageNotFound) as missing:
+            await check("does-not-exist")
+        assert not isinstance(missing.value, ImagePullFailed)
+    assert Native.images.pulls == ["python:3.12-slim"]  # once, and never for a bare word
 
 
 # -- real: the installed library, one start attempt per module -----------------------------
@@ -480,6 +483,8 @@ async def test_pull_failure_is_typed_with_the_library_message(real: BoxliteRunti
     """real: a registry that refuses the connection (on every host: port 1 on localhost)."""
     started = time.monotonic()
     with pytest.raises(ImagePullFailed) as failure:
+        await real.check_image("localhost:1/airlock/none:1")
+    with pytest.raises(ImagePullFailed):
         await real.create("localhost:1/airlock/none:1", SandboxSpec())
     assert time.monotonic() - started < 10
     assert isinstance(failure.value, ImageNotFound)
