@@ -22,8 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.db.base import utcnow
 from service.db.models import PoolMember
-from service.errors import ServiceUnavailable
 from service.ids import new_id
+from service.jobs.periodic import PeriodicJob
 from service.pool import metrics
 from service.pool.repository import PoolRepository
 from service.pool.service import WarmPool, label, parse_targets, upsert_target
@@ -58,40 +58,28 @@ class Member:
     ready_at: datetime | None
 
 
-class PoolRefiller:
+class PoolRefiller(PeriodicJob):
+    name = "pool-refiller"
+
     def __init__(
         self, db: Db, holder: RuntimeHolder, pool: WarmPool, interval_s: float = 2.0
     ) -> None:
+        super().__init__(interval_s)
         self.db = db
         self.holder = holder
         self.pool = pool
-        self.interval_s = interval_s
-        self._task: asyncio.Task[None] | None = None
         self._last_health = 0.0
         self._slots = asyncio.Semaphore(PARALLEL)
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="pool-refiller")
+    async def run_once(self) -> bool:
+        self.pool.bell.clear()
+        await self.refill_once()
+        return False
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _loop(self) -> None:
-        while True:
-            self.pool.bell.clear()
-            try:
-                await self.refill_once()
-            except asyncio.CancelledError:
-                raise
-            except ServiceUnavailable as exc:
-                log.warning("pool refill skipped: %s", exc.detail)
-            except Exception:
-                log.exception("pool refill pass failed; retrying")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.pool.bell.wait(), self.interval_s)
+    async def pause(self) -> None:
+        # A claim rings the bell: refill at once instead of at the next interval.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.pool.bell.wait(), self.interval_s)
 
     async def refill_once(self) -> None:
         await self._seed_targets()

@@ -8,7 +8,6 @@ append-only trigger lets deletes through only inside this job's transaction (it 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import datetime, timedelta
 
@@ -20,6 +19,7 @@ from service.audit.recorder import PURGE_ACTION, AuditContext, record
 from service.audit.repository import AuditRepository
 from service.db.base import utcnow
 from service.db.models import Exec, RevokedToken, Sandbox, Tenant
+from service.jobs.periodic import PeriodicJob
 from service.settings import Settings
 from service.tenants.service import quotas_of
 
@@ -94,32 +94,16 @@ async def _purge_tenant(session: AsyncSession, tenant_id: str, cutoff: datetime,
     return count
 
 
-class RetentionJob:
+class RetentionJob(PeriodicJob):
+    name = "audit-retention"
+
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], settings: Settings) -> None:
+        super().__init__(settings.retention_interval_s)
         self.sessionmaker = sessionmaker
-        self.interval = settings.retention_interval_s
-        self._task: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="audit-retention")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                async with self.sessionmaker() as session, session.begin():
-                    purged = await purge_once(session)
-                if purged:
-                    log.info("audit retention purged %s", purged)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("audit retention run failed; retrying next interval")
-            await asyncio.sleep(self.interval)
+    async def run_once(self) -> bool:
+        async with self.sessionmaker() as session, session.begin():
+            purged = await purge_once(session)
+        if purged:
+            log.info("audit retention purged %s", purged)
+        return False

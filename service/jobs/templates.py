@@ -8,7 +8,6 @@ reconciler and built again; after `MAX_ATTEMPTS` cut-off builds it fails.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from service.audit.recorder import AuditContext, record
 from service.db.base import utcnow
 from service.db.models import Template, TemplateVersion
 from service.errors import ServiceUnavailable
+from service.jobs.periodic import PeriodicJob
 from service.pool.service import WarmPool
 from service.runtime import SandboxRuntimeError, SnapshotInfo
 from service.runtime_holder import RuntimeHolder
@@ -146,38 +146,24 @@ async def _finish(
     return None
 
 
-class TemplateBuilder:
+class TemplateBuilder(PeriodicJob):
+    name = "template-builder"
+
     def __init__(
         self, db: Db, holder: RuntimeHolder, pool: WarmPool, interval_s: float = 1.0
     ) -> None:
+        super().__init__(interval_s)
         self.db = db
         self.holder = holder
         self.pool = pool
-        self.interval_s = interval_s
-        self._task: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="template-builder")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                job = await claim_next(self.db)
-                if job is not None:
-                    state = await build_one(self.db, self.holder, self.pool, job)
-                    log.info("template %s version %s: %s", job.name, job.version, state)
-                    continue
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("template builder pass failed; retrying")
-            await asyncio.sleep(self.interval_s)
+    async def run_once(self) -> bool:
+        job = await claim_next(self.db)
+        if job is None:
+            return False
+        state = await build_one(self.db, self.holder, self.pool, job)
+        log.info("template %s version %s: %s", job.name, job.version, state)
+        return True
 
 
 async def requeue_interrupted(db: Db) -> int:

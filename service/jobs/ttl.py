@@ -6,7 +6,6 @@ same sandbox twice; a sandbox left `stopping` by a crash is picked up again afte
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import timedelta
 
@@ -16,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.audit.recorder import AuditContext, record
 from service.db.base import utcnow
 from service.db.models import Sandbox
+from service.jobs.periodic import PeriodicJob
 from service.runtime_holder import RuntimeHolder
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.service import stop_sandbox
@@ -78,34 +78,18 @@ async def reap_expired(db: async_sessionmaker[AsyncSession], holder: RuntimeHold
     return [sandbox_id for sandbox_id, _ in claimed]
 
 
-class TtlReaper:
+class TtlReaper(PeriodicJob):
+    name = "ttl-reaper"
+
     def __init__(
         self, db: async_sessionmaker[AsyncSession], holder: RuntimeHolder, interval_s: float
     ) -> None:
+        super().__init__(interval_s)
         self.db = db
         self.holder = holder
-        self.interval_s = interval_s
-        self._task: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="ttl-reaper")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                stopped = await reap_expired(self.db, self.holder)
-                if stopped:
-                    log.info("stopped expired sandboxes: %s", ", ".join(stopped))
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("TTL reaper pass failed; retrying next interval")
-            await asyncio.sleep(self.interval_s)
+    async def run_once(self) -> bool:
+        stopped = await reap_expired(self.db, self.holder)
+        if stopped:
+            log.info("stopped expired sandboxes: %s", ", ".join(stopped))
+        return False
