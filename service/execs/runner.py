@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext, record
 from service.db.base import utcnow
@@ -116,18 +116,9 @@ class ExecRunner:
             if idempotency_key is None:
                 raise
             async with self.engine.connect() as conn:
-                existing = (
-                    await conn.execute(
-                        select(ExecRow.id, ExecRow.request_hash).where(
-                            ExecRow.tenant_id == tenant_id,
-                            ExecRow.sandbox_id == sandbox_id,
-                            ExecRow.idempotency_key == idempotency_key,
-                        )
-                    )
-                ).one()
-            if existing.request_hash != request_hash:
-                raise IdempotencyKeyReused() from None
-            return Started(existing.id, created=False)
+                replay = await _replay(conn, tenant_id, sandbox_id, idempotency_key, request_hash)
+            assert replay is not None
+            return replay
 
     async def _start(
         self,
@@ -163,19 +154,9 @@ class ExecRunner:
                 raise NotFound(f"no sandbox {sandbox_id}")
             repo = ExecRepository(conn, tenant_id, only_sandbox)
             if idempotency_key is not None:
-                existing = (
-                    await conn.execute(
-                        select(ExecRow.id, ExecRow.request_hash).where(
-                            ExecRow.tenant_id == tenant_id,
-                            ExecRow.sandbox_id == sandbox_id,
-                            ExecRow.idempotency_key == idempotency_key,
-                        )
-                    )
-                ).one_or_none()
-                if existing is not None:
-                    if existing.request_hash != request_hash:
-                        raise IdempotencyKeyReused()
-                    return Started(existing.id, created=False)
+                replay = await _replay(conn, tenant_id, sandbox_id, idempotency_key, request_hash)
+                if replay is not None:
+                    return replay
             sandboxes.require_running(sandbox)
             await self._check_quotas(repo, quotas_of(sandbox), data)
             now = utcnow()
@@ -446,6 +427,26 @@ class ExecRunner:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+
+
+async def _replay(
+    conn: AsyncConnection, tenant_id: str, sandbox_id: str, key: str, request_hash: str
+) -> Started | None:
+    """The exec an earlier request with this Idempotency-Key started, if any."""
+    existing = (
+        await conn.execute(
+            select(ExecRow.id, ExecRow.request_hash).where(
+                ExecRow.tenant_id == tenant_id,
+                ExecRow.sandbox_id == sandbox_id,
+                ExecRow.idempotency_key == key,
+            )
+        )
+    ).one_or_none()
+    if existing is None:
+        return None
+    if existing.request_hash != request_hash:
+        raise IdempotencyKeyReused()
+    return Started(existing.id, created=False)
 
 
 class _ChunkSink:

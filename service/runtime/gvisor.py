@@ -584,24 +584,34 @@ class GVisorRuntime:
         if not pid:
             log.warning("sandbox %s: no pid for exec %s, cannot kill its tree", sandbox.id, exec_id)
             return
+        await self._root_helper(
+            sandbox, "kill", ["/bin/sh", "-c", KILL_SCRIPT, "sh", str(pid)], "CAP_KILL"
+        )
+
+    async def _root_helper(
+        self, sandbox: _Sandbox, kind: str, argv: list[str], capability: str
+    ) -> int | None:
+        """Run a short root process inside the sandbox holding just `capability`; its exit
+        code, or None when it did not finish within the kill timeout."""
         process = gvisor_spec.exec_process(
-            argv=["/bin/sh", "-c", KILL_SCRIPT, "sh", str(pid)],
+            argv=argv,
             cwd="/",
             env=self._exec_env(sandbox, {}),
             uid=0,
             gid=0,
-            caps=["CAP_KILL"],
+            caps=[capability],
         )
-        killer_id = "kill-" + secrets.token_hex(8)
-        spawned = await self._spawn_exec(sandbox, killer_id, process, with_stdin=False)
+        helper_id = f"{kind}-{secrets.token_hex(8)}"
+        spawned = await self._spawn_exec(sandbox, helper_id, process, with_stdin=False)
         try:
-            await asyncio.wait_for(spawned.proc.wait(), KILL_TIMEOUT_S)
+            return await asyncio.wait_for(spawned.proc.wait(), KILL_TIMEOUT_S)
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 spawned.proc.kill()
+            return None
         finally:
             spawned.close()
-            self._exec_done(sandbox, killer_id)
+            self._exec_done(sandbox, helper_id)
 
     async def _classify(self, sandbox: _Sandbox, code: int | None) -> Outcome:
         if sandbox.cgroup.oom_kills() > sandbox.oom_baseline:
@@ -873,25 +883,7 @@ class GVisorRuntime:
         """A restored sandbox comes back with the hostname it was checkpointed under: give it
         its own, through a root helper that holds only CAP_SYS_ADMIN for the call."""
         name = gvisor_spec.hostname_for(sandbox.id)
-        process = gvisor_spec.exec_process(
-            argv=["/bin/hostname", name],
-            cwd="/",
-            env=self._exec_env(sandbox, {}),
-            uid=0,
-            gid=0,
-            caps=["CAP_SYS_ADMIN"],
-        )
-        helper_id = "host-" + secrets.token_hex(8)
-        spawned = await self._spawn_exec(sandbox, helper_id, process, with_stdin=False)
-        try:
-            code = await asyncio.wait_for(spawned.proc.wait(), KILL_TIMEOUT_S)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                spawned.proc.kill()
-            code = None
-        finally:
-            spawned.close()
-            self._exec_done(sandbox, helper_id)
+        code = await self._root_helper(sandbox, "host", ["/bin/hostname", name], "CAP_SYS_ADMIN")
         if code != 0:
             log.warning("sandbox %s: could not set its hostname (exit %s)", sandbox.id, code)
 
