@@ -1,11 +1,8 @@
 from __future__ import annotations
 
-from datetime import datetime
-
-from sqlalchemy import Select, func, select, type_coerce
+from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from service.db.base import UTCDateTime
 from service.db.models import Exec, ExecChunk
 
 
@@ -47,17 +44,6 @@ class ExecRepository:
         if after_id is not None:
             stmt = stmt.where(Exec.id > after_id)
         return list((await self.session.scalars(stmt.order_by(Exec.id).limit(limit))).all())
-
-    async def started_since(self, since: datetime) -> tuple[int, datetime | None]:
-        """How many execs the tenant started since `since`, and when the oldest of them was."""
-        row = (
-            await self.session.execute(
-                select(
-                    func.count(Exec.id), type_coerce(func.min(Exec.created_at), UTCDateTime())
-                ).where(Exec.tenant_id == self.tenant_id, Exec.created_at >= since)
-            )
-        ).one()
-        return int(row[0]), row[1]
 
     async def chunks(self, exec_id: str, *, after_seq: int, limit: int = 500) -> list[ExecChunk]:
         # Callers reach this only for an exec they already found through `get`.

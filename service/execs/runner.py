@@ -13,22 +13,21 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select, type_coerce, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext, record
-from service.db.base import utcnow
+from service.db.base import UTCDateTime, utcnow
 from service.db.models import Exec as ExecRow
 from service.db.models import ExecChunk, Tenant
 from service.db.models import Sandbox as SandboxRow
 from service.errors import IdempotencyKeyReused, NotFound, QuotaExceeded, Unprocessable
 from service.execs.masking import Masker, mask_text
-from service.execs.repository import ExecRepository
 from service.execs.schemas import Exec, ExecCreate
 from service.ids import new_id
 from service.runtime import (
@@ -135,6 +134,11 @@ class ExecRunner:
     ) -> Started:
         masked_cmd, masked_cwd, masked_env = masked
         async with self.engine.begin() as conn:
+            window = utcnow() - timedelta(seconds=60)
+            recent = select(ExecRow.id).where(
+                ExecRow.tenant_id == tenant_id, ExecRow.created_at >= window
+            )
+            # One round trip: the sandbox, the tenant's quotas and its execs of the last minute.
             stmt = (
                 select(
                     SandboxRow.id,
@@ -143,6 +147,13 @@ class ExecRunner:
                     SandboxRow.failure_reason,
                     SandboxRow.env,
                     Tenant.quotas,
+                    select(func.count()).select_from(recent.subquery()).scalar_subquery(),
+                    type_coerce(
+                        select(func.min(ExecRow.created_at))
+                        .where(ExecRow.tenant_id == tenant_id, ExecRow.created_at >= window)
+                        .scalar_subquery(),
+                        UTCDateTime(),
+                    ),
                 )
                 .join(Tenant, Tenant.id == SandboxRow.tenant_id)
                 .where(SandboxRow.tenant_id == tenant_id, SandboxRow.id == sandbox_id)
@@ -152,13 +163,12 @@ class ExecRunner:
             sandbox = (await conn.execute(stmt)).one_or_none()
             if sandbox is None:
                 raise NotFound(f"no sandbox {sandbox_id}")
-            repo = ExecRepository(conn, tenant_id, only_sandbox)
             if idempotency_key is not None:
                 replay = await _replay(conn, tenant_id, sandbox_id, idempotency_key, request_hash)
                 if replay is not None:
                     return replay
             sandboxes.require_running(sandbox)
-            await self._check_quotas(repo, quotas_of(sandbox), data)
+            self._check_quotas(quotas_of(sandbox), data, sandbox[6], sandbox[7])
             now = utcnow()
             values = {
                 "id": new_id("exe"),
@@ -251,7 +261,9 @@ class ExecRunner:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(live.changed.wait(), timeout_s)
 
-    async def _check_quotas(self, repo: ExecRepository, quotas: Quotas, data: ExecCreate) -> None:
+    def _check_quotas(
+        self, quotas: Quotas, data: ExecCreate, count: int, oldest: datetime | None
+    ) -> None:
         if data.timeout_s > quotas.max_exec_timeout_s:
             raise Unprocessable(
                 f"timeout_s {data.timeout_s} exceeds this tenant's maximum of "
@@ -260,7 +272,6 @@ class ExecRunner:
             )
         # Counted, not locked: two execs racing at the limit may both pass, which a rate limit
         # tolerates; locking would serialise every exec of a tenant.
-        count, oldest = await repo.started_since(utcnow() - timedelta(seconds=60))
         if count >= quotas.execs_per_minute:
             wait_s = 60 - (utcnow() - oldest).total_seconds() if oldest else 60
             raise QuotaExceeded(
