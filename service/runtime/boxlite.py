@@ -461,6 +461,7 @@ class BoxliteRuntime:
     """
 
     name = "boxlite"
+    snapshots_memory = False
 
     def __init__(
         self,

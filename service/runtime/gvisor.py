@@ -116,6 +116,7 @@ class GVisorRuntime:
     """`SandboxRuntime` on gVisor. Build with `GVisorRuntime.open(state_dir, platform=None)`."""
 
     name = "gvisor"
+    snapshots_memory = True
 
     def __init__(self, state_dir: Path, runsc: str, platform: str) -> None:
         self.state_dir = Path(state_dir).resolve()

@@ -46,6 +46,9 @@ class SandboxRuntime(Protocol):
     """
 
     name: str
+    # Whether a snapshot holds memory (running processes come back in every sandbox started
+    # from it, as with gVisor's checkpoint) or only files (BoxLite: a sandbox boots afresh).
+    snapshots_memory: bool
 
     async def check_image(self, image: str) -> None:
         """Raise ImageNotFound (or InvalidImage) unless `create` could use `image`: callers check
