@@ -1,0 +1,106 @@
+"""Exec output on its way to the record: masked, cut at whole characters, stored in batches."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from sqlalchemy import insert
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.db.models import ExecChunk
+from service.execs.masking import Masker
+
+FLUSH_INTERVAL_S = 0.05
+FLUSH_BYTES = 64 << 10
+
+
+class ChunkSink:
+    """Masks output and appends it to `exec_chunks` in small batches."""
+
+    def __init__(
+        self, engine: AsyncEngine, exec_id: str, secrets: list[str], on_flush: Callable[[], None]
+    ) -> None:
+        self.engine = engine
+        self.exec_id = exec_id
+        self.maskers = {"stdout": Masker(secrets), "stderr": Masker(secrets)}
+        self.on_flush = on_flush
+        self.pending: list[tuple[str, bytes]] = []
+        self.pending_bytes = 0
+        self.seq = 0
+        self.last_flush = time.monotonic()
+        self.bytes = {"stdout": 0, "stderr": 0}
+        # What was stored, per stream: the finished exec is answered from here.
+        self.kept = {"stdout": b"", "stderr": b""}
+        # An incomplete UTF-8 character held back, so each stored chunk decodes on its own.
+        self.partial = {"stdout": b"", "stderr": b""}
+
+    def _whole_characters(self, stream: str, data: bytes) -> bytes:
+        data = self.partial[stream] + data
+        keep = _incomplete_utf8_tail(data)
+        if keep:
+            data, self.partial[stream] = data[:-keep], data[-keep:]
+        else:
+            self.partial[stream] = b""
+        return data
+
+    async def add(self, stream: str, data: bytes) -> None:
+        self.bytes[stream] = self.bytes.get(stream, 0) + len(data)
+        masked = self._whole_characters(stream, self.maskers[stream].feed(data))
+        if masked:
+            self.pending.append((stream, masked))
+            self.pending_bytes += len(masked)
+        now = time.monotonic()
+        if self.pending_bytes >= FLUSH_BYTES or now - self.last_flush >= FLUSH_INTERVAL_S:
+            await self.flush()
+
+    async def flush(self) -> None:
+        self.last_flush = time.monotonic()
+        if not self.pending:
+            return
+        rows = []
+        for stream, data in _coalesce(self.pending):
+            self.kept[stream] += data
+            self.seq += 1
+            rows.append({"exec_id": self.exec_id, "seq": self.seq, "stream": stream, "data": data})
+        self.pending, self.pending_bytes = [], 0
+        async with self.engine.begin() as conn:
+            await conn.execute(insert(ExecChunk), rows)
+        self.on_flush()
+
+    async def close(self, *, cut_stdout: bool, cut_stderr: bool) -> None:
+        for stream, cut in (("stdout", cut_stdout), ("stderr", cut_stderr)):
+            tail = self.partial[stream] + self.maskers[stream].flush(cut=cut)
+            self.partial[stream] = b""
+            if tail:
+                self.pending.append((stream, tail))
+        await self.flush()
+
+
+def _incomplete_utf8_tail(data: bytes) -> int:
+    """How many bytes at the end of `data` start a UTF-8 character that is not complete yet."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # a lead byte (or ASCII)
+            need = (
+                2
+                if byte & 0xE0 == 0xC0
+                else 3
+                if byte & 0xF0 == 0xE0
+                else 4
+                if byte & 0xF8 == 0xF0
+                else 1
+            )
+            return back if need > back else 0
+    return 0
+
+
+def _coalesce(pieces: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """Merge neighbouring pieces of the same stream, keeping the interleaving."""
+    out: list[tuple[str, bytes]] = []
+    for stream, data in pieces:
+        if out and out[-1][0] == stream:
+            out[-1] = (stream, out[-1][1] + data)
+        else:
+            out.append((stream, data))
+    return out
