@@ -11,6 +11,8 @@ command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 [[ -e /usr/lib/x86_64-linux-gnu/libc.a ]] || need+=(libc6-dev)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v iptables-restore >/dev/null 2>&1 || need+=(iptables)  # egress policy of sandboxes
+command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 command -v gzip >/dev/null 2>&1 || need+=(gzip)
 
 if ((${#need[@]})); then

@@ -121,11 +121,19 @@ def box_options_kwargs(
     """
     if (rootfs_path is None) == (image is None):
         raise ValueError("give exactly one of rootfs_path and image")
-    if spec.network != "none":
-        raise InvalidSpec(f"network policy {spec.network!r} is not supported by BoxLite yet")
+    if spec.network == "open":
+        # BoxLite has no enforcement point of ours in front of an open box, so the host,
+        # link-local (cloud metadata) and other boxes could not be kept out: refused.
+        raise InvalidSpec("network 'open' is not supported by BoxLite; use an allowlist")
     if security not in ("standard", "maximum"):
         raise InvalidSpec(f"unknown BoxLite security preset {security!r}")
     source = {"rootfs_path": str(rootfs_path)} if rootfs_path is not None else {"image": image}
+    egress: dict[str, Any] = {"network": "disabled"}
+    if spec.network == "allowlist":
+        # BoxLite's own host-pattern allowlist; an empty list would mean "any" there.
+        if not spec.network_allow:
+            raise InvalidSpec("BoxLite needs at least one allowlist entry")
+        egress = {"network": "enabled", "allow_net": list(spec.network_allow)}
     return {
         **source,
         "cpus": max(1, math.ceil(spec.vcpus)),
@@ -134,7 +142,7 @@ def box_options_kwargs(
         "env": [(k, v) for k, v in spec.env.items()],
         "user": spec.user if spec.user != "root" else "0:0",
         "working_dir": "/work",
-        "network": "disabled",
+        **egress,
         "security": security,
         "auto_stop": 0,
         "auto_delete": 0,
@@ -152,6 +160,7 @@ def _box_options(
 
     kwargs = box_options_kwargs(spec, rootfs_path, image=image, security=security)
     mode = kwargs.pop("network")
+    allow_net = kwargs.pop("allow_net", None)
     preset = getattr(boxlite.SecurityOptions, kwargs.pop("security"))()
     # The maximum preset caps the shim's file size at 1 GiB; the box's qcow2 disk is a file
     # of the shim and must be able to grow to the disk cap.
@@ -161,7 +170,9 @@ def _box_options(
     return boxlite.BoxOptions(
         **kwargs,
         network=boxlite.NetworkSpec(
-            outbound=boxlite.OutboundNetworkSpec(mode=mode),
+            outbound=boxlite.OutboundNetworkSpec(mode=mode, allow_net=allow_net)
+            if allow_net
+            else boxlite.OutboundNetworkSpec(mode=mode),
             inbound=boxlite.InboundNetworkSpec(mode="disabled"),
         ),
         advanced=boxlite.AdvancedBoxOptions(security=preset),

@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from . import cgroups, files, gvisor_spec, hostproc, images, reaper
+from . import cgroups, files, gvisor_spec, hostproc, images, network, reaper
 from .errors import (
     ExecNotFound,
     InvalidSpec,
@@ -118,7 +118,9 @@ class GVisorRuntime:
     name = "gvisor"
     snapshots_memory = True
 
-    def __init__(self, state_dir: Path, runsc: str, platform: str) -> None:
+    def __init__(
+        self, state_dir: Path, runsc: str, platform: str, network_range: str | None = None
+    ) -> None:
         self.state_dir = Path(state_dir).resolve()
         self.root = self.state_dir / "gvisor"
         self.runsc = runsc
@@ -130,12 +132,15 @@ class GVisorRuntime:
         # never touches another state dir's (another service or test run on the same host).
         key = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:12]
         self.cgroup_parent = f"{CGROUP_PARENT}/{key}"
+        self.networks = network.Networks(network_range or network.DEFAULT_RANGE)
 
     def cgroup_path(self, sandbox_id: str) -> str:
         return f"{self.cgroup_parent}/{sandbox_id}"
 
     @classmethod
-    async def open(cls, state_dir: Path, platform: str | None = None) -> GVisorRuntime:
+    async def open(
+        cls, state_dir: Path, platform: str | None = None, network_range: str | None = None
+    ) -> GVisorRuntime:
         """Check the host can run gVisor sandboxes; raise RuntimeUnavailable with why not."""
         runsc = shutil.which("runsc")
         if runsc is None:
@@ -147,7 +152,7 @@ class GVisorRuntime:
         if cgroups.detect() == "none":
             raise RuntimeUnavailable("gvisor", "no cgroup filesystem at /sys/fs/cgroup")
         chosen = await asyncio.to_thread(detect_platform, runsc, platform)
-        runtime = cls(Path(state_dir), runsc, chosen)
+        runtime = cls(Path(state_dir), runsc, chosen, network_range)
         for sub in ("runsc", "sandboxes", "snapshots"):
             (runtime.root / sub).mkdir(parents=True, exist_ok=True)
         reaper.become_subreaper()
@@ -159,22 +164,35 @@ class GVisorRuntime:
 
     @classmethod
     async def from_settings(cls, settings: Any) -> GVisorRuntime:
-        return await cls.open(Path(settings.state_dir), getattr(settings, "runsc_platform", None))
+        return await cls.open(
+            Path(settings.state_dir),
+            getattr(settings, "runsc_platform", None),
+            getattr(settings, "sandbox_network_range", None),
+        )
 
     # -- runsc plumbing -------------------------------------------------------------------
 
-    def _cmd(self, *args: str) -> list[str]:
+    def _cmd(self, *args: str, meta: dict[str, Any] | None = None) -> list[str]:
+        """A runsc command line. A sandbox with a network runs in its own namespace (made by
+        network.py) on the host stack of that namespace: this runsc cannot take a namespace's
+        interfaces into its own stack on kernels that show net sysctls in every namespace."""
+        prefix = network.netns_prefix(meta or {})
         return [
+            *prefix,
             self.runsc,
             f"--root={self.root / 'runsc'}",
             f"--platform={self.platform}",
-            "--network=none",
+            "--network=host" if prefix else "--network=none",
             "--cpu-num-from-quota",
             *args,
         ]
 
     async def _runsc(
-        self, *args: str, limit_s: float = RUNSC_TIMEOUT_S, log_file: Path | None = None
+        self,
+        *args: str,
+        limit_s: float = RUNSC_TIMEOUT_S,
+        log_file: Path | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> tuple[int, str]:
         """Run a runsc command; returns (exit code, combined output).
 
@@ -183,11 +201,14 @@ class GVisorRuntime:
         if log_file is not None:
             with log_file.open("ab") as out:
                 proc = await asyncio.create_subprocess_exec(
-                    *self._cmd(*args), stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out
+                    *self._cmd(*args, meta=meta),
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=out,
                 )
         else:
             proc = await asyncio.create_subprocess_exec(
-                *self._cmd(*args),
+                *self._cmd(*args, meta=meta),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
@@ -222,8 +243,14 @@ class GVisorRuntime:
             reaper.reap_adopted()
             await asyncio.sleep(2.0)
 
+    def _meta_of(self, sandbox_id: str) -> dict[str, Any]:
+        known = self._sandboxes.get(sandbox_id)
+        return known.meta if known is not None else {}
+
     async def _state(self, sandbox_id: str) -> str | None:
-        code, out = await self._runsc("state", sandbox_id, limit_s=10)
+        code, out = await self._runsc(
+            "state", sandbox_id, limit_s=10, meta=self._meta_of(sandbox_id)
+        )
         if code != 0:
             return None
         with contextlib.suppress(ValueError):
@@ -310,6 +337,7 @@ class GVisorRuntime:
             cgroups_path=sandbox.cgroup.path,
             home=home,
             init_argv=init_argv or gvisor_spec.INIT_FALLBACK,
+            net_dir=sandbox.dir / "net" if sandbox.meta.get("net") else None,
         )
         sandbox.bundle.mkdir(parents=True, exist_ok=True)
         sandbox.meta["rootfs"] = str(rootfs)
@@ -347,6 +375,7 @@ class GVisorRuntime:
                 f"--bundle={sandbox.bundle}",
                 sandbox.id,
                 log_file=sandbox.dir / "runsc.log",
+                meta=sandbox.meta,
             )
         )
         if code != 0:
@@ -369,6 +398,16 @@ class GVisorRuntime:
         )
         sandbox = self._new_sandbox(info, spec, str(path_env), None)
         self._sandboxes[sandbox.id] = sandbox
+        if spec.network != "none":
+            try:
+                slot = await asyncio.to_thread(
+                    self.networks.setup, sandbox.id, sandbox.dir, spec.network, spec.network_allow
+                )
+            except BaseException:
+                await self._teardown(sandbox)
+                raise
+            sandbox.meta["net"] = slot.to_meta()
+            sandbox.save()
         self._write_bundle(sandbox, rootfs, info)
         await self._start(sandbox, "run")
         return self._info(sandbox)
@@ -397,10 +436,16 @@ class GVisorRuntime:
 
     async def _teardown(self, sandbox: _Sandbox) -> None:
         """Remove the runsc container, its processes, cgroup and directory."""
-        await self._reap_while(self._runsc("kill", sandbox.id, "KILL", limit_s=KILL_TIMEOUT_S))
-        await self._reap_while(self._runsc("delete", "--force", sandbox.id, limit_s=30))
+        meta = sandbox.meta
+        await self._reap_while(
+            self._runsc("kill", sandbox.id, "KILL", limit_s=KILL_TIMEOUT_S, meta=meta)
+        )
+        await self._reap_while(self._runsc("delete", "--force", sandbox.id, limit_s=30, meta=meta))
         hostproc.kill_mentioning(str(sandbox.dir))
         reaper.reap_adopted()
+        if meta.get("net"):
+            slot = network.Slot.from_meta(sandbox.id, meta["net"])
+            await asyncio.to_thread(self.networks.teardown, slot)
         left = await asyncio.to_thread(sandbox.cgroup.remove)
         if left:
             log.warning("sandbox %s: cgroup directories left: %s", sandbox.id, left)
@@ -493,6 +538,40 @@ class GVisorRuntime:
             pids_limit=usage.pids_limit,
         )
 
+    # -- network --------------------------------------------------------------------------
+
+    async def update_network(
+        self, sandbox_id: str, mode: str, allow: list[str] | None = None
+    ) -> SandboxInfo:
+        """Change a running sandbox's egress policy between "allowlist" and "open". A sandbox
+        made with "none" has no interface to open later, and one with a network cannot be
+        reduced to "none" (an empty allowlist blocks everything instead)."""
+        sandbox = await self._ready(sandbox_id)
+        spec = msgspec.structs.replace(sandbox.spec, network=mode, network_allow=list(allow or []))
+        gvisor_spec.validate(spec)
+        if not sandbox.meta.get("net") or mode == "none":
+            raise InvalidSpec(
+                "the network of a sandbox can change between 'allowlist' and 'open' only; "
+                "give the sandbox a network when it is created"
+            )
+        async with sandbox.lock:
+            slot = network.Slot.from_meta(sandbox.id, sandbox.meta["net"])
+            await asyncio.to_thread(
+                self.networks.apply, slot, sandbox.dir, spec.network, spec.network_allow
+            )
+            sandbox.meta["spec"] = msgspec.to_builtins(spec)
+            sandbox.save()
+        return self._info(sandbox)
+
+    async def network_counters(self, sandbox_id: str) -> dict[str, int] | None:
+        """Packets the sandbox sent so far that its policy allowed and blocked; None without a
+        network (nothing can leave)."""
+        sandbox = self._load(sandbox_id)
+        if not sandbox.meta.get("net"):
+            return None
+        slot = network.Slot.from_meta(sandbox.id, sandbox.meta["net"])
+        return await asyncio.to_thread(self.networks.counters, slot)
+
     # -- exec -----------------------------------------------------------------------------
 
     async def _spawn_exec(
@@ -509,6 +588,7 @@ class GVisorRuntime:
             f"--process={process_file}",
             f"--internal-pid-file={base.with_suffix('.pid')}",
             sandbox.id,
+            meta=sandbox.meta,
         )
         return await spawn(argv, with_stdin=with_stdin)
 
@@ -784,6 +864,8 @@ class GVisorRuntime:
     async def snapshot(self, sandbox_id: str) -> SnapshotInfo:
         """Checkpoint the sandbox, then restore it in place so it keeps running."""
         sandbox = self._usable(sandbox_id)
+        if sandbox.meta.get("net"):
+            raise InvalidSpec("snapshots of gVisor sandboxes with a network are not supported yet")
         async with sandbox.lock:
             # New work waits from here until the sandbox runs again.
             sandbox.ready.clear()

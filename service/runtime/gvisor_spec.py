@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from . import network
 from .errors import InvalidSpec
 from .types import SandboxSpec
 
@@ -44,8 +45,11 @@ def validate(spec: SandboxSpec) -> None:
         raise InvalidSpec("pids must be between 8 and 4096")
     if not 4 <= spec.disk_mib <= 256 * 1024:
         raise InvalidSpec("disk_mib must be between 4 and 262144")
-    if spec.network != "none":
-        raise InvalidSpec(f"network policy {spec.network!r} is not supported by gVisor yet")
+    if spec.network == "none" and spec.network_allow:
+        raise InvalidSpec("network_allow needs network 'allowlist'")
+    if spec.network == "open" and spec.network_allow:
+        raise InvalidSpec("network 'open' takes no allowlist")
+    network.parse_allow(spec.network_allow)
     parse_user(spec.user)
     for key in spec.env:
         if not key or "=" in key or "\x00" in key:
@@ -100,6 +104,7 @@ def bundle_config(
     cgroups_path: str,
     home: str | None,
     init_argv: list[str],
+    net_dir: Path | None = None,
 ) -> dict[str, Any]:
     uid, gid = parse_user(spec.user)
     scratch = scratch_mib(spec)
@@ -131,6 +136,16 @@ def bundle_config(
     ]
     if home:
         mounts.append(_tmpfs(home, scratch, "0755", uid, gid))
+    namespaces = ["pid", "ipc", "uts", "mount", "network"]
+    if net_dir is not None:
+        # runsc starts inside the namespace the runtime made (see network.py); the policy's
+        # names and a resolver that answers nothing come from files the host keeps.
+        namespaces.remove("network")
+        mounts += [
+            {"destination": f"/etc/{name}", "type": "bind", "source": str(net_dir / name),
+             "options": ["rbind", "ro", "nosuid", "nodev", "noexec"]}
+            for name in ("hosts", "resolv.conf")
+        ]  # fmt: skip
     memory = (spec.memory_mib + writable_mib(spec, bool(home)) + SENTRY_OVERHEAD_MIB) * MIB
     return {
         "ociVersion": "1.0.2",
@@ -155,7 +170,7 @@ def bundle_config(
                 "cpu": {"quota": int(spec.vcpus * 100_000), "period": 100_000},
                 "pids": {"limit": spec.pids * HOST_TASKS_PER_PROCESS + HOST_TASKS_BASE},
             },
-            "namespaces": [{"type": t} for t in ("pid", "ipc", "uts", "mount", "network")],
+            "namespaces": [{"type": t} for t in namespaces],
             "maskedPaths": ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"],
             "readonlyPaths": ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"],
         },

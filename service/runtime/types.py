@@ -7,7 +7,7 @@ from typing import Literal
 import msgspec
 
 Outcome = Literal["exited", "timeout", "oom", "killed"]
-NetworkPolicy = Literal["none"]
+NetworkPolicy = Literal["none", "allowlist", "open"]
 SandboxState = Literal["running", "failed", "stopped"]
 
 DEFAULT_OUTPUT_CAP = 1 << 20  # bytes kept per stream; the rest is counted, not kept
@@ -22,7 +22,10 @@ class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     disk_mib: int = 512
     user: str = "1000:1000"
     env: dict[str, str] = msgspec.field(default_factory=dict)
+    # "none": no interface but lo. "allowlist": egress only to `network_allow` entries (host
+    # names with an optional port, IPv4 addresses or CIDRs). "open": any public destination.
     network: NetworkPolicy = "none"
+    network_allow: list[str] = msgspec.field(default_factory=list)
     labels: dict[str, str] = msgspec.field(default_factory=dict)
 
 

@@ -1,0 +1,346 @@
+"""Egress for gVisor sandboxes that have a network: a netns, a veth pair and host iptables.
+
+A sandbox with `network="allowlist"` or `"open"` runs inside a network namespace of its own
+(`ip netns add alk-<id>`), joined to the host by a veth pair with addresses from a private
+/30 of the configured range. All its traffic leaves through the host side of the pair, where
+one iptables chain per sandbox (`ALK-<hex>`, jumped to from INPUT and FORWARD for that
+interface) decides: destinations that are always blocked first, then the policy's allows,
+then REJECT (tcp-reset for TCP, icmp-port-unreachable otherwise, so a blocked connection
+fails at once). The chain's rule counters are the sandbox's allowed/blocked counts.
+
+Always blocked, whatever the policy says: every address of the host itself (addrtype LOCAL:
+loopback, the veth host side, all interfaces), 0/8, 127/8, link-local 169.254/16 (cloud
+metadata), multicast, broadcast and the sandbox range (other sandboxes).
+
+Host names in an allowlist are resolved on the host when the policy is applied; the addresses
+become rules and the names go into the sandbox's /etc/hosts. The sandbox's resolv.conf points
+at its own loopback, where nothing answers, so any other name fails to resolve at once.
+
+Every rule carries a comment naming the sandbox, and teardown removes the chains, the jumps,
+the NAT rule and the namespace (which takes the veth pair with it).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import ipaddress
+import logging
+import re
+import socket
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidSpec, SandboxRuntimeError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RANGE = "10.231.0.0/16"
+ALWAYS_BLOCKED = (
+    "0.0.0.0/8",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "224.0.0.0/4",
+    "240.0.0.0/4",
+)
+HOST_NAME = re.compile(
+    r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*"
+)
+LOCK_FILE = Path("/run/lock/airlock-network.lock")
+RESOLV_CONF = "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
+HOSTS_BASE = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+
+Resolver = Callable[[str], list[str]]
+
+
+@dataclass(frozen=True)
+class Allow:
+    """One allowlist entry: a host name or a network, with an optional TCP/UDP port."""
+
+    host: str | None
+    net: ipaddress.IPv4Network | None
+    port: int | None
+
+
+def parse_entry(entry: str) -> Allow:
+    """`host`, `host:port`, `a.b.c.d`, `a.b.c.d/nn` or `a.b.c.d[/nn]:port`; IPv4 only."""
+    text = entry.strip().lower()
+    port: int | None = None
+    base, sep, tail = text.rpartition(":")
+    if sep:
+        if not tail.isdigit() or not 1 <= int(tail) <= 65535:
+            raise InvalidSpec(f"network allow entry {entry!r}: port must be 1-65535")
+        text, port = base, int(tail)
+    try:
+        return Allow(None, ipaddress.IPv4Network(text, strict=False), port)
+    except ValueError:
+        pass
+    if not HOST_NAME.fullmatch(text) or text.replace(".", "").isdigit():
+        raise InvalidSpec(f"network allow entry {entry!r} is not a host name, IPv4 address or CIDR")
+    return Allow(text, None, port)
+
+
+def parse_allow(entries: Sequence[str]) -> list[Allow]:
+    if len(entries) > 64:
+        raise InvalidSpec("a network allowlist holds at most 64 entries")
+    return [parse_entry(e) for e in entries]
+
+
+def system_resolver(name: str) -> list[str]:
+    infos = socket.getaddrinfo(name, None, family=socket.AF_INET, type=socket.SOCK_STREAM)
+    return sorted({str(info[4][0]) for info in infos})
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Names and addresses of one sandbox's network."""
+
+    sandbox_id: str
+    index: int
+    host_ip: str
+    sandbox_ip: str
+
+    @property
+    def tag(self) -> str:
+        return self.sandbox_id.rsplit("-", 1)[-1]
+
+    @property
+    def netns(self) -> str:
+        return self.sandbox_id
+
+    @property
+    def netns_path(self) -> str:
+        return f"/run/netns/{self.netns}"
+
+    @property
+    def veth_host(self) -> str:
+        return "alh" + self.tag[-12:]
+
+    @property
+    def veth_sandbox(self) -> str:
+        return "als" + self.tag[-12:]
+
+    @property
+    def egress_chain(self) -> str:
+        return "ALK-" + self.tag
+
+    @property
+    def ingress_chain(self) -> str:
+        return "ALI-" + self.tag
+
+    @property
+    def comment(self) -> str:
+        return self.sandbox_id
+
+    def to_meta(self) -> dict[str, Any]:
+        return {"index": self.index, "host_ip": self.host_ip, "sandbox_ip": self.sandbox_ip}
+
+    @classmethod
+    def from_meta(cls, sandbox_id: str, meta: dict[str, Any]) -> Slot:
+        return cls(sandbox_id, int(meta["index"]), meta["host_ip"], meta["sandbox_ip"])
+
+
+def _run(*argv: str, check: bool = True, stdin: str | None = None) -> str:
+    proc = subprocess.run(
+        argv, input=stdin, capture_output=True, text=True, timeout=30, check=False
+    )
+    if check and proc.returncode != 0:
+        raise SandboxRuntimeError(f"{' '.join(argv[:4])} failed: {proc.stderr.strip()[-400:]}")
+    return proc.stdout
+
+
+class Networks:
+    """Creates, re-applies, counts and removes sandbox networks. Runs as root."""
+
+    def __init__(self, range_cidr: str = DEFAULT_RANGE, resolver: Resolver | None = None) -> None:
+        self.range = ipaddress.IPv4Network(range_cidr)
+        if self.range.prefixlen > 28:
+            raise InvalidSpec("the sandbox network range must be a /28 or larger")
+        self.resolver: Resolver = resolver or system_resolver
+
+    # -- addresses ----------------------------------------------------------------------
+
+    def _used_indexes(self) -> set[int]:
+        used = set()
+        out = _run("ip", "-o", "-4", "addr", "show", check=False)
+        for match in re.finditer(r"inet (\d+\.\d+\.\d+\.\d+)/", out):
+            address = ipaddress.IPv4Address(match.group(1))
+            if address in self.range:
+                used.add((int(address) - int(self.range.network_address)) // 4)
+        return used
+
+    def _allocate(self, sandbox_id: str) -> Slot:
+        used = self._used_indexes()
+        for index in range(self.range.num_addresses // 4):
+            if index not in used:
+                base = int(self.range.network_address) + 4 * index
+                return Slot(
+                    sandbox_id,
+                    index,
+                    str(ipaddress.IPv4Address(base + 1)),
+                    str(ipaddress.IPv4Address(base + 2)),
+                )
+        raise SandboxRuntimeError(f"no free /30 left in the sandbox network range {self.range}")
+
+    # -- policy -------------------------------------------------------------------------
+
+    def resolve(
+        self, mode: str, allow: Sequence[str]
+    ) -> tuple[list[tuple[str, int | None]], dict[str, list[str]]]:
+        """(destination networks with ports, names to addresses) for the policy, resolved now."""
+        if mode == "open":
+            return [("0.0.0.0/0", None)], {}
+        targets: list[tuple[str, int | None]] = []
+        names: dict[str, list[str]] = {}
+        for entry in parse_allow(allow):
+            if entry.net is not None:
+                targets.append((str(entry.net), entry.port))
+                continue
+            assert entry.host is not None
+            try:
+                addresses = names.get(entry.host) or self.resolver(entry.host)
+            except OSError as exc:
+                raise InvalidSpec(f"cannot resolve allowed host {entry.host!r}: {exc}") from exc
+            if not addresses:
+                raise InvalidSpec(f"allowed host {entry.host!r} has no IPv4 address")
+            names[entry.host] = addresses
+            targets += [(f"{a}/32", entry.port) for a in addresses]
+        return targets, names
+
+    def _rules(self, slot: Slot, targets: list[tuple[str, int | None]]) -> str:
+        """An iptables-restore document that (re)fills the sandbox's chains in one go."""
+        c = f'-m comment --comment "{slot.comment}"'
+        egress, ingress = slot.egress_chain, slot.ingress_chain
+
+        def reject(chain: str, match: str = "") -> list[str]:
+            head = f"-A {chain} {match}".rstrip()
+            return [
+                f"{head} -p tcp {c} -j REJECT --reject-with tcp-reset",
+                f"{head} {c} -j REJECT --reject-with icmp-port-unreachable",
+            ]
+
+        lines = ["*filter", f":{egress} - [0:0]", f":{ingress} - [0:0]"]
+        lines += reject(egress, "-m addrtype --dst-type LOCAL")  # the host itself
+        for net in (*ALWAYS_BLOCKED, "255.255.255.255/32", str(self.range)):
+            lines += reject(egress, f"-d {net}")
+        for net, port in targets:
+            if port is None:
+                lines.append(f"-A {egress} -d {net} {c} -j ACCEPT")
+            else:
+                lines += [
+                    f"-A {egress} -d {net} -p {proto} --dport {port} {c} -j ACCEPT"
+                    for proto in ("tcp", "udp")
+                ]
+        lines += reject(egress)
+        # Nothing may open a connection to the sandbox; replies to its own connections pass.
+        lines.append(f"-A {ingress} -m conntrack --ctstate ESTABLISHED,RELATED {c} -j ACCEPT")
+        lines += reject(ingress)
+        return "\n".join([*lines, "COMMIT", ""])
+
+    def _hosts(self, names: dict[str, list[str]]) -> str:
+        return HOSTS_BASE + "".join(
+            f"{a}\t{n}\n" for n, addrs in sorted(names.items()) for a in addrs
+        )
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def setup(self, sandbox_id: str, directory: Path, mode: str, allow: Sequence[str]) -> Slot:
+        """Resolve the policy, then create the namespace, veth pair, NAT and chains."""
+        targets, names = self.resolve(mode, allow)
+        LOCK_FILE.parent.mkdir(parents=True, exist_ok=True)
+        with LOCK_FILE.open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            slot = self._allocate(sandbox_id)
+            try:
+                self._create_link(slot)
+            except Exception:
+                self.teardown(slot)
+                raise
+        try:
+            self._write_files(directory, names)
+            _run("iptables-restore", "-w", "--noflush", stdin=self._rules(slot, targets))
+            self._jumps("-I", slot)
+        except Exception:
+            self.teardown(slot)
+            raise
+        return slot
+
+    def _create_link(self, slot: Slot) -> None:
+        _run("ip", "netns", "add", slot.netns)
+        _run("ip", "link", "add", slot.veth_host, "type", "veth", "peer", "name",
+             slot.veth_sandbox, "netns", slot.netns)  # fmt: skip
+        _run("ip", "addr", "add", f"{slot.host_ip}/30", "dev", slot.veth_host)
+        _run("ip", "link", "set", slot.veth_host, "up")
+        inside = ("ip", "-n", slot.netns)
+        _run(*inside, "addr", "add", f"{slot.sandbox_ip}/30", "dev", slot.veth_sandbox)
+        _run(*inside, "link", "set", slot.veth_sandbox, "up")
+        _run(*inside, "link", "set", "lo", "up")
+        _run(*inside, "route", "add", "default", "via", slot.host_ip)
+        Path("/proc/sys/net/ipv4/ip_forward").write_text("1\n")
+
+    def _jumps(self, op: str, slot: Slot) -> None:
+        c = ["-m", "comment", "--comment", slot.comment]
+        veth = slot.veth_host
+        rules = [
+            ("filter", "INPUT", ["-i", veth, *c, "-j", slot.egress_chain]),
+            ("filter", "FORWARD", ["-i", veth, *c, "-j", slot.egress_chain]),
+            ("filter", "FORWARD", ["-o", veth, *c, "-j", slot.ingress_chain]),
+            ("nat", "POSTROUTING", ["-s", f"{slot.sandbox_ip}/32", *c, "-j", "MASQUERADE"]),
+        ]
+        for table, chain, rule in rules:
+            if op == "-D":
+                while _run_ok("iptables", "-w", "-t", table, "-D", chain, *rule):
+                    pass
+            else:
+                _run("iptables", "-w", "-t", table, "-I", chain, "1", *rule)
+
+    def _write_files(self, directory: Path, names: dict[str, list[str]]) -> None:
+        net_dir = directory / "net"
+        net_dir.mkdir(exist_ok=True)
+        (net_dir / "resolv.conf").write_text(RESOLV_CONF)
+        # Rewritten in place: the sandbox's bind mount follows this inode, not a renamed file.
+        (net_dir / "hosts").write_text(self._hosts(names))
+
+    def apply(self, slot: Slot, directory: Path, mode: str, allow: Sequence[str]) -> None:
+        """Replace a running sandbox's policy: one atomic iptables-restore, then /etc/hosts."""
+        targets, names = self.resolve(mode, allow)
+        _run("iptables-restore", "-w", "--noflush", stdin=self._rules(slot, targets))
+        self._write_files(directory, names)
+
+    def counters(self, slot: Slot) -> dict[str, int]:
+        """Packets the sandbox sent that its chain accepted and rejected so far."""
+        out = _run("iptables", "-w", "-L", slot.egress_chain, "-v", "-x", "-n", check=False)
+        allowed = blocked = 0
+        for line in out.splitlines()[2:]:
+            fields = line.split()
+            if len(fields) >= 3 and fields[0].isdigit():
+                if fields[2] == "ACCEPT":
+                    allowed += int(fields[0])
+                elif fields[2] == "REJECT":
+                    blocked += int(fields[0])
+        return {"allowed_packets": allowed, "blocked_packets": blocked}
+
+    def teardown(self, slot: Slot) -> None:
+        """Remove everything `setup` made; safe to call on a partial or missing setup."""
+        self._jumps("-D", slot)
+        for chain in (slot.egress_chain, slot.ingress_chain):
+            _run_ok("iptables", "-w", "-F", chain)
+            _run_ok("iptables", "-w", "-X", chain)
+        _run_ok("ip", "netns", "del", slot.netns)
+        _run_ok("ip", "link", "del", slot.veth_host)
+
+
+def _run_ok(*argv: str) -> bool:
+    try:
+        _run(*argv, check=True)
+    except SandboxRuntimeError:
+        return False
+    return True
+
+
+def netns_prefix(meta: dict[str, Any]) -> list[str]:
+    """The prefix that runs runsc in the sandbox's network namespace: runsc's control socket is
+    an abstract unix socket, and those live in the network namespace."""
+    return ["nsenter", f"--net=/run/netns/{meta['id']}"] if meta.get("net") else []
