@@ -271,6 +271,12 @@ class Networks:
         _run("ip", "netns", "add", slot.netns)
         _run("ip", "link", "add", slot.veth_host, "type", "veth", "peer", "name",
              slot.veth_sandbox, "netns", slot.netns)  # fmt: skip
+        # IPv4 only: without this the pair's IPv6 link-local addresses would reach the host's
+        # services on `::` past the IPv4 rules. rp_filter drops spoofed sources.
+        Path(f"/proc/sys/net/ipv6/conf/{slot.veth_host}/disable_ipv6").write_text("1\n")
+        Path(f"/proc/sys/net/ipv4/conf/{slot.veth_host}/rp_filter").write_text("1\n")
+        no_ipv6 = ("net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+        _run("nsenter", f"--net={slot.netns_path}", "sysctl", "-q", "-w", *no_ipv6)
         _run("ip", "addr", "add", f"{slot.host_ip}/30", "dev", slot.veth_host)
         _run("ip", "link", "set", slot.veth_host, "up")
         inside = ("ip", "-n", slot.netns)
