@@ -437,15 +437,17 @@ class GVisorRuntime:
     async def _teardown(self, sandbox: _Sandbox) -> None:
         """Remove the runsc container, its processes, cgroup and directory."""
         meta = sandbox.meta
+        has_netns = await asyncio.to_thread(os.path.exists, f"/run/netns/{sandbox.id}")
+        if has_netns and not meta.get("net"):  # its record was lost: still run in its namespace
+            meta = {**meta, "id": sandbox.id, "net": {"record": "lost"}}
         await self._reap_while(
             self._runsc("kill", sandbox.id, "KILL", limit_s=KILL_TIMEOUT_S, meta=meta)
         )
         await self._reap_while(self._runsc("delete", "--force", sandbox.id, limit_s=30, meta=meta))
         hostproc.kill_mentioning(str(sandbox.dir))
         reaper.reap_adopted()
-        if meta.get("net"):
-            slot = network.Slot.from_meta(sandbox.id, meta["net"])
-            await asyncio.to_thread(self.networks.teardown, slot)
+        if "net" in meta:
+            await asyncio.to_thread(self.networks.remove, sandbox.id)
         left = await asyncio.to_thread(sandbox.cgroup.remove)
         if left:
             log.warning("sandbox %s: cgroup directories left: %s", sandbox.id, left)

@@ -296,11 +296,18 @@ class Networks:
             ("nat", "POSTROUTING", ["-s", f"{slot.sandbox_ip}/32", *c, "-j", "MASQUERADE"]),
         ]
         for table, chain, rule in rules:
-            if op == "-D":
-                while _run_ok("iptables", "-w", "-t", table, "-D", chain, *rule):
-                    pass
-            else:
-                _run("iptables", "-w", "-t", table, "-I", chain, "1", *rule)
+            _run("iptables", "-w", "-t", table, "-I", chain, "1", *rule)
+
+    @staticmethod
+    def _delete_rules_of(sandbox_id: str) -> None:
+        """Delete every rule of the built-in chains whose comment names the sandbox (found in
+        iptables-save), so nothing depends on remembering the exact rules."""
+        for table in ("filter", "nat"):
+            for line in _run("iptables-save", "-t", table, check=False).splitlines():
+                if line.startswith("-A ") and f"--comment {sandbox_id}" in line:
+                    chain, *rule = line[3:].split()
+                    if not chain.startswith(("ALK-", "ALI-")):
+                        _run_ok("iptables", "-w", "-t", table, "-D", chain, *rule)
 
     def _write_files(self, directory: Path, names: dict[str, list[str]]) -> None:
         net_dir = directory / "net"
@@ -330,7 +337,12 @@ class Networks:
 
     def teardown(self, slot: Slot) -> None:
         """Remove everything `setup` made; safe to call on a partial or missing setup."""
-        self._jumps("-D", slot)
+        self.remove(slot.sandbox_id)
+
+    def remove(self, sandbox_id: str) -> None:
+        """Remove the network of `sandbox_id`, knowing only its id (names derive from it)."""
+        slot = Slot(sandbox_id, -1, "", "")
+        self._delete_rules_of(sandbox_id)
         for chain in (slot.egress_chain, slot.ingress_chain):
             _run_ok("iptables", "-w", "-F", chain)
             _run_ok("iptables", "-w", "-X", chain)

@@ -9,6 +9,7 @@ an address outside this machine), each serving HTTP with `python3 -m http.server
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import socket
@@ -22,9 +23,10 @@ import pytest
 
 from service.runtime import SandboxRuntime
 from service.runtime.errors import InvalidSpec
+from service.runtime.gvisor import GVisorRuntime
 
 from .conftest import SandboxFactory
-from .helpers import sh
+from .helpers import host_processes_mentioning, sh
 
 PROBE = r"""
 import json, socket, sys, urllib.request
@@ -354,3 +356,38 @@ async def test_destroy_leaves_nothing_behind(
         await runtime.destroy(info.id)
     left = [line for line in host_state().splitlines() if tag(info.id) in line]
     assert left == []
+
+
+async def test_reaping_a_dead_owners_sandbox_removes_its_network(
+    gvisor: GVisorRuntime, hosts: tuple[Peer, Peer]
+) -> None:
+    """After a crash the next process reaps what the dead one left, its network included,
+    even when the sandbox's record of its network is gone."""
+    from service.runtime import SandboxSpec, images
+
+    a, _ = hosts
+    spec = SandboxSpec(
+        memory_mib=256, disk_mib=64, pids=64, network="allowlist", network_allow=[a.address]
+    )
+    info = await gvisor.create(images.DEFAULT_IMAGE, spec)
+    record = gvisor.root / "sandboxes" / info.id / "sandbox.json"
+    meta = json.loads(record.read_text())
+    meta["owner"] = {"pid": 999_999_999, "start": 1}  # a process that is gone
+    del meta["net"]
+    record.write_text(json.dumps(meta))
+    gvisor._sandboxes.pop(info.id, None)
+    assert tag(info.id) in host_state()
+    assert info.id in await gvisor.reap_orphans()
+    assert [line for line in host_state().splitlines() if tag(info.id) in line] == []
+    assert not host_processes_mentioning(info.id)
+
+
+async def test_sandboxes_created_at_once_get_networks_of_their_own(
+    runtime: SandboxRuntime, make_sandbox: SandboxFactory, hosts: tuple[Peer, Peer]
+) -> None:
+    a, _ = hosts
+    made = await asyncio.gather(
+        *(make_sandbox(network="allowlist", network_allow=[f"{a.address}:8080"]) for _ in range(3))
+    )
+    results = await asyncio.gather(*(probe(runtime, i.id, f"{a.address}:8080") for i in made))
+    assert results == [["open"]] * 3
