@@ -32,6 +32,7 @@ from service.execs.controller import ExecController
 from service.execs.runner import ExecRunner
 from service.files.controller import FileController
 from service.health.controller import healthz, readyz
+from service.inputs import RejectNul
 from service.jobs.pool import PoolRefiller
 from service.jobs.reconcile import reconcile
 from service.jobs.retention import RetentionJob
@@ -145,6 +146,7 @@ def create_app(
             "audit_ctx": Provide(provide_audit_context, sync_to_thread=False),
         },
         middleware=[
+            RejectNul,
             prometheus.middleware,
             DefineMiddleware(
                 BearerAuthMiddleware, exclude_from_auth_key="public", exclude=PUBLIC_PATHS

@@ -12,7 +12,7 @@ from litestar.exceptions import (
     NotFoundException,
     ValidationException,
 )
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import DataError, InterfaceError, OperationalError
 
 from service.requestid import request_id_for
 
@@ -192,6 +192,21 @@ def database_unavailable_handler(
     )
 
 
+def invalid_value_handler(
+    request: Request[Any, Any, Any], exc: Exception
+) -> Response[dict[str, Any]]:
+    # The database refused a value (a NUL byte, a number out of range): a bad request. The
+    # statement's parameters are not logged, since they can hold credentials' hashes.
+    log.info("database refused a value on %s %s", request.method, request.url.path)
+    return _problem(
+        request,
+        status=422,
+        code="validation_failed",
+        title="The request is not valid",
+        detail="A value in the request cannot be stored (for example a NUL character).",
+    )
+
+
 def unhandled_exception_handler(
     request: Request[Any, Any, Any], exc: Exception
 ) -> Response[dict[str, Any]]:
@@ -209,6 +224,7 @@ EXCEPTION_HANDLERS = {
     AppError: app_error_handler,
     # Lost or refused connections (not query errors, which are bugs and stay 500s).
     OperationalError: database_unavailable_handler,
+    DataError: invalid_value_handler,
     InterfaceError: database_unavailable_handler,
     ConnectionError: database_unavailable_handler,
     HTTPException: http_exception_handler,

@@ -36,7 +36,7 @@ def decode_cursor(cursor: str | None, kind: str, expected: type[T]) -> T | None:
         and data.get("k") == kind
         and type(value) is expected
         and (expected is not int or 0 <= value <= _MAX_INT)
-        and (expected is not str or len(value) <= 200)
+        and (expected is not str or (len(value) <= 200 and "\x00" not in value))
     )
     if not valid:
         raise Unprocessable("cursor was not issued by this listing")

@@ -10,7 +10,7 @@ from service.apikeys.repository import ApiKeyRepository
 from service.apikeys.schemas import ApiKey, ApiKeyCreate, ApiKeyCreated, ApiKeyPage
 from service.audit.recorder import AuditContext, record
 from service.auth.authenticate import API_KEY_PREFIX, hash_api_key
-from service.auth.principal import SCOPES, Principal
+from service.auth.principal import SCOPES, Principal, PrincipalKind
 from service.db import models
 from service.db.base import utcnow
 from service.errors import Forbidden, NotFound, Unprocessable
@@ -86,8 +86,9 @@ async def create_for_principal(
     session: AsyncSession, ctx: AuditContext, principal: Principal, data: ApiKeyCreate
 ) -> ApiKeyCreated:
     assert principal.tenant_id is not None
-    if principal.sandbox_id is not None:
-        raise Forbidden("a token bound to a sandbox cannot create API keys")
+    if principal.kind is not PrincipalKind.API_KEY:
+        # A key made from a token would outlive the token and the key that minted it.
+        raise Forbidden("API keys are made with an API key, not a token")
     requested = data.scopes if data.scopes is not None else sorted(principal.scopes)
     scopes = check_scopes(requested, principal.scopes)
     return await create_key(

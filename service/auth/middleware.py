@@ -48,6 +48,9 @@ async def authorize(
         return
     if principal.is_operator and not handler.opt.get("operator_allowed"):
         raise Forbidden("the operator acts on tenants through /v1/tenants")
+    if principal.sandbox_id is not None and handler.opt.get("unbound_only"):
+        # Keys and the tenant-wide audit log are beyond a token meant for one sandbox.
+        raise Forbidden("a token bound to a sandbox cannot use this route")
     if handler.opt.get("authenticated"):
         return
     scope = handler.opt.get("scope")

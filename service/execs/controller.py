@@ -27,7 +27,12 @@ LastEventId = Annotated[
 ]
 AfterParam = Annotated[
     int | None,
-    QueryParameter(name="after", ge=0, description="Resume after this event id (as Last-Event-ID)"),
+    QueryParameter(
+        name="after",
+        ge=0,
+        le=2**31 - 1,
+        description="Resume after this event id (as Last-Event-ID)",
+    ),
 ]
 
 
@@ -144,6 +149,6 @@ class ExecController(Controller):
 
 def _event_id(value: str | None) -> int:
     try:
-        return max(0, int(value)) if value else 0
+        return min(max(0, int(value)), 2**31 - 1) if value else 0
     except ValueError:
         return 0
