@@ -7,7 +7,7 @@ import re
 import pytest
 from litestar import Litestar
 
-from tests.conftest import Api, Tenant
+from tests.conftest import Api, SandboxRecorder, Tenant
 
 # Routes anyone may call.
 PUBLIC = {"/healthz", "/readyz", "/metrics", "/.well-known/jwks.json"}
@@ -119,3 +119,36 @@ async def test_other_tenants_ids_are_not_found(api: Api) -> None:
     assert {k["tenant_id"] for k in mine_keys} == {mine.id}
     events = (await api.client.get("/v1/audit", headers=mine.headers)).json()["items"]
     assert their_key["id"] not in {e["target"] for e in events}
+
+
+async def test_tokens_cannot_make_keys(api: Api, tenant: Tenant) -> None:
+    token = (await api.token(tenant.key, scopes=["keys:write"]))["token"]
+    r = await api.client.post("/v1/api-keys", json={"name": "x"}, headers=api.bearer(token))
+    assert r.status_code == 403
+
+
+async def test_sandbox_bound_tokens_stay_off_keys_and_audit(
+    api: Api, tenant: Tenant, sandbox_record: SandboxRecorder
+) -> None:
+    sandbox_id = await sandbox_record(tenant)
+    bound = await api.token(
+        tenant.key, scopes=["keys:write", "audit:read", "sandboxes:read"], sandbox_id=sandbox_id
+    )
+    headers = api.bearer(bound["token"])
+    assert (await api.client.get("/v1/api-keys", headers=headers)).status_code == 403
+    assert (await api.client.get("/v1/audit", headers=headers)).status_code == 403
+    other = await api.token(tenant.key, scopes=["exec"])
+    r = await api.client.delete(f"/v1/tokens/{other['jti']}", headers=headers)
+    assert r.status_code == 403
+    # Its own sandbox it still reaches.
+    assert (await api.client.get(f"/v1/sandboxes/{sandbox_id}", headers=headers)).status_code == 200
+
+
+async def test_revoking_another_token_needs_keys_write(api: Api, tenant: Tenant) -> None:
+    reader = await api.key(tenant, ["sandboxes:read"])
+    victim = await api.token(tenant.key, scopes=["audit:read"])
+    r = await api.client.delete(f"/v1/tokens/{victim['jti']}", headers=api.bearer(reader))
+    assert r.status_code == 403
+    assert (
+        await api.client.get("/v1/audit", headers=api.bearer(victim["token"]))
+    ).status_code == 200
