@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -155,6 +155,8 @@ class GVisorRuntime:
         runtime = cls(Path(state_dir), runsc, chosen, network_range)
         for sub in ("runsc", "sandboxes", "snapshots"):
             (runtime.root / sub).mkdir(parents=True, exist_ok=True)
+        # Exec process files carry secrets in their environment: only root may look in.
+        runtime.root.chmod(0o700)
         reaper.become_subreaper()
         cgroups.cap_parent_pids(CGROUP_PARENT)
         log.info(
@@ -582,7 +584,10 @@ class GVisorRuntime:
         base = sandbox.dir / "exec" / exec_id
         process_file = base.with_suffix(".json")
         try:
-            process_file.write_text(json.dumps(process))
+            # 0600: the process carries the exec's environment, secrets included.
+            fd = os.open(process_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(json.dumps(process))
         except FileNotFoundError as exc:  # destroyed meanwhile
             raise SandboxNotFound(sandbox.id) from exc
         argv = self._cmd(
@@ -593,6 +598,10 @@ class GVisorRuntime:
             meta=sandbox.meta,
         )
         return await spawn(argv, with_stdin=with_stdin)
+
+    # The service's own root helpers (kill, hostname, snapshot checks) never take the tenant's
+    # environment: a tenant PATH or LD_PRELOAD would run its code with their privileges.
+    HELPER_ENV: ClassVar[list[str]] = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
 
     def _exec_env(self, sandbox: _Sandbox, extra: dict[str, str]) -> list[str]:
         env = {"PATH": sandbox.meta.get("path_env") or gvisor_spec.DEFAULT_PATH}
@@ -611,6 +620,7 @@ class GVisorRuntime:
         stdin: bytes | AsyncIterable[bytes] | None = None,
         timeout_s: float = 60.0,
         output_cap: int = 1 << 20,
+        helper: bool = False,
     ) -> SupervisedExecution:
         requested = time.monotonic()
         if not argv or not all(isinstance(a, str) and "\x00" not in a for a in argv):
@@ -621,7 +631,7 @@ class GVisorRuntime:
         process = gvisor_spec.exec_process(
             argv=argv,
             cwd=sandbox_path(cwd),
-            env=self._exec_env(sandbox, env or {}),
+            env=self.HELPER_ENV if helper else self._exec_env(sandbox, env or {}),
             uid=uid,
             gid=gid,
         )
@@ -679,7 +689,7 @@ class GVisorRuntime:
         process = gvisor_spec.exec_process(
             argv=argv,
             cwd="/",
-            env=self._exec_env(sandbox, {}),
+            env=self.HELPER_ENV,
             uid=0,
             gid=0,
             caps=[capability],
@@ -882,7 +892,7 @@ class GVisorRuntime:
         if any(not e.done for e in sandbox.execs.values()):
             raise SandboxBusy(f"sandbox {sandbox.id} has running execs")
         check = await self._start_exec(
-            sandbox, ["/bin/sh", "-c", HELD_PIPES_SCRIPT], user="0:0", timeout_s=30
+            sandbox, ["/bin/sh", "-c", HELD_PIPES_SCRIPT], user="0:0", timeout_s=30, helper=True
         )
         held = [line for line in (await check.wait()).stdout.decode().split("\n") if line]
         if held:

@@ -77,3 +77,21 @@ async def test_sandboxes_cannot_see_each_other(
     assert b"4242" not in seen.stdout
     await sleeper.kill()
     assert (await sleeper.wait()).outcome == "killed"
+
+
+async def test_the_tenant_environment_never_reaches_root_helpers(
+    runtime: SandboxRuntime, make_sandbox: SandboxFactory
+) -> None:
+    # A PATH the sandbox controls, with look-alikes of the tools a kill uses: if a root helper
+    # ran them, the marker would show who ran it.
+    box = await make_sandbox(env={"PATH": "/work/bin:/usr/bin:/bin"})
+    plant = (
+        "mkdir -p /work/bin; for tool in readlink cat kill ps sh hostname; do "
+        "printf '#!/bin/sh\\nid -u >> /tmp/ran-as\\nexec /bin/$(basename $0) \"$@\"\\n' "
+        "> /work/bin/$tool; chmod +x /work/bin/$tool; done"
+    )
+    assert (await sh(runtime, box.id, plant)).exit_code == 0
+    result = await runtime.run(box.id, ExecRequest(argv=["/bin/sleep", "30"], timeout_s=1))
+    assert result.outcome == "timeout"
+    ran = await runtime.run(box.id, ExecRequest(argv=["/bin/sh", "-c", "cat /tmp/ran-as || true"]))
+    assert b"0" not in ran.stdout.split(), ran.stdout
