@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 
+import msgspec
 from litestar.response import ServerSentEventMessage
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -111,7 +112,10 @@ async def create_exec(
         sandbox_id,
         data,
         idempotency_key,
-        sandboxes.request_hash(data),
+        # Secret values never reach the record, not even hashed: a retry is judged by names.
+        sandboxes.request_hash(
+            msgspec.structs.replace(data, secrets=dict.fromkeys(sorted(data.secrets), ""))
+        ),
     )
     if data.wait:
         finished = await runner.wait(started.exec_id)

@@ -88,21 +88,25 @@ async def reconcile(
         counts["stopped"] += 1
 
     keep: set[str] = set()
-    async with db() as session, session.begin():
+    async with db() as session:
         running = (
-            await session.scalars(
-                select(Sandbox).where(Sandbox.state == State.RUNNING.value).with_for_update()
+            await session.execute(
+                select(Sandbox.id, Sandbox.runtime_id).where(Sandbox.state == State.RUNNING.value)
             )
         ).all()
-        for row in running:
-            try:
-                if row.runtime_id is None:
-                    raise SandboxNotFound(row.id)
-                await runtime.get(row.runtime_id)
-                keep.add(row.runtime_id)
-            except SandboxNotFound:
-                await transition(session, row, State.FAILED, "lost")
-                counts["lost"] += 1
+    # The runtime is asked with no transaction open; each loss is recorded on its own.
+    for sandbox_id, runtime_id in running:
+        try:
+            if runtime_id is None:
+                raise SandboxNotFound(sandbox_id)
+            await runtime.get(runtime_id)
+            keep.add(runtime_id)
+        except SandboxNotFound:
+            async with db() as session, session.begin():
+                row = await session.get(Sandbox, sandbox_id, with_for_update=True)
+                if row is not None and row.state == State.RUNNING.value:
+                    await transition(session, row, State.FAILED, "lost")
+                    counts["lost"] += 1
     if pool_host is not None:
         keep |= await _pool_members(db, runtime, pool_host, counts)
 

@@ -203,6 +203,18 @@ def _safe_names_exact_modes(member: tarfile.TarInfo, dest: str) -> tarfile.TarIn
     return None if checked is None else checked.replace(mode=member.mode, deep=False)
 
 
+def _inside(dest: Path, relative: str, layer: dict[str, Any]) -> Path:
+    """`dest/relative` with every symlink on the way resolved, refused unless it stays inside
+    `dest`: whiteouts and replacements delete things, so their targets are checked first."""
+    if relative.startswith("..") or os.path.isabs(relative):
+        raise InvalidImage(f"layer {layer['digest'][:19]}: member {relative!r} leaves the root")
+    parent = os.path.realpath(dest / os.path.dirname(relative))
+    root = os.path.realpath(dest)
+    if parent != root and not parent.startswith(root + os.sep):
+        raise InvalidImage(f"layer {layer['digest'][:19]}: {relative!r} resolves outside the root")
+    return Path(parent) / os.path.basename(relative)
+
+
 def unpack_layers(layout: Layout, dest: Path) -> None:
     """Apply the layers in order into `dest` (an empty directory), honouring OCI whiteouts.
 
@@ -217,15 +229,15 @@ def unpack_layers(layout: Layout, dest: Path) -> None:
                     continue
                 parent, base = os.path.split(name)
                 if base == ".wh..wh..opq":
-                    target = dest / parent
-                    if target.is_dir():
+                    target = _inside(dest, os.path.join(parent, "x"), layer).parent
+                    if target.is_dir() and not target.is_symlink():
                         for child in target.iterdir():
                             _remove(child)
                     continue
                 if base.startswith(".wh."):
-                    _remove(dest / parent / base[len(".wh.") :])
+                    _remove(_inside(dest, os.path.join(parent, base[len(".wh.") :]), layer))
                     continue
-                existing = dest / name
+                existing = _inside(dest, name, layer)
                 if (existing.exists() or existing.is_symlink()) and not (
                     member.isdir() and existing.is_dir() and not existing.is_symlink()
                 ):

@@ -194,3 +194,40 @@ def test_unpack_refuses_to_write_outside(tmp_path: Path, members: list) -> None:
         oci.unpack_layers(oci.read_layout(tmp_path / "layout"), dest)
     assert not (tmp_path / "escaped").exists()
     assert not Path("/tmp/escaped").exists()
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        [("../victim/.wh.other", tarfile.REGTYPE, "")],
+        [("link", tarfile.SYMTYPE, "VICTIM"), ("link/.wh.other", tarfile.REGTYPE, "")],
+        [("link", tarfile.SYMTYPE, "VICTIM"), ("link/important", tarfile.REGTYPE, "")],
+        [("link", tarfile.SYMTYPE, "VICTIM"), ("link/.wh..wh..opq", tarfile.REGTYPE, "")],
+    ],
+    ids=[
+        "whiteout above the root",
+        "whiteout through a symlink",
+        "file through a symlink",
+        "opaque dir through a symlink",
+    ],
+)
+def test_hostile_layers_touch_nothing_outside(
+    tmp_path: Path, members: list[tuple[str, bytes, str]]
+) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    for name in ("important", "other"):
+        (victim / name).write_text("keep me")
+    _single_layer_layout(
+        tmp_path / "layout",
+        [
+            _member(name, kind, link=link.replace("VICTIM", str(victim)), data=b"x" * 0)
+            for name, kind, link in members
+        ],
+    )
+    dest = tmp_path / "rootfs"
+    dest.mkdir()
+    with pytest.raises(InvalidImage):
+        oci.unpack_layers(oci.read_layout(tmp_path / "layout"), dest)
+    assert sorted(p.name for p in victim.iterdir()) == ["important", "other"]
+    assert (victim / "important").read_text() == "keep me"
