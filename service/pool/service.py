@@ -6,6 +6,7 @@ See README.md for the whole flow (claim, fair share, refill, restart).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,7 +117,11 @@ async def try_claim(
 
 
 def label(name: str, owner: str) -> str:
-    return name if owner == OPERATOR_OWNER else f"{owner}/{name}"
+    """The pool's name on the public /metrics: a tenant's template is named by a digest, so
+    scraping reveals neither tenant ids nor their template names."""
+    if owner == OPERATOR_OWNER:
+        return name
+    return "tenant-" + hashlib.sha256(f"{owner}/{name}".encode()).hexdigest()[:12]
 
 
 async def overview(session: AsyncSession, pool: WarmPool) -> PoolOverview:
