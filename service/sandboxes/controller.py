@@ -127,18 +127,19 @@ class SandboxController(Controller):
     @patch(
         "/{sandbox_id:str}",
         operation_id="update_sandbox",
-        summary="Extend a sandbox's TTL",
+        summary="Extend a sandbox's TTL or change its network policy",
         opt={"scope": "sandboxes:write"},
     )
     async def update_sandbox(
         self,
-        db_session: DbSession,
+        db: Db,
+        runtimes: Runtimes,
         principal: CurrentPrincipal,
         audit_ctx: Audit,
         sandbox_id: FromPath[str],
         data: JSONBody[SandboxUpdate],
     ) -> Sandbox:
-        return await service.update_sandbox(db_session, principal, audit_ctx, sandbox_id, data)
+        return await service.update_sandbox(db, runtimes, principal, audit_ctx, sandbox_id, data)
 
     @delete(
         "/{sandbox_id:str}",

@@ -21,7 +21,23 @@ SIZES: dict[str, tuple[int, int, int]] = {
 
 
 class NetworkPolicy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A template's network: templates are built and started without one for now."""
+
     mode: Literal["none"] = "none"
+
+
+# A host name with an optional port, an IPv4 address or a CIDR (`git.example.com:443`,
+# `10.20.0.0/24`); the runtime checks the form in detail.
+AllowEntry = Annotated[str, Meta(min_length=1, max_length=260, pattern=r"^[A-Za-z0-9.:/-]+$")]
+
+
+class SandboxNetwork(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Egress of a sandbox: `none` (the default), `allowlist` (only `allow`) or `open` (where
+    the operator allowed it for the tenant). The host, link-local addresses (cloud metadata)
+    and other sandboxes are never reachable."""
+
+    mode: Literal["none", "allowlist", "open"] = "none"
+    allow: Annotated[list[AllowEntry], Meta(max_length=64)] = msgspec.field(default_factory=list)
 
 
 class SandboxCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -34,7 +50,7 @@ class SandboxCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     memory_mib: Annotated[int, Meta(ge=128, le=262_144)] | None = None
     disk_mib: Annotated[int, Meta(ge=64, le=1_048_576)] | None = None
     ttl_s: Annotated[int, Meta(ge=10)] = 600
-    network: NetworkPolicy = msgspec.field(default_factory=NetworkPolicy)
+    network: SandboxNetwork = msgspec.field(default_factory=SandboxNetwork)
     env: Annotated[dict[EnvName, EnvValue], Meta(max_length=128)] = msgspec.field(
         default_factory=dict
     )
@@ -46,6 +62,8 @@ class SandboxCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 class SandboxUpdate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # The sandbox then expires this many seconds from now.
     ttl_s: Annotated[int, Meta(ge=10)] | None = None
+    # A running sandbox's egress can change between "allowlist" and "open".
+    network: SandboxNetwork | None = None
 
 
 class Sandbox(msgspec.Struct, kw_only=True):
@@ -62,7 +80,7 @@ class Sandbox(msgspec.Struct, kw_only=True):
     cpus: int
     memory_mib: int
     disk_mib: int
-    network: NetworkPolicy
+    network: SandboxNetwork
     env: dict[str, str]
     labels: dict[str, str]
     ttl_s: int

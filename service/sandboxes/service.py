@@ -31,14 +31,16 @@ from service.ids import new_id
 from service.pagination import decode_cursor, page_of
 from service.pool.service import WarmPool, label, try_claim
 from service.runtime import SandboxRuntime, SandboxRuntimeError, SandboxSpec
+from service.runtime.errors import InvalidSpec
+from service.runtime.network import parse_allow
 from service.runtime_holder import RuntimeHolder
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.repository import SandboxRepository
 from service.sandboxes.schemas import (
     SIZES,
-    NetworkPolicy,
     Sandbox,
     SandboxCreate,
+    SandboxNetwork,
     SandboxPage,
     SandboxUpdate,
     Transition,
@@ -46,6 +48,7 @@ from service.sandboxes.schemas import (
 from service.sandboxes.states import State
 from service.templates import starter
 from service.templates.repository import TemplateRepository, ready_version
+from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
 
 log = logging.getLogger("airlock.sandboxes")
@@ -67,7 +70,7 @@ def to_schema(row: SandboxRow) -> Sandbox:
         cpus=row.cpus,
         memory_mib=row.memory_mib,
         disk_mib=row.disk_mib,
-        network=msgspec.convert(row.network, NetworkPolicy),
+        network=msgspec.convert(row.network, SandboxNetwork),
         env=row.env,
         labels=row.labels,
         ttl_s=row.ttl_s,
@@ -120,6 +123,18 @@ def require_running(row: SandboxRow) -> None:
 
 def request_hash(data: msgspec.Struct) -> str:
     return hashlib.sha256(msgspec.json.encode(data)).hexdigest()
+
+
+def check_network(network: SandboxNetwork, quotas: Quotas) -> None:
+    """422 for a malformed policy, 403 for `open` unless the operator allowed it."""
+    if network.allow and network.mode != "allowlist":
+        raise Unprocessable(f"network mode {network.mode!r} takes no allow list")
+    try:
+        parse_allow(network.allow)
+    except InvalidSpec as exc:
+        raise Unprocessable(str(exc)) from exc
+    if network.mode == "open" and not quotas.network_open_allowed:
+        raise Forbidden("open network is not enabled for this tenant")
 
 
 def _caps(data: SandboxCreate) -> tuple[str, int, int, int]:
@@ -213,6 +228,9 @@ async def create_sandbox(
             )
             image = version.image
         quotas = quotas_of(await _lock_tenant(session, principal.tenant_id))
+        check_network(data.network, quotas)
+        if template is not None and data.network.mode != "none":
+            raise Unprocessable("sandboxes from templates start without network for now")
         if data.ttl_s > quotas.max_sandbox_ttl_s:
             raise Unprocessable(
                 f"ttl_s {data.ttl_s} exceeds this tenant's maximum of {quotas.max_sandbox_ttl_s}",
@@ -315,7 +333,13 @@ async def create_sandbox(
             return to_schema(row), True
 
     spec = SandboxSpec(
-        vcpus=float(cpus), memory_mib=memory, disk_mib=disk, env=dict(data.env), labels=data.labels
+        vcpus=float(cpus),
+        memory_mib=memory,
+        disk_mib=disk,
+        env=dict(data.env),
+        labels=data.labels,
+        network=data.network.mode,
+        network_allow=list(data.network.allow),
     )
     try:
         if recipe is not None:
@@ -448,44 +472,95 @@ async def list_transitions(
 
 
 async def update_sandbox(
-    session: AsyncSession,
+    db: Db,
+    holder: RuntimeHolder,
     principal: Principal,
     ctx: AuditContext,
     sandbox_id: str,
     data: SandboxUpdate,
 ) -> Sandbox:
+    """Extend the TTL and/or change the egress policy. Everything is checked first; a policy
+    change goes to the runtime outside any transaction, and only then is anything written."""
     assert principal.tenant_id is not None
-    row = await repository(session, principal).get(sandbox_id, for_update=True)
-    if row is None:
-        raise NotFound(f"no sandbox {sandbox_id}")
+    async with db() as session:
+        row = await get_row(session, principal, sandbox_id)
+        tenant = await session.get(Tenant, principal.tenant_id)
+        assert tenant is not None
+        _check_update(row, quotas_of(tenant), data)
+        runtime_id = row.runtime_id
+    if data.network is not None:
+        await _change_network(holder, runtime_id, data.network)
+    async with db() as session, session.begin():
+        row = await get_row_scoped(
+            session, principal.tenant_id, principal.sandbox_id, sandbox_id, for_update=True
+        )
+        if data.ttl_s is not None:
+            if row.state not in (State.CREATING, State.RUNNING):
+                raise Conflict(f"a {row.state} sandbox has no TTL to extend")
+            await _extend_ttl(session, ctx, principal.tenant_id, row, data.ttl_s)
+        if data.network is not None:
+            before = row.network
+            row.network = msgspec.to_builtins(data.network)
+            row.updated_at = utcnow()
+            await record(
+                session,
+                ctx,
+                chain=principal.tenant_id,
+                action="sandbox.network",
+                target=row.id,
+                details={"from": before, "to": row.network},
+            )
+        return to_schema(row)
+
+
+def _check_update(row: SandboxRow, quotas: Quotas, data: SandboxUpdate) -> None:
     if data.ttl_s is not None:
         if row.state not in (State.CREATING, State.RUNNING):
             raise Conflict(f"a {row.state} sandbox has no TTL to extend")
-        tenant = await session.get(Tenant, principal.tenant_id)
-        assert tenant is not None
-        max_ttl = quotas_of(tenant).max_sandbox_ttl_s
-        if data.ttl_s > max_ttl:
+        if data.ttl_s > quotas.max_sandbox_ttl_s:
             raise Unprocessable(
-                f"ttl_s {data.ttl_s} exceeds this tenant's maximum of {max_ttl}",
-                extra={"max_ttl_s": max_ttl},
+                f"ttl_s {data.ttl_s} exceeds this tenant's maximum of {quotas.max_sandbox_ttl_s}",
+                extra={"max_ttl_s": quotas.max_sandbox_ttl_s},
             )
-        before = row.expires_at
-        row.ttl_s = data.ttl_s
-        row.expires_at = utcnow() + timedelta(seconds=data.ttl_s)
-        row.updated_at = utcnow()
-        await record(
-            session,
-            ctx,
-            chain=principal.tenant_id,
-            action="sandbox.ttl",
-            target=row.id,
-            details={
-                "ttl_s": data.ttl_s,
-                "from": before.isoformat(),
-                "to": row.expires_at.isoformat(),
-            },
-        )
-    return to_schema(row)
+    if data.network is not None:
+        check_network(data.network, quotas)
+        require_running(row)
+        if row.network.get("mode", "none") == "none" or data.network.mode == "none":
+            raise Unprocessable(
+                "a sandbox's network can change between 'allowlist' and 'open' only; "
+                "create the sandbox with a network to change it later"
+            )
+
+
+async def _change_network(
+    holder: RuntimeHolder, runtime_id: str | None, network: SandboxNetwork
+) -> None:
+    assert runtime_id is not None
+    runtime = await holder.get()
+    update = getattr(runtime, "update_network", None)
+    if update is None:
+        raise Unprocessable(f"the {runtime.name} runtime cannot change a sandbox's network")
+    try:
+        await update(runtime_id, network.mode, list(network.allow))
+    except InvalidSpec as exc:
+        raise Unprocessable(str(exc)) from exc
+
+
+async def _extend_ttl(
+    session: AsyncSession, ctx: AuditContext, tenant_id: str, row: SandboxRow, ttl_s: int
+) -> None:
+    before = row.expires_at
+    row.ttl_s = ttl_s
+    row.expires_at = utcnow() + timedelta(seconds=ttl_s)
+    row.updated_at = utcnow()
+    await record(
+        session,
+        ctx,
+        chain=tenant_id,
+        action="sandbox.ttl",
+        target=row.id,
+        details={"ttl_s": ttl_s, "from": before.isoformat(), "to": row.expires_at.isoformat()},
+    )
 
 
 async def delete_sandbox(

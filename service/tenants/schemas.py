@@ -25,6 +25,8 @@ class Quotas(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_upload_mib: Annotated[int, Meta(ge=0, le=102_400)] = 100
     max_token_ttl_s: Annotated[int, Meta(ge=60, le=TOKEN_TTL_HARD_CAP_S)] = 900
     audit_retention_days: Annotated[int, Meta(ge=1, le=3650)] = 90
+    # Whether the tenant's sandboxes may have `{"mode": "open"}` egress (operator's choice).
+    network_open_allowed: bool = False
 
 
 class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -37,6 +39,7 @@ class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_upload_mib: Annotated[int, Meta(ge=0, le=102_400)] | None = None
     max_token_ttl_s: Annotated[int, Meta(ge=60, le=TOKEN_TTL_HARD_CAP_S)] | None = None
     audit_retention_days: Annotated[int, Meta(ge=1, le=3650)] | None = None
+    network_open_allowed: bool | None = None
 
 
 class TenantCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

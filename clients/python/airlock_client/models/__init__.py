@@ -47,6 +47,8 @@ from .sandbox_create_size_type_2_type_1 import SandboxCreateSizeType2Type1
 from .sandbox_create_size_type_3_type_1 import SandboxCreateSizeType3Type1
 from .sandbox_env import SandboxEnv
 from .sandbox_labels import SandboxLabels
+from .sandbox_network import SandboxNetwork
+from .sandbox_network_mode import SandboxNetworkMode
 from .sandbox_page import SandboxPage
 from .sandbox_update import SandboxUpdate
 from .template import Template
@@ -122,6 +124,8 @@ __all__ = (
     "SandboxCreateSizeType3Type1",
     "SandboxEnv",
     "SandboxLabels",
+    "SandboxNetwork",
+    "SandboxNetworkMode",
     "SandboxPage",
     "SandboxUpdate",
     "Template",

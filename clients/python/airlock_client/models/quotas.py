@@ -24,6 +24,7 @@ class Quotas:
         max_token_ttl_s (int | Unset):  Default: 900.
         max_upload_mib (int | Unset):  Default: 100.
         max_vcpus (int | Unset):  Default: 8.
+        network_open_allowed (bool | Unset):  Default: False.
     """
 
     audit_retention_days: int | Unset = 90
@@ -35,6 +36,7 @@ class Quotas:
     max_token_ttl_s: int | Unset = 900
     max_upload_mib: int | Unset = 100
     max_vcpus: int | Unset = 8
+    network_open_allowed: bool | Unset = False
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -55,6 +57,8 @@ class Quotas:
         max_upload_mib = self.max_upload_mib
 
         max_vcpus = self.max_vcpus
+
+        network_open_allowed = self.network_open_allowed
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -77,6 +81,8 @@ class Quotas:
             field_dict["max_upload_mib"] = max_upload_mib
         if max_vcpus is not UNSET:
             field_dict["max_vcpus"] = max_vcpus
+        if network_open_allowed is not UNSET:
+            field_dict["network_open_allowed"] = network_open_allowed
 
         return field_dict
 
@@ -101,6 +107,8 @@ class Quotas:
 
         max_vcpus = d.pop("max_vcpus", UNSET)
 
+        network_open_allowed = d.pop("network_open_allowed", UNSET)
+
         quotas = cls(
             audit_retention_days=audit_retention_days,
             execs_per_minute=execs_per_minute,
@@ -111,6 +119,7 @@ class Quotas:
             max_token_ttl_s=max_token_ttl_s,
             max_upload_mib=max_upload_mib,
             max_vcpus=max_vcpus,
+            network_open_allowed=network_open_allowed,
         )
 
         quotas.additional_properties = d

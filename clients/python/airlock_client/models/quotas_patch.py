@@ -24,6 +24,7 @@ class QuotasPatch:
         max_token_ttl_s (int | None | Unset):
         max_upload_mib (int | None | Unset):
         max_vcpus (int | None | Unset):
+        network_open_allowed (bool | None | Unset):
     """
 
     audit_retention_days: int | None | Unset = UNSET
@@ -35,6 +36,7 @@ class QuotasPatch:
     max_token_ttl_s: int | None | Unset = UNSET
     max_upload_mib: int | None | Unset = UNSET
     max_vcpus: int | None | Unset = UNSET
+    network_open_allowed: bool | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,6 +94,12 @@ class QuotasPatch:
         else:
             max_vcpus = self.max_vcpus
 
+        network_open_allowed: bool | None | Unset
+        if isinstance(self.network_open_allowed, Unset):
+            network_open_allowed = UNSET
+        else:
+            network_open_allowed = self.network_open_allowed
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update({})
@@ -113,6 +121,8 @@ class QuotasPatch:
             field_dict["max_upload_mib"] = max_upload_mib
         if max_vcpus is not UNSET:
             field_dict["max_vcpus"] = max_vcpus
+        if network_open_allowed is not UNSET:
+            field_dict["network_open_allowed"] = network_open_allowed
 
         return field_dict
 
@@ -201,6 +211,15 @@ class QuotasPatch:
 
         max_vcpus = _parse_max_vcpus(d.pop("max_vcpus", UNSET))
 
+        def _parse_network_open_allowed(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        network_open_allowed = _parse_network_open_allowed(d.pop("network_open_allowed", UNSET))
+
         quotas_patch = cls(
             audit_retention_days=audit_retention_days,
             execs_per_minute=execs_per_minute,
@@ -211,6 +230,7 @@ class QuotasPatch:
             max_token_ttl_s=max_token_ttl_s,
             max_upload_mib=max_upload_mib,
             max_vcpus=max_vcpus,
+            network_open_allowed=network_open_allowed,
         )
 
         quotas_patch.additional_properties = d

@@ -9,9 +9,9 @@ from attrs import field as _attrs_field
 from dateutil.parser import isoparse
 
 if TYPE_CHECKING:
-    from ..models.network_policy import NetworkPolicy
     from ..models.sandbox_env import SandboxEnv
     from ..models.sandbox_labels import SandboxLabels
+    from ..models.sandbox_network import SandboxNetwork
 
 
 T = TypeVar("T", bound="Sandbox")
@@ -31,7 +31,7 @@ class Sandbox:
         image (str):
         labels (SandboxLabels):
         memory_mib (int):
-        network (NetworkPolicy):
+        network (SandboxNetwork):
         runtime (None | str):
         size (str):
         started_from (None | str):
@@ -52,7 +52,7 @@ class Sandbox:
     image: str
     labels: SandboxLabels
     memory_mib: int
-    network: NetworkPolicy
+    network: SandboxNetwork
     runtime: None | str
     size: str
     started_from: None | str
@@ -141,9 +141,9 @@ class Sandbox:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.network_policy import NetworkPolicy
         from ..models.sandbox_env import SandboxEnv
         from ..models.sandbox_labels import SandboxLabels
+        from ..models.sandbox_network import SandboxNetwork
 
         d = dict(src_dict)
         cpus = d.pop("cpus")
@@ -171,7 +171,7 @@ class Sandbox:
 
         memory_mib = d.pop("memory_mib")
 
-        network = NetworkPolicy.from_dict(d.pop("network"))
+        network = SandboxNetwork.from_dict(d.pop("network"))
 
         def _parse_runtime(data: object) -> None | str:
             if data is None:

@@ -18,9 +18,9 @@ from ..models.sandbox_create_size_type_3_type_1 import (
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.network_policy import NetworkPolicy
     from ..models.sandbox_create_env import SandboxCreateEnv
     from ..models.sandbox_create_labels import SandboxCreateLabels
+    from ..models.sandbox_network import SandboxNetwork
 
 
 T = TypeVar("T", bound="SandboxCreate")
@@ -36,7 +36,7 @@ class SandboxCreate:
         image (None | str | Unset):
         labels (SandboxCreateLabels | Unset):
         memory_mib (int | None | Unset):
-        network (NetworkPolicy | Unset):
+        network (SandboxNetwork | Unset):
         size (None | SandboxCreateSizeType1 | SandboxCreateSizeType2Type1 | SandboxCreateSizeType3Type1 | Unset):
         template (None | str | Unset):
         ttl_s (int | Unset):  Default: 600.
@@ -48,7 +48,7 @@ class SandboxCreate:
     image: None | str | Unset = UNSET
     labels: SandboxCreateLabels | Unset = UNSET
     memory_mib: int | None | Unset = UNSET
-    network: NetworkPolicy | Unset = UNSET
+    network: SandboxNetwork | Unset = UNSET
     size: None | SandboxCreateSizeType1 | SandboxCreateSizeType2Type1 | SandboxCreateSizeType3Type1 | Unset = UNSET
     template: None | str | Unset = UNSET
     ttl_s: int | Unset = 600
@@ -139,9 +139,9 @@ class SandboxCreate:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.network_policy import NetworkPolicy
         from ..models.sandbox_create_env import SandboxCreateEnv
         from ..models.sandbox_create_labels import SandboxCreateLabels
+        from ..models.sandbox_network import SandboxNetwork
 
         d = dict(src_dict)
 
@@ -196,11 +196,11 @@ class SandboxCreate:
         memory_mib = _parse_memory_mib(d.pop("memory_mib", UNSET))
 
         _network = d.pop("network", UNSET)
-        network: NetworkPolicy | Unset
+        network: SandboxNetwork | Unset
         if isinstance(_network, Unset):
             network = UNSET
         else:
-            network = NetworkPolicy.from_dict(_network)
+            network = SandboxNetwork.from_dict(_network)
 
         def _parse_size(
             data: object,

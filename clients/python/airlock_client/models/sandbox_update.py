@@ -1,12 +1,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.sandbox_network import SandboxNetwork
+
 
 T = TypeVar("T", bound="SandboxUpdate")
 
@@ -15,13 +19,25 @@ T = TypeVar("T", bound="SandboxUpdate")
 class SandboxUpdate:
     """
     Attributes:
+        network (None | SandboxNetwork | Unset):
         ttl_s (int | None | Unset):
     """
 
+    network: None | SandboxNetwork | Unset = UNSET
     ttl_s: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.sandbox_network import SandboxNetwork
+
+        network: dict[str, Any] | None | Unset
+        if isinstance(self.network, Unset):
+            network = UNSET
+        elif isinstance(self.network, SandboxNetwork):
+            network = self.network.to_dict()
+        else:
+            network = self.network
+
         ttl_s: int | None | Unset
         if isinstance(self.ttl_s, Unset):
             ttl_s = UNSET
@@ -31,6 +47,8 @@ class SandboxUpdate:
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update({})
+        if network is not UNSET:
+            field_dict["network"] = network
         if ttl_s is not UNSET:
             field_dict["ttl_s"] = ttl_s
 
@@ -38,7 +56,26 @@ class SandboxUpdate:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.sandbox_network import SandboxNetwork
+
         d = dict(src_dict)
+
+        def _parse_network(data: object) -> None | SandboxNetwork | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                network_type_0 = SandboxNetwork.from_dict(data)
+
+                return network_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | SandboxNetwork | Unset, data)
+
+        network = _parse_network(d.pop("network", UNSET))
 
         def _parse_ttl_s(data: object) -> int | None | Unset:
             if data is None:
@@ -50,6 +87,7 @@ class SandboxUpdate:
         ttl_s = _parse_ttl_s(d.pop("ttl_s", UNSET))
 
         sandbox_update = cls(
+            network=network,
             ttl_s=ttl_s,
         )
 

@@ -60,7 +60,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: SandboxUpdate,
 ) -> Response[Sandbox]:
-    """Extend a sandbox's TTL
+    """Extend a sandbox's TTL or change its network policy
 
     Args:
         sandbox_id (str):
@@ -92,7 +92,7 @@ def sync(
     client: AuthenticatedClient | Client,
     body: SandboxUpdate,
 ) -> Sandbox | None:
-    """Extend a sandbox's TTL
+    """Extend a sandbox's TTL or change its network policy
 
     Args:
         sandbox_id (str):
@@ -119,7 +119,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: SandboxUpdate,
 ) -> Response[Sandbox]:
-    """Extend a sandbox's TTL
+    """Extend a sandbox's TTL or change its network policy
 
     Args:
         sandbox_id (str):
@@ -149,7 +149,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: SandboxUpdate,
 ) -> Sandbox | None:
-    """Extend a sandbox's TTL
+    """Extend a sandbox's TTL or change its network policy
 
     Args:
         sandbox_id (str):

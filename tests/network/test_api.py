@@ -1,0 +1,106 @@
+"""The `network` field over HTTP, against a real server on gVisor: an allowlist is enforced,
+a running sandbox's policy changes with PATCH, `open` needs the operator's flag, and bad
+policies are refused. Destinations are local test hosts (see tests/runtime/test_network.py).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.conftest import Airlock, Tenant, audit_events, run_exec
+from tests.runtime.test_network import BLOCKED, METADATA, PROBE, Peer, _make_host, _remove_host
+
+
+@pytest.fixture(scope="module")
+def peer() -> Iterator[Peer]:
+    host = _make_host(4 + secrets.randbelow(120) * 2, (8080, 8081))
+    yield host
+    _remove_host(host)
+
+
+async def probe(tenant: Tenant, sandbox_id: str, *targets: str) -> list[str]:
+    _, ex = await run_exec(
+        tenant.client, sandbox_id, cmd=["python3", "-c", PROBE, json.dumps(list(targets))]
+    )
+    assert ex is not None and ex.exit_code == 0, ex
+    return json.loads(ex.stdout)
+
+
+async def test_default_is_no_network(airlock: Airlock) -> None:
+    tenant = await airlock.tenant()
+    sandbox = await airlock.sandbox(tenant)
+    async with airlock.http(tenant.key) as http:
+        body = (await http.get(f"/v1/sandboxes/{sandbox.id}")).json()
+    assert body["network"] == {"mode": "none", "allow": []}
+
+
+async def test_allowlist_is_enforced_and_changes_with_patch(airlock: Airlock, peer: Peer) -> None:
+    tenant = await airlock.tenant()
+    network = {"mode": "allowlist", "allow": [f"{peer.address}:8080"]}
+    sandbox = await airlock.sandbox(tenant, network=network)
+    targets = (f"{peer.address}:8080:http", f"{peer.address}:8081", f"{METADATA}:80")
+    first = await probe(tenant, sandbox.id, *targets)
+    assert first[0] == "http 200" and {first[1], first[2]} <= BLOCKED
+    changed = {"mode": "allowlist", "allow": [f"{peer.address}:8081"]}
+    async with airlock.http(tenant.key) as http:
+        r = await http.patch(f"/v1/sandboxes/{sandbox.id}", json={"network": changed})
+        assert r.status_code == 200, r.text
+        assert r.json()["network"] == changed
+    second = await probe(tenant, sandbox.id, f"{peer.address}:8080", f"{peer.address}:8081")
+    assert second[0] in BLOCKED and second[1] == "open"
+    events = [e for e in await audit_events(airlock, tenant) if e["action"] == "sandbox.network"]
+    assert [(e["details"]["from"], e["details"]["to"]) for e in events] == [(network, changed)]
+
+
+async def test_open_network_needs_the_operators_flag(airlock: Airlock, peer: Peer) -> None:
+    tenant = await airlock.tenant()
+    async with airlock.http(tenant.key) as http:
+        r = await http.post("/v1/sandboxes", json={"network": {"mode": "open"}})
+        assert r.status_code == 403, r.text
+        assert (await http.get("/v1/sandboxes")).json()["items"] == []
+    async with airlock.http(airlock.operator_key) as op:
+        r = await op.patch(
+            f"/v1/tenants/{tenant.id}", json={"quotas": {"network_open_allowed": True}}
+        )
+        assert r.status_code == 200, r.text
+        assert r.json()["quotas"]["network_open_allowed"] is True
+    sandbox = await airlock.sandbox(tenant, network={"mode": "open"})
+    outcomes = await probe(tenant, sandbox.id, f"{peer.address}:8081", f"{METADATA}:80")
+    assert outcomes[0] == "open" and outcomes[1] in BLOCKED
+
+
+@pytest.mark.parametrize(
+    "network",
+    [
+        {"mode": "allowlist", "allow": ["not a host"]},
+        {"mode": "allowlist", "allow": ["host.example:99999"]},
+        {"mode": "none", "allow": ["10.0.0.0/8"]},
+        {"mode": "wide"},
+        {"mode": "allowlist", "extra": 1},
+    ],
+)
+async def test_bad_policies_are_422_and_write_nothing(
+    airlock: Airlock, network: dict[str, object]
+) -> None:
+    tenant = await airlock.tenant()
+    async with airlock.http(tenant.key) as http:
+        r = await http.post("/v1/sandboxes", json={"network": network})
+        assert r.status_code == 422, r.text
+        assert (await http.get("/v1/sandboxes")).json()["items"] == []
+
+
+async def test_a_sandbox_without_network_cannot_get_one_later(airlock: Airlock) -> None:
+    tenant = await airlock.tenant()
+    sandbox = await airlock.sandbox(tenant)
+    async with airlock.http(tenant.key) as http:
+        r = await http.patch(
+            f"/v1/sandboxes/{sandbox.id}",
+            json={"network": {"mode": "allowlist", "allow": ["10.250.0.2"]}},
+        )
+        assert r.status_code == 422, r.text
+        body = (await http.get(f"/v1/sandboxes/{sandbox.id}")).json()
+        assert body["network"]["mode"] == "none"
