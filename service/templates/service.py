@@ -10,7 +10,7 @@ import contextlib
 import logging
 
 import msgspec
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -19,7 +19,7 @@ from service.auth.principal import Principal
 from service.db.base import utcnow
 from service.db.models import PoolMember, PoolTarget, TemplateVersion
 from service.db.models import Template as TemplateRow
-from service.errors import Conflict, Forbidden, NotFound
+from service.errors import Conflict, Forbidden, NotFound, QuotaExceeded
 from service.ids import new_id
 from service.runtime import SandboxRuntimeError
 from service.runtime_holder import RuntimeHolder
@@ -27,6 +27,9 @@ from service.sandboxes.schemas import SIZES, NetworkPolicy
 from service.templates.repository import OPERATOR_OWNER, TemplateRepository
 from service.templates.schemas import Template, TemplateCreate, TemplatePage
 from service.templates.schemas import TemplateVersion as VersionView
+
+# Builds waiting or running per owner (a tenant, or the operator).
+MAX_PENDING_BUILDS = 3
 
 log = logging.getLogger("airlock.templates")
 
@@ -91,6 +94,18 @@ async def create_template(
     owner = owner_of(principal)
     repo = TemplateRepository(session, owner)
     now = utcnow()
+    # Builds run one at a time for everyone: no owner may fill the queue.
+    pending = await session.scalar(
+        select(func.count(TemplateVersion.id))
+        .join(TemplateRow, TemplateRow.id == TemplateVersion.template_id)
+        .where(TemplateRow.owner == owner, TemplateVersion.state.in_(["queued", "building"]))
+    )
+    if (pending or 0) >= MAX_PENDING_BUILDS:
+        raise QuotaExceeded(
+            f"{pending} template builds are already waiting or running for this owner",
+            retry_after_s=30,
+            extra={"quota": "pending_template_builds", "limit": MAX_PENDING_BUILDS},
+        )
     row = await repo.own(data.name, for_update=True)
     if row is None:
         row = TemplateRow(

@@ -138,3 +138,23 @@ async def test_the_build_log_is_capped(tapi: Api) -> None:
     log = built["versions"][0]["build_log"]
     assert "[output cut]" in log and log.rstrip().endswith("[build log cut]")
     assert len(log.encode()) < 70_000
+
+
+async def test_one_owner_cannot_fill_the_build_queue(tapi: Api) -> None:
+    tenant = await tapi.tenant()
+    slow = {"setup": [["sleep", "3"]]}
+    answers = [
+        await tapi.client.post(
+            "/v1/templates", json={"name": unique("queued"), **slow}, headers=tenant.headers
+        )
+        for _ in range(4)
+    ]
+    assert [r.status_code for r in answers[:3]] == [202, 202, 202]
+    assert answers[3].status_code == 429, answers[3].text
+    assert answers[3].headers["retry-after"]
+    # Another tenant is not held back by this one's queue.
+    other = await tapi.tenant()
+    r = await tapi.client.post(
+        "/v1/templates", json={"name": unique("other"), **slow}, headers=other.headers
+    )
+    assert r.status_code == 202
