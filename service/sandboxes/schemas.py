@@ -40,8 +40,52 @@ class SandboxNetwork(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     allow: Annotated[list[AllowEntry], Meta(max_length=64)] = msgspec.field(default_factory=list)
 
 
+class Preset(msgspec.Struct, kw_only=True, frozen=True):
+    """A named bundle of caps, user and network for a kind of work; explicit fields of the
+    create request win over the preset's."""
+
+    cpus: int
+    memory_mib: int
+    disk_mib: int
+    pids: int
+    user: str
+    network: SandboxNetwork
+
+
+PresetName = Literal["untrusted-tool", "ci"]
+PRESETS: dict[str, Preset] = {
+    # A third-party tool fed a hostile sample: nothing out, an unprivileged user, tight caps.
+    "untrusted-tool": Preset(
+        cpus=1,
+        memory_mib=512,
+        disk_mib=256,
+        pids=64,
+        user="1000:1000",
+        network=SandboxNetwork(mode="none"),
+    ),
+    # A build or test run: the Python package index and a git host, nothing else.
+    "ci": Preset(
+        cpus=2,
+        memory_mib=2048,
+        disk_mib=4096,
+        pids=512,
+        user="1000:1000",
+        network=SandboxNetwork(
+            mode="allowlist",
+            allow=[
+                "pypi.org:443",
+                "files.pythonhosted.org:443",
+                "github.com:443",
+                "codeload.github.com:443",
+            ],
+        ),
+    ),
+}
+
+
 class SandboxCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """`image` or `template` (neither: the default image); a size preset and/or explicit caps."""
+    """`image` or `template` (neither: the default image); a size, a preset and/or explicit
+    caps. Without `network` (and without a preset that gives one) there is no network."""
 
     image: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
     template: Annotated[str, Meta(min_length=1, max_length=100)] | None = None
@@ -50,7 +94,8 @@ class SandboxCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     memory_mib: Annotated[int, Meta(ge=128, le=262_144)] | None = None
     disk_mib: Annotated[int, Meta(ge=64, le=1_048_576)] | None = None
     ttl_s: Annotated[int, Meta(ge=10)] = 600
-    network: SandboxNetwork = msgspec.field(default_factory=SandboxNetwork)
+    preset: PresetName | None = None
+    network: SandboxNetwork | None = None
     env: Annotated[dict[EnvName, EnvValue], Meta(max_length=128)] = msgspec.field(
         default_factory=dict
     )

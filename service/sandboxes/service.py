@@ -37,7 +37,9 @@ from service.runtime_holder import RuntimeHolder
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.repository import SandboxRepository
 from service.sandboxes.schemas import (
+    PRESETS,
     SIZES,
+    Preset,
     Sandbox,
     SandboxCreate,
     SandboxNetwork,
@@ -137,16 +139,32 @@ def check_network(network: SandboxNetwork, quotas: Quotas) -> None:
         raise Forbidden("open network is not enabled for this tenant")
 
 
+def _preset(data: SandboxCreate) -> Preset | None:
+    return PRESETS[data.preset] if data.preset else None
+
+
+def network_of(data: SandboxCreate) -> SandboxNetwork:
+    if data.network is not None:
+        return data.network
+    return PRESETS[data.preset].network if data.preset else SandboxNetwork()
+
+
 def _caps(data: SandboxCreate) -> tuple[str, int, int, int]:
-    explicit = any(v is not None for v in (data.cpus, data.memory_mib, data.disk_mib))
+    """Size name and caps: the size (small by default), or the preset's caps when no size is
+    given, with explicit caps over either; "custom" when they match no size."""
     size = data.size or "small"
     cpus, memory, disk = SIZES[size]
-    if explicit:
-        cpus = data.cpus if data.cpus is not None else cpus
-        memory = data.memory_mib if data.memory_mib is not None else memory
-        disk = data.disk_mib if data.disk_mib is not None else disk
-        if (cpus, memory, disk) != SIZES[size]:
-            size = "custom"
+    preset = _preset(data)
+    from_preset = preset is not None and data.size is None
+    if from_preset:
+        assert preset is not None
+        cpus, memory, disk = preset.cpus, preset.memory_mib, preset.disk_mib
+    cpus = data.cpus if data.cpus is not None else cpus
+    memory = data.memory_mib if data.memory_mib is not None else memory
+    disk = data.disk_mib if data.disk_mib is not None else disk
+    if (cpus, memory, disk) != SIZES[size]:
+        same = [k for k, v in SIZES.items() if v == (cpus, memory, disk)]
+        size = same[0] if same and from_preset else "custom"
     return size, cpus, memory, disk
 
 
@@ -228,9 +246,10 @@ async def create_sandbox(
             )
             image = version.image
         quotas = quotas_of(await _lock_tenant(session, principal.tenant_id))
-        check_network(data.network, quotas)
-        if template is not None and data.network.mode != "none":
-            raise Unprocessable("sandboxes from templates start without network for now")
+        network = network_of(data)
+        check_network(network, quotas)
+        if template is not None and (network.mode != "none" or data.preset is not None):
+            raise Unprocessable("sandboxes from templates take no network or preset for now")
         if data.ttl_s > quotas.max_sandbox_ttl_s:
             raise Unprocessable(
                 f"ttl_s {data.ttl_s} exceeds this tenant's maximum of {quotas.max_sandbox_ttl_s}",
@@ -273,7 +292,7 @@ async def create_sandbox(
             cpus=cpus,
             memory_mib=memory,
             disk_mib=disk,
-            network=msgspec.to_builtins(data.network),
+            network=msgspec.to_builtins(network),
             env=dict(data.env),
             labels=dict(data.labels),
             ttl_s=data.ttl_s,
@@ -321,6 +340,7 @@ async def create_sandbox(
                 "disk_mib": disk,
                 "ttl_s": data.ttl_s,
                 "network": row.network,
+                "preset": data.preset,
                 "labels": row.labels,
                 "env_names": sorted(row.env),
                 "template": row.template,
@@ -338,8 +358,9 @@ async def create_sandbox(
         disk_mib=disk,
         env=dict(data.env),
         labels=data.labels,
-        network=data.network.mode,
-        network_allow=list(data.network.allow),
+        network=network.mode,
+        network_allow=list(network.allow),
+        **({"pids": preset.pids, "user": preset.user} if (preset := _preset(data)) else {}),
     )
     try:
         if recipe is not None:

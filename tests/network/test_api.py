@@ -14,6 +14,8 @@ import pytest
 from tests.e2e.conftest import Airlock, Tenant, audit_events, run_exec
 from tests.runtime.test_network import BLOCKED, METADATA, PROBE, Peer, _make_host, _remove_host
 
+NPROC = 'python3 -c "import resource; print(resource.getrlimit(resource.RLIMIT_NPROC)[0])"'
+
 
 @pytest.fixture(scope="module")
 def peer() -> Iterator[Peer]:
@@ -104,3 +106,46 @@ async def test_a_sandbox_without_network_cannot_get_one_later(airlock: Airlock) 
         assert r.status_code == 422, r.text
         body = (await http.get(f"/v1/sandboxes/{sandbox.id}")).json()
         assert body["network"]["mode"] == "none"
+
+
+async def test_untrusted_tool_preset_has_no_network_an_unprivileged_user_and_tight_caps(
+    airlock: Airlock,
+) -> None:
+    tenant = await airlock.tenant()
+    sandbox = await airlock.sandbox(tenant, preset="untrusted-tool")
+    assert (sandbox.cpus, sandbox.memory_mib, sandbox.disk_mib) == (1, 512, 256)
+    assert sandbox.network.mode == "none"
+    _, ex = await run_exec(
+        tenant.client, sandbox.id, cmd=["sh", "-c", f"id -u; {NPROC}; cat /proc/net/dev"]
+    )
+    assert ex is not None and ex.exit_code == 0, ex
+    uid, nproc, *netdev = ex.stdout.splitlines()
+    assert (uid, nproc) == ("1000", "64")
+    assert [line.split(":")[0].strip() for line in netdev[2:]] == ["lo"]
+
+
+async def test_ci_preset_brings_its_caps_and_an_explicit_network_wins(
+    airlock: Airlock, peer: Peer
+) -> None:
+    """The preset's own allowlist names public hosts, which tests never contact; an explicit
+    `network` replaces it (the preset's list itself is checked in test_policy.py)."""
+    tenant = await airlock.tenant()
+    local = {"mode": "allowlist", "allow": [f"{peer.address}:8080"]}
+    sandbox = await airlock.sandbox(tenant, preset="ci", network=local)
+    assert (sandbox.size, sandbox.cpus, sandbox.memory_mib) == ("medium", 2, 2048)
+    assert sandbox.network.to_dict() == local
+    _, ex = await run_exec(tenant.client, sandbox.id, cmd=["sh", "-c", NPROC])
+    assert ex is not None and ex.stdout.strip() == "512"
+    assert await probe(tenant, sandbox.id, f"{peer.address}:8080", f"{peer.address}:8081") == [
+        "open",
+        "refused",
+    ]
+    created = [e for e in await audit_events(airlock, tenant) if e["action"] == "sandbox.create"]
+    assert created[0]["details"]["preset"] == "ci"
+
+
+async def test_unknown_preset_is_422(airlock: Airlock) -> None:
+    tenant = await airlock.tenant()
+    async with airlock.http(tenant.key) as http:
+        r = await http.post("/v1/sandboxes", json={"preset": "anything-goes"})
+        assert r.status_code == 422, r.text

@@ -9,7 +9,7 @@ import pytest
 
 from service.runtime import SandboxSpec, gvisor_spec
 from service.runtime.errors import InvalidSpec
-from service.runtime.network import Networks, Slot, parse_entry
+from service.runtime.network import Networks, Slot, parse_allow, parse_entry
 
 
 @pytest.mark.parametrize(
@@ -76,3 +76,14 @@ def test_rules_block_forbidden_destinations_before_any_allow() -> None:
     ]
     assert all(slot.sandbox_id in line for line in rules if line.startswith("-A"))
     assert len(slot.veth_host) <= 15 and len(slot.egress_chain) <= 28
+
+
+def test_presets_bundle_a_valid_policy() -> None:
+    from service.sandboxes.schemas import PRESETS
+
+    tool, ci = PRESETS["untrusted-tool"], PRESETS["ci"]
+    assert tool.network.mode == "none" and tool.user == "1000:1000"
+    assert ci.network.mode == "allowlist"
+    entries = parse_allow(ci.network.allow)
+    assert {e.host for e in entries} >= {"pypi.org", "github.com"}
+    assert all(e.port == 443 for e in entries)

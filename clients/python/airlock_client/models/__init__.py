@@ -42,6 +42,9 @@ from .sandbox import Sandbox
 from .sandbox_create import SandboxCreate
 from .sandbox_create_env import SandboxCreateEnv
 from .sandbox_create_labels import SandboxCreateLabels
+from .sandbox_create_preset_type_1 import SandboxCreatePresetType1
+from .sandbox_create_preset_type_2_type_1 import SandboxCreatePresetType2Type1
+from .sandbox_create_preset_type_3_type_1 import SandboxCreatePresetType3Type1
 from .sandbox_create_size_type_1 import SandboxCreateSizeType1
 from .sandbox_create_size_type_2_type_1 import SandboxCreateSizeType2Type1
 from .sandbox_create_size_type_3_type_1 import SandboxCreateSizeType3Type1
@@ -119,6 +122,9 @@ __all__ = (
     "SandboxCreate",
     "SandboxCreateEnv",
     "SandboxCreateLabels",
+    "SandboxCreatePresetType1",
+    "SandboxCreatePresetType2Type1",
+    "SandboxCreatePresetType3Type1",
     "SandboxCreateSizeType1",
     "SandboxCreateSizeType2Type1",
     "SandboxCreateSizeType3Type1",

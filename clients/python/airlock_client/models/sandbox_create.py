@@ -6,6 +6,15 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.sandbox_create_preset_type_1 import SandboxCreatePresetType1, check_sandbox_create_preset_type_1
+from ..models.sandbox_create_preset_type_2_type_1 import (
+    SandboxCreatePresetType2Type1,
+    check_sandbox_create_preset_type_2_type_1,
+)
+from ..models.sandbox_create_preset_type_3_type_1 import (
+    SandboxCreatePresetType3Type1,
+    check_sandbox_create_preset_type_3_type_1,
+)
 from ..models.sandbox_create_size_type_1 import SandboxCreateSizeType1, check_sandbox_create_size_type_1
 from ..models.sandbox_create_size_type_2_type_1 import (
     SandboxCreateSizeType2Type1,
@@ -36,7 +45,9 @@ class SandboxCreate:
         image (None | str | Unset):
         labels (SandboxCreateLabels | Unset):
         memory_mib (int | None | Unset):
-        network (SandboxNetwork | Unset):
+        network (None | SandboxNetwork | Unset):
+        preset (None | SandboxCreatePresetType1 | SandboxCreatePresetType2Type1 | SandboxCreatePresetType3Type1 |
+            Unset):
         size (None | SandboxCreateSizeType1 | SandboxCreateSizeType2Type1 | SandboxCreateSizeType3Type1 | Unset):
         template (None | str | Unset):
         ttl_s (int | Unset):  Default: 600.
@@ -48,13 +59,18 @@ class SandboxCreate:
     image: None | str | Unset = UNSET
     labels: SandboxCreateLabels | Unset = UNSET
     memory_mib: int | None | Unset = UNSET
-    network: SandboxNetwork | Unset = UNSET
+    network: None | SandboxNetwork | Unset = UNSET
+    preset: None | SandboxCreatePresetType1 | SandboxCreatePresetType2Type1 | SandboxCreatePresetType3Type1 | Unset = (
+        UNSET
+    )
     size: None | SandboxCreateSizeType1 | SandboxCreateSizeType2Type1 | SandboxCreateSizeType3Type1 | Unset = UNSET
     template: None | str | Unset = UNSET
     ttl_s: int | Unset = 600
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.sandbox_network import SandboxNetwork
+
         cpus: int | None | Unset
         if isinstance(self.cpus, Unset):
             cpus = UNSET
@@ -87,9 +103,25 @@ class SandboxCreate:
         else:
             memory_mib = self.memory_mib
 
-        network: dict[str, Any] | Unset = UNSET
-        if not isinstance(self.network, Unset):
+        network: dict[str, Any] | None | Unset
+        if isinstance(self.network, Unset):
+            network = UNSET
+        elif isinstance(self.network, SandboxNetwork):
             network = self.network.to_dict()
+        else:
+            network = self.network
+
+        preset: None | str | Unset
+        if isinstance(self.preset, Unset):
+            preset = UNSET
+        elif isinstance(self.preset, str):
+            preset = self.preset
+        elif isinstance(self.preset, str):
+            preset = self.preset
+        elif isinstance(self.preset, str):
+            preset = self.preset
+        else:
+            preset = self.preset
 
         size: None | str | Unset
         if isinstance(self.size, Unset):
@@ -128,6 +160,8 @@ class SandboxCreate:
             field_dict["memory_mib"] = memory_mib
         if network is not UNSET:
             field_dict["network"] = network
+        if preset is not UNSET:
+            field_dict["preset"] = preset
         if size is not UNSET:
             field_dict["size"] = size
         if template is not UNSET:
@@ -195,12 +229,60 @@ class SandboxCreate:
 
         memory_mib = _parse_memory_mib(d.pop("memory_mib", UNSET))
 
-        _network = d.pop("network", UNSET)
-        network: SandboxNetwork | Unset
-        if isinstance(_network, Unset):
-            network = UNSET
-        else:
-            network = SandboxNetwork.from_dict(_network)
+        def _parse_network(data: object) -> None | SandboxNetwork | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                network_type_0 = SandboxNetwork.from_dict(data)
+
+                return network_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | SandboxNetwork | Unset, data)
+
+        network = _parse_network(d.pop("network", UNSET))
+
+        def _parse_preset(
+            data: object,
+        ) -> None | SandboxCreatePresetType1 | SandboxCreatePresetType2Type1 | SandboxCreatePresetType3Type1 | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                preset_type_1 = check_sandbox_create_preset_type_1(data)
+
+                return preset_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                preset_type_2_type_1 = check_sandbox_create_preset_type_2_type_1(data)
+
+                return preset_type_2_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                preset_type_3_type_1 = check_sandbox_create_preset_type_3_type_1(data)
+
+                return preset_type_3_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(
+                None | SandboxCreatePresetType1 | SandboxCreatePresetType2Type1 | SandboxCreatePresetType3Type1 | Unset,
+                data,
+            )
+
+        preset = _parse_preset(d.pop("preset", UNSET))
 
         def _parse_size(
             data: object,
@@ -258,6 +340,7 @@ class SandboxCreate:
             labels=labels,
             memory_mib=memory_mib,
             network=network,
+            preset=preset,
             size=size,
             template=template,
             ttl_s=ttl_s,

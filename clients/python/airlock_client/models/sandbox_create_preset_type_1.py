@@ -1,0 +1,14 @@
+from typing import Literal, cast
+
+SandboxCreatePresetType1 = Literal["ci", "untrusted-tool"]
+
+SANDBOX_CREATE_PRESET_TYPE_1_VALUES: set[SandboxCreatePresetType1] = {
+    "ci",
+    "untrusted-tool",
+}
+
+
+def check_sandbox_create_preset_type_1(value: str) -> SandboxCreatePresetType1:
+    if value in SANDBOX_CREATE_PRESET_TYPE_1_VALUES:
+        return cast(SandboxCreatePresetType1, value)
+    raise TypeError(f"Unexpected value {value!r}. Expected one of {SANDBOX_CREATE_PRESET_TYPE_1_VALUES!r}")
