@@ -87,3 +87,19 @@ def test_presets_bundle_a_valid_policy() -> None:
     entries = parse_allow(ci.network.allow)
     assert {e.host for e in entries} >= {"pypi.org", "github.com"}
     assert all(e.port == 443 for e in entries)
+
+
+def test_boxlite_maps_an_allowlist_onto_its_allow_net() -> None:
+    from pathlib import Path
+
+    from service.runtime.boxlite import _box_options, box_options_kwargs
+
+    spec = SandboxSpec(network="allowlist", network_allow=["pkgs.example.com", "10.20.0.0/24"])
+    options = _box_options(spec, Path("/images/x"))
+    assert options.network.outbound.mode == "enabled"
+    assert list(options.network.outbound.allow_net) == ["pkgs.example.com", "10.20.0.0/24"]
+    assert options.network.inbound.mode == "disabled"
+    assert _box_options(SandboxSpec(), Path("/x")).network.outbound.mode == "disabled"
+    for refused in (SandboxSpec(network="open"), SandboxSpec(network="allowlist")):
+        with pytest.raises(InvalidSpec):  # open: no enforcement point keeps the host out
+            box_options_kwargs(refused, Path("/x"))
