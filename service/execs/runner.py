@@ -144,6 +144,7 @@ class ExecRunner:
                     SandboxRow.runtime_id,
                     SandboxRow.failure_reason,
                     SandboxRow.env,
+                    SandboxRow.network,
                     Tenant.quotas,
                     select(func.count()).select_from(recent.subquery()).scalar_subquery(),
                     type_coerce(
@@ -166,7 +167,7 @@ class ExecRunner:
                 if replay is not None:
                     return replay
             sandboxes.require_running(sandbox)
-            self._check_quotas(quotas_of(sandbox), data, sandbox[6], sandbox[7])
+            self._check_quotas(quotas_of(sandbox), data, sandbox[7], sandbox[8])
             now = utcnow()
             values = {
                 "id": new_id("exe"),
@@ -229,6 +230,7 @@ class ExecRunner:
                 request,
                 ctx,
                 secret_values,
+                dict(sandbox.network or {}),
             ),
             name=f"exec-{exec_id}",
         )
@@ -289,9 +291,12 @@ class ExecRunner:
         request: ExecRequest,
         ctx: AuditContext,
         secrets: list[str],
+        policy: dict[str, Any],
     ) -> Exec:
         exec_id = row["id"]
         started = time.monotonic()
+        networked = policy.get("mode", "none") != "none"
+        before = await self._counters(runtime, runtime_id) if networked else None
         sink = ChunkSink(self.engine, exec_id, secrets, lambda: self._notify(exec_id))
         result: ExecResult | None = None
         error: str | None = None
@@ -323,10 +328,27 @@ class ExecRunner:
         except Exception as exc:  # recorded as a failed exec instead of a lost one
             log.exception("exec %s failed", exec_id)
             error = f"internal error: {type(exc).__name__}"
-        final = await self._finish(row, tenant_id, ctx, sink, result, error, started, noted)
+        net = None
+        if networked:
+            # What the policy let through and refused while this exec ran.
+            after = await self._counters(runtime, runtime_id)
+            net = {"mode": policy.get("mode"), "allow": policy.get("allow", [])}
+            if before is not None and after is not None:
+                for count in ("allowed_packets", "blocked_packets"):
+                    net[count] = after.get(count, 0) - before.get(count, 0)
+        final = await self._finish(
+            row, tenant_id, ctx, sink, result, error, started, noted, net=net
+        )
         if result is not None and result.outcome == "oom":
             await self._check_sandbox(runtime, tenant_id, sandbox_id, runtime_id)
         return final
+
+    @staticmethod
+    async def _counters(runtime: SandboxRuntime, runtime_id: str) -> dict[str, int] | None:
+        try:
+            return await runtime.network_counters(runtime_id)
+        except SandboxRuntimeError:
+            return None
 
     async def _check_sandbox(
         self, runtime: SandboxRuntime, tenant_id: str, sandbox_id: str, runtime_id: str
@@ -363,6 +385,7 @@ class ExecRunner:
         started: float,
         noted: asyncio.Task[None] | None,
         state: str | None = None,
+        net: dict[str, Any] | None = None,
     ) -> Exec:
         exec_id = row["id"]
         # Output that ended early (capped, or cut off) may end inside a secret.
@@ -415,6 +438,7 @@ class ExecRunner:
                     "stdout_bytes": values["stdout_bytes"],
                     "stderr_bytes": values["stderr_bytes"],
                     "error": error,
+                    **({"network": net} if net is not None else {}),
                 },
             )
         self._notify(exec_id)

@@ -895,6 +895,9 @@ class BoxliteRuntime:
 
     # -- the rest -------------------------------------------------------------------------
 
+    async def network_counters(self, sandbox_id: str) -> dict[str, int] | None:
+        return None  # BoxLite's network filter keeps no counters we can read
+
     async def stats(self, sandbox_id: str) -> SandboxStats:
         sandbox = self._sandbox(sandbox_id)
         spec = sandbox.info.spec

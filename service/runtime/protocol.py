@@ -116,6 +116,12 @@ class SandboxRuntime(Protocol):
 
     async def stats(self, sandbox_id: str) -> SandboxStats: ...
 
+    async def network_counters(self, sandbox_id: str) -> dict[str, int] | None:
+        """Packets the sandbox sent that its policy allowed and blocked (`allowed_packets`,
+        `blocked_packets`);
+        None when it has no network or the runtime cannot count them."""
+        ...
+
     async def reap_orphans(self) -> list[str]:
         """Destroy sandboxes this process does not know about (left by a previous run)."""
         ...

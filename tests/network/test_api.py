@@ -149,3 +149,23 @@ async def test_unknown_preset_is_422(airlock: Airlock) -> None:
     async with airlock.http(tenant.key) as http:
         r = await http.post("/v1/sandboxes", json={"preset": "anything-goes"})
         assert r.status_code == 422, r.text
+
+
+async def test_exec_audit_shows_the_policy_and_what_it_refused(
+    airlock: Airlock, peer: Peer
+) -> None:
+    tenant = await airlock.tenant()
+    network = {"mode": "allowlist", "allow": [f"{peer.address}:8080"]}
+    sandbox = await airlock.sandbox(tenant, network=network)
+    result = await probe(tenant, sandbox.id, f"{peer.address}:8080:http", f"{peer.address}:8081")
+    assert result[0] == "http 200" and result[1] in BLOCKED
+    finished = [
+        e
+        for e in await audit_events(airlock, tenant)
+        if e["action"] == "exec.finish" and "network" in e["details"]
+    ]
+    assert finished, "no exec.finish event carries network details"
+    net = finished[0]["details"]["network"]
+    assert net["mode"] == "allowlist" and net["allow"] == network["allow"]
+    assert net["allowed_packets"] > 0, net
+    assert net["blocked_packets"] > 0
