@@ -19,7 +19,7 @@ from service.deps import (
 from service.errors import Unprocessable
 from service.pagination import DEFAULT_LIMIT
 from service.pool.controller import Pool
-from service.sandboxes import service
+from service.sandboxes import create, service
 from service.sandboxes.schemas import (
     Sandbox,
     SandboxCreate,
@@ -73,7 +73,7 @@ class SandboxController(Controller):
         data: JSONBody[SandboxCreate],
         idempotency_key: IdempotencyKey = None,
     ) -> Response[Sandbox]:
-        sandbox, created = await service.create_sandbox(
+        sandbox, created = await create.create_sandbox(
             db, runtimes, principal, audit_ctx, data, idempotency_key, pool
         )
         return Response(sandbox, status_code=201 if created else 200)
