@@ -48,12 +48,14 @@ async def test_output_streams_in_order(runtime: SandboxRuntime, sandbox: Sandbox
 
 
 async def test_deadline_kills_the_whole_tree(runtime: SandboxRuntime, sandbox: SandboxInfo) -> None:
-    result = await sh(runtime, sandbox.id, "sleep 30 & sleep 31 & sleep 32", timeout_s=1)
+    # Durations no other process on the host would use: the host check below looks for them.
+    tree = "sleep 30.0417 & sleep 31.0417 & sleep 32.0417"
+    result = await sh(runtime, sandbox.id, tree, timeout_s=1)
     assert result.outcome == "timeout"
     assert result.exit_code is None
     left = await runtime.run(sandbox.id, ExecRequest(argv=["ps", "-e", "-o", "comm="]))
     assert "sleep" not in left.stdout.decode()
-    assert host_processes_mentioning("sleep 3") == []
+    assert [p for p in host_processes_mentioning(".0417") if "sleep" in p] == []
     assert not [p for p in host_processes_mentioning(sandbox.id) if " exec " in p]
 
 
