@@ -35,6 +35,7 @@ from .errors import (
     SandboxRuntimeError,
     SnapshotNotFound,
 )
+from .execution import ExecutionBase
 from .paths import sandbox_path
 from .types import (
     ExecRequest,
@@ -321,7 +322,7 @@ def _native_exec_id(native: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-class _BoxExecution:
+class _BoxExecution(ExecutionBase):
     """The Execution protocol over a BoxLite native execution (line-based output streams)."""
 
     def __init__(
@@ -343,24 +344,6 @@ class _BoxExecution:
         self._stdin = stdin
         self._id = _native_exec_id(native) or f"exec-{secrets.token_hex(8)}"
         self._task = asyncio.create_task(self._supervise())
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    @property
-    def done(self) -> bool:
-        return self._task.done()
-
-    async def output(self) -> AsyncIterator[OutputChunk]:
-        while (chunk := await self._queue.get()) is not None:
-            yield chunk
-
-    async def wait(self) -> ExecResult:
-        return await asyncio.shield(self._task)
-
-    async def kill(self) -> None:
-        await self._stop("killed")
 
     async def _stop(self, outcome: Outcome) -> None:
         if self._forced is None and not self._task.done():

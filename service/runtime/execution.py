@@ -118,7 +118,38 @@ class _Stream:
         return self.total > len(self.kept)
 
 
-class SupervisedExecution:
+class ExecutionBase:
+    """What every runtime's running exec shares: an id, a queue of output chunks ending in
+    None, and a supervising task whose result is the ExecResult. Subclasses set `_id`,
+    `_queue` and `_task`, and say how to stop (`_stop`)."""
+
+    _id: str
+    _queue: asyncio.Queue[OutputChunk | None]
+    _task: asyncio.Task[ExecResult]
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    @property
+    def done(self) -> bool:
+        return self._task.done()
+
+    async def output(self) -> AsyncIterator[OutputChunk]:
+        while (chunk := await self._queue.get()) is not None:
+            yield chunk
+
+    async def wait(self) -> ExecResult:
+        return await asyncio.shield(self._task)
+
+    async def kill(self) -> None:
+        await self._stop("killed")
+
+    async def _stop(self, outcome: Outcome) -> None:
+        raise NotImplementedError
+
+
+class SupervisedExecution(ExecutionBase):
     """A running exec. Iterate `output()` for chunks; `await wait()` for the result."""
 
     def __init__(
@@ -153,24 +184,6 @@ class SupervisedExecution:
         self._on_done = on_done
         self._stdin_task = asyncio.create_task(self._feed(stdin))
         self._task = asyncio.create_task(self._supervise())
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    @property
-    def done(self) -> bool:
-        return self._task.done()
-
-    async def output(self) -> AsyncIterator[OutputChunk]:
-        while (chunk := await self._queue.get()) is not None:
-            yield chunk
-
-    async def wait(self) -> ExecResult:
-        return await asyncio.shield(self._task)
-
-    async def kill(self) -> None:
-        await self._stop("killed")
 
     async def _stop(self, outcome: Outcome) -> None:
         async with self._kill_lock:
