@@ -1,4 +1,5 @@
-"""The `airlock` command: serve, migrate, keys, and (from the runtime layer) image and doctor."""
+"""The `airlock` command: serve, migrate, keys, review, and (from the runtime layer) image and
+doctor."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         log_level=settings.log_level.lower(),
         proxy_headers=False,
         lifespan="on",
+        # httptools (a pinned dependency) parses HTTP in C; h11 costs more per request.
+        http="httptools",
     )
     return 0
 
@@ -105,6 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     keys_sub.add_parser("rotate", help="add a new signing key").set_defaults(func=_keys_rotate)
     keys_sub.add_parser("list", help="list signing keys").set_defaults(func=_keys_list)
+
+    from service.reviews.commands import add_commands as add_review_commands
+
+    add_review_commands(sub)
 
     try:
         from service.runtime.commands import add_commands

@@ -41,6 +41,9 @@ from service.jobs.ttl import TtlReaper
 from service.pool.controller import PoolController
 from service.pool.service import WarmPool
 from service.requestid import add_request_id_header
+from service.reviews.controller import ReviewController
+from service.reviews.job import ReviewRunner
+from service.reviews.pipeline import Deps as ReviewDeps
 from service.runtime import SandboxRuntime, SandboxRuntimeError
 from service.runtime.select import open_runtime
 from service.runtime_errors import runtime_error_handler
@@ -104,6 +107,7 @@ def create_app(
                 TtlReaper(sessionmaker, runtimes, settings.ttl_reaper_interval_s),
                 TemplateBuilder(sessionmaker, runtimes, pool),
                 PoolRefiller(sessionmaker, runtimes, pool, settings.pool_refill_interval_s),
+                ReviewRunner(ReviewDeps(sessionmaker, runtimes, exec_runner, settings)),
             ]
         for job in jobs:
             job.start()
@@ -128,6 +132,7 @@ def create_app(
             FileController,
             TemplateController,
             PoolController,
+            ReviewController,
             jwks,
             healthz,
             readyz,

@@ -40,6 +40,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     pool_targets: str = ""
     pool_refill_interval_s: float = 2.0
     template_snapshots: str = "auto"
+    # Reviews: whether a repository may be a path or file:// URL on this host (and a git host on
+    # a private address), and the OpenAI-compatible endpoint that gives the verdict (none: the
+    # verdict comes from the tests alone).
+    review_allow_local_repos: bool = False
+    llm_base_url: str = ""
+    llm_api_key: str | None = None
+    llm_model: str = ""
+    llm_timeout_s: float = 60.0
     otel_traces_exporter: str = "none"
 
     @property
@@ -96,6 +104,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError("AIRLOCK_TEMPLATE_SNAPSHOTS must be auto or off")
         if self.pool_refill_interval_s <= 0:
             raise ConfigurationError("AIRLOCK_POOL_REFILL_INTERVAL_S must be positive")
+        if self.llm_timeout_s <= 0:
+            raise ConfigurationError("AIRLOCK_LLM_TIMEOUT_S must be positive")
+        if self.llm_base_url and not self.llm_base_url.startswith(("http://", "https://")):
+            raise ConfigurationError("AIRLOCK_LLM_BASE_URL must be an http:// or https:// URL")
         if self.runtime not in ("auto", "boxlite", "gvisor"):
             raise ConfigurationError("AIRLOCK_RUNTIME must be one of auto, boxlite, gvisor")
         if self.otel_traces_exporter not in ("none", "otlp", "console"):

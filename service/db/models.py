@@ -327,3 +327,68 @@ class PoolRequest(Base):
     tenant_id: Mapped[str] = mapped_column(String(40), nullable=False)
     claimed: Mapped[bool] = mapped_column(Boolean, nullable=False)
     at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+
+
+class Review(Base):
+    """A pull-request review: `queued` → `running` → `finished` | `failed`, run as a job.
+
+    `stages` is the ordered list of what ran, each with its outcome and duration; the rest is
+    the report. Test output and diff stats are capped before they are stored."""
+
+    __tablename__ = "reviews"
+    __table_args__ = (
+        Index("ix_reviews_tenant_id_id", "tenant_id", "id"),
+        Index("ix_reviews_state", "state"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    created_by: Mapped[str] = mapped_column(String(64), nullable=False)
+    state: Mapped[str] = mapped_column(String(16), nullable=False)
+    repo: Mapped[str] = mapped_column(String(2048), nullable=False)
+    base: Mapped[str] = mapped_column(String(256), nullable=False)
+    head: Mapped[str] = mapped_column(String(256), nullable=False)
+    template: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    size: Mapped[str] = mapped_column(String(16), nullable=False)
+    install: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    test: Mapped[list[str]] = mapped_column(JSON, nullable=False)
+    timeout_s: Mapped[int] = mapped_column(Integer, nullable=False)
+    network: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    stages: Mapped[list[dict[str, Any]]] = mapped_column(JSON, nullable=False, default=list)
+    base_commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    head_commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    sandbox_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    diff_stat: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    install_exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    install_outcome: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    test_exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    test_outcome: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    test_output: Mapped[str | None] = mapped_column(Text, nullable=True)
+    verdict: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    reasoning: Mapped[str | None] = mapped_column(Text, nullable=True)
+    model_used: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    model_verdict: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    error: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class ReviewBundle(Base):
+    """A git bundle a tenant uploaded, to be reviewed without the host fetching anything."""
+
+    __tablename__ = "review_bundles"
+    __table_args__ = (Index("ix_review_bundles_tenant_id_id", "tenant_id", "id"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    size: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    data: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)

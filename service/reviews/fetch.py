@@ -1,0 +1,147 @@
+"""Fetching on the host: into a new bare repository, with nothing of the repository executed.
+
+- A bare repository has no checkout: no `.gitattributes` filters, no hooks on checkout.
+- Hooks are off (`core.hooksPath=/dev/null`), and git reads no system or global config (the
+  host's credentials helpers, aliases and includes stay out); the environment is built from
+  scratch, so none of the service's own variables reach git or the remote helper.
+- Only the transports we allow: https/http, and `file` for a local repository or a bundle
+  only when that source kind was accepted; redirects are not followed and the host name is
+  pinned to the addresses `source.pin_addresses` checked.
+- No submodules, no tags, objects checked as they arrive (`transfer.fsckObjects`).
+
+The result is a git bundle of the two refs, which is all that enters the sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from service.reviews.source import Source, remote_ref
+
+FETCH_TIMEOUT_S = 300.0
+LOCAL_TIMEOUT_S = 60.0
+BASE_REF = "refs/review/base"
+HEAD_REF = "refs/review/head"
+
+
+class FetchFailed(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Fetched:
+    bundle: Path
+    size: int
+    base_commit: str
+    head_commit: str
+
+
+def _config(source: Source) -> list[str]:
+    options = {
+        "core.hooksPath": "/dev/null",
+        "core.fsmonitor": "false",
+        "core.askPass": "",
+        "credential.helper": "",
+        "protocol.allow": "never",
+        "protocol.https.allow": "always",
+        "protocol.http.allow": "always",
+        "protocol.file.allow": "always" if source.kind in ("local", "bundle") else "never",
+        "http.followRedirects": "false",
+        "http.lowSpeedLimit": "1000",
+        "http.lowSpeedTime": "60",
+        "transfer.fsckObjects": "true",
+        "fetch.recurseSubmodules": "false",
+        "submodule.recurse": "false",
+        "uploadpack.packObjectsHook": "",
+    }
+    args: list[str] = []
+    for key, value in options.items():
+        args += ["-c", f"{key}={value}"]
+    for pin in source.resolve:
+        args += ["-c", f"http.curloptResolve={pin}"]
+    return args
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "/bin/false",
+        "SSH_ASKPASS": "/bin/false",
+        "GIT_PROTOCOL_FROM_USER": "0",
+        "GIT_NO_REPLACE_OBJECTS": "1",
+    }
+    # A host that reaches git hosts only through a proxy still does.
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+async def git(
+    work: Path, *args: str, source: Source | None = None, timeout_s: float = LOCAL_TIMEOUT_S
+) -> str:
+    """Run git in `work/repo.git` with the safe options; its stdout, or FetchFailed."""
+    config = _config(source) if source is not None else _config(Source("none", ""))
+    proc = await asyncio.create_subprocess_exec(
+        "git",
+        *config,
+        *args,
+        cwd=work,
+        env=_env(work),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
+    except (TimeoutError, asyncio.CancelledError):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        raise FetchFailed(f"git {args[0]} took longer than {timeout_s:.0f} s") from None
+    if proc.returncode != 0:
+        text = err.decode(errors="replace").strip()
+        raise FetchFailed(f"git {args[0]} failed: {text[-800:] or proc.returncode}")
+    return out.decode(errors="replace")
+
+
+async def fetch(source: Source, base: str, head: str, work: Path, location: str) -> Fetched:
+    """Fetch `base` and `head` from `location` (the URL, path or bundle file) into a bare
+    repository under `work`, and bundle them into `work/review.bundle`."""
+    repo = work / "repo.git"
+    await git(work, "init", "--bare", "--quiet", str(repo))
+    timeout = FETCH_TIMEOUT_S if source.kind == "url" else LOCAL_TIMEOUT_S
+    await git(
+        work,
+        "-C",
+        str(repo),
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-recurse-submodules",
+        "--no-write-fetch-head",
+        "--",
+        location,
+        f"+{remote_ref(base)}:{BASE_REF}",
+        f"+{remote_ref(head)}:{HEAD_REF}",
+        source=source,
+        timeout_s=timeout,
+    )
+    commits = await git(
+        work, "-C", str(repo), "rev-parse", f"{BASE_REF}^{{commit}}", f"{HEAD_REF}^{{commit}}"
+    )
+    base_commit, head_commit = commits.split()
+    bundle = work / "review.bundle"
+    await git(work, "-C", str(repo), "bundle", "create", "--quiet", str(bundle), BASE_REF, HEAD_REF)
+    return Fetched(bundle, bundle.stat().st_size, base_commit, head_commit)

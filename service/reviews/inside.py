@@ -1,0 +1,153 @@
+"""The steps that run inside the review's sandbox, through the exec and files services (so
+the tenant's quotas, the audit log and the sandbox's network policy apply to each of them).
+
+Every step has its own deadline; a non-zero exit is data, never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from service.audit.recorder import AuditContext
+from service.auth.principal import Principal
+from service.execs import service as execs
+from service.execs.runner import ExecRunner
+from service.execs.schemas import Exec, ExecCreate
+from service.files import service as files
+from service.reviews.fetch import BASE_REF, HEAD_REF
+from service.runtime_holder import RuntimeHolder
+
+BUNDLE_PATH = "/work/.airlock-review.bundle"
+REPO_DIR = "/work/repo"
+STEP_TIMEOUT_S = 120.0
+PATCH_CAP = 256 << 10
+OUTPUT_CAP = 1 << 20
+CHUNK = 1 << 20
+# The environment of every step: the process otherwise gets none of the host's.
+ENV = {"HOME": "/home/sandbox", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+
+# $1: the bundle. A fresh repository, the two refs from the bundle, the head checked out.
+CHECKOUT_SCRIPT = f"""set -e
+git init --quiet --initial-branch=review {REPO_DIR}
+cd {REPO_DIR}
+git fetch --quiet --no-tags "$1" '+refs/review/*:refs/review/*'
+rm -f -- "$1"
+git -c advice.detachedHead=false checkout --quiet --detach {HEAD_REF}
+git rev-parse '{HEAD_REF}^{{commit}}'
+"""
+RANGE = f"{BASE_REF}...{HEAD_REF}"
+DIFF_OPTIONS = ["--no-ext-diff", "--no-textconv", "--no-color"]
+
+
+@dataclass(frozen=True)
+class Box:
+    """A running sandbox of the review, and what is needed to act in it as the tenant."""
+
+    db: files.Db
+    holder: RuntimeHolder
+    runner: ExecRunner
+    principal: Principal
+    ctx: AuditContext
+    sandbox_id: str
+
+    async def run(
+        self,
+        argv: list[str],
+        *,
+        timeout_s: float,
+        cwd: str = REPO_DIR,
+        output_cap: int = OUTPUT_CAP,
+    ) -> Exec:
+        data = ExecCreate(
+            cmd=argv, cwd=cwd, env=dict(ENV), timeout_s=timeout_s, max_output_bytes=output_cap
+        )
+        result, _ = await execs.create_exec(
+            self.db, self.runner, self.principal, self.ctx, self.sandbox_id, data, None
+        )
+        return result
+
+    async def upload(self, bundle: Path, size: int) -> None:
+        await files.upload_file(
+            self.db,
+            self.holder,
+            self.principal,
+            self.ctx,
+            self.sandbox_id,
+            BUNDLE_PATH,
+            _chunks(bundle),
+            content_length=size,
+            mode=0o600,
+        )
+
+    async def checkout(self) -> Exec:
+        argv = ["/bin/sh", "-c", CHECKOUT_SCRIPT, "sh", BUNDLE_PATH]
+        return await self.run(argv, timeout_s=STEP_TIMEOUT_S, cwd="/work")
+
+    async def numstat(self) -> Exec:
+        argv = ["git", "diff", *DIFF_OPTIONS, "--numstat", RANGE]
+        return await self.run(argv, timeout_s=STEP_TIMEOUT_S)
+
+    async def patch(self) -> Exec:
+        argv = ["git", "diff", *DIFF_OPTIONS, RANGE]
+        return await self.run(argv, timeout_s=STEP_TIMEOUT_S, output_cap=PATCH_CAP)
+
+
+async def _chunks(path: Path) -> AsyncIterator[bytes]:
+    with path.open("rb") as handle:
+        while True:
+            chunk = await asyncio.to_thread(handle.read, CHUNK)
+            if not chunk:
+                return
+            yield chunk
+
+
+def ended_ok(result: Exec) -> bool:
+    return result.outcome == "exited" and result.exit_code == 0
+
+
+def describe(result: Exec) -> str:
+    if result.outcome is None:
+        return f"did not run: {result.error or result.state}"
+    if result.outcome != "exited":
+        return f"ended {result.outcome}"
+    return f"exit code {result.exit_code}"
+
+
+def output_of(result: Exec, cap: int) -> str:
+    """stdout then stderr, keeping the end when it is too long (the end of a test run is
+    its summary)."""
+    text = result.stdout or ""
+    if result.stderr:
+        text += ("" if text.endswith("\n") or not text else "\n") + result.stderr
+    if result.stdout_truncated or result.stderr_truncated:
+        text += "\n[output capped by the sandbox]\n"
+    data = text.encode()
+    if len(data) > cap:
+        cut = len(data) - cap
+        text = f"[first {cut} bytes cut]\n" + data[cut:].decode(errors="ignore")
+    return text
+
+
+def parse_numstat(text: str, cap: int = 8000) -> tuple[int, int, int, str]:
+    """(files, insertions, deletions, `path +N -M` lines) from `git diff --numstat`."""
+    files = insertions = deletions = 0
+    lines = []
+    for line in text.splitlines():
+        parts = line.split("\t", 2)
+        if len(parts) != 3:
+            continue
+        added, removed, path = parts
+        files += 1
+        if added.isdigit() and removed.isdigit():
+            insertions += int(added)
+            deletions += int(removed)
+            lines.append(f"{path} +{added} -{removed}")
+        else:
+            lines.append(f"{path} (binary)")
+    stat = "\n".join(lines)
+    if len(stat) > cap:
+        stat = stat[:cap] + "\n[cut]"
+    return files, insertions, deletions, stat

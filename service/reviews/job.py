@@ -1,0 +1,111 @@
+"""The review runner: claims queued reviews and runs them, a few at a time per replica.
+
+A review is claimed with `UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED LIMIT 1)`
+(PostgreSQL; SQLite transactions take the write lock up front), so two replicas never run the
+same one. Reviews a restart cut off are put back in the queue when the runner starts (their
+sandboxes, labelled with the review id, are destroyed when the review runs again); after
+`MAX_ATTEMPTS` cut-off runs a review fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from sqlalchemy import select, update
+
+from service.audit.recorder import AuditContext, record
+from service.db.base import utcnow
+from service.db.models import Review
+from service.jobs.periodic import PeriodicJob
+from service.reviews.pipeline import Db, Deps, run_review
+
+log = logging.getLogger("airlock.jobs.reviews")
+
+MAX_ATTEMPTS = 3
+CONCURRENCY = 2
+SYSTEM = AuditContext(actor="system:review-runner", request_id=None, client=None)
+
+
+async def claim_next(db: Db) -> str | None:
+    async with db() as session, session.begin():
+        pick = (
+            select(Review.id).where(Review.state == "queued").order_by(Review.created_at).limit(1)
+        )
+        if session.bind.dialect.name == "postgresql":
+            pick = pick.with_for_update(skip_locked=True)
+        return await session.scalar(
+            update(Review)
+            .where(Review.id == pick.scalar_subquery())
+            .values(state="running", started_at=utcnow(), attempts=Review.attempts + 1)
+            .returning(Review.id)
+        )
+
+
+async def requeue_interrupted(db: Db) -> int:
+    """Start-up: reviews a crash cut off go back in the queue, or fail after MAX_ATTEMPTS."""
+    count = 0
+    async with db() as session, session.begin():
+        rows = (await session.scalars(select(Review).where(Review.state == "running"))).all()
+        for row in rows:
+            count += 1
+            if row.attempts >= MAX_ATTEMPTS:
+                row.state, row.finished_at = "failed", utcnow()
+                row.error = f"gave up after {MAX_ATTEMPTS} runs cut off by restarts"
+            else:
+                row.state = "queued"
+            await record(
+                session,
+                SYSTEM,
+                chain=row.tenant_id,
+                action="review.requeue" if row.state == "queued" else "review.finish",
+                target=row.id,
+                outcome=row.state,
+                details={"attempts": row.attempts, "error": row.error},
+            )
+    return count
+
+
+class ReviewRunner(PeriodicJob):
+    name = "review-runner"
+
+    def __init__(self, deps: Deps, interval_s: float = 1.0, concurrency: int = CONCURRENCY) -> None:
+        super().__init__(interval_s)
+        self.deps = deps
+        self.concurrency = concurrency
+        self.running: set[asyncio.Task[str]] = set()
+        self._recovered = False
+
+    async def run_once(self) -> bool:
+        if not self._recovered:
+            requeued = await requeue_interrupted(self.deps.db)
+            if requeued:
+                log.warning("%d reviews cut off by a restart were put back in the queue", requeued)
+            self._recovered = True
+        if len(self.running) >= self.concurrency:
+            return False
+        review_id = await claim_next(self.deps.db)
+        if review_id is None:
+            return False
+        task = asyncio.create_task(self._run(review_id), name=f"review-{review_id}")
+        self.running.add(task)
+        task.add_done_callback(self.running.discard)
+        return True
+
+    async def _run(self, review_id: str) -> str:
+        state = await run_review(self.deps, review_id)
+        log.info("review %s: %s", review_id, state)
+        return state
+
+    async def stop(self) -> None:
+        await super().stop()
+        tasks = list(self.running)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+            except Exception:
+                log.exception("review task failed while stopping")

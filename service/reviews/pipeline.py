@@ -1,0 +1,490 @@
+"""One review, start to end: fetch on the host, test in a fresh sandbox, ask the model, decide.
+
+Each stage is recorded as it ends (outcome, duration, detail) with a `review.<stage>` audit
+event, in its own short transaction: no transaction is open while git, the runtime or the
+model works. The sandbox is destroyed in every case, failure, deadline and cancellation
+included, before the model is asked (the model needs only the facts, not the sandbox).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.audit.recorder import AuditContext, record
+from service.auth.principal import SCOPES, Principal, PrincipalKind
+from service.db.base import utcnow
+from service.db.models import Review as ReviewRow
+from service.db.models import ReviewBundle, Tenant
+from service.errors import AppError
+from service.execs.runner import ExecRunner
+from service.reviews import inside, model
+from service.reviews.fetch import FetchFailed, fetch
+from service.reviews.source import check_local, parse, pin_addresses
+from service.reviews.verdict import Run, decide
+from service.runtime import SandboxRuntimeError
+from service.runtime_holder import RuntimeHolder
+from service.sandboxes import create as sandbox_create
+from service.sandboxes import service as sandboxes
+from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
+from service.settings import Settings
+from service.tenants.service import quotas_of
+
+log = logging.getLogger("airlock.reviews")
+
+Db = async_sessionmaker[AsyncSession]
+TEST_OUTPUT_CAP = 64 << 10
+# Time for the fixed steps (upload, checkout, diff) on top of the install and test deadlines.
+SANDBOX_MARGIN_S = 600
+# Every sandbox of a review carries its id under this label.
+LABEL = "airlock.review"
+
+
+class StageFailed(Exception):
+    """The review cannot go on; the message is its `error`."""
+
+
+@dataclass
+class Deps:
+    db: Db
+    holder: RuntimeHolder
+    runner: ExecRunner
+    settings: Settings
+    # Local paths are accepted from the command line even when the API refuses them.
+    allow_local: bool | None = None
+
+    @property
+    def local_allowed(self) -> bool:
+        if self.allow_local is not None:
+            return self.allow_local
+        return self.settings.review_allow_local_repos
+
+
+@dataclass
+class Job:
+    """A claimed review as read from its row (no ORM object crosses a runtime call)."""
+
+    id: str
+    tenant_id: str
+    repo: str
+    base: str
+    head: str
+    template: str | None
+    size: str
+    install: list[str] | None
+    test: list[str]
+    timeout_s: int
+    network: dict[str, Any]
+    model: str | None
+    attempts: int
+    max_ttl_s: int
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def principal(self) -> Principal:
+        # The review acts for its tenant: quotas, network policy and audit are the tenant's.
+        return Principal(
+            kind=PrincipalKind.API_KEY,
+            actor=self.actor,
+            tenant_id=self.tenant_id,
+            scopes=frozenset(SCOPES),
+        )
+
+    @property
+    def actor(self) -> str:
+        return f"review:{self.id}"
+
+    @property
+    def ctx(self) -> AuditContext:
+        return AuditContext(actor=self.actor, request_id=None, client=None)
+
+
+async def load(db: Db, review_id: str) -> Job | None:
+    async with db() as session:
+        row = await session.get(ReviewRow, review_id)
+        if row is None:
+            return None
+        tenant = await session.get(Tenant, row.tenant_id)
+        assert tenant is not None
+        return Job(
+            id=row.id,
+            tenant_id=row.tenant_id,
+            repo=row.repo,
+            base=row.base,
+            head=row.head,
+            template=row.template,
+            size=row.size,
+            install=list(row.install) if row.install else None,
+            test=list(row.test),
+            timeout_s=row.timeout_s,
+            network=dict(row.network),
+            model=row.model,
+            attempts=row.attempts,
+            max_ttl_s=quotas_of(tenant).max_sandbox_ttl_s,
+        )
+
+
+class Stages:
+    """Records each stage on the review row, with its audit event, as it ends."""
+
+    def __init__(self, db: Db, job: Job) -> None:
+        self.db = db
+        self.job = job
+        self.timings: dict[str, int] = {}
+
+    @contextlib.asynccontextmanager
+    async def timed(self, name: str) -> Any:
+        clock = Clock(name, utcnow(), time.monotonic())
+        try:
+            yield clock
+        except StageFailed as exc:
+            await self.done(clock, "failed", str(exc))
+            raise
+        except asyncio.CancelledError:
+            await asyncio.shield(self.done(clock, "error", "the service stopped"))
+            raise
+        except Exception as exc:
+            await self.done(clock, "error", _error_text(exc))
+            raise
+        else:
+            await self.done(clock, clock.outcome, clock.detail, **clock.fields)
+
+    async def done(
+        self, clock: Clock, outcome: str, detail: str | None = None, **fields: Any
+    ) -> None:
+        duration = int((time.monotonic() - clock.monotonic) * 1000)
+        self.timings[clock.name] = duration
+        entry = {
+            "name": clock.name,
+            "outcome": outcome,
+            "started_at": clock.started_at.isoformat(),
+            "duration_ms": duration,
+            "detail": detail[:1000] if detail else None,
+        }
+        await self.update(
+            fields,
+            stage=entry,
+            action=f"review.{clock.name}",
+            outcome=outcome,
+            details={"duration_ms": duration, "detail": entry["detail"]},
+        )
+
+    async def skipped(self, name: str, why: str) -> None:
+        await self.done(Clock(name, utcnow(), time.monotonic()), "skipped", why)
+
+    async def update(
+        self,
+        fields: dict[str, Any],
+        *,
+        stage: dict[str, Any] | None = None,
+        action: str | None = None,
+        outcome: str = "ok",
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        async with self.db() as session, session.begin():
+            row = await session.get(ReviewRow, self.job.id, with_for_update=True)
+            if row is None:
+                return
+            for key, value in fields.items():
+                setattr(row, key, value)
+            if stage is not None:
+                row.stages = [*row.stages, stage]
+            if action is not None:
+                await record(
+                    session,
+                    self.job.ctx,
+                    chain=self.job.tenant_id,
+                    action=action,
+                    target=self.job.id,
+                    outcome=outcome,
+                    details=details or {},
+                )
+
+
+@dataclass
+class Clock:
+    name: str
+    started_at: datetime
+    monotonic: float
+    outcome: str = "ok"
+    detail: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def note(self, outcome: str = "ok", detail: str | None = None, **fields: Any) -> None:
+        self.outcome, self.detail = outcome, detail
+        self.fields.update(fields)
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, AppError):
+        return exc.detail
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def run_review(deps: Deps, review_id: str) -> str:
+    """Run a claimed review to its end; returns its final state."""
+    job = await load(deps.db, review_id)
+    if job is None:
+        return "gone"
+    stages = Stages(deps.db, job)
+    sandbox_id: str | None = None
+    try:
+        # A restart may have cut an earlier attempt off: its sandbox goes first.
+        for leftover in await _leftovers(deps, job):
+            await _destroy(deps, job, leftover)
+        scratch = deps.settings.state_dir / "tmp"
+        scratch.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with tempfile.TemporaryDirectory(prefix="review-", dir=scratch) as tmp:
+            fetched = await _fetch(deps, job, stages, Path(tmp))
+            sandbox_id = await _sandbox(deps, job, stages)
+            box = inside.Box(deps.db, deps.holder, deps.runner, job.principal, job.ctx, sandbox_id)
+            async with stages.timed("upload") as clock:
+                try:
+                    await box.upload(fetched.bundle, fetched.size)
+                except (AppError, SandboxRuntimeError) as exc:
+                    raise StageFailed(f"copying the bundle in failed: {_error_text(exc)}") from exc
+                clock.note(detail=f"{fetched.size} bytes")
+        install, tests = await _inside(job, stages, box)
+    except StageFailed as exc:
+        await _cleanup(deps, job, stages, sandbox_id)
+        await _finish(stages, "failed", error=str(exc))
+        return "failed"
+    except asyncio.CancelledError:
+        await asyncio.shield(_cleanup(deps, job, stages, sandbox_id))
+        raise
+    except (AppError, SandboxRuntimeError) as exc:
+        await _cleanup(deps, job, stages, sandbox_id)
+        await _finish(stages, "failed", error=_error_text(exc))
+        return "failed"
+    except Exception as exc:
+        log.exception("review %s failed", review_id)
+        await _cleanup(deps, job, stages, sandbox_id)
+        await _finish(stages, "failed", error=f"internal error: {type(exc).__name__}")
+        return "failed"
+    await _cleanup(deps, job, stages, sandbox_id)
+    return await _judge(deps, job, stages, install, tests)
+
+
+async def _fetch(deps: Deps, job: Job, stages: Stages, tmp: Path) -> Any:
+    async with stages.timed("fetch") as clock:
+        try:
+            source = parse(job.repo, allow_local=deps.local_allowed)
+            location = source.location
+            if source.kind == "local":
+                await check_local(source)
+            elif source.kind == "url":
+                source = await pin_addresses(source, allow_private=deps.local_allowed)
+            else:
+                location = str(await _bundle_file(deps.db, job, tmp))
+            fetched = await fetch(source, job.base, job.head, tmp, location)
+        except (FetchFailed, AppError) as exc:
+            raise StageFailed(f"fetch: {_error_text(exc)}") from exc
+        clock.note(
+            detail=f"{fetched.base_commit[:12]}...{fetched.head_commit[:12]}, "
+            f"bundle {fetched.size} bytes",
+            base_commit=fetched.base_commit,
+            head_commit=fetched.head_commit,
+        )
+    return fetched
+
+
+async def _bundle_file(db: Db, job: Job, tmp: Path) -> Path:
+    async with db() as session:
+        bundle = await session.get(ReviewBundle, job.repo)
+        if bundle is None or bundle.tenant_id != job.tenant_id:
+            raise StageFailed(f"fetch: no bundle {job.repo}")
+        data = bundle.data
+    path = tmp / "upload.bundle"
+    await asyncio.to_thread(path.write_bytes, data)
+    return path
+
+
+async def _sandbox(deps: Deps, job: Job, stages: Stages) -> str:
+    ttl = min(job.max_ttl_s, 2 * job.timeout_s + SANDBOX_MARGIN_S)
+    request = SandboxCreate(
+        template=job.template,
+        size=None if job.template else job.size,  # type: ignore[arg-type]
+        ttl_s=ttl,
+        network=msgspec.convert(job.network, SandboxNetwork),
+        labels={LABEL: job.id},
+    )
+    async with stages.timed("sandbox") as clock:
+        try:
+            # pool=None: a review's sandbox is always started for it, never a warm member.
+            sandbox, _ = await sandbox_create.create_sandbox(
+                deps.db, deps.holder, job.principal, job.ctx, request, None, pool=None
+            )
+        except (AppError, SandboxRuntimeError) as exc:
+            raise StageFailed(f"sandbox: {_error_text(exc)}") from exc
+        clock.note(
+            detail=f"{sandbox.id} from {sandbox.template or sandbox.image} "
+            f"({sandbox.started_from}, {sandbox.runtime})",
+            sandbox_id=sandbox.id,
+        )
+    return sandbox.id
+
+
+async def _inside(job: Job, stages: Stages, box: inside.Box) -> tuple[Run | None, Run]:
+    async with stages.timed("checkout") as clock:
+        result = await box.checkout()
+        if not inside.ended_ok(result):
+            raise StageFailed(
+                f"checkout {inside.describe(result)}: {inside.output_of(result, 800).strip()}"
+            )
+        clock.note(detail=(result.stdout or "").strip()[:64])
+    async with stages.timed("diff") as clock:
+        numstat = await box.numstat()
+        patch = await box.patch()
+        if not (inside.ended_ok(numstat) and inside.ended_ok(patch)):
+            raise StageFailed(f"git diff {inside.describe(numstat)} / {inside.describe(patch)}")
+        files, plus, minus, text = inside.parse_numstat(numstat.stdout or "")
+        diff = {"files": files, "insertions": plus, "deletions": minus, "text": text}
+        job.facts.update(diff_stat=diff, diff=patch.stdout or "")
+        if patch.stdout_truncated:
+            job.facts["diff"] += "\n[diff capped]\n"
+        clock.note(detail=f"{files} files, +{plus} -{minus}", diff_stat=diff)
+    install: Run | None = None
+    if job.install:
+        async with stages.timed("install") as clock:
+            result = await box.run(job.install, timeout_s=job.timeout_s)
+            install = Run(result.exit_code, result.outcome, job.timeout_s)
+            job.facts["install"] = {
+                "exit_code": result.exit_code,
+                "outcome": result.outcome,
+                "output_tail": inside.output_of(result, 4 << 10),
+            }
+            clock.note(
+                "ok" if install.passed else _outcome(result.outcome),
+                inside.describe(result),
+                install_exit_code=result.exit_code,
+                install_outcome=result.outcome,
+            )
+    else:
+        await stages.skipped("install", "no install step given")
+    if install is not None and not install.passed:
+        await stages.skipped("test", "the install failed")
+        return install, Run(None, None, job.timeout_s)
+    async with stages.timed("test") as clock:
+        result = await box.run(job.test, timeout_s=job.timeout_s)
+        tests = Run(result.exit_code, result.outcome, job.timeout_s)
+        output = inside.output_of(result, TEST_OUTPUT_CAP)
+        if result.outcome == "timeout":
+            output += f"\n[the test run was cut at its {job.timeout_s} s deadline]\n"
+        job.facts["tests"] = {"exit_code": result.exit_code, "outcome": result.outcome}
+        job.facts["test_output"] = output
+        clock.note(
+            "ok" if tests.passed else _outcome(result.outcome),
+            inside.describe(result),
+            test_exit_code=result.exit_code,
+            test_outcome=result.outcome,
+            test_output=output,
+        )
+    return install, tests
+
+
+def _outcome(outcome: str | None) -> str:
+    return "timeout" if outcome == "timeout" else "failed"
+
+
+async def _destroy(deps: Deps, job: Job, sandbox_id: str) -> None:
+    async with deps.db() as session:
+        row = await sandboxes.repository(session, job.principal).get(sandbox_id)
+        gone = row is None or row.state in ("stopped", "failed")
+    if not gone:
+        await sandboxes.delete_sandbox(deps.db, deps.holder, job.principal, job.ctx, sandbox_id)
+
+
+async def _leftovers(deps: Deps, job: Job) -> list[str]:
+    if job.attempts <= 1:
+        return []
+    async with deps.db() as session:
+        rows = await sandboxes.repository(session, job.principal).list(
+            limit=100,
+            after_id=None,
+            states=["creating", "running"],
+            labels={LABEL: job.id},
+        )
+    return [row.id for row in rows]
+
+
+async def _cleanup(deps: Deps, job: Job, stages: Stages, sandbox_id: str | None) -> None:
+    """The sandbox goes in every case; a failure to destroy it is recorded (the TTL reaper
+    still ends it)."""
+    if sandbox_id is None:
+        return
+
+    async def destroy() -> None:
+        async with stages.timed("cleanup") as clock:
+            try:
+                await _destroy(deps, job, sandbox_id)
+            except (AppError, SandboxRuntimeError) as exc:
+                clock.note("failed", f"{_error_text(exc)}; the TTL reaper will end it")
+            else:
+                clock.note(detail=f"{sandbox_id} destroyed")
+
+    await asyncio.shield(destroy())
+
+
+async def _judge(deps: Deps, job: Job, stages: Stages, install: Run | None, tests: Run) -> str:
+    config = model.ModelConfig.of(deps.settings, job.model)
+    answer: model.Answer | None = None
+    error: str | None = None
+    if config is None:
+        await stages.skipped("model", "no model is configured")
+    else:
+        async with stages.timed("model") as clock:
+            facts = {"repo": job.repo, "base": job.base, "head": job.head, **job.facts}
+            try:
+                answer = await model.ask(config, facts)
+            except model.ModelFailed as exc:
+                error = str(exc)
+                clock.note("error", error, model_used=config.model)
+            else:
+                clock.note(
+                    detail=answer.verdict, model_used=config.model, model_verdict=answer.verdict
+                )
+    decision = decide(
+        install,
+        tests,
+        model_configured=config is not None,
+        model_verdict=answer.verdict if answer else None,
+        model_reasoning=answer.reasoning if answer else None,
+        model_error=error,
+    )
+    state = "finished" if decision.verdict else "failed"
+    await _finish(
+        stages, state, verdict=decision.verdict, reasoning=decision.reasoning, error=decision.error
+    )
+    return state
+
+
+async def _finish(
+    stages: Stages,
+    state: str,
+    *,
+    verdict: str | None = None,
+    reasoning: str | None = None,
+    error: str | None = None,
+) -> None:
+    await stages.update(
+        {
+            "state": state,
+            "verdict": verdict,
+            "reasoning": reasoning,
+            "error": error[:1000] if error else None,
+            "finished_at": utcnow(),
+        },
+        action="review.finish",
+        outcome=state,
+        details={"verdict": verdict, "error": error[:500] if error else None},
+    )

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import Select, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.db.models import Review, ReviewBundle
+
+
+class ReviewRepository:
+    """A tenant's reviews and bundles: every statement is scoped to the tenant."""
+
+    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
+        self.session = session
+        self.tenant_id = tenant_id
+
+    def _scoped(self, stmt: Select[tuple[Review]]) -> Select[tuple[Review]]:
+        return stmt.where(Review.tenant_id == self.tenant_id)
+
+    async def get(self, review_id: str) -> Review | None:
+        return await self.session.scalar(self._scoped(select(Review)).where(Review.id == review_id))
+
+    async def list(
+        self, *, limit: int, after_id: str | None, states: Sequence[str]
+    ) -> list[Review]:
+        stmt = self._scoped(select(Review))
+        if after_id is not None:
+            stmt = stmt.where(Review.id < after_id)
+        if states:
+            stmt = stmt.where(Review.state.in_(list(states)))
+        # Newest first: ids sort by creation time.
+        return list(
+            (await self.session.scalars(stmt.order_by(Review.id.desc()).limit(limit))).all()
+        )
+
+    async def bundle(self, bundle_id: str) -> ReviewBundle | None:
+        return await self.session.scalar(
+            select(ReviewBundle).where(
+                ReviewBundle.tenant_id == self.tenant_id, ReviewBundle.id == bundle_id
+            )
+        )
+
+    def add(self, row: Review | ReviewBundle) -> None:
+        self.session.add(row)

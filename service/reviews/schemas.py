@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+from service.sandboxes.schemas import SandboxNetwork, SizeName
+
+ReviewState = Literal["queued", "running", "finished", "failed"]
+Verdict = Literal["APPROVE", "REQUEST_CHANGES"]
+# A branch, tag, full ref, commit id or `pull/N/head`; never an option or a refspec.
+Ref = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_][A-Za-z0-9._/-]*$")]
+Arg = Annotated[str, Meta(max_length=32_768)]
+Argv = Annotated[list[Arg], Meta(min_length=1, max_length=1000)]
+
+DEFAULT_TEST = ["python", "-m", "pytest", "-q"]
+DEFAULT_TIMEOUT_S = 300
+
+
+class ReviewCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A pull request to review: fetched on the host, tested in a fresh sandbox, judged."""
+
+    # An https:// git URL, an uploaded bundle id (`bdl_…`), or, where the operator enabled
+    # local repositories, a path or file:// URL on the server.
+    repo: Annotated[str, Meta(min_length=1, max_length=2048)]
+    base: Ref = "main"
+    head: Ref
+    # A template to start the sandbox from (else the default image).
+    template: Annotated[str, Meta(min_length=1, max_length=100)] | None = None
+    size: SizeName = "small"
+    install: Argv | None = None
+    test: Argv = msgspec.field(default_factory=lambda: list(DEFAULT_TEST))
+    # The deadline of the install and of the test run, each.
+    timeout_s: Annotated[int, Meta(ge=1, le=86_400)] = DEFAULT_TIMEOUT_S
+    network: SandboxNetwork = msgspec.field(default_factory=SandboxNetwork)
+    # The model to ask (else the server's AIRLOCK_LLM_MODEL).
+    model: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
+
+
+class Stage(msgspec.Struct, kw_only=True):
+    name: str
+    # ok | failed | timeout | skipped | error
+    outcome: str
+    started_at: datetime
+    duration_ms: int
+    detail: str | None = None
+
+
+class DiffStat(msgspec.Struct, kw_only=True):
+    files: int
+    insertions: int
+    deletions: int
+    # `path +N -M` per changed file (capped)
+    text: str
+
+
+class Review(msgspec.Struct, kw_only=True):
+    """The report."""
+
+    id: str
+    state: ReviewState
+    repo: str
+    base: str
+    head: str
+    base_commit: str | None
+    head_commit: str | None
+    template: str | None
+    size: str
+    install: list[str] | None
+    test: list[str]
+    timeout_s: int
+    network: SandboxNetwork
+    stages: list[Stage]
+    sandbox_id: str | None
+    diff: DiffStat | None
+    install_exit_code: int | None
+    install_outcome: str | None
+    test_exit_code: int | None
+    test_outcome: str | None
+    test_output: str | None
+    verdict: Verdict | None
+    reasoning: str | None
+    # The model asked, and what it answered (the verdict may differ: failed tests decide).
+    model: str | None
+    model_verdict: Verdict | None
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class ReviewSummary(msgspec.Struct, kw_only=True):
+    id: str
+    state: ReviewState
+    repo: str
+    base: str
+    head: str
+    verdict: Verdict | None
+    test_exit_code: int | None
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class ReviewPage(msgspec.Struct, kw_only=True):
+    items: list[ReviewSummary]
+    next_cursor: str | None
+
+
+class ReviewAccepted(msgspec.Struct, kw_only=True):
+    id: str
+    state: ReviewState
+
+
+class Bundle(msgspec.Struct, kw_only=True):
+    """An uploaded git bundle: give its id as a review's `repo`."""
+
+    id: str
+    size: int
+    sha256: str
+    created_at: datetime

@@ -1,0 +1,255 @@
+"""Reviews: accepted here (checked, recorded, queued), run by `job.ReviewRunner`."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterable
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.audit.recorder import AuditContext, record
+from service.auth.principal import Principal
+from service.db.base import utcnow
+from service.db.models import Review as ReviewRow
+from service.db.models import ReviewBundle, Tenant
+from service.errors import Forbidden, NotFound, Unprocessable
+from service.files.errors import PayloadTooLarge
+from service.ids import new_id
+from service.pagination import decode_cursor, page_of
+from service.reviews.repository import ReviewRepository
+from service.reviews.schemas import (
+    Bundle,
+    DiffStat,
+    Review,
+    ReviewAccepted,
+    ReviewCreate,
+    ReviewPage,
+    ReviewSummary,
+    Stage,
+)
+from service.reviews.source import check_ref, parse
+from service.sandboxes.schemas import SandboxNetwork
+from service.sandboxes.service import check_network
+from service.settings import Settings
+from service.templates.repository import TemplateRepository
+from service.tenants.service import quotas_of
+
+STATES = ("queued", "running", "finished", "failed")
+MIB = 1 << 20
+
+
+def to_schema(row: ReviewRow) -> Review:
+    return Review(
+        id=row.id,
+        state=row.state,  # type: ignore[arg-type]
+        repo=row.repo,
+        base=row.base,
+        head=row.head,
+        base_commit=row.base_commit,
+        head_commit=row.head_commit,
+        template=row.template,
+        size=row.size,
+        install=row.install,
+        test=row.test,
+        timeout_s=row.timeout_s,
+        network=msgspec.convert(row.network, SandboxNetwork),
+        stages=[msgspec.convert(s, Stage, strict=False) for s in row.stages],
+        sandbox_id=row.sandbox_id,
+        diff=msgspec.convert(row.diff_stat, DiffStat) if row.diff_stat else None,
+        install_exit_code=row.install_exit_code,
+        install_outcome=row.install_outcome,
+        test_exit_code=row.test_exit_code,
+        test_outcome=row.test_outcome,
+        test_output=row.test_output,
+        verdict=row.verdict,  # type: ignore[arg-type]
+        reasoning=row.reasoning,
+        model=row.model_used,
+        model_verdict=row.model_verdict,  # type: ignore[arg-type]
+        error=row.error,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+    )
+
+
+def summary(row: ReviewRow) -> ReviewSummary:
+    return ReviewSummary(
+        id=row.id,
+        state=row.state,  # type: ignore[arg-type]
+        repo=row.repo,
+        base=row.base,
+        head=row.head,
+        verdict=row.verdict,  # type: ignore[arg-type]
+        test_exit_code=row.test_exit_code,
+        created_at=row.created_at,
+        finished_at=row.finished_at,
+    )
+
+
+def _tenant_of(principal: Principal) -> str:
+    if principal.sandbox_id is not None:
+        raise Forbidden("a token bound to a sandbox cannot review pull requests")
+    assert principal.tenant_id is not None
+    return principal.tenant_id
+
+
+async def create_review(
+    session: AsyncSession,
+    settings: Settings,
+    principal: Principal,
+    ctx: AuditContext,
+    data: ReviewCreate,
+    *,
+    allow_local: bool | None = None,
+    claimed: bool = False,
+) -> ReviewAccepted:
+    """Check everything that can be checked without fetching, then record and queue it.
+
+    `claimed`: the caller runs it itself (the command line), so no runner takes it."""
+    tenant_id = _tenant_of(principal)
+    local = settings.review_allow_local_repos if allow_local is None else allow_local
+    source = parse(data.repo, allow_local=local)
+    check_ref(data.base, "base")
+    check_ref(data.head, "head")
+    repo = ReviewRepository(session, tenant_id)
+    if source.kind == "bundle" and await repo.bundle(source.location) is None:
+        raise NotFound(f"no bundle {source.location}")
+    tenant = await session.get(Tenant, tenant_id)
+    assert tenant is not None
+    quotas = quotas_of(tenant)
+    if data.timeout_s > quotas.max_exec_timeout_s:
+        raise Unprocessable(
+            f"timeout_s {data.timeout_s} exceeds this tenant's maximum of "
+            f"{quotas.max_exec_timeout_s}",
+            extra={"max_timeout_s": quotas.max_exec_timeout_s},
+        )
+    check_network(data.network, quotas)
+    if data.template is not None:
+        if await TemplateRepository(session, tenant_id).resolve(data.template) is None:
+            raise NotFound(f"no template {data.template}")
+        if data.network.mode != "none":
+            raise Unprocessable("sandboxes from templates take no network for now")
+    if data.model is not None and not settings.llm_base_url:
+        raise Unprocessable("no model endpoint is configured on this server (AIRLOCK_LLM_BASE_URL)")
+    now = utcnow()
+    row = ReviewRow(
+        id=new_id("rev"),
+        tenant_id=tenant_id,
+        created_by=ctx.actor,
+        state="running" if claimed else "queued",
+        repo=data.repo,
+        base=data.base,
+        head=data.head,
+        template=data.template,
+        size=data.size,
+        install=list(data.install) if data.install else None,
+        test=list(data.test),
+        timeout_s=data.timeout_s,
+        network=msgspec.to_builtins(data.network),
+        model=data.model,
+        attempts=1 if claimed else 0,
+        stages=[],
+        created_at=now,
+        started_at=now if claimed else None,
+    )
+    repo.add(row)
+    await session.flush()
+    await record(
+        session,
+        ctx,
+        chain=tenant_id,
+        action="review.create",
+        target=row.id,
+        details={
+            "repo": data.repo,
+            "source": source.kind,
+            "base": data.base,
+            "head": data.head,
+            "template": data.template,
+            "install": data.install,
+            "test": data.test,
+            "timeout_s": data.timeout_s,
+            "network": row.network,
+            "model": data.model,
+        },
+    )
+    return ReviewAccepted(id=row.id, state=row.state)  # type: ignore[arg-type]
+
+
+async def get_review(session: AsyncSession, principal: Principal, review_id: str) -> Review:
+    row = await ReviewRepository(session, _tenant_of(principal)).get(review_id)
+    if row is None:
+        raise NotFound(f"no review {review_id}")
+    return to_schema(row)
+
+
+async def list_reviews(
+    session: AsyncSession,
+    principal: Principal,
+    *,
+    limit: int,
+    cursor: str | None,
+    states: list[str],
+) -> ReviewPage:
+    unknown = set(states) - set(STATES)
+    if unknown:
+        raise Unprocessable(f"unknown states: {', '.join(sorted(unknown))}")
+    after = decode_cursor(cursor, "reviews", str)
+    rows = await ReviewRepository(session, _tenant_of(principal)).list(
+        limit=limit + 1, after_id=after, states=states
+    )
+    items, next_cursor = page_of(rows, limit, "reviews", key=lambda r: r.id)
+    return ReviewPage(items=[summary(r) for r in items], next_cursor=next_cursor)
+
+
+async def upload_bundle(
+    session: AsyncSession,
+    principal: Principal,
+    ctx: AuditContext,
+    body: AsyncIterable[bytes],
+    content_length: int | None,
+) -> Bundle:
+    """Store a git bundle (checked by git only when a review fetches from it, on the host,
+    with the same safe options as any fetch)."""
+    tenant_id = _tenant_of(principal)
+    tenant = await session.get(Tenant, tenant_id)
+    assert tenant is not None
+    limit = quotas_of(tenant).max_upload_mib * MIB
+    if content_length is not None and content_length > limit:
+        raise PayloadTooLarge(
+            f"the body is {content_length} bytes; this tenant accepts at most {limit}",
+            extra={"limit_bytes": limit},
+        )
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in body:
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(
+                f"the body exceeds this tenant's upload limit of {limit} bytes",
+                extra={"limit_bytes": limit},
+            )
+        parts.append(chunk)
+    data = b"".join(parts)
+    if not data.startswith((b"# v2 git bundle\n", b"# v3 git bundle\n")):
+        raise Unprocessable("the body is not a git bundle (`git bundle create`)")
+    row = ReviewBundle(
+        id=new_id("bdl"),
+        tenant_id=tenant_id,
+        size=size,
+        sha256=hashlib.sha256(data).hexdigest(),
+        data=data,
+        created_at=utcnow(),
+    )
+    session.add(row)
+    await session.flush()
+    await record(
+        session,
+        ctx,
+        chain=tenant_id,
+        action="review.bundle",
+        target=row.id,
+        details={"size": size, "sha256": row.sha256},
+    )
+    return Bundle(id=row.id, size=row.size, sha256=row.sha256, created_at=row.created_at)

@@ -1,0 +1,73 @@
+"""The verdict rules, as pure logic over what ran.
+
+1. A failed install or a failed test run (non-zero exit, a deadline, a killed process) is
+   REQUEST_CHANGES, whatever the model says.
+2. Otherwise, with a model: its verdict, when its answer parsed; an answer that did not parse
+   (or no answer) leaves no verdict at all: the review fails, it is never an approval.
+3. Otherwise, with no model configured: APPROVE from the tests alone, saying so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+APPROVE = "APPROVE"
+REQUEST_CHANGES = "REQUEST_CHANGES"
+
+
+@dataclass(frozen=True)
+class Run:
+    """An install or test run as the verdict sees it; `None` exit means it never ended."""
+
+    exit_code: int | None
+    outcome: str | None  # exited | timeout | oom | killed | None (did not run)
+    timeout_s: int
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "exited" and self.exit_code == 0
+
+    def describe(self, what: str) -> str:
+        if self.outcome == "timeout":
+            return f"the {what} did not finish within its {self.timeout_s} s deadline"
+        if self.outcome in ("oom", "killed"):
+            return f"the {what} was ended ({self.outcome})"
+        if self.outcome is None:
+            return f"the {what} did not run"
+        return f"the {what} failed (exit code {self.exit_code})"
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: str | None
+    reasoning: str
+    error: str | None = None
+
+
+def decide(
+    install: Run | None,
+    tests: Run,
+    *,
+    model_configured: bool,
+    model_verdict: str | None,
+    model_reasoning: str | None,
+    model_error: str | None,
+) -> Decision:
+    said = f" The model said {model_verdict}: {model_reasoning}" if model_verdict else ""
+    if install is not None and not install.passed:
+        why = install.describe("install")
+        return Decision(
+            REQUEST_CHANGES, f"{why[0].upper()}{why[1:]}, so the tests did not run.{said}"
+        )
+    if not tests.passed:
+        why = tests.describe("test run")
+        return Decision(REQUEST_CHANGES, f"{why[0].upper()}{why[1:]}.{said}")
+    if not model_configured:
+        return Decision(
+            APPROVE,
+            "The tests passed. No model is configured: this verdict is from the tests alone.",
+        )
+    if model_verdict is None:
+        error = model_error or "the model gave no answer"
+        return Decision(None, f"The tests passed, but no verdict: {error}.", error=error)
+    return Decision(model_verdict, model_reasoning or "")
