@@ -28,7 +28,13 @@ def tracer_provider(settings: Settings, extra: SpanProcessor | None = None) -> T
 
 def otel_plugin(provider: TracerProvider) -> OpenTelemetryPlugin:
     return OpenTelemetryPlugin(
-        OpenTelemetryConfig(tracer_provider=provider, exclude=["/healthz", "/metrics"])
+        OpenTelemetryConfig(
+            tracer_provider=provider,
+            exclude=["/healthz", "/metrics"],
+            # One span per request, not one more per ASGI message (an event stream sends
+            # thousands); the request span keeps the status and timing.
+            exclude_spans=["receive", "send"],
+        )
     )
 
 

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from service.audit.chain import GENESIS, event_hash
 from service.db.base import utcnow
 from service.db.models import AuditChainHead, AuditEvent
+from service.db.pg import dumps
 
 OPERATOR_CHAIN = "_operator"
 # The retention purge's own event; its `purged_through_seq` anchors the chain that remains.
@@ -56,13 +57,36 @@ async def record(
             .on_conflict_do_nothing(index_elements=["chain"])
         )
         head = (await session.execute(lock)).one()
+    event = next_event(
+        ctx, chain=chain, head=head, action=action, target=target, outcome=outcome, details=details
+    )
+    await session.execute(insert_event.values(**event))
+    await session.execute(
+        update(AuditChainHead)
+        .where(AuditChainHead.chain == chain)
+        .values(seq=event["seq"], hash=event["hash"])
+    )
+
+
+insert_event = AuditEvent.__table__.insert()
+
+
+def next_event(
+    ctx: AuditContext,
+    *,
+    chain: str,
+    head: tuple[int, str],
+    action: str,
+    target: str | None,
+    outcome: str,
+    details: dict[str, Any],
+) -> dict[str, Any]:
+    """The event that extends a chain whose head is (seq, hash), with its hash."""
     prev_seq, prev_hash = head
-    seq = prev_seq + 1
-    ts = utcnow()
-    values = {
+    values: dict[str, Any] = {
         "chain": chain,
-        "seq": seq,
-        "ts": ts,
+        "seq": prev_seq + 1,
+        "ts": utcnow(),
         "actor": ctx.actor,
         "action": action,
         "target": target,
@@ -73,12 +97,61 @@ async def record(
         "prev_hash": prev_hash,
     }
     values["hash"] = event_hash(**values)
-    await session.execute(insert_event.values(**values))
-    await session.execute(
-        update(AuditChainHead)
-        .where(AuditChainHead.chain == chain)
-        .values(seq=seq, hash=values["hash"])
+    return values
+
+
+# The same append on PostgreSQL through the driver (service.db.pg): the head is locked with one
+# statement, and the event, the head's move and the action's own write go in a second.
+
+_EVENT_COLUMNS = (
+    "chain",
+    "seq",
+    "ts",
+    "actor",
+    "action",
+    "target",
+    "request_id",
+    "client",
+    "outcome",
+    "details",
+    "prev_hash",
+    "hash",
+)
+
+
+async def pg_lock_head(conn: Any, chain: str) -> tuple[int, str]:
+    """Lock a chain's head row (made at genesis when missing) and return (seq, hash)."""
+    lock = "SELECT seq, hash FROM audit_chain_heads WHERE chain = $1 FOR UPDATE"
+    head = await conn.fetchrow(lock, chain)
+    if head is None:
+        await conn.execute(
+            "INSERT INTO audit_chain_heads (chain, seq, hash) VALUES ($1, 0, $2) "
+            "ON CONFLICT (chain) DO NOTHING",
+            chain,
+            GENESIS,
+        )
+        head = await conn.fetchrow(lock, chain)
+    return head[0], head[1]
+
+
+async def pg_append(
+    conn: Any, event: dict[str, Any], *, with_statement: tuple[str, list[Any]] | None = None
+) -> None:
+    """Write `event` and move its chain's head, after `pg_lock_head` in the same transaction.
+
+    `with_statement` is a data-modifying statement (numbered parameters from $1) and its
+    parameters, run in the same statement as the append.
+    """
+    prefix, params = with_statement or ("", [])
+    n = len(params)
+    placeholders = ", ".join(f"${n + i + 1}" for i in range(len(_EVENT_COLUMNS)))
+    ctes = [f"action_write AS ({prefix})"] if prefix else []
+    ctes.append(
+        f"event AS (INSERT INTO audit_events ({', '.join(_EVENT_COLUMNS)}) VALUES ({placeholders}))"  # noqa: S608 (fixed names)
     )
-
-
-insert_event = AuditEvent.__table__.insert()
+    sql = (
+        f"WITH {', '.join(ctes)} UPDATE audit_chain_heads SET seq = ${n + 2}, "  # noqa: S608 (fixed names)
+        f"hash = ${n + len(_EVENT_COLUMNS)} WHERE chain = ${n + 1}"
+    )
+    values = [dumps(event[c]) if c == "details" else event[c] for c in _EVENT_COLUMNS]
+    await conn.execute(sql, *params, *values)

@@ -41,7 +41,10 @@ def make_engine(url: str) -> AsyncEngine:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    # No ping on checkout: it is a round trip on every request (~0.35 ms measured here, more
+    # than a query). A connection the server dropped fails its request instead (a 503), and
+    # that failure discards the whole pool, so the next request connects afresh.
+    return create_async_engine(url, pool_size=10, max_overflow=20, pool_recycle=1800)
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from sqlalchemy import insert
-from sqlalchemy.ext.asyncio import AsyncEngine
-
-from service.db.models import ExecChunk
 from service.execs.masking import Masker
+
+if TYPE_CHECKING:
+    from service.execs.records import ExecRecords
 
 FLUSH_INTERVAL_S = 0.05
 FLUSH_BYTES = 64 << 10
@@ -19,9 +19,13 @@ class ChunkSink:
     """Masks output and appends it to `exec_chunks` in small batches."""
 
     def __init__(
-        self, engine: AsyncEngine, exec_id: str, secrets: list[str], on_flush: Callable[[], None]
+        self,
+        records: ExecRecords,
+        exec_id: str,
+        secrets: list[str],
+        on_flush: Callable[[], None],
     ) -> None:
-        self.engine = engine
+        self.records = records
         self.exec_id = exec_id
         self.maskers = {"stdout": Masker(secrets), "stderr": Masker(secrets)}
         self.on_flush = on_flush
@@ -64,8 +68,8 @@ class ChunkSink:
             self.seq += 1
             rows.append({"exec_id": self.exec_id, "seq": self.seq, "stream": stream, "data": data})
         self.pending, self.pending_bytes = [], 0
-        async with self.engine.begin() as conn:
-            await conn.execute(insert(ExecChunk), rows)
+        async with self.records.transaction() as tx:
+            await tx.insert_chunks(rows)
         self.on_flush()
 
     async def close(self, *, cut_stdout: bool, cut_stderr: bool) -> None:

@@ -16,18 +16,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
-from sqlalchemy import func, insert, select, type_coerce, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from service.audit.recorder import AuditContext, record
-from service.db.base import UTCDateTime, utcnow
-from service.db.models import Exec as ExecRow
-from service.db.models import Sandbox as SandboxRow
-from service.db.models import Tenant
+from service.audit.recorder import AuditContext
+from service.db.base import utcnow
 from service.errors import IdempotencyKeyReused, NotFound, QuotaExceeded, Unprocessable
 from service.execs.masking import mask_text
 from service.execs.output import ChunkSink
+from service.execs.records import Event, ExecRecords, RecordTx
 from service.execs.schemas import Exec, ExecCreate
 from service.ids import new_id
 from service.runtime import (
@@ -70,9 +67,10 @@ class Started:
 class ExecRunner:
     def __init__(self, db: Db, engine: AsyncEngine, holder: RuntimeHolder) -> None:
         self.db = db
-        # Core statements on pooled connections on the exec path: ORM sessions cost more per
-        # statement than the database does.
+        # No ORM sessions on the exec path: they cost more per statement than the database
+        # does (see service.execs.records).
         self.engine = engine
+        self.records = ExecRecords(engine)
         self.holder = holder
         self.live: dict[str, Live] = {}
 
@@ -112,8 +110,8 @@ class ExecRunner:
             # The same Idempotency-Key raced in from a concurrent retry: answer as it did.
             if idempotency_key is None:
                 raise
-            async with self.engine.connect() as conn:
-                replay = await _replay(conn, tenant_id, sandbox_id, idempotency_key, request_hash)
+            async with self.records.single() as tx:
+                replay = await _replay(tx, tenant_id, sandbox_id, idempotency_key, request_hash)
             assert replay is not None
             return replay
 
@@ -131,43 +129,20 @@ class ExecRunner:
         masked: tuple[list[str], str, dict[str, str]],
     ) -> Started:
         masked_cmd, masked_cwd, masked_env = masked
-        async with self.engine.begin() as conn:
-            window = utcnow() - timedelta(seconds=60)
-            recent = select(ExecRow.id).where(
-                ExecRow.tenant_id == tenant_id, ExecRow.created_at >= window
+        async with self.records.transaction() as tx:
+            sandbox = await tx.facts(
+                tenant_id, sandbox_id, only_sandbox, utcnow() - timedelta(seconds=60)
             )
-            # One round trip: the sandbox, the tenant's quotas and its execs of the last minute.
-            stmt = (
-                select(
-                    SandboxRow.id,
-                    SandboxRow.state,
-                    SandboxRow.runtime_id,
-                    SandboxRow.failure_reason,
-                    SandboxRow.env,
-                    SandboxRow.network,
-                    Tenant.quotas,
-                    select(func.count()).select_from(recent.subquery()).scalar_subquery(),
-                    type_coerce(
-                        select(func.min(ExecRow.created_at))
-                        .where(ExecRow.tenant_id == tenant_id, ExecRow.created_at >= window)
-                        .scalar_subquery(),
-                        UTCDateTime(),
-                    ),
-                )
-                .join(Tenant, Tenant.id == SandboxRow.tenant_id)
-                .where(SandboxRow.tenant_id == tenant_id, SandboxRow.id == sandbox_id)
-            )
-            if only_sandbox is not None:
-                stmt = stmt.where(SandboxRow.id == only_sandbox)
-            sandbox = (await conn.execute(stmt)).one_or_none()
             if sandbox is None:
                 raise NotFound(f"no sandbox {sandbox_id}")
             if idempotency_key is not None:
-                replay = await _replay(conn, tenant_id, sandbox_id, idempotency_key, request_hash)
+                replay = await _replay(tx, tenant_id, sandbox_id, idempotency_key, request_hash)
                 if replay is not None:
                     return replay
             sandboxes.require_running(sandbox)
-            self._check_quotas(quotas_of(sandbox), data, sandbox[7], sandbox[8])
+            self._check_quotas(
+                quotas_of(sandbox), data, sandbox.recent_execs, sandbox.oldest_recent
+            )
             now = utcnow()
             values = {
                 "id": new_id("exe"),
@@ -190,23 +165,24 @@ class ExecRunner:
                 "created_at": now,
                 "started_at": now,
             }
-            await conn.execute(insert(ExecRow).values(**values))
-            await record(
-                conn,
-                ctx,
-                chain=tenant_id,
-                action="exec.start",
-                target=values["id"],
-                outcome="started",
-                details={
-                    "sandbox_id": sandbox_id,
-                    "cmd": masked_cmd,
-                    "cwd": masked_cwd,
-                    "user": data.user,
-                    "env_names": sorted(data.env),
-                    "secret_names": sorted(data.secrets),
-                    "timeout_s": data.timeout_s,
-                },
+            await tx.insert_started(
+                values,
+                Event(
+                    ctx,
+                    chain=tenant_id,
+                    action="exec.start",
+                    target=values["id"],
+                    outcome="started",
+                    details={
+                        "sandbox_id": sandbox_id,
+                        "cmd": masked_cmd,
+                        "cwd": masked_cwd,
+                        "user": data.user,
+                        "env_names": sorted(data.env),
+                        "secret_names": sorted(data.secrets),
+                        "timeout_s": data.timeout_s,
+                    },
+                ),
             )
         exec_id, runtime_id = values["id"], sandbox.runtime_id
         request = ExecRequest(
@@ -297,7 +273,7 @@ class ExecRunner:
         started = time.monotonic()
         networked = policy.get("mode", "none") != "none"
         before = await self._counters(runtime, runtime_id) if networked else None
-        sink = ChunkSink(self.engine, exec_id, secrets, lambda: self._notify(exec_id))
+        sink = ChunkSink(self.records, exec_id, secrets, lambda: self._notify(exec_id))
         result: ExecResult | None = None
         error: str | None = None
         noted: asyncio.Task[None] | None = None
@@ -369,10 +345,8 @@ class ExecRunner:
             live.notify()
 
     async def _set_runtime_exec_id(self, exec_id: str, runtime_exec_id: str) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(
-                update(ExecRow).where(ExecRow.id == exec_id).values(runtime_exec_id=runtime_exec_id)
-            )
+        async with self.records.single() as tx:
+            await tx.set_runtime_exec_id(exec_id, runtime_exec_id)
 
     async def _finish(
         self,
@@ -419,27 +393,25 @@ class ExecRunner:
                 stdout_truncated=result.stdout_truncated,
                 stderr_truncated=result.stderr_truncated,
             )
-        async with self.engine.begin() as conn:
-            await conn.execute(
-                update(ExecRow)
-                .where(ExecRow.id == exec_id, ExecRow.state == "running")
-                .values(**values)
-            )
-            await record(
-                conn,
-                ctx,
-                chain=tenant_id,
-                action="exec.finish",
-                target=exec_id,
-                outcome=values["outcome"] or values["state"],
-                details={
-                    "exit_code": values["exit_code"],
-                    "duration_ms": values["duration_ms"],
-                    "stdout_bytes": values["stdout_bytes"],
-                    "stderr_bytes": values["stderr_bytes"],
-                    "error": error,
-                    **({"network": net} if net is not None else {}),
-                },
+        async with self.records.transaction() as tx:
+            await tx.finish(
+                exec_id,
+                values,
+                Event(
+                    ctx,
+                    chain=tenant_id,
+                    action="exec.finish",
+                    target=exec_id,
+                    outcome=values["outcome"] or values["state"],
+                    details={
+                        "exit_code": values["exit_code"],
+                        "duration_ms": values["duration_ms"],
+                        "stdout_bytes": values["stdout_bytes"],
+                        "stderr_bytes": values["stderr_bytes"],
+                        "error": error,
+                        **({"network": net} if net is not None else {}),
+                    },
+                ),
             )
         self._notify(exec_id)
         output = {name: data.decode(errors="replace") for name, data in sink.kept.items()}
@@ -463,20 +435,13 @@ class ExecRunner:
 
 
 async def _replay(
-    conn: AsyncConnection, tenant_id: str, sandbox_id: str, key: str, request_hash: str
+    tx: RecordTx, tenant_id: str, sandbox_id: str, key: str, request_hash: str
 ) -> Started | None:
     """The exec an earlier request with this Idempotency-Key started, if any."""
-    existing = (
-        await conn.execute(
-            select(ExecRow.id, ExecRow.request_hash).where(
-                ExecRow.tenant_id == tenant_id,
-                ExecRow.sandbox_id == sandbox_id,
-                ExecRow.idempotency_key == key,
-            )
-        )
-    ).one_or_none()
+    existing = await tx.replay_of(tenant_id, sandbox_id, key)
     if existing is None:
         return None
-    if existing.request_hash != request_hash:
+    exec_id, first_hash = existing
+    if first_hash != request_hash:
         raise IdempotencyKeyReused()
-    return Started(existing.id, created=False)
+    return Started(exec_id, created=False)

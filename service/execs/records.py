@@ -1,0 +1,309 @@
+"""The exec record's hot path: the start row with its audit event, the runtime's exec id, the
+finish row with its audit event.
+
+Two forms of the same statements: SQLAlchemy Core (SQLite, and any other database), and fixed
+SQL sent to asyncpg on PostgreSQL (service.db.pg), where an exec's start and finish are each a
+lock and one write. Both run the same checks, in ExecRunner; tests run on both databases.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any, NamedTuple, Protocol
+
+from sqlalchemy import func, insert, select, type_coerce, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from service.audit.recorder import (
+    AuditContext,
+    next_event,
+    pg_append,
+    pg_lock_head,
+    record,
+)
+from service.db.base import UTCDateTime
+from service.db.models import Exec as ExecRow
+from service.db.models import ExecChunk, Tenant
+from service.db.models import Sandbox as SandboxRow
+from service.db.pg import driver_connection, dumps, is_postgres
+
+
+class SandboxFacts(NamedTuple):
+    """What starting an exec needs to know, read in one statement."""
+
+    id: str
+    state: str
+    runtime_id: str | None
+    failure_reason: str | None
+    env: dict[str, str] | None
+    network: dict[str, Any] | None
+    quotas: dict[str, Any]
+    recent_execs: int
+    oldest_recent: datetime | None
+
+
+class Event(NamedTuple):
+    """An audit event to append in the same transaction."""
+
+    ctx: AuditContext
+    chain: str
+    action: str
+    target: str
+    outcome: str
+    details: dict[str, Any]
+
+
+class RecordTx(Protocol):
+    async def facts(
+        self, tenant_id: str, sandbox_id: str, only_sandbox: str | None, since: datetime
+    ) -> SandboxFacts | None: ...
+
+    async def replay_of(
+        self, tenant_id: str, sandbox_id: str, key: str
+    ) -> tuple[str, str | None] | None:
+        """(exec id, request hash) of the exec started with this Idempotency-Key."""
+        ...
+
+    async def insert_started(self, values: dict[str, Any], event: Event) -> None: ...
+
+    async def set_runtime_exec_id(self, exec_id: str, runtime_exec_id: str) -> None: ...
+
+    async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:
+        """Write the end of a running exec (a finished one is left as it is) and its event."""
+        ...
+
+    async def insert_chunks(self, rows: list[dict[str, Any]]) -> None: ...
+
+
+class ExecRecords:
+    """Opens transactions of the right form for the engine's database."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self.postgres = is_postgres(engine)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[RecordTx]:
+        if self.postgres:
+            async with driver_connection(self.engine) as conn, conn.transaction():
+                yield _PgTx(conn)
+        else:
+            async with self.engine.begin() as conn:
+                yield _CoreTx(conn)
+
+    @contextlib.asynccontextmanager
+    async def single(self) -> AsyncIterator[RecordTx]:
+        """For one statement: on PostgreSQL in autocommit (no BEGIN and COMMIT round trips)."""
+        if self.postgres:
+            async with driver_connection(self.engine) as conn:
+                yield _PgTx(conn)
+        else:
+            async with self.engine.begin() as conn:
+                yield _CoreTx(conn)
+
+
+class _CoreTx:
+    def __init__(self, conn: AsyncConnection) -> None:
+        self.conn = conn
+
+    async def facts(
+        self, tenant_id: str, sandbox_id: str, only_sandbox: str | None, since: datetime
+    ) -> SandboxFacts | None:
+        recent = select(ExecRow.id).where(
+            ExecRow.tenant_id == tenant_id, ExecRow.created_at >= since
+        )
+        stmt = (
+            select(
+                SandboxRow.id,
+                SandboxRow.state,
+                SandboxRow.runtime_id,
+                SandboxRow.failure_reason,
+                SandboxRow.env,
+                SandboxRow.network,
+                Tenant.quotas,
+                select(func.count()).select_from(recent.subquery()).scalar_subquery(),
+                type_coerce(
+                    select(func.min(ExecRow.created_at))
+                    .where(ExecRow.tenant_id == tenant_id, ExecRow.created_at >= since)
+                    .scalar_subquery(),
+                    UTCDateTime(),
+                ),
+            )
+            .join(Tenant, Tenant.id == SandboxRow.tenant_id)
+            .where(SandboxRow.tenant_id == tenant_id, SandboxRow.id == sandbox_id)
+        )
+        if only_sandbox is not None:
+            stmt = stmt.where(SandboxRow.id == only_sandbox)
+        row = (await self.conn.execute(stmt)).one_or_none()
+        return None if row is None else SandboxFacts(*row)
+
+    async def replay_of(
+        self, tenant_id: str, sandbox_id: str, key: str
+    ) -> tuple[str, str | None] | None:
+        row = (
+            await self.conn.execute(
+                select(ExecRow.id, ExecRow.request_hash).where(
+                    ExecRow.tenant_id == tenant_id,
+                    ExecRow.sandbox_id == sandbox_id,
+                    ExecRow.idempotency_key == key,
+                )
+            )
+        ).one_or_none()
+        return None if row is None else (row.id, row.request_hash)
+
+    async def insert_started(self, values: dict[str, Any], event: Event) -> None:
+        await self.conn.execute(insert(ExecRow).values(**values))
+        await _record(self.conn, event)
+
+    async def set_runtime_exec_id(self, exec_id: str, runtime_exec_id: str) -> None:
+        await self.conn.execute(
+            update(ExecRow).where(ExecRow.id == exec_id).values(runtime_exec_id=runtime_exec_id)
+        )
+
+    async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:
+        await self.conn.execute(
+            update(ExecRow)
+            .where(ExecRow.id == exec_id, ExecRow.state == "running")
+            .values(**values)
+        )
+        await _record(self.conn, event)
+
+    async def insert_chunks(self, rows: list[dict[str, Any]]) -> None:
+        await self.conn.execute(insert(ExecChunk), rows)
+
+
+async def _record(conn: AsyncConnection, event: Event) -> None:
+    await record(
+        conn,
+        event.ctx,
+        chain=event.chain,
+        action=event.action,
+        target=event.target,
+        outcome=event.outcome,
+        details=event.details,
+    )
+
+
+# PostgreSQL: the same statements as fixed SQL.
+
+# Also locks the tenant's audit chain head (the start's event comes next), sparing a round trip.
+_FACTS = """
+SELECT s.id, s.state, s.runtime_id, s.failure_reason, s.env, s.network, t.quotas,
+  (SELECT count(*) FROM execs e WHERE e.tenant_id = $1 AND e.created_at >= $3),
+  (SELECT min(e.created_at) FROM execs e WHERE e.tenant_id = $1 AND e.created_at >= $3),
+  h.seq, h.hash
+FROM sandboxes s JOIN tenants t ON t.id = s.tenant_id
+LEFT JOIN LATERAL (
+  SELECT seq, hash FROM audit_chain_heads WHERE chain = $1 FOR UPDATE
+) h ON true
+WHERE s.tenant_id = $1 AND s.id = $2 AND ($4::varchar IS NULL OR s.id = $4)
+"""
+
+_REPLAY = """
+SELECT id, request_hash FROM execs
+WHERE tenant_id = $1 AND sandbox_id = $2 AND idempotency_key = $3
+"""
+
+# Every column of an exec's start row, in parameter order.
+_START_COLUMNS = (
+    "id",
+    "tenant_id",
+    "sandbox_id",
+    "state",
+    "cmd",
+    "cwd",
+    "user",
+    "env",
+    "secret_names",
+    "timeout_s",
+    "has_stdin",
+    "stdout_bytes",
+    "stderr_bytes",
+    "stdout_truncated",
+    "stderr_truncated",
+    "idempotency_key",
+    "request_hash",
+    "created_at",
+    "started_at",
+)
+_JSON_COLUMNS = frozenset({"cmd", "env", "secret_names"})
+_QUOTED_START = ", ".join(f'"{c}"' for c in _START_COLUMNS)  # "user" is a keyword
+_INSERT_START = (
+    f"INSERT INTO execs ({_QUOTED_START}) "  # noqa: S608 (fixed names)
+    f"VALUES ({', '.join(f'${i + 1}' for i in range(len(_START_COLUMNS)))})"
+)
+
+_FINISH_COLUMNS = (
+    "state",
+    "finished_at",
+    "duration_ms",
+    "error",
+    "exit_code",
+    "outcome",
+    "stdout_bytes",
+    "stderr_bytes",
+    "stdout_truncated",
+    "stderr_truncated",
+)
+_UPDATE_FINISH = (
+    "UPDATE execs SET "  # noqa: S608 (fixed names)
+    + ", ".join(f"{c} = ${i + 2}" for i, c in enumerate(_FINISH_COLUMNS))
+    + " WHERE id = $1 AND state = 'running'"
+)
+
+
+class _PgTx:
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        # Chain heads this transaction has locked already: {chain: (seq, hash)}.
+        self.heads: dict[str, tuple[int, str]] = {}
+
+    async def facts(
+        self, tenant_id: str, sandbox_id: str, only_sandbox: str | None, since: datetime
+    ) -> SandboxFacts | None:
+        row = await self.conn.fetchrow(_FACTS, tenant_id, sandbox_id, since, only_sandbox)
+        if row is None:
+            return None
+        if row[9] is not None:
+            self.heads[tenant_id] = (row[9], row[10])
+        return SandboxFacts(*row[:9])
+
+    async def replay_of(
+        self, tenant_id: str, sandbox_id: str, key: str
+    ) -> tuple[str, str | None] | None:
+        row = await self.conn.fetchrow(_REPLAY, tenant_id, sandbox_id, key)
+        return None if row is None else (row[0], row[1])
+
+    async def _append(self, event: Event, statement: str, params: list[Any]) -> None:
+        head = self.heads.pop(event.chain, None) or await pg_lock_head(self.conn, event.chain)
+        values = next_event(
+            event.ctx,
+            chain=event.chain,
+            head=head,
+            action=event.action,
+            target=event.target,
+            outcome=event.outcome,
+            details=event.details,
+        )
+        await pg_append(self.conn, values, with_statement=(statement, params))
+
+    async def insert_started(self, values: dict[str, Any], event: Event) -> None:
+        params = [dumps(values[c]) if c in _JSON_COLUMNS else values[c] for c in _START_COLUMNS]
+        await self._append(event, _INSERT_START, params)
+
+    async def set_runtime_exec_id(self, exec_id: str, runtime_exec_id: str) -> None:
+        await self.conn.execute(
+            "UPDATE execs SET runtime_exec_id = $2 WHERE id = $1", exec_id, runtime_exec_id
+        )
+
+    async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:
+        params = [exec_id, *(values[c] for c in _FINISH_COLUMNS)]
+        await self._append(event, _UPDATE_FINISH, params)
+
+    async def insert_chunks(self, rows: list[dict[str, Any]]) -> None:
+        await self.conn.executemany(
+            "INSERT INTO exec_chunks (exec_id, seq, stream, data) VALUES ($1, $2, $3, $4)",
+            [(r["exec_id"], r["seq"], r["stream"], r["data"]) for r in rows],
+        )

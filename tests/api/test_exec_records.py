@@ -1,0 +1,213 @@
+"""The exec record's hot path (service.execs.records) on the database under test: on PostgreSQL
+the fixed SQL sent to the driver, on SQLite the Core statements. Both must write the same rows
+and extend the tenant's audit chain so that it verifies."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+import pytest
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from service.audit.recorder import AuditContext
+from service.db import models
+from service.db.pg import driver_connection
+from service.db.session import make_engine
+from service.execs.records import Event, ExecRecords
+from service.ids import new_id
+from tests.conftest import Api, SandboxRecorder, Tenant, database_kind
+
+CTX = AuditContext(actor="key_test", request_id="req-1", client="127.0.0.1")
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = make_engine(database_url)
+    yield engine
+    await engine.dispose()
+
+
+def start_values(tenant_id: str, sandbox_id: str, key: str | None = None) -> dict[str, Any]:
+    now = datetime.now(UTC)
+    return {
+        "id": new_id("exe"),
+        "tenant_id": tenant_id,
+        "sandbox_id": sandbox_id,
+        "state": "running",
+        "cmd": ["echo", "***"],
+        "cwd": "/work",
+        "user": None,
+        "env": {"A": "1"},
+        "secret_names": ["TOKEN"],
+        "timeout_s": 5.0,
+        "has_stdin": False,
+        "stdout_bytes": 0,
+        "stderr_bytes": 0,
+        "stdout_truncated": False,
+        "stderr_truncated": False,
+        "idempotency_key": key,
+        "request_hash": "h1",
+        "created_at": now,
+        "started_at": now,
+    }
+
+
+def finish_values(**overrides: Any) -> dict[str, Any]:
+    return {
+        "state": "finished",
+        "finished_at": datetime.now(UTC),
+        "duration_ms": 12,
+        "error": None,
+        "exit_code": 3,
+        "outcome": "exited",
+        "stdout_bytes": 5,
+        "stderr_bytes": 0,
+        "stdout_truncated": False,
+        "stderr_truncated": False,
+        **overrides,
+    }
+
+
+def event(tenant_id: str, action: str, target: str) -> Event:
+    return Event(CTX, chain=tenant_id, action=action, target=target, outcome="ok", details={})
+
+
+async def verified(api: Api, tenant_id: str) -> dict[str, Any]:
+    r = await api.client.get(
+        "/v1/audit/verify", params={"tenant_id": tenant_id}, headers=api.operator
+    )
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+@pytest.mark.sqlite
+async def test_start_chunks_finish_write_rows_and_a_chain_that_verifies(
+    api: Api,
+    tenant: Tenant,
+    sandbox_record: SandboxRecorder,
+    engine: AsyncEngine,
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    sandbox_id = await sandbox_record(tenant)
+    records = ExecRecords(engine)
+    values = start_values(tenant.id, sandbox_id)
+    async with records.transaction() as tx:
+        facts = await tx.facts(tenant.id, sandbox_id, None, datetime.now(UTC) - timedelta(60))
+        assert facts is not None
+        assert (facts.id, facts.state, facts.recent_execs) == (sandbox_id, "stopped", 0)
+        assert isinstance(facts.quotas, dict) and facts.network == {"mode": "none"}
+        await tx.insert_started(values, event(tenant.id, "exec.start", values["id"]))
+    async with records.single() as tx:
+        await tx.set_runtime_exec_id(values["id"], "exec-0123")
+    async with records.transaction() as tx:
+        await tx.insert_chunks(
+            [
+                {"exec_id": values["id"], "seq": 1, "stream": "stdout", "data": b"hel"},
+                {"exec_id": values["id"], "seq": 2, "stream": "stdout", "data": b"lo"},
+            ]
+        )
+    async with records.transaction() as tx:
+        await tx.finish(values["id"], finish_values(), event(tenant.id, "exec.finish", "x"))
+    # A second finish (a late kill, a reconciler) leaves the finished record as it was.
+    async with records.transaction() as tx:
+        await tx.finish(
+            values["id"],
+            finish_values(state="interrupted", exit_code=None, outcome=None),
+            event(tenant.id, "exec.finish", "y"),
+        )
+
+    async with sessionmaker() as session:
+        row = await session.get(models.Exec, values["id"])
+        assert row is not None
+        assert (row.state, row.exit_code, row.outcome) == ("finished", 3, "exited")
+        assert (row.cmd, row.env, row.secret_names) == (["echo", "***"], {"A": "1"}, ["TOKEN"])
+        assert row.runtime_exec_id == "exec-0123"
+        assert row.created_at == values["created_at"]
+        chunks = (
+            await session.scalars(
+                select(models.ExecChunk.data)
+                .where(models.ExecChunk.exec_id == values["id"])
+                .order_by(models.ExecChunk.seq)
+            )
+        ).all()
+        assert b"".join(chunks) == b"hello"
+        events = (
+            await session.scalars(
+                select(models.AuditEvent)
+                .where(models.AuditEvent.chain == tenant.id)
+                .order_by(models.AuditEvent.seq)
+            )
+        ).all()
+    assert [e.action for e in events][-3:] == ["exec.start", "exec.finish", "exec.finish"]
+    assert events[-3].target == values["id"] and events[-3].request_id == "req-1"
+    result = await verified(api, tenant.id)
+    assert result["valid"] is True, result
+    assert result["events_checked"] == len(events)
+
+    async with records.single() as tx:
+        facts = await tx.facts(tenant.id, sandbox_id, None, datetime.now(UTC) - timedelta(60))
+    assert facts is not None and facts.recent_execs == 1
+    assert facts.oldest_recent == values["created_at"]
+
+
+@pytest.mark.sqlite
+async def test_facts_are_scoped_to_the_tenant_and_the_bound_sandbox(
+    api: Api, tenant: Tenant, sandbox_record: SandboxRecorder, engine: AsyncEngine
+) -> None:
+    other = await api.tenant()
+    sandbox_id = await sandbox_record(tenant)
+    since = datetime.now(UTC) - timedelta(60)
+    async with ExecRecords(engine).single() as tx:
+        assert await tx.facts(other.id, sandbox_id, None, since) is None
+        assert await tx.facts(tenant.id, sandbox_id, "sbx_another", since) is None
+        assert await tx.facts(tenant.id, sandbox_id, sandbox_id, since) is not None
+
+
+@pytest.mark.sqlite
+async def test_an_idempotency_key_replays_and_cannot_be_inserted_twice(
+    tenant: Tenant, sandbox_record: SandboxRecorder, engine: AsyncEngine
+) -> None:
+    sandbox_id = await sandbox_record(tenant)
+    records = ExecRecords(engine)
+    first = start_values(tenant.id, sandbox_id, key="k-1")
+    async with records.transaction() as tx:
+        await tx.insert_started(first, event(tenant.id, "exec.start", first["id"]))
+    async with records.single() as tx:
+        assert await tx.replay_of(tenant.id, sandbox_id, "k-1") == (first["id"], "h1")
+        assert await tx.replay_of(tenant.id, sandbox_id, "k-2") is None
+    second = start_values(tenant.id, sandbox_id, key="k-1")
+    with pytest.raises(IntegrityError):
+        async with records.transaction() as tx:
+            await tx.insert_started(second, event(tenant.id, "exec.start", second["id"]))
+    # Nothing of the refused start was kept, the audit event included.
+    async with records.single() as tx:
+        assert await tx.replay_of(tenant.id, sandbox_id, "k-1") == (first["id"], "h1")
+
+
+@pytest.mark.skipif(database_kind() != "postgresql", reason="PostgreSQL's driver path")
+async def test_a_connection_the_server_dropped_fails_once_then_the_pool_recovers(
+    tenant: Tenant, sandbox_record: SandboxRecorder, engine: AsyncEngine, database_url: str
+) -> None:
+    sandbox_id = await sandbox_record(tenant)
+    records = ExecRecords(engine)
+    since = datetime.now(UTC) - timedelta(60)
+    async with records.single() as tx:
+        assert await tx.facts(tenant.id, sandbox_id, None, since) is not None
+    # The server ends the pooled connection (as a restart or a failover would).
+    async with driver_connection(engine) as conn:
+        pid = await conn.fetchval("SELECT pg_backend_pid()")
+    admin = await asyncpg.connect(database_url.replace("postgresql+asyncpg", "postgresql"))
+    try:
+        assert await admin.fetchval("SELECT pg_terminate_backend($1)", pid) is True
+    finally:
+        await admin.close()
+    with pytest.raises(OperationalError):
+        async with records.single() as tx:
+            await tx.facts(tenant.id, sandbox_id, None, since)
+    async with records.single() as tx:
+        assert await tx.facts(tenant.id, sandbox_id, None, since) is not None
