@@ -90,7 +90,8 @@ def _env(home: Path) -> dict[str, str]:
 async def git(
     work: Path, *args: str, source: Source | None = None, timeout_s: float = LOCAL_TIMEOUT_S
 ) -> str:
-    """Run git in `work/repo.git` with the safe options; its stdout, or FetchFailed."""
+    """Run git with the safe options in `work`; its stdout, or FetchFailed."""
+    what = next(a for a in args if a in ("init", "fetch", "rev-parse", "bundle"))
     config = _config(source) if source is not None else _config(Source("none", ""))
     proc = await asyncio.create_subprocess_exec(
         "git",
@@ -109,10 +110,10 @@ async def git(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
-        raise FetchFailed(f"git {args[0]} took longer than {timeout_s:.0f} s") from None
+        raise FetchFailed(f"git {what} took longer than {timeout_s:.0f} s") from None
     if proc.returncode != 0:
         text = err.decode(errors="replace").strip()
-        raise FetchFailed(f"git {args[0]} failed: {text[-800:] or proc.returncode}")
+        raise FetchFailed(f"git {what} failed: {text[-800:] or proc.returncode}")
     return out.decode(errors="replace")
 
 

@@ -81,6 +81,8 @@ def prompt_data(facts: dict[str, Any]) -> str:
         "repository": facts.get("repo"),
         "base": facts.get("base"),
         "head": facts.get("head"),
+        "base_commit": facts.get("base_commit"),
+        "head_commit": facts.get("head_commit"),
         "diff_stat": facts.get("diff_stat"),
         "diff": diff,
         "diff_truncated": diff_cut,

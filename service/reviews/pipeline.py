@@ -228,6 +228,8 @@ class Clock:
 def _error_text(exc: BaseException) -> str:
     if isinstance(exc, AppError):
         return exc.detail
+    if isinstance(exc, FetchFailed | StageFailed):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -289,6 +291,7 @@ async def _fetch(deps: Deps, job: Job, stages: Stages, tmp: Path) -> Any:
             fetched = await fetch(source, job.base, job.head, tmp, location)
         except (FetchFailed, AppError) as exc:
             raise StageFailed(f"fetch: {_error_text(exc)}") from exc
+        job.facts.update(base_commit=fetched.base_commit, head_commit=fetched.head_commit)
         clock.note(
             detail=f"{fetched.base_commit[:12]}...{fetched.head_commit[:12]}, "
             f"bundle {fetched.size} bytes",

@@ -84,7 +84,22 @@ def parse(repo: str, *, allow_local: bool) -> Source:
         raise Unprocessable("the repository URL has a malformed port") from exc
     if parts.query or parts.fragment:
         raise Unprocessable("the repository URL takes no query or fragment")
+    _check_address(parts.hostname, parts.hostname, allow_private=allow_local, repo=repo)
     return Source("url", repo)
+
+
+def _check_address(host: str, address: str, *, allow_private: bool, repo: str) -> None:
+    """A non-public address (an IP literal here, or what a name resolved to) is refused."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return  # a name: checked once resolved, just before the fetch
+    if not ip.is_global and not allow_private:
+        raise Unprocessable(
+            f"the repository host {host} is on a non-public address ({ip}); "
+            "such hosts need AIRLOCK_REVIEW_ALLOW_LOCAL_REPOS",
+            extra={"repo": repo},
+        )
 
 
 async def check_local(source: Source) -> None:
@@ -107,12 +122,6 @@ async def pin_addresses(source: Source, *, allow_private: bool) -> Source:
     if not addresses:
         raise Unprocessable(f"the repository host {host} does not resolve")
     for address in addresses:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-        if not ip.is_global and not allow_private:
-            raise Unprocessable(
-                f"the repository host {host} is on a non-public address ({ip}); "
-                "such hosts need AIRLOCK_REVIEW_ALLOW_LOCAL_REPOS",
-                extra={"repo": source.location},
-            )
+        _check_address(host, address, allow_private=allow_private, repo=source.location)
     pinned = ",".join(f"[{a}]" if ":" in a else a for a in addresses)
     return Source(source.kind, source.location, [f"{host}:{port}:{pinned}"])

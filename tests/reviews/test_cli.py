@@ -1,0 +1,101 @@
+"""`airlock review` runs the pipeline in its own process, against its own database and state
+dir, with no model configured: the verdict comes from the tests alone, and the exit status
+says which."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from service.db import migrate
+from service.runtime.gvisor import GVisorRuntime
+from tests.conftest import create_pg_database
+from tests.reviews.conftest import BILLING, BROKEN_BILLING, REPO_ROOT, TESTS, make_repo
+
+
+@pytest.fixture(scope="module")
+async def cli_database() -> AsyncIterator[str]:
+    url, drop = await create_pg_database("airlock_review_cli")
+    await asyncio.to_thread(migrate.upgrade, url)
+    yield url
+    await drop()
+
+
+@pytest.fixture(scope="module")
+async def cli_state(
+    review_state: Path, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Path]:
+    state = tmp_path_factory.mktemp("review-cli-state")
+    (state / "images").symlink_to((review_state / "images").resolve())
+    yield state
+    runtime = await GVisorRuntime.open(state)
+    try:
+        for leftover in await runtime.list_sandboxes():
+            await runtime.destroy(leftover.id)
+    finally:
+        await runtime.close()
+
+
+async def airlock_review(
+    state: Path, database: str, *args: str
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PATH": os.environ["PATH"],
+        "AIRLOCK_STATE_DIR": str(state),
+        "AIRLOCK_DATABASE_URL": database,
+        "AIRLOCK_RUNTIME": "gvisor",
+    }
+    return await asyncio.to_thread(
+        subprocess.run,
+        [str(REPO_ROOT / ".venv/bin/airlock"), "review", *args],
+        env=env,
+        cwd=state,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+async def test_the_seed_example_from_the_command_line(
+    cli_state: Path, cli_database: str, tmp_path: Path
+) -> None:
+    repo = make_repo(
+        tmp_path, {"billing.py": BILLING}, {"billing.py": BROKEN_BILLING, "test_billing.py": TESTS}
+    )
+    done = await airlock_review(
+        cli_state, cli_database, "--repo", str(repo), "--base", "main", "--head", "pr-42"
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = done.stdout
+    assert "verdict: REQUEST_CHANGES" in out
+    assert "1 failed, 1 passed" in out
+    for stage in ("fetch", "sandbox", "upload", "checkout", "diff", "test", "cleanup", "model"):
+        assert any(line.startswith(stage) for line in out.splitlines()), (stage, out)
+    assert "no model is configured" in out
+
+
+async def test_a_good_change_is_approved_from_the_tests_alone(
+    cli_state: Path, cli_database: str, tmp_path: Path
+) -> None:
+    repo = make_repo(
+        tmp_path, {"billing.py": BILLING}, {"test_billing.py": TESTS}, branch="feature"
+    )
+    done = await airlock_review(
+        cli_state, cli_database, "--repo", str(repo), "--head", "feature", "--tenant", "ci"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "verdict: APPROVE" in done.stdout
+    assert "from the tests alone" in done.stdout
+
+
+async def test_refusals_exit_2_before_anything_runs(cli_state: Path, cli_database: str) -> None:
+    done = await airlock_review(
+        cli_state, cli_database, "--repo", "ssh://git@example.com/x.git", "--head", "pr-1"
+    )
+    assert done.returncode == 2
+    assert "https://" in done.stderr
