@@ -100,8 +100,10 @@ def next_event(
     return values
 
 
-# The same append on PostgreSQL through the driver (service.db.pg): the head is locked with one
-# statement, and the event, the head's move and the action's own write go in a second.
+# The same append on PostgreSQL through the driver (service.db.pg), as a compare-and-swap: one
+# statement moves the chain's head from the (seq, hash) the caller read to the new event's, writes
+# the event and the action's own row, or does nothing at all when another append got in first
+# (the caller reads the head again and retries). No transaction is held open across round trips.
 
 _EVENT_COLUMNS = (
     "chain",
@@ -119,10 +121,27 @@ _EVENT_COLUMNS = (
 )
 
 
-async def pg_lock_head(conn: Any, chain: str) -> tuple[int, str]:
-    """Lock a chain's head row (made at genesis when missing) and return (seq, hash)."""
-    lock = "SELECT seq, hash FROM audit_chain_heads WHERE chain = $1 FOR UPDATE"
-    head = await conn.fetchrow(lock, chain)
+def pg_casts(table: Any, columns: tuple[str, ...]) -> list[str]:
+    """Each column's type without its length, for parameters in an INSERT ... SELECT (an
+    explicit cast to varchar(n) would truncate; the column itself refuses what is too long)."""
+    from sqlalchemy.dialects import postgresql
+
+    dialect = postgresql.dialect()
+    return [table.c[name].type.compile(dialect=dialect).split("(")[0] for name in columns]
+
+
+_EVENT_CASTS = pg_casts(AuditEvent.__table__, _EVENT_COLUMNS)
+
+
+_READ_HEAD = "SELECT seq, hash FROM audit_chain_heads WHERE chain = $1"
+_READ_HEAD_FOR_UPDATE = _READ_HEAD + " FOR UPDATE"
+
+
+async def pg_read_head(conn: Any, chain: str, *, lock: bool = False) -> tuple[int, str]:
+    """A chain's head (seq, hash), made at genesis when the chain has none yet; `lock` holds
+    it for the rest of the caller's transaction."""
+    read = _READ_HEAD_FOR_UPDATE if lock else _READ_HEAD
+    head = await conn.fetchrow(read, chain)
     if head is None:
         await conn.execute(
             "INSERT INTO audit_chain_heads (chain, seq, hash) VALUES ($1, 0, $2) "
@@ -130,28 +149,36 @@ async def pg_lock_head(conn: Any, chain: str) -> tuple[int, str]:
             chain,
             GENESIS,
         )
-        head = await conn.fetchrow(lock, chain)
+        head = await conn.fetchrow(read, chain)
     return head[0], head[1]
 
 
-async def pg_append(
+async def pg_try_append(
     conn: Any, event: dict[str, Any], *, with_statement: tuple[str, list[Any]] | None = None
-) -> None:
-    """Write `event` and move its chain's head, after `pg_lock_head` in the same transaction.
+) -> bool:
+    """Write `event` if its chain's head is still the one it extends; False if it moved.
 
-    `with_statement` is a data-modifying statement (numbered parameters from $1) and its
-    parameters, run in the same statement as the append.
+    `with_statement` is the action's own data-modifying statement (parameters numbered from $1)
+    with its parameters; it must write only `WHERE EXISTS (SELECT 1 FROM head)`, so that it
+    happens exactly when the event does.
     """
     prefix, params = with_statement or ("", [])
     n = len(params)
-    placeholders = ", ".join(f"${n + i + 1}" for i in range(len(_EVENT_COLUMNS)))
-    ctes = [f"action_write AS ({prefix})"] if prefix else []
+    p = {
+        name: f"${n + i + 1}::{cast}"
+        for i, (name, cast) in enumerate(zip(_EVENT_COLUMNS, _EVENT_CASTS, strict=True))
+    }
+    ctes = [
+        f"head AS (UPDATE audit_chain_heads SET seq = {p['seq']}, hash = {p['hash']} "  # noqa: S608
+        f"WHERE chain = {p['chain']} AND seq = {p['seq']} - 1 AND hash = {p['prev_hash']} "
+        "RETURNING 1)"
+    ]
+    if prefix:
+        ctes.append(f"action_write AS ({prefix})")
     ctes.append(
-        f"event AS (INSERT INTO audit_events ({', '.join(_EVENT_COLUMNS)}) VALUES ({placeholders}))"  # noqa: S608 (fixed names)
+        f"event AS (INSERT INTO audit_events ({', '.join(_EVENT_COLUMNS)}) "  # noqa: S608
+        f"SELECT {', '.join(p.values())} WHERE EXISTS (SELECT 1 FROM head))"
     )
-    sql = (
-        f"WITH {', '.join(ctes)} UPDATE audit_chain_heads SET seq = ${n + 2}, "  # noqa: S608 (fixed names)
-        f"hash = ${n + len(_EVENT_COLUMNS)} WHERE chain = ${n + 1}"
-    )
+    sql = f"WITH {', '.join(ctes)} SELECT count(*) FROM head"  # noqa: S608 (fixed names)
     values = [dumps(event[c]) if c == "details" else event[c] for c in _EVENT_COLUMNS]
-    await conn.execute(sql, *params, *values)
+    return bool(await conn.fetchval(sql, *params, *values))

@@ -20,12 +20,14 @@ import asyncpg
 from sqlalchemy import exc
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+# The connection is gone or unusable: the server ended it (class 57: shutdown, termination),
+# the socket broke, or the driver lost track of the protocol state after that.
 _LOST = (
     asyncpg.PostgresConnectionError,
     asyncpg.InterfaceError,
-    asyncpg.CannotConnectNowError,
+    asyncpg.InternalClientError,
+    asyncpg.exceptions.OperatorInterventionError,
     OSError,
-    ConnectionError,
 )
 
 

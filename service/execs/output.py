@@ -68,7 +68,7 @@ class ChunkSink:
             self.seq += 1
             rows.append({"exec_id": self.exec_id, "seq": self.seq, "stream": stream, "data": data})
         self.pending, self.pending_bytes = [], 0
-        async with self.records.transaction() as tx:
+        async with self.records.unit() as tx:
             await tx.insert_chunks(rows)
         self.on_flush()
 

@@ -19,8 +19,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from service.audit.recorder import (
     AuditContext,
     next_event,
-    pg_append,
-    pg_lock_head,
+    pg_casts,
+    pg_read_head,
+    pg_try_append,
     record,
 )
 from service.db.base import UTCDateTime
@@ -78,27 +79,22 @@ class RecordTx(Protocol):
 
 
 class ExecRecords:
-    """Opens transactions of the right form for the engine's database."""
+    """Opens units of work of the right form for the engine's database.
+
+    On SQLite a unit is one transaction. On PostgreSQL every write is a single atomic
+    statement, so a unit is a connection in autocommit: no BEGIN and COMMIT round trips.
+    """
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self.postgres = is_postgres(engine)
+        self.heads: dict[str, tuple[int, str]] = {}
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[RecordTx]:
-        if self.postgres:
-            async with driver_connection(self.engine) as conn, conn.transaction():
-                yield _PgTx(conn)
-        else:
-            async with self.engine.begin() as conn:
-                yield _CoreTx(conn)
-
-    @contextlib.asynccontextmanager
-    async def single(self) -> AsyncIterator[RecordTx]:
-        """For one statement: on PostgreSQL in autocommit (no BEGIN and COMMIT round trips)."""
+    async def unit(self) -> AsyncIterator[RecordTx]:
         if self.postgres:
             async with driver_connection(self.engine) as conn:
-                yield _PgTx(conn)
+                yield _PgTx(conn, self.heads)
         else:
             async with self.engine.begin() as conn:
                 yield _CoreTx(conn)
@@ -186,18 +182,17 @@ async def _record(conn: AsyncConnection, event: Event) -> None:
     )
 
 
-# PostgreSQL: the same statements as fixed SQL.
+# PostgreSQL: the same statements as fixed SQL, each write one atomic statement that appends
+# its audit event by compare-and-swap (service.audit.recorder.pg_try_append).
 
-# Also locks the tenant's audit chain head (the start's event comes next), sparing a round trip.
+# The head of the tenant's chain comes along, unlocked: the start's event extends it next.
 _FACTS = """
 SELECT s.id, s.state, s.runtime_id, s.failure_reason, s.env, s.network, t.quotas,
   (SELECT count(*) FROM execs e WHERE e.tenant_id = $1 AND e.created_at >= $3),
   (SELECT min(e.created_at) FROM execs e WHERE e.tenant_id = $1 AND e.created_at >= $3),
   h.seq, h.hash
 FROM sandboxes s JOIN tenants t ON t.id = s.tenant_id
-LEFT JOIN LATERAL (
-  SELECT seq, hash FROM audit_chain_heads WHERE chain = $1 FOR UPDATE
-) h ON true
+LEFT JOIN audit_chain_heads h ON h.chain = s.tenant_id
 WHERE s.tenant_id = $1 AND s.id = $2 AND ($4::varchar IS NULL OR s.id = $4)
 """
 
@@ -230,9 +225,12 @@ _START_COLUMNS = (
 )
 _JSON_COLUMNS = frozenset({"cmd", "env", "secret_names"})
 _QUOTED_START = ", ".join(f'"{c}"' for c in _START_COLUMNS)  # "user" is a keyword
+_START_PARAMS = ", ".join(
+    f"${i + 1}::{cast}" for i, cast in enumerate(pg_casts(ExecRow.__table__, _START_COLUMNS))
+)
 _INSERT_START = (
     f"INSERT INTO execs ({_QUOTED_START}) "  # noqa: S608 (fixed names)
-    f"VALUES ({', '.join(f'${i + 1}' for i in range(len(_START_COLUMNS)))})"
+    f"SELECT {_START_PARAMS} WHERE EXISTS (SELECT 1 FROM head)"
 )
 
 _FINISH_COLUMNS = (
@@ -250,15 +248,19 @@ _FINISH_COLUMNS = (
 _UPDATE_FINISH = (
     "UPDATE execs SET "  # noqa: S608 (fixed names)
     + ", ".join(f"{c} = ${i + 2}" for i, c in enumerate(_FINISH_COLUMNS))
-    + " WHERE id = $1 AND state = 'running'"
+    + " WHERE id = $1 AND state = 'running' AND EXISTS (SELECT 1 FROM head)"
 )
+
+# Appends that lost the race this many times in a row take the head's lock instead.
+CAS_ATTEMPTS = 4
 
 
 class _PgTx:
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, heads: dict[str, tuple[int, str]]) -> None:
         self.conn = conn
-        # Chain heads this transaction has locked already: {chain: (seq, hash)}.
-        self.heads: dict[str, tuple[int, str]] = {}
+        # The last head this process saw per chain: right unless another writer appended
+        # since, and then the swap fails and the head is read again.
+        self.heads = heads
 
     async def facts(
         self, tenant_id: str, sandbox_id: str, only_sandbox: str | None, since: datetime
@@ -277,17 +279,19 @@ class _PgTx:
         return None if row is None else (row[0], row[1])
 
     async def _append(self, event: Event, statement: str, params: list[Any]) -> None:
-        head = self.heads.pop(event.chain, None) or await pg_lock_head(self.conn, event.chain)
-        values = next_event(
-            event.ctx,
-            chain=event.chain,
-            head=head,
-            action=event.action,
-            target=event.target,
-            outcome=event.outcome,
-            details=event.details,
-        )
-        await pg_append(self.conn, values, with_statement=(statement, params))
+        for _ in range(CAS_ATTEMPTS):
+            head = self.heads.get(event.chain) or await pg_read_head(self.conn, event.chain)
+            values = _event_values(event, head)
+            if await pg_try_append(self.conn, values, with_statement=(statement, params)):
+                self.heads[event.chain] = (values["seq"], values["hash"])
+                return
+            self.heads.pop(event.chain, None)
+        async with self.conn.transaction():
+            head = await pg_read_head(self.conn, event.chain, lock=True)
+            values = _event_values(event, head)
+            appended = await pg_try_append(self.conn, values, with_statement=(statement, params))
+        assert appended, "the head moved while locked"
+        self.heads[event.chain] = (values["seq"], values["hash"])
 
     async def insert_started(self, values: dict[str, Any], event: Event) -> None:
         params = [dumps(values[c]) if c in _JSON_COLUMNS else values[c] for c in _START_COLUMNS]
@@ -303,7 +307,20 @@ class _PgTx:
         await self._append(event, _UPDATE_FINISH, params)
 
     async def insert_chunks(self, rows: list[dict[str, Any]]) -> None:
-        await self.conn.executemany(
-            "INSERT INTO exec_chunks (exec_id, seq, stream, data) VALUES ($1, $2, $3, $4)",
-            [(r["exec_id"], r["seq"], r["stream"], r["data"]) for r in rows],
-        )
+        async with self.conn.transaction():
+            await self.conn.executemany(
+                "INSERT INTO exec_chunks (exec_id, seq, stream, data) VALUES ($1, $2, $3, $4)",
+                [(r["exec_id"], r["seq"], r["stream"], r["data"]) for r in rows],
+            )
+
+
+def _event_values(event: Event, head: tuple[int, str]) -> dict[str, Any]:
+    return next_event(
+        event.ctx,
+        chain=event.chain,
+        head=head,
+        action=event.action,
+        target=event.target,
+        outcome=event.outcome,
+        details=event.details,
+    )

@@ -110,7 +110,7 @@ class ExecRunner:
             # The same Idempotency-Key raced in from a concurrent retry: answer as it did.
             if idempotency_key is None:
                 raise
-            async with self.records.single() as tx:
+            async with self.records.unit() as tx:
                 replay = await _replay(tx, tenant_id, sandbox_id, idempotency_key, request_hash)
             assert replay is not None
             return replay
@@ -129,7 +129,7 @@ class ExecRunner:
         masked: tuple[list[str], str, dict[str, str]],
     ) -> Started:
         masked_cmd, masked_cwd, masked_env = masked
-        async with self.records.transaction() as tx:
+        async with self.records.unit() as tx:
             sandbox = await tx.facts(
                 tenant_id, sandbox_id, only_sandbox, utcnow() - timedelta(seconds=60)
             )
@@ -345,7 +345,7 @@ class ExecRunner:
             live.notify()
 
     async def _set_runtime_exec_id(self, exec_id: str, runtime_exec_id: str) -> None:
-        async with self.records.single() as tx:
+        async with self.records.unit() as tx:
             await tx.set_runtime_exec_id(exec_id, runtime_exec_id)
 
     async def _finish(
@@ -393,7 +393,7 @@ class ExecRunner:
                 stdout_truncated=result.stdout_truncated,
                 stderr_truncated=result.stderr_truncated,
             )
-        async with self.records.transaction() as tx:
+        async with self.records.unit() as tx:
             await tx.finish(
                 exec_id,
                 values,

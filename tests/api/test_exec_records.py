@@ -4,6 +4,7 @@ and extend the tenant's audit chain so that it verifies."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from service.audit.recorder import AuditContext
+from service.audit.recorder import AuditContext, record
 from service.db import models
 from service.db.pg import driver_connection
 from service.db.session import make_engine
@@ -96,25 +97,25 @@ async def test_start_chunks_finish_write_rows_and_a_chain_that_verifies(
     sandbox_id = await sandbox_record(tenant)
     records = ExecRecords(engine)
     values = start_values(tenant.id, sandbox_id)
-    async with records.transaction() as tx:
+    async with records.unit() as tx:
         facts = await tx.facts(tenant.id, sandbox_id, None, datetime.now(UTC) - timedelta(60))
         assert facts is not None
         assert (facts.id, facts.state, facts.recent_execs) == (sandbox_id, "stopped", 0)
         assert isinstance(facts.quotas, dict) and facts.network == {"mode": "none"}
         await tx.insert_started(values, event(tenant.id, "exec.start", values["id"]))
-    async with records.single() as tx:
+    async with records.unit() as tx:
         await tx.set_runtime_exec_id(values["id"], "exec-0123")
-    async with records.transaction() as tx:
+    async with records.unit() as tx:
         await tx.insert_chunks(
             [
                 {"exec_id": values["id"], "seq": 1, "stream": "stdout", "data": b"hel"},
                 {"exec_id": values["id"], "seq": 2, "stream": "stdout", "data": b"lo"},
             ]
         )
-    async with records.transaction() as tx:
+    async with records.unit() as tx:
         await tx.finish(values["id"], finish_values(), event(tenant.id, "exec.finish", "x"))
     # A second finish (a late kill, a reconciler) leaves the finished record as it was.
-    async with records.transaction() as tx:
+    async with records.unit() as tx:
         await tx.finish(
             values["id"],
             finish_values(state="interrupted", exit_code=None, outcome=None),
@@ -149,7 +150,7 @@ async def test_start_chunks_finish_write_rows_and_a_chain_that_verifies(
     assert result["valid"] is True, result
     assert result["events_checked"] == len(events)
 
-    async with records.single() as tx:
+    async with records.unit() as tx:
         facts = await tx.facts(tenant.id, sandbox_id, None, datetime.now(UTC) - timedelta(60))
     assert facts is not None and facts.recent_execs == 1
     assert facts.oldest_recent == values["created_at"]
@@ -162,7 +163,7 @@ async def test_facts_are_scoped_to_the_tenant_and_the_bound_sandbox(
     other = await api.tenant()
     sandbox_id = await sandbox_record(tenant)
     since = datetime.now(UTC) - timedelta(60)
-    async with ExecRecords(engine).single() as tx:
+    async with ExecRecords(engine).unit() as tx:
         assert await tx.facts(other.id, sandbox_id, None, since) is None
         assert await tx.facts(tenant.id, sandbox_id, "sbx_another", since) is None
         assert await tx.facts(tenant.id, sandbox_id, sandbox_id, since) is not None
@@ -175,17 +176,17 @@ async def test_an_idempotency_key_replays_and_cannot_be_inserted_twice(
     sandbox_id = await sandbox_record(tenant)
     records = ExecRecords(engine)
     first = start_values(tenant.id, sandbox_id, key="k-1")
-    async with records.transaction() as tx:
+    async with records.unit() as tx:
         await tx.insert_started(first, event(tenant.id, "exec.start", first["id"]))
-    async with records.single() as tx:
+    async with records.unit() as tx:
         assert await tx.replay_of(tenant.id, sandbox_id, "k-1") == (first["id"], "h1")
         assert await tx.replay_of(tenant.id, sandbox_id, "k-2") is None
     second = start_values(tenant.id, sandbox_id, key="k-1")
     with pytest.raises(IntegrityError):
-        async with records.transaction() as tx:
+        async with records.unit() as tx:
             await tx.insert_started(second, event(tenant.id, "exec.start", second["id"]))
     # Nothing of the refused start was kept, the audit event included.
-    async with records.single() as tx:
+    async with records.unit() as tx:
         assert await tx.replay_of(tenant.id, sandbox_id, "k-1") == (first["id"], "h1")
 
 
@@ -196,7 +197,7 @@ async def test_a_connection_the_server_dropped_fails_once_then_the_pool_recovers
     sandbox_id = await sandbox_record(tenant)
     records = ExecRecords(engine)
     since = datetime.now(UTC) - timedelta(60)
-    async with records.single() as tx:
+    async with records.unit() as tx:
         assert await tx.facts(tenant.id, sandbox_id, None, since) is not None
     # The server ends the pooled connection (as a restart or a failover would).
     async with driver_connection(engine) as conn:
@@ -207,7 +208,57 @@ async def test_a_connection_the_server_dropped_fails_once_then_the_pool_recovers
     finally:
         await admin.close()
     with pytest.raises(OperationalError):
-        async with records.single() as tx:
+        async with records.unit() as tx:
             await tx.facts(tenant.id, sandbox_id, None, since)
-    async with records.single() as tx:
+    async with records.unit() as tx:
         assert await tx.facts(tenant.id, sandbox_id, None, since) is not None
+
+
+@pytest.mark.sqlite
+async def test_concurrent_appends_to_one_chain_all_land_and_the_chain_verifies(
+    api: Api,
+    tenant: Tenant,
+    sandbox_record: SandboxRecorder,
+    engine: AsyncEngine,
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    sandbox_id = await sandbox_record(tenant)
+    # Two processes' worth of records (each with its own idea of the chain's head), plus the
+    # locking append the rest of the service uses, all racing on the same tenant's chain.
+    first, second = ExecRecords(engine), ExecRecords(engine)
+
+    async def start(records: ExecRecords) -> str:
+        values = start_values(tenant.id, sandbox_id)
+        async with records.unit() as tx:
+            await tx.insert_started(values, event(tenant.id, "exec.start", values["id"]))
+        async with records.unit() as tx:
+            await tx.finish(values["id"], finish_values(), event(tenant.id, "exec.finish", "f"))
+        return values["id"]
+
+    async def locked_append(n: int) -> None:
+        async with sessionmaker() as session, session.begin():
+            await record(session, CTX, chain=tenant.id, action="test.locked", target=str(n))
+
+    results = await asyncio.gather(
+        *(start(first if n % 2 else second) for n in range(16)),
+        *(locked_append(n) for n in range(8)),
+    )
+    exec_ids = [r for r in results if r is not None]
+    async with sessionmaker() as session:
+        events = (
+            await session.scalars(
+                select(models.AuditEvent)
+                .where(models.AuditEvent.chain == tenant.id)
+                .order_by(models.AuditEvent.seq)
+            )
+        ).all()
+        finished = (
+            await session.scalars(select(models.Exec.state).where(models.Exec.id.in_(exec_ids)))
+        ).all()
+    assert finished == ["finished"] * 16
+    actions = [e.action for e in events]
+    assert actions.count("exec.start") == 16 and actions.count("exec.finish") == 16
+    assert actions.count("test.locked") == 8
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    result = await verified(api, tenant.id)
+    assert result["valid"] is True, result
