@@ -52,6 +52,12 @@ class Box:
     principal: Principal
     ctx: AuditContext
     sandbox_id: str
+    # The tenant's longest exec: the fixed steps' deadline never exceeds it.
+    max_timeout_s: float = STEP_TIMEOUT_S
+
+    @property
+    def step_timeout_s(self) -> float:
+        return min(STEP_TIMEOUT_S, self.max_timeout_s)
 
     async def run(
         self,
@@ -84,15 +90,15 @@ class Box:
 
     async def checkout(self) -> Exec:
         argv = ["/bin/sh", "-c", CHECKOUT_SCRIPT, "sh", BUNDLE_PATH]
-        return await self.run(argv, timeout_s=STEP_TIMEOUT_S, cwd="/work")
+        return await self.run(argv, timeout_s=self.step_timeout_s, cwd="/work")
 
     async def numstat(self) -> Exec:
         argv = ["git", "diff", *DIFF_OPTIONS, "--numstat", RANGE]
-        return await self.run(argv, timeout_s=STEP_TIMEOUT_S)
+        return await self.run(argv, timeout_s=self.step_timeout_s)
 
     async def patch(self) -> Exec:
         argv = ["git", "diff", *DIFF_OPTIONS, RANGE]
-        return await self.run(argv, timeout_s=STEP_TIMEOUT_S, output_cap=PATCH_CAP)
+        return await self.run(argv, timeout_s=self.step_timeout_s, output_cap=PATCH_CAP)
 
 
 async def _chunks(path: Path) -> AsyncIterator[bytes]:

@@ -88,6 +88,7 @@ class Job:
     model: str | None
     attempts: int
     max_ttl_s: int
+    max_timeout_s: int
     facts: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -131,6 +132,7 @@ async def load(db: Db, review_id: str) -> Job | None:
             model=row.model,
             attempts=row.attempts,
             max_ttl_s=quotas_of(tenant).max_sandbox_ttl_s,
+            max_timeout_s=quotas_of(tenant).max_exec_timeout_s,
         )
 
 
@@ -249,7 +251,15 @@ async def run_review(deps: Deps, review_id: str) -> str:
         with tempfile.TemporaryDirectory(prefix="review-", dir=scratch) as tmp:
             fetched = await _fetch(deps, job, stages, Path(tmp))
             sandbox_id = await _sandbox(deps, job, stages)
-            box = inside.Box(deps.db, deps.holder, deps.runner, job.principal, job.ctx, sandbox_id)
+            box = inside.Box(
+                deps.db,
+                deps.holder,
+                deps.runner,
+                job.principal,
+                job.ctx,
+                sandbox_id,
+                max_timeout_s=job.max_timeout_s,
+            )
             async with stages.timed("upload") as clock:
                 try:
                     await box.upload(fetched.bundle, fetched.size)
