@@ -23,7 +23,8 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from . import cgroups, files, gvisor_spec, hostproc, images, network, reaper
+from . import agent_link, cgroups, files, gvisor_spec, hostproc, images, network, reaper
+from .agent_link import AgentExecution, AgentLink, AgentLost
 from .errors import (
     ExecNotFound,
     InvalidSpec,
@@ -34,7 +35,7 @@ from .errors import (
     SandboxRuntimeError,
     SnapshotNotFound,
 )
-from .execution import Spawned, SupervisedExecution, spawn
+from .execution import ExecutionBase, Spawned, SupervisedExecution, spawn
 from .inside import HELD_PIPES_SCRIPT, KILL_SCRIPT
 from .paths import sandbox_path
 from .types import (
@@ -58,10 +59,21 @@ EXEC_ID = re.compile(r"exec-[0-9a-f]{16}")
 CGROUP_PARENT = "/airlock"
 RUNSC_TIMEOUT_S = 60.0
 KILL_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 3600.0
 
 
 def _now() -> float:
     return time.time()
+
+
+def _raise_open_files_limit() -> None:
+    """Each sandbox's agent link holds two pipe ends in this process."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def detect_platform(runsc: str, configured: str | None = None) -> str:
@@ -85,9 +97,11 @@ class _Sandbox:
     dir: Path
     meta: dict[str, Any]
     cgroup_path: str
-    execs: dict[str, SupervisedExecution] = field(default_factory=dict)
+    execs: dict[str, ExecutionBase] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     oom_baseline: int = 0
+    # The exec agent's link (PID 1's stdio), while this process holds it.
+    link: AgentLink | None = None
     # Cleared while a snapshot has the sandbox stopped; new work waits for it.
     ready: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -119,9 +133,16 @@ class GVisorRuntime:
     snapshots_memory = True
 
     def __init__(
-        self, state_dir: Path, runsc: str, platform: str, network_range: str | None = None
+        self,
+        state_dir: Path,
+        runsc: str,
+        platform: str,
+        network_range: str | None = None,
+        use_agent: bool = True,
     ) -> None:
         self.state_dir = Path(state_dir).resolve()
+        # New sandboxes get the exec agent as PID 1 where the image has python3.
+        self.use_agent = use_agent
         self.root = self.state_dir / "gvisor"
         self.runsc = runsc
         self.platform = platform
@@ -139,7 +160,11 @@ class GVisorRuntime:
 
     @classmethod
     async def open(
-        cls, state_dir: Path, platform: str | None = None, network_range: str | None = None
+        cls,
+        state_dir: Path,
+        platform: str | None = None,
+        network_range: str | None = None,
+        use_agent: bool = True,
     ) -> GVisorRuntime:
         """Check the host can run gVisor sandboxes; raise RuntimeUnavailable with why not."""
         runsc = shutil.which("runsc")
@@ -152,7 +177,8 @@ class GVisorRuntime:
         if cgroups.detect() == "none":
             raise RuntimeUnavailable("gvisor", "no cgroup filesystem at /sys/fs/cgroup")
         chosen = await asyncio.to_thread(detect_platform, runsc, platform)
-        runtime = cls(Path(state_dir), runsc, chosen, network_range)
+        runtime = cls(Path(state_dir), runsc, chosen, network_range, use_agent)
+        _raise_open_files_limit()
         for sub in ("runsc", "sandboxes", "snapshots"):
             (runtime.root / sub).mkdir(parents=True, exist_ok=True)
         # Exec process files carry secrets in their environment: only root may look in.
@@ -170,6 +196,7 @@ class GVisorRuntime:
             Path(settings.state_dir),
             getattr(settings, "runsc_platform", None),
             getattr(settings, "sandbox_network_range", None),
+            bool(getattr(settings, "gvisor_agent", True)),
         )
 
     # -- runsc plumbing -------------------------------------------------------------------
@@ -195,17 +222,19 @@ class GVisorRuntime:
         limit_s: float = RUNSC_TIMEOUT_S,
         log_file: Path | None = None,
         meta: dict[str, Any] | None = None,
+        stdio: tuple[int, int] | None = None,
     ) -> tuple[int, str]:
         """Run a runsc command; returns (exit code, combined output).
 
-        Commands that start a sandbox hand their stdio to it, so they write to a file.
+        Commands that start a sandbox hand their stdio to it, so they write to a file, or
+        (`stdio`: the agent's stdin and stdout) to the exec agent's pipes.
         """
         if log_file is not None:
             with log_file.open("ab") as out:
                 proc = await asyncio.create_subprocess_exec(
                     *self._cmd(*args, meta=meta),
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=out,
+                    stdin=stdio[0] if stdio else asyncio.subprocess.DEVNULL,
+                    stdout=stdio[1] if stdio else out,
                     stderr=out,
                 )
         else:
@@ -306,6 +335,11 @@ class GVisorRuntime:
             sandbox.meta["owner"] = self._owner
             sandbox.save()
 
+    def _close_link(self, sandbox: _Sandbox) -> None:
+        if sandbox.link is not None:
+            sandbox.link.close()
+            sandbox.link = None
+
     def _mark_failed(self, sandbox: _Sandbox, reason: str) -> None:
         if not sandbox.meta.get("failure_reason"):
             log.warning("sandbox %s failed: %s", sandbox.id, reason)
@@ -332,14 +366,18 @@ class GVisorRuntime:
         home = "/home/sandbox" if (rootfs / "home" / "sandbox").is_dir() else None
         init = images.INIT_PATH
         init_argv = [init] if os.path.lexists(rootfs / init.lstrip("/")) else []
+        init_argv = init_argv or gvisor_spec.INIT_FALLBACK
+        agent = bool(sandbox.meta.get("agent"))
         config = gvisor_spec.bundle_config(
             sandbox_id=sandbox.id,
             rootfs=rootfs,
             spec=spec,
             cgroups_path=sandbox.cgroup.path,
             home=home,
-            init_argv=init_argv or gvisor_spec.INIT_FALLBACK,
+            init_argv=agent_link.init_argv(init_argv) if agent else init_argv,
             net_dir=sandbox.dir / "net" if sandbox.meta.get("net") else None,
+            init_caps=agent_link.CAPS if agent else None,
+            extra_mounts=[agent_link.mount()] if agent else None,
         )
         sandbox.bundle.mkdir(parents=True, exist_ok=True)
         sandbox.meta["rootfs"] = str(rootfs)
@@ -347,7 +385,12 @@ class GVisorRuntime:
         (sandbox.bundle / "config.json").write_text(json.dumps(config, indent=1))
 
     def _new_sandbox(
-        self, image: images.ImageInfo, spec: SandboxSpec, path_env: str, snapshot: str | None
+        self,
+        image: images.ImageInfo,
+        spec: SandboxSpec,
+        path_env: str,
+        snapshot: str | None,
+        agent: bool,
     ) -> _Sandbox:
         sandbox_id = self._new_id()
         directory = self.root / "sandboxes" / sandbox_id
@@ -362,24 +405,57 @@ class GVisorRuntime:
             "owner": self._owner,
             "from_snapshot": snapshot,
             "cgroup": self.cgroup_path(sandbox_id),
+            "agent": agent,
         }
         sandbox = _Sandbox(sandbox_id, directory, meta, meta["cgroup"])
         sandbox.save()
         return sandbox
 
+    async def _launch(self, sandbox: _Sandbox, *args: str) -> tuple[int, str]:
+        """`runsc run|restore --detach` the bundle. A sandbox with the exec agent gets two
+        pipes as PID 1's stdin/stdout: its link. After a restore, a ping proves the agent
+        answers on the new pipes (else its execs go through `runsc exec`)."""
+        if not sandbox.meta.get("agent"):
+            return await self._reap_while(
+                self._runsc(
+                    *args,
+                    "--detach",
+                    f"--bundle={sandbox.bundle}",
+                    sandbox.id,
+                    log_file=sandbox.dir / "runsc.log",
+                    meta=sandbox.meta,
+                )
+            )
+        agent_stdin, to_agent = os.pipe()
+        from_agent, agent_stdout = os.pipe()
+        try:
+            code, out = await self._reap_while(
+                self._runsc(
+                    *args,
+                    "--detach",
+                    f"--bundle={sandbox.bundle}",
+                    sandbox.id,
+                    log_file=sandbox.dir / "runsc.log",
+                    meta=sandbox.meta,
+                    stdio=(agent_stdin, agent_stdout),
+                )
+            )
+        finally:
+            os.close(agent_stdin)
+            os.close(agent_stdout)
+        if code != 0:
+            os.close(to_agent)
+            os.close(from_agent)
+            return code, out
+        sandbox.link = await AgentLink.connect(sandbox.id, from_agent, to_agent)
+        if args[0] == "restore":
+            await sandbox.link.ping()
+        return code, out
+
     async def _start(self, sandbox: _Sandbox, *args: str) -> None:
         """`runsc run|restore --detach` the bundle; on failure clean up and raise."""
         self._ensure_reaper()
-        code, out = await self._reap_while(
-            self._runsc(
-                *args,
-                "--detach",
-                f"--bundle={sandbox.bundle}",
-                sandbox.id,
-                log_file=sandbox.dir / "runsc.log",
-                meta=sandbox.meta,
-            )
-        )
+        code, out = await self._launch(sandbox, *args)
         if code != 0:
             await self._teardown(sandbox)
             raise SandboxRuntimeError(f"runsc {args[0]} failed for {sandbox.id}: {out.strip()}")
@@ -398,7 +474,8 @@ class GVisorRuntime:
             (e[5:] for e in info.config.get("Env", []) or [] if str(e).startswith("PATH=")),
             gvisor_spec.DEFAULT_PATH,
         )
-        sandbox = self._new_sandbox(info, spec, str(path_env), None)
+        agent = self.use_agent and agent_link.available(rootfs)
+        sandbox = self._new_sandbox(info, spec, str(path_env), None, agent)
         self._sandboxes[sandbox.id] = sandbox
         if spec.network != "none":
             try:
@@ -438,6 +515,7 @@ class GVisorRuntime:
 
     async def _teardown(self, sandbox: _Sandbox) -> None:
         """Remove the runsc container, its processes, cgroup and directory."""
+        self._close_link(sandbox)
         meta = sandbox.meta
         has_netns = await asyncio.to_thread(os.path.exists, f"/run/netns/{sandbox.id}")
         if has_netns and not meta.get("net"):  # its record was lost: still run in its namespace
@@ -527,6 +605,8 @@ class GVisorRuntime:
             self._reaper_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper_task
+        for sandbox in self._sandboxes.values():
+            self._close_link(sandbox)
         self._sandboxes.clear()
 
     async def stats(self, sandbox_id: str) -> SandboxStats:
@@ -578,6 +658,12 @@ class GVisorRuntime:
 
     # -- exec -----------------------------------------------------------------------------
 
+    async def agent_ready(self, sandbox_id: str, timeout_s: float = 10.0) -> bool:
+        """Whether execs in this sandbox go through its exec agent, waiting up to `timeout_s`
+        for a freshly started agent to say hello (until then execs use `runsc exec`)."""
+        link = self._load(sandbox_id).link
+        return link is not None and await link.wait_ready(timeout_s)
+
     async def _spawn_exec(
         self, sandbox: _Sandbox, exec_id: str, process: dict[str, Any], with_stdin: bool
     ) -> Spawned:
@@ -621,7 +707,7 @@ class GVisorRuntime:
         timeout_s: float = 60.0,
         output_cap: int = 1 << 20,
         helper: bool = False,
-    ) -> SupervisedExecution:
+    ) -> ExecutionBase:
         requested = time.monotonic()
         if not argv or not all(isinstance(a, str) and "\x00" not in a for a in argv):
             raise InvalidSpec("argv must be a non-empty list of strings without NUL")
@@ -635,6 +721,16 @@ class GVisorRuntime:
             uid=uid,
             gid=gid,
         )
+        if sandbox.link is not None and sandbox.link.usable:
+            with contextlib.suppress(AgentLost):  # lost on the way: `runsc exec` takes over
+                return await self._agent_exec(
+                    sandbox,
+                    process,
+                    stdin=stdin,
+                    timeout_s=timeout_s,
+                    output_cap=output_cap,
+                    requested=requested,
+                )
         exec_id = "exec-" + secrets.token_hex(8)
         spawned = await self._spawn_exec(sandbox, exec_id, process, stdin is not None)
 
@@ -653,6 +749,59 @@ class GVisorRuntime:
             kill_tree=kill_tree,
             classify=classify,
             requested_at=requested,
+            on_done=lambda e: self._exec_done(sandbox, e.id),
+        )
+        sandbox.execs[exec_id] = execution
+        return execution
+
+    async def _agent_exec(
+        self,
+        sandbox: _Sandbox,
+        process: dict[str, Any],
+        *,
+        stdin: bytes | AsyncIterable[bytes] | None,
+        timeout_s: float,
+        output_cap: int,
+        requested: float,
+        stream: bool = False,
+    ) -> AgentExecution:
+        """Start `process` through the sandbox's exec agent (AgentLost: use `runsc exec`)."""
+        link = sandbox.link
+        if link is None:
+            raise AgentLost("no agent")
+        channel, pid = await link.start(
+            {
+                "argv": process["args"],
+                "cwd": process["cwd"],
+                "env": process["env"],
+                "uid": process["user"]["uid"],
+                "gid": process["user"]["gid"],
+                "stdin": stdin is not None,
+                "cap": None if stream else output_cap,
+            }
+        )
+        exec_id = "exec-" + secrets.token_hex(8)
+        if pid is not None:  # so `kill_exec` works from another process too (after a restart)
+            with contextlib.suppress(OSError):
+                (sandbox.dir / "exec" / f"{exec_id}.pid").write_text(str(pid))
+
+        async def kill_fallback() -> None:
+            await self._kill_tree(sandbox, exec_id)
+
+        async def classify(code: int | None) -> Outcome:
+            return await self._classify(sandbox, code)
+
+        execution = AgentExecution(
+            exec_id,
+            channel,
+            pid,
+            stdin=stdin,
+            timeout_s=timeout_s,
+            output_cap=output_cap,
+            kill_fallback=kill_fallback,
+            classify=classify,
+            requested_at=requested,
+            stream=stream,
             on_done=lambda e: self._exec_done(sandbox, e.id),
         )
         sandbox.execs[exec_id] = execution
@@ -719,7 +868,7 @@ class GVisorRuntime:
                 return "killed"
         return "exited"
 
-    async def exec(self, sandbox_id: str, request: ExecRequest) -> SupervisedExecution:
+    async def exec(self, sandbox_id: str, request: ExecRequest) -> ExecutionBase:
         sandbox = await self._ready(sandbox_id)
         return await self._start_exec(
             sandbox,
@@ -818,6 +967,23 @@ class GVisorRuntime:
             uid=uid,
             gid=gid,
         )
+        if sandbox.link is not None and sandbox.link.usable:
+            try:
+                execution = await self._agent_exec(
+                    sandbox,
+                    process,
+                    stdin=None,
+                    timeout_s=READ_TIMEOUT_S,
+                    output_cap=0,
+                    requested=time.monotonic(),
+                    stream=True,
+                )
+            except AgentLost:
+                pass
+            else:
+                async for chunk in self._read_through_agent(execution, target):
+                    yield chunk
+                return
         read_id = "read-" + secrets.token_hex(8)
         spawned = await self._spawn_exec(sandbox, read_id, process, with_stdin=False)
         errors = asyncio.create_task(spawned.stderr.read(64 * 1024))
@@ -834,6 +1000,24 @@ class GVisorRuntime:
                 await spawned.proc.wait()
             spawned.close()
             self._exec_done(sandbox, read_id)
+
+    async def _read_through_agent(
+        self, execution: AgentExecution, target: str
+    ) -> AsyncIterator[bytes]:
+        errors = bytearray()
+        try:
+            async for chunk in execution.output():
+                if chunk.stream == "stdout":
+                    yield chunk.data
+                elif len(errors) < 64 * 1024:
+                    errors += chunk.data
+            result = await execution.wait()
+            if result.outcome != "exited":
+                raise SandboxRuntimeError(f"reading {target!r} ended: {result.outcome}")
+            files.raise_for(result.exit_code, target, bytes(errors))
+        finally:
+            if not execution.done:  # the reader went away early
+                await execution.kill()
 
     async def list_files(
         self, sandbox_id: str, path: str, *, user: str | None = None
@@ -907,6 +1091,10 @@ class GVisorRuntime:
         snapshot_id = SNAPSHOT_PREFIX + secrets.token_hex(12)
         directory = self._snapshot_dir(snapshot_id)
         (directory / "image").mkdir(parents=True)
+        if sandbox.link is not None and sandbox.link.usable:
+            # A round trip with nothing after it: no frame is half-way through either pipe
+            # when the agent is frozen, so it starts clean on the restored sandbox's pipes.
+            await sandbox.link.ping()
         code, out = await self._runsc(
             "checkpoint", f"--image-path={directory / 'image'}", sandbox.id
         )
@@ -924,19 +1112,12 @@ class GVisorRuntime:
             "path_env": sandbox.meta.get("path_env"),
             "rootfs": sandbox.meta.get("rootfs"),
             "created_at": _now(),
+            "agent": bool(sandbox.meta.get("agent")),
         }
         (directory / "snapshot.json").write_text(json.dumps(meta, indent=1))
+        self._close_link(sandbox)
         await self._reap_while(self._runsc("delete", "--force", sandbox.id, limit_s=30))
-        code, out = await self._reap_while(
-            self._runsc(
-                "restore",
-                "--detach",
-                f"--image-path={directory / 'image'}",
-                f"--bundle={sandbox.bundle}",
-                sandbox.id,
-                log_file=sandbox.dir / "runsc.log",
-            )
-        )
+        code, out = await self._launch(sandbox, "restore", f"--image-path={directory / 'image'}")
         if code != 0:
             self._mark_failed(sandbox, "restore")
             raise SandboxFailed(sandbox_id, "restore", out.strip()[-500:])
@@ -967,7 +1148,7 @@ class GVisorRuntime:
         )
         spec = msgspec.convert(meta["spec"], SandboxSpec)
         path_env = meta.get("path_env") or gvisor_spec.DEFAULT_PATH
-        sandbox = self._new_sandbox(image, spec, path_env, snapshot_id)
+        sandbox = self._new_sandbox(image, spec, path_env, snapshot_id, bool(meta.get("agent")))
         self._sandboxes[sandbox.id] = sandbox
         self._write_bundle(sandbox, rootfs, image)
         await self._start(sandbox, "restore", f"--image-path={directory / 'image'}")

@@ -105,7 +105,11 @@ def bundle_config(
     home: str | None,
     init_argv: list[str],
     net_dir: Path | None = None,
+    init_caps: list[str] | None = None,
+    extra_mounts: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """The bundle's config.json. `init_caps`: capabilities PID 1 keeps (the exec agent needs a
+    few to switch users and kill trees; execs never inherit them)."""
     uid, gid = parse_user(spec.user)
     scratch = scratch_mib(spec)
     mounts: list[dict[str, Any]] = [
@@ -146,6 +150,7 @@ def bundle_config(
              "options": ["rbind", "ro", "nosuid", "nodev", "noexec"]}
             for name in ("hosts", "resolv.conf")
         ]  # fmt: skip
+    mounts += extra_mounts or []
     memory = (spec.memory_mib + writable_mib(spec, bool(home)) + SENTRY_OVERHEAD_MIB) * MIB
     return {
         "ociVersion": "1.0.2",
@@ -155,7 +160,7 @@ def bundle_config(
             "args": init_argv,
             "env": [f"PATH={DEFAULT_PATH}"],
             "cwd": "/",
-            "capabilities": NO_CAPS,
+            "capabilities": _caps(init_caps),
             "noNewPrivileges": True,
             "rlimits": rlimits(spec),
         },
@@ -177,6 +182,10 @@ def bundle_config(
     }
 
 
+def _caps(caps: list[str] | None) -> dict[str, list[str]]:
+    return NO_CAPS if not caps else {k: list(caps) for k in NO_CAPS if k != "ambient"}
+
+
 def exec_process(
     *,
     argv: list[str],
@@ -187,7 +196,7 @@ def exec_process(
     caps: list[str] | None = None,
 ) -> dict[str, Any]:
     """A `runsc exec --process` document: exactly this argv, env, user and capabilities."""
-    capabilities = NO_CAPS if not caps else {k: list(caps) for k in NO_CAPS if k != "ambient"}
+    capabilities = _caps(caps)
     return {
         "terminal": False,
         "user": {"uid": uid, "gid": gid, "additionalGids": [gid]},

@@ -1,7 +1,9 @@
 """Fixtures for the runtime conformance suite.
 
-`runtime` is parametrized over every runtime: gVisor must work (the setup script installs it);
-BoxLite end-to-end cases skip with the boot probe's own diagnosis where no VM can boot.
+`runtime` is parametrized over every runtime: gVisor must work (the setup script installs it),
+once with execs through the in-sandbox exec agent (`gvisor`) and once through `runsc exec`
+only (`gvisor-runsc`, the fallback); BoxLite end-to-end cases skip with the boot probe's own
+diagnosis where no VM can boot.
 """
 
 from __future__ import annotations
@@ -47,15 +49,27 @@ async def gvisor(state_dir: Path) -> AsyncIterator[GVisorRuntime]:
     await runtime.close()
 
 
-@pytest.fixture(scope="session", params=["gvisor", "boxlite"])
+@pytest.fixture(scope="session")
+async def gvisor_runsc(state_dir: Path) -> AsyncIterator[GVisorRuntime]:
+    """gVisor without the exec agent: every exec is a `runsc exec`."""
+    runtime = await GVisorRuntime.open(state_dir, use_agent=False)
+    yield runtime
+    await runtime.close()
+
+
+@pytest.fixture(scope="session", params=["gvisor", "gvisor-runsc", "boxlite"])
 async def runtime(
     request: pytest.FixtureRequest,
     state_dir: Path,
     boxlite_probe: ProbeResult,
     gvisor: GVisorRuntime,
+    gvisor_runsc: GVisorRuntime,
 ) -> AsyncIterator[SandboxRuntime]:
     if request.param == "gvisor":
         yield gvisor
+        return
+    if request.param == "gvisor-runsc":
+        yield gvisor_runsc
         return
     if not boxlite_probe.ok:
         pytest.skip(f"BoxLite cannot boot a VM on this host: {boxlite_probe.diagnosis[:400]}")
@@ -76,6 +90,9 @@ async def make_sandbox(runtime: SandboxRuntime) -> AsyncIterator[SandboxFactory]
         spec = SandboxSpec(**{"memory_mib": 256, "disk_mib": 64, "pids": 64, **caps})
         info = await runtime.create(images.DEFAULT_IMAGE, spec)
         made.append(info.id)
+        if isinstance(runtime, GVisorRuntime) and runtime.use_agent:
+            # execs use `runsc exec` until the agent said hello: wait, so they take its path
+            assert await runtime.agent_ready(info.id), "the exec agent did not come up"
         return info
 
     yield make
@@ -86,3 +103,12 @@ async def make_sandbox(runtime: SandboxRuntime) -> AsyncIterator[SandboxFactory]
 @pytest.fixture
 async def sandbox(make_sandbox: SandboxFactory) -> SandboxInfo:
     return await make_sandbox()
+
+
+def uses_agent(runtime: SandboxRuntime) -> bool:
+    return isinstance(runtime, GVisorRuntime) and runtime.use_agent
+
+
+def init_name(runtime: SandboxRuntime) -> str:
+    """The command name of PID 1 in the default image."""
+    return "airlock-agent" if uses_agent(runtime) else "airlock-init"

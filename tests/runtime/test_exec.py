@@ -10,6 +10,7 @@ import pytest
 from service.runtime import ExecNotFound, ExecRequest, SandboxInfo, SandboxRuntime, SandboxSpec
 from service.runtime.gvisor import GVisorRuntime
 
+from .conftest import init_name
 from .helpers import host_processes_mentioning, sh
 
 
@@ -63,7 +64,7 @@ async def test_infinite_loop_times_out(runtime: SandboxRuntime, sandbox: Sandbox
     result = await sh(runtime, sandbox.id, "while :; do :; done", timeout_s=1)
     assert result.outcome == "timeout"
     after = await runtime.run(sandbox.id, ExecRequest(argv=["ps", "-e", "-o", "comm="]))
-    assert set(after.stdout.decode().split()) == {"airlock-init", "ps"}
+    assert set(after.stdout.decode().split()) == {init_name(runtime), "ps"}
     assert not [p for p in host_processes_mentioning(sandbox.id) if " exec " in p]
 
 

@@ -10,7 +10,7 @@ import pytest
 from service.runtime import ExecRequest, SandboxFailed, SandboxRuntime, SandboxSpec, cgroups
 from service.runtime.gvisor import GVisorRuntime
 
-from .conftest import SandboxFactory
+from .conftest import SandboxFactory, init_name
 from .helpers import sh
 
 
@@ -77,7 +77,7 @@ async def test_fork_bomb_stalls_at_the_process_cap(
             await runtime.run(bomb_box.id, ExecRequest(argv=["true"]))
         return
     after = await runtime.run(bomb_box.id, ExecRequest(argv=["ps", "-e", "-o", "comm="]))
-    assert set(after.stdout.decode().split()) == {"airlock-init", "ps"}
+    assert set(after.stdout.decode().split()) == {init_name(runtime), "ps"}
 
 
 async def test_disk_fill_gets_enospc_inside(

@@ -1,0 +1,510 @@
+"""Host side of the exec agent (`agent.py`, PID 1 of gVisor sandboxes with /usr/bin/python3).
+
+The agent's stdin/stdout are pipes this process holds; frames are `>IBI` (payload length,
+kind, channel) and a payload. Everything the agent sends is untrusted: a root process in the
+sandbox can write to /proc/1/fd/1 or take the agent over. So frames from it are bounded
+(`MAX_FRAME`), of known kinds, on channels we opened, with JSON payloads decoded strictly;
+any breach, a closed pipe, a start or a kill left unanswered, closes the link for good. The
+runtime then falls back to `runsc exec`, and kills the tree of an exec whose end the agent
+did not report from outside (the pid file and `KILL_SCRIPT`). A compromised agent can only
+lie about execs of its own sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import secrets
+import struct
+import time
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from .execution import ExecutionBase
+from .types import ExecResult, Outcome, OutputChunk
+
+log = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).with_name("agent.py")
+IN_SANDBOX = "/run/airlock-agent"
+PYTHON = "/usr/bin/python3"
+# What the agent needs to become an exec's user, drop its capabilities and kill its tree.
+CAPS = ["CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL"]
+VERSION = 1
+HEADER = struct.Struct(">IBI")
+MAX_FRAME = 512 * 1024  # from the agent; its data frames are 256 KiB at most
+MAX_START = 4 << 20  # the agent's limit on a frame from us
+CHUNK = 256 * 1024
+STDIN_WINDOW = 1 << 20
+PIPE_SIZE = 1 << 20  # the link's host pipes: fewer wake-ups for bulk data
+START_TIMEOUT_S = 5.0
+KILL_CONFIRM_S = 5.0
+PING_TIMEOUT_S = 2.0
+F_SETPIPE_SZ = 1031
+
+PING, START, STDIN, STDIN_CLOSE, KILL, ACK = 1, 2, 3, 4, 5, 6
+HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK = 64, 65, 66, 67, 68, 69, 70
+FROM_AGENT = {HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK}
+
+# PID 1's program: run the agent; if it cannot start (or ever returns), become the plain init.
+BOOT = """import os, sys
+try:
+    with open(sys.argv[1], "rb") as f:
+        code = compile(f.read(), sys.argv[1], "exec")
+    exec(code, {"__name__": "__main__"})
+except BaseException as e:
+    try:
+        os.write(2, ("airlock-agent: stopped (%r), plain init\\n" % (e,)).encode())
+    except BaseException:
+        pass
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
+def init_argv(fallback: list[str]) -> list[str]:
+    return [PYTHON, "-E", "-s", "-S", "-c", BOOT, IN_SANDBOX, *fallback]
+
+
+def mount() -> dict[str, Any]:
+    return {
+        "destination": IN_SANDBOX,
+        "type": "bind",
+        "source": str(SOURCE),
+        "options": ["rbind", "ro", "nosuid", "nodev"],
+    }
+
+
+def available(rootfs: Path) -> bool:
+    """The image has a python3 where the agent expects it."""
+    return os.path.lexists(rootfs / PYTHON.lstrip("/"))
+
+
+class AgentLost(Exception):
+    """The link is closed (the agent died, misbehaved or stopped answering)."""
+
+
+class _Hello(msgspec.Struct, forbid_unknown_fields=True):
+    v: int
+    pid: int
+
+
+class _Pong(msgspec.Struct, forbid_unknown_fields=True):
+    v: int
+    token: str
+
+
+class _Started(msgspec.Struct, forbid_unknown_fields=True):
+    pid: int
+
+
+class Exit(msgspec.Struct, forbid_unknown_fields=True):
+    code: int | None
+    signal: int | None
+    out: int
+    err: int
+    ran: float
+
+
+def _decode(payload: bytes, kind: type[Any]) -> Any:
+    return msgspec.json.decode(payload, type=kind, strict=True)
+
+
+class Channel:
+    """One exec on the link: its start, output, stdin credit and end."""
+
+    def __init__(self, link: AgentLink, number: int) -> None:
+        loop = asyncio.get_running_loop()
+        self.link = link
+        self.number = number
+        self.started: asyncio.Future[int | None] = loop.create_future()
+        self.exit: asyncio.Future[Exit] = loop.create_future()
+        self._on_data: Callable[[Literal["stdout", "stderr"], bytes], None] | None = None
+        self._early: list[tuple[Literal["stdout", "stderr"], bytes]] = []
+        self.credit = STDIN_WINDOW
+        self.credit_changed = asyncio.Event()
+
+    def data(self, stream: Literal["stdout", "stderr"], payload: bytes) -> None:
+        if self._on_data is None:
+            self._early.append((stream, payload))  # before the exec's owner is attached
+        else:
+            self._on_data(stream, payload)
+
+    def attach(self, on_data: Callable[[Literal["stdout", "stderr"], bytes], None]) -> None:
+        self._on_data = on_data
+        for stream, payload in self._early:
+            on_data(stream, payload)
+        self._early = []
+
+    def fail(self, exc: Exception) -> None:
+        for future in (self.started, self.exit):
+            if not future.done():
+                future.set_exception(exc)
+                future.exception()  # retrieved: nobody may be waiting any more
+        self.credit_changed.set()
+
+
+class AgentLink(asyncio.Protocol):
+    """The framed link to one sandbox's agent. `usable` once the agent said hello (or answered
+    a ping after a restore) and until anything goes wrong."""
+
+    def __init__(self, sandbox_id: str) -> None:
+        self.sandbox_id = sandbox_id
+        self.broken: str | None = None
+        self._buf = bytearray()
+        self._channels: dict[int, Channel] = {}
+        self._last = 0
+        self._pings: dict[str, asyncio.Future[None]] = {}
+        self._ready = asyncio.get_running_loop().create_future()
+        self._reader: asyncio.ReadTransport | None = None
+        self._writer: asyncio.WriteTransport | None = None
+
+    @classmethod
+    async def connect(cls, sandbox_id: str, read_fd: int, write_fd: int) -> AgentLink:
+        """Take over the pipe ends (the agent's stdout to read, its stdin to write)."""
+        loop = asyncio.get_running_loop()
+        link = cls(sandbox_id)
+        for fd in (read_fd, write_fd):
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
+        reader, _ = await loop.connect_read_pipe(lambda: link, os.fdopen(read_fd, "rb", 0))
+        writer, _ = await loop.connect_write_pipe(
+            lambda: _WriteSide(link), os.fdopen(write_fd, "wb", 0)
+        )
+        link._reader, link._writer = reader, writer  # type: ignore[assignment]
+        return link
+
+    @property
+    def usable(self) -> bool:
+        return self.broken is None and self._ready.done() and not self._ready.cancelled()
+
+    # -- incoming -------------------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        if self.broken is not None:
+            return
+        self._buf += data
+        while len(self._buf) >= HEADER.size and self.broken is None:
+            size, kind, number = HEADER.unpack_from(self._buf)
+            if kind not in FROM_AGENT or size > MAX_FRAME:
+                self.close(f"bad frame header (kind {kind}, {size} bytes)")
+                return
+            if len(self._buf) < HEADER.size + size:
+                return
+            payload = bytes(self._buf[HEADER.size : HEADER.size + size])
+            del self._buf[: HEADER.size + size]
+            try:
+                self._dispatch(kind, number, payload)
+            except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
+                self.close(f"bad frame (kind {kind}): {str(exc)[:200]}")
+
+    def eof_received(self) -> bool:
+        self.close("the agent closed its output")
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.close("the agent closed its output")
+
+    def _dispatch(self, kind: int, number: int, payload: bytes) -> None:
+        if kind == HELLO or kind == PONG:
+            if number != 0:
+                raise ValueError("hello/pong on an exec channel")
+            if kind == HELLO:
+                version = _decode(payload, _Hello).v
+            else:
+                pong = _decode(payload, _Pong)
+                version = pong.v
+                waiter = self._pings.pop(pong.token, None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(None)
+            if version != VERSION:
+                raise ValueError(f"agent version {version}, expected {VERSION}")
+            if not self._ready.done():
+                self._ready.set_result(None)
+            return
+        if not 0 < number <= self._last:
+            raise ValueError(f"frame for channel {number}, never opened")
+        channel = self._channels.get(number)
+        if channel is None:
+            return  # an exec we stopped following
+        if kind == STARTED:
+            pid = _decode(payload, _Started).pid
+            if not 1 < pid < 1 << 22:
+                raise ValueError(f"pid {pid}")
+            if not channel.started.done():
+                channel.started.set_result(pid)
+        elif kind == STDOUT or kind == STDERR:
+            channel.data("stdout" if kind == STDOUT else "stderr", payload)
+        elif kind == STDIN_ACK:
+            if len(payload) != 4:
+                raise ValueError("stdin ack of the wrong size")
+            channel.credit = min(STDIN_WINDOW, channel.credit + struct.unpack(">I", payload)[0])
+            channel.credit_changed.set()
+        elif kind == EXIT:
+            end = _decode(payload, Exit)
+            if end.code is not None and not 0 <= end.code <= 255:
+                raise ValueError(f"exit code {end.code}")
+            if min(end.out, end.err) < 0 or end.ran != end.ran:
+                raise ValueError("bad counters")
+            self._channels.pop(number, None)
+            if not channel.started.done():
+                channel.started.set_result(None)  # it never ran (fork failed)
+            if not channel.exit.done():
+                channel.exit.set_result(end)
+            channel.credit_changed.set()
+
+    # -- outgoing -------------------------------------------------------------------------
+
+    def send(self, kind: int, number: int, payload: bytes = b"") -> None:
+        if self.broken is not None or self._writer is None:
+            raise AgentLost(self.broken or "not connected")
+        self._writer.write(HEADER.pack(len(payload), kind, number) + payload)
+
+    def open_channel(self) -> Channel:
+        self._last += 1
+        channel = Channel(self, self._last)
+        self._channels[channel.number] = channel
+        return channel
+
+    def forget(self, channel: Channel) -> None:
+        self._channels.pop(channel.number, None)
+
+    async def start(self, request: dict[str, Any]) -> tuple[Channel, int | None]:
+        """Start an exec; its channel and its pid in the sandbox. AgentLost only when the
+        request never left (the caller may use `runsc exec` instead). Once sent, the exec is
+        never started a second way: a pid of None means it did not start (its end is on the
+        channel) or the link was lost meanwhile (the channel fails, the agent ends the tree);
+        an agent silent for START_TIMEOUT_S loses its link."""
+        payload = msgspec.json.encode(request)
+        if len(payload) > MAX_START:
+            raise AgentLost("exec request too large for the agent")
+        channel = self.open_channel()
+        try:
+            self.send(START, channel.number, payload)
+        except AgentLost:
+            self.forget(channel)
+            raise
+        try:
+            return channel, await asyncio.wait_for(asyncio.shield(channel.started), START_TIMEOUT_S)
+        except TimeoutError:
+            self.close("the agent did not start an exec in time")
+        except AgentLost:
+            pass
+        except BaseException:
+            self.forget(channel)
+            raise
+        return channel, None
+
+    async def ping(self, timeout_s: float = PING_TIMEOUT_S) -> bool:
+        """One round trip; False (and the link closed) when the agent does not answer."""
+        token = secrets.token_hex(8)
+        waiter = asyncio.get_running_loop().create_future()
+        self._pings[token] = waiter
+        try:
+            self.send(PING, 0, token.encode())
+            await asyncio.wait_for(waiter, timeout_s)
+            return True
+        except (TimeoutError, AgentLost):
+            self.close("the agent did not answer a ping")
+            return False
+        finally:
+            self._pings.pop(token, None)
+
+    async def wait_ready(self, timeout_s: float) -> bool:
+        if not self._ready.done() and timeout_s > 0:
+            await asyncio.wait([self._ready], timeout=timeout_s)
+        return self.usable
+
+    def close(self, reason: str = "closed") -> None:
+        """Close the link for good; every exec on it learns it lost the agent."""
+        if self.broken is not None:
+            return
+        self.broken = reason
+        if reason != "closed":
+            log.warning("sandbox %s: agent link closed: %s", self.sandbox_id, reason)
+        if not self._ready.done():
+            self._ready.cancel()
+        for waiter in self._pings.values():
+            if not waiter.done():
+                waiter.cancel()
+        lost = AgentLost(reason)
+        for channel in list(self._channels.values()):
+            channel.fail(lost)
+        self._channels.clear()
+        self._buf = bytearray()
+        for transport in (self._reader, self._writer):
+            if transport is not None:
+                transport.close()
+
+
+class _WriteSide(asyncio.Protocol):
+    def __init__(self, link: AgentLink) -> None:
+        self.link = link
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.link.close("the agent closed its input")
+
+
+KillFallback = Callable[[], Awaitable[None]]
+Classify = Callable[[int | None], Awaitable[Outcome]]
+
+
+class AgentExecution(ExecutionBase):
+    """A running exec inside the agent. Deadline and output cap as for `runsc exec`; with
+    `stream=True` (file downloads) nothing is kept and output flows as fast as it is read."""
+
+    def __init__(
+        self,
+        exec_id: str,
+        channel: Channel,
+        pid: int | None,
+        *,
+        stdin: bytes | AsyncIterable[bytes] | None,
+        timeout_s: float,
+        output_cap: int,
+        kill_fallback: KillFallback,
+        classify: Classify,
+        requested_at: float,
+        stream: bool = False,
+        on_done: Callable[[AgentExecution], None] | None = None,
+    ) -> None:
+        self._id = exec_id
+        self._channel = channel
+        self._link = channel.link
+        self.pid = pid
+        self._timeout_s = timeout_s
+        self._cap = output_cap
+        self._stream = stream
+        self._kill_fallback = kill_fallback
+        self._classify = classify
+        self._requested_at = requested_at
+        self._started = time.monotonic()
+        self._kept = {"stdout": bytearray(), "stderr": bytearray()}
+        self._total = {"stdout": 0, "stderr": 0}
+        self._queue: asyncio.Queue[OutputChunk | None] = asyncio.Queue()
+        self._forced: Outcome | None = None
+        self.feed_error: Exception | None = None
+        self._kill_lock = asyncio.Lock()
+        self._on_done = on_done
+        channel.attach(self._data)
+        self._stdin_task = asyncio.create_task(self._feed(stdin)) if stdin is not None else None
+        self._task = asyncio.create_task(self._supervise())
+
+    def _data(self, stream: Literal["stdout", "stderr"], data: bytes) -> None:
+        self._total[stream] += len(data)
+        if self._stream:
+            self._queue.put_nowait(OutputChunk(stream, data))
+            return
+        kept = self._kept[stream]
+        room = self._cap - len(kept)
+        if room > 0:
+            piece = data[:room]
+            kept += piece
+            self._queue.put_nowait(OutputChunk(stream, piece))
+
+    async def output(self) -> AsyncIterator[OutputChunk]:
+        while (chunk := await self._queue.get()) is not None:
+            if self._stream:  # the agent sends more once we took this
+                with contextlib.suppress(AgentLost):
+                    self._link.send(ACK, self._channel.number, struct.pack(">I", len(chunk.data)))
+            yield chunk
+
+    async def _stop(self, outcome: Outcome) -> None:
+        async with self._kill_lock:
+            if self._forced is not None or self._channel.exit.done() or self._task.done():
+                return
+            self._forced = outcome
+            try:
+                self._link.send(KILL, self._channel.number)
+            except AgentLost:
+                with contextlib.suppress(Exception):
+                    await self._kill_fallback()
+
+    async def _feed(self, data: bytes | AsyncIterable[bytes]) -> None:
+        channel = self._channel
+        try:
+            if isinstance(data, bytes | bytearray):
+                await self._send_stdin(bytes(data))
+            else:
+                async for chunk in data:
+                    if not await self._send_stdin(chunk):
+                        break
+        except AgentLost:
+            return
+        except Exception as exc:  # the caller's data source failed: stop, never half-apply
+            self.feed_error = exc
+            await self._stop("killed")
+            return
+        with contextlib.suppress(AgentLost):
+            self._link.send(STDIN_CLOSE, channel.number)
+
+    async def _send_stdin(self, data: bytes) -> bool:
+        """Send within the agent's window; False once the exec ended."""
+        channel = self._channel
+        for at in range(0, len(data), CHUNK):
+            piece = data[at : at + CHUNK]
+            while channel.credit < len(piece):
+                if channel.exit.done():
+                    return False
+                channel.credit_changed.clear()
+                await channel.credit_changed.wait()
+            if channel.exit.done():
+                return False
+            channel.credit -= len(piece)
+            self._link.send(STDIN, channel.number, piece)
+        return True
+
+    async def _end(self, timeout_s: float) -> Exit | None:
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._channel.exit), timeout_s)
+        except (TimeoutError, AgentLost):
+            return None
+
+    async def _supervise(self) -> ExecResult:
+        try:
+            end = await self._end(self._timeout_s)
+            if end is None and not self._channel.exit.done() and self._link.broken is None:
+                await self._stop("timeout")
+                end = await self._end(KILL_CONFIRM_S)
+            if end is None:
+                # The agent did not report the end: trust it no more, kill from outside.
+                self._link.close(f"no end reported for exec {self._id}")
+                self._link.forget(self._channel)
+                if self.pid is not None:  # without one, the agent ends it on the closed link
+                    with contextlib.suppress(Exception):
+                        await self._kill_fallback()
+            finished = time.monotonic()
+            if self._stdin_task is not None:
+                self._stdin_task.cancel()
+            code = end.code if end is not None else None
+            outcome = self._forced or await self._classify(code)
+            if end is None and outcome == "exited":
+                outcome = "killed"
+            ran = finished - self._started
+            if end is not None and 0 <= end.ran < ran:
+                ran = end.ran
+            out, err = self._kept["stdout"], self._kept["stderr"]
+            out_total = max(self._total["stdout"], end.out if end else 0, len(out))
+            err_total = max(self._total["stderr"], end.err if end else 0, len(err))
+            return ExecResult(
+                exec_id=self._id,
+                exit_code=code if outcome == "exited" else None,
+                outcome=outcome,
+                started_after_s=self._started - self._requested_at,
+                duration_s=ran,
+                stdout=bytes(out),
+                stderr=bytes(err),
+                stdout_bytes=out_total,
+                stderr_bytes=err_total,
+                stdout_truncated=out_total > len(out),
+                stderr_truncated=err_total > len(err),
+            )
+        finally:
+            self._queue.put_nowait(None)
+            if self._on_done is not None:
+                self._on_done(self)
