@@ -9,7 +9,6 @@ from msgspec import Meta
 from service.sandboxes.schemas import SandboxNetwork, SizeName
 
 ReviewState = Literal["queued", "running", "finished", "failed"]
-Verdict = Literal["APPROVE", "REQUEST_CHANGES"]
 # A branch, tag, full ref, commit id or `pull/N/head`; never an option or a refspec.
 Ref = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_][A-Za-z0-9._/-]*$")]
 Arg = Annotated[str, Meta(max_length=32_768)]
@@ -80,11 +79,13 @@ class Review(msgspec.Struct, kw_only=True):
     test_exit_code: int | None
     test_outcome: str | None
     test_output: str | None
-    verdict: Verdict | None
+    # "APPROVE" or "REQUEST_CHANGES" (plain strings: the generated client then has no
+    # enum-or-null types), or None until decided or when the review failed.
+    verdict: str | None
     reasoning: str | None
     # The model asked, and what it answered (the verdict may differ: failed tests decide).
     model: str | None
-    model_verdict: Verdict | None
+    model_verdict: str | None
     error: str | None
     created_at: datetime
     started_at: datetime | None
@@ -97,7 +98,7 @@ class ReviewSummary(msgspec.Struct, kw_only=True):
     repo: str
     base: str
     head: str
-    verdict: Verdict | None
+    verdict: str | None
     test_exit_code: int | None
     created_at: datetime
     finished_at: datetime | None

@@ -62,10 +62,10 @@ def to_schema(row: ReviewRow) -> Review:
         test_exit_code=row.test_exit_code,
         test_outcome=row.test_outcome,
         test_output=row.test_output,
-        verdict=row.verdict,  # type: ignore[arg-type]
+        verdict=row.verdict,
         reasoning=row.reasoning,
         model=row.model_used,
-        model_verdict=row.model_verdict,  # type: ignore[arg-type]
+        model_verdict=row.model_verdict,
         error=row.error,
         created_at=row.created_at,
         started_at=row.started_at,
@@ -80,7 +80,7 @@ def summary(row: ReviewRow) -> ReviewSummary:
         repo=row.repo,
         base=row.base,
         head=row.head,
-        verdict=row.verdict,  # type: ignore[arg-type]
+        verdict=row.verdict,
         test_exit_code=row.test_exit_code,
         created_at=row.created_at,
         finished_at=row.finished_at,

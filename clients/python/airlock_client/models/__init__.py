@@ -10,6 +10,8 @@ from .audit_event_out_details import AuditEventOutDetails
 from .audit_page import AuditPage
 from .audit_verification import AuditVerification
 from .broken_link import BrokenLink
+from .bundle import Bundle
+from .diff_stat import DiffStat
 from .exec_ import Exec
 from .exec_create import ExecCreate
 from .exec_create_env import ExecCreateEnv
@@ -38,6 +40,15 @@ from .pool_target_set import PoolTargetSet
 from .pool_target_set_size import PoolTargetSetSize
 from .quotas import Quotas
 from .quotas_patch import QuotasPatch
+from .review import Review
+from .review_accepted import ReviewAccepted
+from .review_accepted_state import ReviewAcceptedState
+from .review_create import ReviewCreate
+from .review_create_size import ReviewCreateSize
+from .review_page import ReviewPage
+from .review_state import ReviewState
+from .review_summary import ReviewSummary
+from .review_summary_state import ReviewSummaryState
 from .sandbox import Sandbox
 from .sandbox_create import SandboxCreate
 from .sandbox_create_env import SandboxCreateEnv
@@ -54,6 +65,7 @@ from .sandbox_network import SandboxNetwork
 from .sandbox_network_mode import SandboxNetworkMode
 from .sandbox_page import SandboxPage
 from .sandbox_update import SandboxUpdate
+from .stage import Stage
 from .template import Template
 from .template_create import TemplateCreate
 from .template_create_env import TemplateCreateEnv
@@ -90,6 +102,8 @@ __all__ = (
     "AuditPage",
     "AuditVerification",
     "BrokenLink",
+    "Bundle",
+    "DiffStat",
     "Exec",
     "ExecCreate",
     "ExecCreateEnv",
@@ -118,6 +132,15 @@ __all__ = (
     "PoolTargetSetSize",
     "Quotas",
     "QuotasPatch",
+    "Review",
+    "ReviewAccepted",
+    "ReviewAcceptedState",
+    "ReviewCreate",
+    "ReviewCreateSize",
+    "ReviewPage",
+    "ReviewState",
+    "ReviewSummary",
+    "ReviewSummaryState",
     "Sandbox",
     "SandboxCreate",
     "SandboxCreateEnv",
@@ -134,6 +157,7 @@ __all__ = (
     "SandboxNetworkMode",
     "SandboxPage",
     "SandboxUpdate",
+    "Stage",
     "Template",
     "TemplateCreate",
     "TemplateCreateEnv",

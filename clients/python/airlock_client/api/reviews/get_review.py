@@ -1,0 +1,151 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.review import Review
+from ...types import Response
+
+
+def _get_kwargs(
+    review_id: str,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/reviews/{review_id}".format(
+            review_id=quote(str(review_id), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Review | None:
+    if response.status_code == 200:
+        response_200 = Review.from_dict(response.json())
+
+        return response_200
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Review]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    review_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[Review]:
+    """Get a review's report: stages, exit codes, test output, diff stats, verdict
+
+    Args:
+        review_id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Review]
+    """
+
+    kwargs = _get_kwargs(
+        review_id=review_id,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    review_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Review | None:
+    """Get a review's report: stages, exit codes, test output, diff stats, verdict
+
+    Args:
+        review_id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Review
+    """
+
+    return sync_detailed(
+        review_id=review_id,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    review_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[Review]:
+    """Get a review's report: stages, exit codes, test output, diff stats, verdict
+
+    Args:
+        review_id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Review]
+    """
+
+    kwargs = _get_kwargs(
+        review_id=review_id,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    review_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Review | None:
+    """Get a review's report: stages, exit codes, test output, diff stats, verdict
+
+    Args:
+        review_id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Review
+    """
+
+    return (
+        await asyncio_detailed(
+            review_id=review_id,
+            client=client,
+        )
+    ).parsed

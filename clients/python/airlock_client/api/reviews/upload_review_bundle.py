@@ -1,0 +1,167 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.bundle import Bundle
+from ...types import File, Response
+
+
+def _get_kwargs(
+    *,
+    body: File,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/reviews/bundles",
+    }
+
+    _kwargs["content"] = body.payload
+
+    headers["Content-Type"] = "application/octet-stream"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Bundle | None:
+    if response.status_code == 201:
+        response_201 = Bundle.from_dict(response.json())
+
+        return response_201
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Bundle]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    body: File,
+) -> Response[Bundle]:
+    """Upload a git bundle to review (its id goes in a review's `repo`)
+
+     The raw body is a bundle made by `git bundle create` holding the base and head refs; limited by the
+    tenant's `max_upload_mib`.
+
+    Args:
+        body (File):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Bundle]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient | Client,
+    body: File,
+) -> Bundle | None:
+    """Upload a git bundle to review (its id goes in a review's `repo`)
+
+     The raw body is a bundle made by `git bundle create` holding the base and head refs; limited by the
+    tenant's `max_upload_mib`.
+
+    Args:
+        body (File):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Bundle
+    """
+
+    return sync_detailed(
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    body: File,
+) -> Response[Bundle]:
+    """Upload a git bundle to review (its id goes in a review's `repo`)
+
+     The raw body is a bundle made by `git bundle create` holding the base and head refs; limited by the
+    tenant's `max_upload_mib`.
+
+    Args:
+        body (File):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Bundle]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient | Client,
+    body: File,
+) -> Bundle | None:
+    """Upload a git bundle to review (its id goes in a review's `repo`)
+
+     The raw body is a bundle made by `git bundle create` holding the base and head refs; limited by the
+    tenant's `max_upload_mib`.
+
+    Args:
+        body (File):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Bundle
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+T = TypeVar("T", bound="DiffStat")
+
+
+@_attrs_define
+class DiffStat:
+    """
+    Attributes:
+        deletions (int):
+        files (int):
+        insertions (int):
+        text (str):
+    """
+
+    deletions: int
+    files: int
+    insertions: int
+    text: str
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        deletions = self.deletions
+
+        files = self.files
+
+        insertions = self.insertions
+
+        text = self.text
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "deletions": deletions,
+                "files": files,
+                "insertions": insertions,
+                "text": text,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        deletions = d.pop("deletions")
+
+        files = d.pop("files")
+
+        insertions = d.pop("insertions")
+
+        text = d.pop("text")
+
+        diff_stat = cls(
+            deletions=deletions,
+            files=files,
+            insertions=insertions,
+            text=text,
+        )
+
+        diff_stat.additional_properties = d
+        return diff_stat
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
