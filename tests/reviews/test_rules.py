@@ -10,7 +10,7 @@ import pytest
 from service.errors import Unprocessable
 from service.reviews import model
 from service.reviews.inside import parse_numstat
-from service.reviews.source import check_ref, parse, remote_ref
+from service.reviews.source import check_ref, parse, pin_addresses, remote_ref
 from service.reviews.verdict import APPROVE, REQUEST_CHANGES, Run, decide
 
 PASSED = Run(0, "exited", 60)
@@ -130,3 +130,13 @@ def test_numstat() -> None:
     files, plus, minus, text = parse_numstat("2\t1\tbilling.py\n-\t-\tlogo.png\n7\t0\tt.py\n")
     assert (files, plus, minus) == (3, 9, 1)
     assert text.splitlines() == ["billing.py +2 -1", "logo.png (binary)", "t.py +7 -0"]
+
+
+@pytest.mark.sqlite
+async def test_host_names_are_checked_once_resolved_and_pinned() -> None:
+    source = parse("https://localhost:8443/acme/billing.git", allow_local=False)
+    with pytest.raises(Unprocessable, match="non-public address"):
+        await pin_addresses(source, allow_private=False)
+    pinned = await pin_addresses(source, allow_private=True)
+    assert pinned.resolve and pinned.resolve[0].startswith("localhost:8443:")
+    assert "127.0.0.1" in pinned.resolve[0] or "[::1]" in pinned.resolve[0]
