@@ -24,6 +24,19 @@ log = logging.getLogger("airlock.jobs.reviews")
 
 MAX_ATTEMPTS = 3
 CONCURRENCY = 2
+REPORT_FIELDS = (
+    "base_commit",
+    "head_commit",
+    "sandbox_id",
+    "diff_stat",
+    "install_exit_code",
+    "install_outcome",
+    "test_exit_code",
+    "test_outcome",
+    "test_output",
+    "model_used",
+    "model_verdict",
+)
 SYSTEM = AuditContext(actor="system:review-runner", request_id=None, client=None)
 
 
@@ -53,7 +66,10 @@ async def requeue_interrupted(db: Db) -> int:
                 row.state, row.finished_at = "failed", utcnow()
                 row.error = f"gave up after {MAX_ATTEMPTS} runs cut off by restarts"
             else:
+                # Stages stay as history; the report is made again by the next run.
                 row.state = "queued"
+                for name in REPORT_FIELDS:
+                    setattr(row, name, None)
             await record(
                 session,
                 SYSTEM,
