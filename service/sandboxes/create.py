@@ -17,20 +17,22 @@ from service.auth.principal import Principal
 from service.db.base import utcnow
 from service.db.models import Sandbox as SandboxRow
 from service.db.models import Template, TemplateVersion, Tenant
+from service.db.pg import is_postgres
 from service.errors import (
     Conflict,
     Forbidden,
     IdempotencyKeyReused,
     NotFound,
-    QuotaExceeded,
     Unprocessable,
 )
 from service.ids import new_id
+from service.pool import claim as pool_claim
 from service.pool.service import WarmPool, label, try_claim
 from service.runtime import SandboxRuntime, SandboxRuntimeError, SandboxSpec
 from service.runtime_holder import RuntimeHolder
 from service.sandboxes import service
 from service.sandboxes.lifecycle import transition
+from service.sandboxes.quotas import check_quotas
 from service.sandboxes.schemas import (
     PRESETS,
     SIZES,
@@ -143,6 +145,19 @@ async def create_sandbox(
     image = data.image or DEFAULT_IMAGE
     if data.template is None:
         await runtime.check_image(image)  # an unknown image writes nothing
+    elif pool is not None and is_postgres(db.kw["bind"]):
+        row = await pool_claim.claim(
+            db.kw["bind"],
+            pool,
+            principal.tenant_id,
+            ctx,
+            data,
+            idempotency_key,
+            req_hash,
+            network_of(data),
+        )
+        if row is not None:
+            return to_schema(row), True
 
     async with db() as session, session.begin():
         repo = repository(session, principal)
@@ -167,34 +182,7 @@ async def create_sandbox(
         check_network(network, quotas)
         if template is not None and (network.mode != "none" or data.preset is not None):
             raise Unprocessable("sandboxes from templates take no network or preset for now")
-        if data.ttl_s > quotas.max_sandbox_ttl_s:
-            raise Unprocessable(
-                f"ttl_s {data.ttl_s} exceeds this tenant's maximum of {quotas.max_sandbox_ttl_s}",
-                extra={"max_ttl_s": quotas.max_sandbox_ttl_s},
-            )
-        count, used_cpus, used_memory = await repo.active_usage()
-        if count + 1 > quotas.max_sandboxes:
-            raise QuotaExceeded(
-                f"the tenant has {count} of {quotas.max_sandboxes} sandboxes",
-                retry_after_s=10,
-                extra={"quota": "max_sandboxes", "limit": quotas.max_sandboxes},
-            )
-        if used_cpus + cpus > quotas.max_vcpus:
-            raise QuotaExceeded(
-                f"{cpus} more vCPUs would exceed the tenant's {quotas.max_vcpus}",
-                retry_after_s=10,
-                extra={"quota": "max_vcpus", "limit": quotas.max_vcpus, "in_use": used_cpus},
-            )
-        if used_memory + memory > quotas.max_memory_mib:
-            raise QuotaExceeded(
-                f"{memory} MiB more would exceed the tenant's {quotas.max_memory_mib} MiB",
-                retry_after_s=10,
-                extra={
-                    "quota": "max_memory_mib",
-                    "limit": quotas.max_memory_mib,
-                    "in_use": used_memory,
-                },
-            )
+        check_quotas(quotas, data.ttl_s, await repo.active_usage(), cpus, memory)
         now = utcnow()
         row = SandboxRow(
             id=new_id("sbx"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -158,3 +159,68 @@ async def test_a_pool_must_match_the_templates_size(papi: Api, pooled: str) -> N
         f"/v1/pool/{pooled}", json={"size": "small", "target": 1}, headers=tenant.headers
     )
     assert r.status_code == 403  # pools are the operator's
+
+
+async def test_a_claim_is_recorded_as_fully_as_any_create(
+    papi: Api, pooled: str, own_database: str
+) -> None:
+    await wait_ready(papi, pooled, TARGET)
+    tenant = await papi.tenant(max_sandboxes=3, max_vcpus=200, max_memory_mib=100_000)
+    # The tenant's first create makes its audit chain; the claims after it take the short path
+    # on PostgreSQL, which must leave the same records as the general one.
+    first = await create(papi, tenant, template=pooled)
+    key = {"Idempotency-Key": "claim-1"}
+    r = await papi.client.post(
+        "/v1/sandboxes", json={"template": pooled}, headers={**tenant.headers, **key}
+    )
+    assert r.status_code == 201, r.text
+    second = r.json()
+    assert second["started_from"] == "pool" and second["state"] == "running"
+    r = await papi.client.post(
+        "/v1/sandboxes", json={"template": pooled}, headers={**tenant.headers, **key}
+    )
+    assert r.status_code == 200 and r.json()["id"] == second["id"]  # replayed, nothing new
+    third = await create(papi, tenant, template=pooled)
+    before = await pool_status(papi, pooled)
+    r = await papi.client.post("/v1/sandboxes", json={"template": pooled}, headers=tenant.headers)
+    assert r.status_code == 429 and r.json()["quota"] == "max_sandboxes", r.text
+    after = await pool_status(papi, pooled)
+    assert after["claims"] == before["claims"]  # a refused create claims nothing
+
+    ids = [first["id"], second["id"], third["id"]]
+    transitions = await sql(
+        own_database,
+        "SELECT sandbox_id, from_state, to_state, reason FROM sandbox_transitions "
+        "WHERE sandbox_id = ANY(:ids) ORDER BY id",
+        ids=ids,
+    )
+    for sandbox_id in ids:
+        steps = [
+            (t.from_state, t.to_state, t.reason) for t in transitions if t.sandbox_id == sandbox_id
+        ]
+        assert steps == [
+            (None, "creating", None),
+            ("creating", "running", "claimed from the warm pool"),
+        ], steps
+    requests = await sql(
+        own_database,
+        "SELECT claimed FROM pool_requests WHERE tenant_id = :t ORDER BY id",
+        t=tenant.id,
+    )
+    assert [q.claimed for q in requests] == [True, True, True]
+    events = await sql(
+        own_database,
+        "SELECT action, target, details FROM audit_events WHERE chain = :t ORDER BY seq",
+        t=tenant.id,
+    )
+    created = [e for e in events if e.action == "sandbox.create"]
+    assert [e.target for e in created] == ids
+    for e in created:
+        details = e.details if isinstance(e.details, dict) else json.loads(e.details)
+        assert details["started_from"] == "pool" and details["template"] == pooled
+    r = await papi.client.get(
+        "/v1/audit/verify", params={"tenant_id": tenant.id}, headers=papi.operator
+    )
+    assert r.json()["valid"] is True, r.text
+    for box in (first, second, third):
+        await delete_sandbox(papi, tenant, box["id"])

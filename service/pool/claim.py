@@ -1,0 +1,335 @@
+"""Taking a warm pool member on PostgreSQL in two statements: the point of a pool is a sandbox
+in milliseconds, and the general create path (service.sandboxes.create) spends ~15 ORM
+statements on the same work.
+
+1. One read: the template the tenant sees by that name, its newest ready build, the pool for
+   its size and the fair-share counts, the tenant's quotas and usage, any sandbox already made
+   with the request's Idempotency-Key, and the head of the tenant's audit chain.
+2. One write, in a transaction: claim a ready member (skipping rows other claims hold), and only
+   if there was one, extend the audit chain from the head read in 1 (compare-and-swap) and
+   record the sandbox, its transitions, the pool request and the audit event.
+
+Every tenant's sandbox creation appends to the tenant's chain, so a head that still matches
+means no other create of this tenant happened in between: the quota check made on the read
+holds at the write. When anything is not the plain case (no pool, no member, a quota or fair
+share refusal, a size that does not match, an Idempotency-Key seen before, a head that moved
+three times), this returns None and the general path runs: it gives the errors, the misses,
+the replays and the cold start, with its own locking.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+from sqlalchemy.exc import IntegrityError
+
+from service.audit.recorder import AuditContext, next_event, pg_casts
+from service.db.base import utcnow
+from service.db.models import AuditEvent, PoolRequest, Sandbox, SandboxTransition
+from service.db.pg import driver_connection, dumps
+from service.errors import AppError
+from service.ids import new_id
+from service.pool import metrics
+from service.pool.repository import FAIR_SHARE_WINDOW
+from service.pool.service import WarmPool, fair_share, label
+from service.sandboxes.quotas import check_quotas
+from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
+from service.sandboxes.states import ACTIVE, State
+from service.templates.repository import OPERATOR_OWNER
+from service.tenants.service import quotas_of
+
+ATTEMPTS = 3
+
+_READ = """
+WITH tpl AS (
+  SELECT id, owner, name FROM templates
+  WHERE name = $2 AND owner IN ($1, $3) ORDER BY (owner = $1) DESC LIMIT 1
+), ver AS (
+  SELECT v.id, v.version, v.size, v.cpus, v.memory_mib, v.disk_mib, v.image
+  FROM template_versions v JOIN tpl ON v.template_id = tpl.id
+  WHERE v.state = 'ready' ORDER BY v.version DESC LIMIT 1
+)
+SELECT tpl.id, tpl.owner, tpl.name,
+  ver.id, ver.version, ver.size, ver.cpus, ver.memory_mib, ver.disk_mib, ver.image,
+  pt.id, pt.target,
+  (SELECT count(DISTINCT r.tenant_id) FROM pool_requests r
+     WHERE r.pool_id = pt.id AND r.at >= $4 AND r.tenant_id <> $1),
+  (SELECT count(*) FROM pool_requests r
+     WHERE r.pool_id = pt.id AND r.tenant_id = $1 AND r.claimed AND r.at >= $4),
+  t.quotas,
+  (SELECT count(*) FROM sandboxes s WHERE s.tenant_id = $1 AND s.state = ANY($6::varchar[])),
+  (SELECT coalesce(sum(s.cpus), 0) FROM sandboxes s
+     WHERE s.tenant_id = $1 AND s.state = ANY($6::varchar[])),
+  (SELECT coalesce(sum(s.memory_mib), 0) FROM sandboxes s
+     WHERE s.tenant_id = $1 AND s.state = ANY($6::varchar[])),
+  (SELECT s.id FROM sandboxes s WHERE s.tenant_id = $1 AND s.idempotency_key = $5),
+  h.seq, h.hash
+FROM tpl JOIN ver ON true JOIN tenants t ON t.id = $1
+LEFT JOIN pool_targets pt ON pt.template_id = tpl.id AND pt.size = ver.size
+LEFT JOIN audit_chain_heads h ON h.chain = $1
+"""
+
+_SANDBOX_COLUMNS = (
+    "id",
+    "tenant_id",
+    "state",
+    "image",
+    "template",
+    "template_id",
+    "template_version",
+    "started_from",
+    "size",
+    "cpus",
+    "memory_mib",
+    "disk_mib",
+    "network",
+    "env",
+    "labels",
+    "ttl_s",
+    "idempotency_key",
+    "request_hash",
+    "created_at",
+    "updated_at",
+    "expires_at",
+)
+_EVENT_COLUMNS = (
+    "chain",
+    "seq",
+    "ts",
+    "actor",
+    "action",
+    "target",
+    "request_id",
+    "client",
+    "outcome",
+    "details",
+    "prev_hash",
+    "hash",
+)
+
+
+def _params(names: tuple[str, ...], casts: list[str], first: int) -> dict[str, str]:
+    return {n: f"${first + i}::{c}" for i, (n, c) in enumerate(zip(names, casts, strict=True))}
+
+
+# $1 pool id, $2 version id, $3 host, $4 now; the sandbox's columns, then the event's.
+_S = _params(_SANDBOX_COLUMNS, pg_casts(Sandbox.__table__, _SANDBOX_COLUMNS), 5)
+_E = _params(
+    _EVENT_COLUMNS, pg_casts(AuditEvent.__table__, _EVENT_COLUMNS), 5 + len(_SANDBOX_COLUMNS)
+)
+_TRANSITION_CAST = pg_casts(SandboxTransition.__table__, ("to_state",))[0]
+_REQUEST_CAST = pg_casts(PoolRequest.__table__, ("tenant_id",))[0]
+
+_WRITE = f"""
+WITH member AS (
+  UPDATE pool_members SET state = 'claimed', claimed_at = $4, sandbox_id = {_S["id"]}
+  WHERE id = (
+    SELECT id FROM pool_members
+    WHERE pool_id = $1 AND version_id = $2 AND host = $3 AND state = 'ready'
+    ORDER BY ready_at LIMIT 1 FOR UPDATE SKIP LOCKED
+  ) AND state = 'ready'
+  RETURNING runtime_id, runtime
+), head AS (
+  UPDATE audit_chain_heads SET seq = {_E["seq"]}, hash = {_E["hash"]}
+  WHERE chain = {_E["chain"]} AND seq = {_E["seq"]} - 1 AND hash = {_E["prev_hash"]}
+    AND EXISTS (SELECT 1 FROM member WHERE runtime_id IS NOT NULL)
+  RETURNING 1
+), sandbox AS (
+  INSERT INTO sandboxes ({", ".join(_SANDBOX_COLUMNS)}, runtime, runtime_id)
+  SELECT {", ".join(_S.values())}, m.runtime, m.runtime_id
+  FROM member m WHERE EXISTS (SELECT 1 FROM head)
+), transitions AS (
+  INSERT INTO sandbox_transitions (sandbox_id, from_state, to_state, reason, at)
+  SELECT {_S["id"]}, v.from_state, v.to_state, v.reason, $4
+  FROM (VALUES
+    (1, NULL::{_TRANSITION_CAST}, 'creating'::{_TRANSITION_CAST}, NULL::{_TRANSITION_CAST}),
+    (2, 'creating', 'running', 'claimed from the warm pool')
+  ) AS v(n, from_state, to_state, reason)
+  WHERE EXISTS (SELECT 1 FROM head) ORDER BY v.n
+), request AS (
+  INSERT INTO pool_requests (pool_id, tenant_id, claimed, at)
+  SELECT $1, {_S["tenant_id"]}::{_REQUEST_CAST}, true, $4 WHERE EXISTS (SELECT 1 FROM head)
+), event AS (
+  INSERT INTO audit_events ({", ".join(_EVENT_COLUMNS)})
+  SELECT {", ".join(_E.values())} WHERE EXISTS (SELECT 1 FROM head)
+)
+SELECT (SELECT runtime_id FROM member), (SELECT runtime FROM member),
+  (SELECT count(*) FROM head)
+"""  # noqa: S608 (fixed names)
+
+
+async def claim(
+    engine: Any,
+    pool: WarmPool,
+    tenant_id: str,
+    ctx: AuditContext,
+    data: SandboxCreate,
+    idempotency_key: str | None,
+    request_hash: str,
+    network: SandboxNetwork,
+) -> Sandbox | None:
+    """The new sandbox's row, made from a pool member; None to take the general path."""
+    if data.template is None or data.image is not None or data.preset is not None:
+        return None
+    if network.mode != "none":
+        return None
+    try:
+        return await _claim(
+            engine, pool, tenant_id, ctx, data, idempotency_key, request_hash, network
+        )
+    except IntegrityError:
+        return None  # the same Idempotency-Key raced in: the general path replays it
+
+
+async def _claim(
+    engine: Any,
+    pool: WarmPool,
+    tenant_id: str,
+    ctx: AuditContext,
+    data: SandboxCreate,
+    idempotency_key: str | None,
+    request_hash: str,
+    network: SandboxNetwork,
+) -> Sandbox | None:
+    async with driver_connection(engine) as conn:
+        for _ in range(ATTEMPTS):
+            now = utcnow()
+            found = await conn.fetchrow(
+                _READ,
+                tenant_id,
+                data.template,
+                OPERATOR_OWNER,
+                now - FAIR_SHARE_WINDOW,
+                idempotency_key,
+                [s.value for s in ACTIVE],
+            )
+            row = _plan(found, tenant_id, data, idempotency_key, request_hash, network, now)
+            if row is None or found is None:
+                return None
+            quotas = quotas_of(SimpleNamespace(quotas=found[14]))
+            try:
+                check_quotas(
+                    quotas, data.ttl_s, (found[15], found[16], found[17]), row.cpus, row.memory_mib
+                )
+            except AppError:
+                return None
+            others, mine, target = found[12], found[13], found[11]
+            if mine >= fair_share(target, others + 1):
+                return None
+            head = (found[19], found[20]) if found[19] is not None else None
+            if head is None:
+                return None  # a tenant's first event: the general path makes its chain
+            outcome = await _write(conn, pool, found, row, ctx, head, now)
+            if outcome == "claimed":
+                metrics.CLAIMS.labels(label(found[2], found[1]), row.size).inc()
+                pool.poke()
+                return row
+            if outcome == "empty":
+                return None
+        return None
+
+
+def _plan(
+    found: Any,
+    tenant_id: str,
+    data: SandboxCreate,
+    idempotency_key: str | None,
+    request_hash: str,
+    network: SandboxNetwork,
+    now: datetime,
+) -> Sandbox | None:
+    if found is None or found[10] is None or not found[11] or found[11] <= 0:
+        return None  # no such template or build visible, or no pool for its size
+    if found[18] is not None:
+        return None  # the Idempotency-Key was used: the general path replays
+    size, cpus, memory, disk = found[5], found[6], found[7], found[8]
+    asked = (data.cpus, data.memory_mib, data.disk_mib)
+    if (data.size is not None and data.size != size) or any(
+        a is not None and a != c for a, c in zip(asked, (cpus, memory, disk), strict=True)
+    ):
+        return None
+    return Sandbox(
+        id=new_id("sbx"),
+        tenant_id=tenant_id,
+        state=State.RUNNING.value,
+        runtime=None,
+        runtime_id=None,
+        image=found[9],
+        template=found[2],
+        template_id=found[0],
+        template_version=found[4],
+        started_from="pool",
+        size=size,
+        cpus=cpus,
+        memory_mib=memory,
+        disk_mib=disk,
+        network=msgspec.to_builtins(network),
+        env=dict(data.env),
+        labels=dict(data.labels),
+        ttl_s=data.ttl_s,
+        idempotency_key=idempotency_key,
+        request_hash=request_hash,
+        created_at=now,
+        updated_at=now,
+        expires_at=now + timedelta(seconds=data.ttl_s),
+        stopped_at=None,
+        failure_reason=None,
+    )
+
+
+async def _write(
+    conn: Any,
+    pool: WarmPool,
+    found: Any,
+    row: Sandbox,
+    ctx: AuditContext,
+    head: tuple[int, str],
+    now: datetime,
+) -> str:
+    """ "claimed", "empty" (no ready member) or "moved" (the chain's head moved: read again)."""
+    event = next_event(
+        ctx,
+        chain=row.tenant_id,
+        head=head,
+        action="sandbox.create",
+        target=row.id,
+        outcome="ok",
+        details={
+            "image": row.image,
+            "size": row.size,
+            "cpus": row.cpus,
+            "memory_mib": row.memory_mib,
+            "disk_mib": row.disk_mib,
+            "ttl_s": row.ttl_s,
+            "network": row.network,
+            "preset": None,
+            "labels": row.labels,
+            "env_names": sorted(row.env),
+            "template": row.template,
+            "template_version": row.template_version,
+            "started_from": row.started_from,
+        },
+    )
+    json_columns = {"network", "env", "labels", "details"}
+    sandbox_values = [
+        dumps(getattr(row, c)) if c in json_columns else getattr(row, c) for c in _SANDBOX_COLUMNS
+    ]
+    event_values = [dumps(event[c]) if c in json_columns else event[c] for c in _EVENT_COLUMNS]
+    tx = conn.transaction()
+    await tx.start()
+    try:
+        runtime_id, runtime, moved = await conn.fetchrow(
+            _WRITE, found[10], found[3], pool.host, now, *sandbox_values, *event_values
+        )
+    except BaseException:
+        await tx.rollback()
+        raise
+    if runtime_id is None or not moved:
+        await tx.rollback()
+        return "empty" if runtime_id is None else "moved"
+    await tx.commit()
+    row.runtime_id, row.runtime = runtime_id, runtime
+    return "claimed"
