@@ -69,8 +69,6 @@ class RecordTx(Protocol):
 
     async def insert_started(self, values: dict[str, Any], event: Event) -> None: ...
 
-    async def set_runtime_exec_id(self, exec_id: str, runtime_exec_id: str) -> None: ...
-
     async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:
         """Write the end of a running exec (a finished one is left as it is) and its event."""
         ...
@@ -153,11 +151,6 @@ class _CoreTx:
         await self.conn.execute(insert(ExecRow).values(**values))
         await _record(self.conn, event)
 
-    async def set_runtime_exec_id(self, exec_id: str, runtime_exec_id: str) -> None:
-        await self.conn.execute(
-            update(ExecRow).where(ExecRow.id == exec_id).values(runtime_exec_id=runtime_exec_id)
-        )
-
     async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:
         await self.conn.execute(
             update(ExecRow)
@@ -222,6 +215,7 @@ _START_COLUMNS = (
     "request_hash",
     "created_at",
     "started_at",
+    "runtime_exec_id",
 )
 _JSON_COLUMNS = frozenset({"cmd", "env", "secret_names"})
 _QUOTED_START = ", ".join(f'"{c}"' for c in _START_COLUMNS)  # "user" is a keyword
@@ -296,11 +290,6 @@ class _PgTx:
     async def insert_started(self, values: dict[str, Any], event: Event) -> None:
         params = [dumps(values[c]) if c in _JSON_COLUMNS else values[c] for c in _START_COLUMNS]
         await self._append(event, _INSERT_START, params)
-
-    async def set_runtime_exec_id(self, exec_id: str, runtime_exec_id: str) -> None:
-        await self.conn.execute(
-            "UPDATE execs SET runtime_exec_id = $2 WHERE id = $1", exec_id, runtime_exec_id
-        )
 
     async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:
         params = [exec_id, *(values[c] for c in _FINISH_COLUMNS)]

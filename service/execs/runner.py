@@ -33,6 +33,7 @@ from service.runtime import (
     SandboxFailed,
     SandboxRuntime,
     SandboxRuntimeError,
+    new_exec_id,
 )
 from service.runtime_holder import RuntimeHolder
 from service.sandboxes import service as sandboxes
@@ -164,6 +165,9 @@ class ExecRunner:
                 "request_hash": request_hash,
                 "created_at": now,
                 "started_at": now,
+                # Chosen here and recorded with the start: after a crash the reconciler can
+                # find and kill the process with no further write on the way.
+                "runtime_exec_id": new_exec_id(),
             }
             await tx.insert_started(
                 values,
@@ -195,6 +199,7 @@ class ExecRunner:
             user=data.user,
             timeout_s=data.timeout_s,
             output_cap=data.max_output_bytes,
+            exec_id=values["runtime_exec_id"],
         )
         task = asyncio.create_task(
             self._run(
@@ -276,13 +281,9 @@ class ExecRunner:
         sink = ChunkSink(self.records, exec_id, secrets, lambda: self._notify(exec_id))
         result: ExecResult | None = None
         error: str | None = None
-        noted: asyncio.Task[None] | None = None
         execution = None
         try:
             execution = await runtime.exec(runtime_id, request)
-            # Recorded alongside the run (not before it): only a restart needs it, to kill
-            # what a crash left behind.
-            noted = asyncio.create_task(self._set_runtime_exec_id(exec_id, execution.id))
             async for chunk in execution.output():
                 await sink.add(chunk.stream, chunk.data)
             result = await execution.wait()
@@ -298,7 +299,7 @@ class ExecRunner:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(asyncio.wait_for(execution.kill(), 10))
             await asyncio.shield(
-                self._finish(row, tenant_id, ctx, sink, None, error, started, noted, "interrupted")
+                self._finish(row, tenant_id, ctx, sink, None, error, started, "interrupted")
             )
             raise
         except Exception as exc:  # recorded as a failed exec instead of a lost one
@@ -312,9 +313,7 @@ class ExecRunner:
             if before is not None and after is not None:
                 for count in ("allowed_packets", "blocked_packets"):
                     net[count] = after.get(count, 0) - before.get(count, 0)
-        final = await self._finish(
-            row, tenant_id, ctx, sink, result, error, started, noted, net=net
-        )
+        final = await self._finish(row, tenant_id, ctx, sink, result, error, started, net=net)
         if result is not None and result.outcome == "oom":
             await self._check_sandbox(runtime, tenant_id, sandbox_id, runtime_id)
         return final
@@ -344,10 +343,6 @@ class ExecRunner:
         if live is not None:
             live.notify()
 
-    async def _set_runtime_exec_id(self, exec_id: str, runtime_exec_id: str) -> None:
-        async with self.records.unit() as tx:
-            await tx.set_runtime_exec_id(exec_id, runtime_exec_id)
-
     async def _finish(
         self,
         row: dict[str, Any],
@@ -357,7 +352,6 @@ class ExecRunner:
         result: ExecResult | None,
         error: str | None,
         started: float,
-        noted: asyncio.Task[None] | None,
         state: str | None = None,
         net: dict[str, Any] | None = None,
     ) -> Exec:
@@ -367,9 +361,6 @@ class ExecRunner:
             cut_stdout=result.stdout_truncated if result else True,
             cut_stderr=result.stderr_truncated if result else True,
         )
-        if noted is not None:
-            with contextlib.suppress(Exception):
-                await noted
         values: dict[str, Any] = {
             "state": state or ("finished" if result is not None else "failed"),
             "finished_at": utcnow(),

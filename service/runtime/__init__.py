@@ -28,6 +28,7 @@ from .types import (
     SandboxSpec,
     SandboxStats,
     SnapshotInfo,
+    new_exec_id,
 )
 
 __all__ = [
@@ -57,4 +58,5 @@ __all__ = [
     "SandboxStats",
     "SnapshotInfo",
     "SnapshotNotFound",
+    "new_exec_id",
 ]

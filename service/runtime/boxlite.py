@@ -47,6 +47,7 @@ from .types import (
     SandboxSpec,
     SandboxStats,
     SnapshotInfo,
+    new_exec_id,
 )
 
 PROBE_TIMEOUT_S = 30.0
@@ -342,7 +343,7 @@ class _BoxExecution(ExecutionBase):
         self._forced: Outcome | None = None
         self.feed_error: Exception | None = None
         self._stdin = stdin
-        self._id = _native_exec_id(native) or f"exec-{secrets.token_hex(8)}"
+        self._id = request.exec_id or _native_exec_id(native) or new_exec_id()
         self._task = asyncio.create_task(self._supervise())
 
     async def _stop(self, outcome: Outcome) -> None:
@@ -636,6 +637,9 @@ class BoxliteRuntime:
         stdin: bytes | AsyncIterable[bytes] | None,
     ) -> _BoxExecution:
         sandbox = self._sandbox(sandbox_id)
+        running = sandbox.execs.get(request.exec_id or "")
+        if running is not None and not running.done:
+            raise InvalidSpec(f"exec id {request.exec_id!r} is in use")
         requested = time.monotonic()
         sandbox.starting += 1
         try:

@@ -47,6 +47,7 @@ from .types import (
     SandboxSpec,
     SandboxStats,
     SnapshotInfo,
+    new_exec_id,
 )
 
 log = logging.getLogger(__name__)
@@ -707,10 +708,14 @@ class GVisorRuntime:
         timeout_s: float = 60.0,
         output_cap: int = 1 << 20,
         helper: bool = False,
+        exec_id: str | None = None,
     ) -> ExecutionBase:
         requested = time.monotonic()
         if not argv or not all(isinstance(a, str) and "\x00" not in a for a in argv):
             raise InvalidSpec("argv must be a non-empty list of strings without NUL")
+        exec_id = exec_id or new_exec_id()
+        if not EXEC_ID.fullmatch(exec_id) or exec_id in sandbox.execs:
+            raise InvalidSpec(f"exec id {exec_id!r} is malformed or in use")
         if timeout_s <= 0 or output_cap < 0:
             raise InvalidSpec("timeout_s must be positive and output_cap not negative")
         uid, gid = gvisor_spec.parse_user(user or sandbox.spec.user)
@@ -726,12 +731,12 @@ class GVisorRuntime:
                 return await self._agent_exec(
                     sandbox,
                     process,
+                    exec_id=exec_id,
                     stdin=stdin,
                     timeout_s=timeout_s,
                     output_cap=output_cap,
                     requested=requested,
                 )
-        exec_id = "exec-" + secrets.token_hex(8)
         spawned = await self._spawn_exec(sandbox, exec_id, process, stdin is not None)
 
         async def kill_tree() -> None:
@@ -764,6 +769,7 @@ class GVisorRuntime:
         output_cap: int,
         requested: float,
         stream: bool = False,
+        exec_id: str | None = None,
     ) -> AgentExecution:
         """Start `process` through the sandbox's exec agent (AgentLost: use `runsc exec`)."""
         link = sandbox.link
@@ -780,7 +786,7 @@ class GVisorRuntime:
                 "cap": None if stream else output_cap,
             }
         )
-        exec_id = "exec-" + secrets.token_hex(8)
+        exec_id = exec_id or new_exec_id()
         if pid is not None:  # so `kill_exec` works from another process too (after a restart)
             with contextlib.suppress(OSError):
                 (sandbox.dir / "exec" / f"{exec_id}.pid").write_text(str(pid))
@@ -879,6 +885,7 @@ class GVisorRuntime:
             stdin=request.stdin,
             timeout_s=request.timeout_s,
             output_cap=request.output_cap,
+            exec_id=request.exec_id,
         )
 
     async def run(self, sandbox_id: str, request: ExecRequest) -> ExecResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Literal
 
 import msgspec
@@ -30,7 +31,11 @@ class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ExecRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """One command. `user=None` runs as the sandbox's user; `timeout_s` is the deadline."""
+    """One command. `user=None` runs as the sandbox's user; `timeout_s` is the deadline.
+
+    `exec_id`, when given, is the Execution's id (made by `new_exec_id`, unique per sandbox),
+    so a caller can record it before the command starts; None: the runtime picks one.
+    """
 
     argv: list[str]
     cwd: str = "/work"
@@ -39,6 +44,12 @@ class ExecRequest(msgspec.Struct, frozen=True, kw_only=True):
     user: str | None = None
     timeout_s: float = 60.0
     output_cap: int = DEFAULT_OUTPUT_CAP
+    exec_id: str | None = None
+
+
+def new_exec_id() -> str:
+    """An exec id every runtime accepts in `ExecRequest.exec_id`."""
+    return "exec-" + secrets.token_hex(8)
 
 
 class OutputChunk(msgspec.Struct, frozen=True):

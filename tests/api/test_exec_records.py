@@ -55,6 +55,7 @@ def start_values(tenant_id: str, sandbox_id: str, key: str | None = None) -> dic
         "request_hash": "h1",
         "created_at": now,
         "started_at": now,
+        "runtime_exec_id": None,
     }
 
 
@@ -96,15 +97,13 @@ async def test_start_chunks_finish_write_rows_and_a_chain_that_verifies(
 ) -> None:
     sandbox_id = await sandbox_record(tenant)
     records = ExecRecords(engine)
-    values = start_values(tenant.id, sandbox_id)
+    values = {**start_values(tenant.id, sandbox_id), "runtime_exec_id": "exec-0123"}
     async with records.unit() as tx:
         facts = await tx.facts(tenant.id, sandbox_id, None, datetime.now(UTC) - timedelta(60))
         assert facts is not None
         assert (facts.id, facts.state, facts.recent_execs) == (sandbox_id, "stopped", 0)
         assert isinstance(facts.quotas, dict) and facts.network == {"mode": "none"}
         await tx.insert_started(values, event(tenant.id, "exec.start", values["id"]))
-    async with records.unit() as tx:
-        await tx.set_runtime_exec_id(values["id"], "exec-0123")
     async with records.unit() as tx:
         await tx.insert_chunks(
             [
