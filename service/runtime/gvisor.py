@@ -16,7 +16,7 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -61,6 +61,18 @@ CGROUP_PARENT = "/airlock"
 RUNSC_TIMEOUT_S = 60.0
 KILL_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 3600.0
+
+
+# What a sandbox wrote lives in its tmpfs mounts (the root is read-only); `copy_files` moves
+# them with tar inside both sandboxes. The mounts' own directories are not in the archive, so
+# the target's keep their owner and mode.
+PACK_SCRIPT = r"""
+cd / || exit 1
+for d in work home/sandbox tmp var/tmp; do
+  [ -d "$d" ] && find "$d" -mindepth 1 -maxdepth 1 -print0
+done | tar -cf - --null -T -
+"""
+UNPACK_SCRIPT = "cd / && exec tar -xpf - --no-overwrite-dir"
 
 
 def _now() -> float:
@@ -966,13 +978,27 @@ class GVisorRuntime:
     ) -> AsyncIterator[bytes]:
         target = sandbox_path(path)
         sandbox = await self._ready(sandbox_id)
+
+        def finish(code: int | None, errors: bytes) -> None:
+            files.raise_for(code, target, errors)
+
+        argv = ["/bin/sh", "-c", files.READ_SCRIPT, "sh", target]
+        async for chunk in self._stream_out(sandbox, argv, user, repr(target), finish):
+            yield chunk
+
+    async def _stream_out(
+        self,
+        sandbox: _Sandbox,
+        argv: list[str],
+        user: str | None,
+        what: str,
+        finish: Callable[[int | None, bytes], None],
+    ) -> AsyncIterator[bytes]:
+        """The stdout of `argv` run in the sandbox, as it comes; `finish(exit code, stderr)`
+        raises for a failed end once the output is read."""
         uid, gid = gvisor_spec.parse_user(user or sandbox.spec.user)
         process = gvisor_spec.exec_process(
-            argv=["/bin/sh", "-c", files.READ_SCRIPT, "sh", target],
-            cwd="/",
-            env=self._exec_env(sandbox, {}),
-            uid=uid,
-            gid=gid,
+            argv=argv, cwd="/", env=self._exec_env(sandbox, {}), uid=uid, gid=gid
         )
         if sandbox.link is not None and sandbox.link.usable:
             try:
@@ -988,7 +1014,7 @@ class GVisorRuntime:
             except AgentLost:
                 pass
             else:
-                async for chunk in self._read_through_agent(execution, target):
+                async for chunk in self._read_through_agent(execution, what, finish):
                     yield chunk
                 return
         read_id = "read-" + secrets.token_hex(8)
@@ -998,7 +1024,7 @@ class GVisorRuntime:
             while chunk := await spawned.stdout.read(256 * 1024):
                 yield chunk
             code = await spawned.proc.wait()
-            files.raise_for(code, target, await errors)
+            finish(code, await errors)
         finally:
             errors.cancel()
             if spawned.proc.returncode is None:
@@ -1009,7 +1035,10 @@ class GVisorRuntime:
             self._exec_done(sandbox, read_id)
 
     async def _read_through_agent(
-        self, execution: AgentExecution, target: str
+        self,
+        execution: AgentExecution,
+        what: str,
+        finish: Callable[[int | None, bytes], None],
     ) -> AsyncIterator[bytes]:
         errors = bytearray()
         try:
@@ -1020,8 +1049,8 @@ class GVisorRuntime:
                     errors += chunk.data
             result = await execution.wait()
             if result.outcome != "exited":
-                raise SandboxRuntimeError(f"reading {target!r} ended: {result.outcome}")
-            files.raise_for(result.exit_code, target, bytes(errors))
+                raise SandboxRuntimeError(f"reading {what} ended: {result.outcome}")
+            finish(result.exit_code, bytes(errors))
         finally:
             if not execution.done:  # the reader went away early
                 await execution.kill()
@@ -1043,6 +1072,43 @@ class GVisorRuntime:
         if result.stdout_truncated:
             raise SandboxRuntimeError(f"directory listing of {target!r} is too large")
         return files.parse_listing(result.stdout)
+
+    async def copy_files(self, source_id: str, target_id: str) -> int:
+        """Copy what the source sandbox wrote into the target: everything under its writable
+        mounts (the root is read-only), streamed from a `tar` in one into a `tar` in the
+        other, each as its sandbox's user. The host only passes bytes along; it never opens
+        the archive. Returns the bytes moved; SandboxRuntimeError with tar's words if either
+        end fails. Processes and memory are not carried, only files."""
+        source = await self._ready(source_id)
+        target = await self._ready(target_id)
+
+        def finish(code: int | None, errors: bytes) -> None:
+            if code != 0:
+                text = errors.decode(errors="replace").strip()[-400:]
+                raise SandboxRuntimeError(f"packing the files of {source_id} failed: {text}")
+
+        moved = 0
+
+        async def packed() -> AsyncIterator[bytes]:
+            nonlocal moved
+            argv = ["/bin/sh", "-c", PACK_SCRIPT]
+            async for chunk in self._stream_out(source, argv, None, "the packed files", finish):
+                moved += len(chunk)
+                yield chunk
+
+        execution = await self._start_exec(
+            target, ["/bin/sh", "-c", UNPACK_SCRIPT], stdin=packed(), timeout_s=3600
+        )
+        result = await execution.wait()
+        if execution.feed_error is not None:
+            raise execution.feed_error
+        if result.outcome != "exited" or result.exit_code != 0:
+            text = result.stderr.decode(errors="replace").strip()[-400:]
+            raise SandboxRuntimeError(
+                f"unpacking files into {target_id} ended {result.outcome} "
+                f"{result.exit_code}: {text}"
+            )
+        return moved
 
     # -- snapshots ------------------------------------------------------------------------
 
@@ -1068,7 +1134,11 @@ class GVisorRuntime:
         """Checkpoint the sandbox, then restore it in place so it keeps running."""
         sandbox = self._usable(sandbox_id)
         if sandbox.meta.get("net"):
-            raise InvalidSpec("snapshots of gVisor sandboxes with a network are not supported yet")
+            # runsc: "checkpoint not supported when using hostinet" (see README.md).
+            raise InvalidSpec(
+                "a gVisor sandbox with a network cannot be snapshotted: it runs on the host "
+                "network stack of its namespace, which runsc cannot checkpoint"
+            )
         async with sandbox.lock:
             # New work waits from here until the sandbox runs again.
             sandbox.ready.clear()
