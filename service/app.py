@@ -49,6 +49,7 @@ from service.runtime.select import open_runtime
 from service.runtime_errors import runtime_error_handler
 from service.runtime_holder import RuntimeHolder
 from service.sandboxes.controller import SandboxController
+from service.secrets.controller import SecretController
 from service.settings import Settings
 from service.telemetry import MetricsController, otel_plugin, prometheus_config, tracer_provider
 from service.templates.controller import TemplateController
@@ -133,6 +134,7 @@ def create_app(
             TemplateController,
             PoolController,
             ReviewController,
+            SecretController,
             jwks,
             healthz,
             readyz,

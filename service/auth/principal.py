@@ -15,6 +15,8 @@ SCOPES: tuple[str, ...] = (
     "templates:write",
     "reviews:read",
     "reviews:write",
+    "secrets:read",
+    "secrets:write",
     "audit:read",
     "keys:write",
 )

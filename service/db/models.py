@@ -357,6 +357,9 @@ class Review(Base):
     timeout_s: Mapped[int] = mapped_column(Integer, nullable=False)
     network: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
     model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    # A reference to a tenant secret for a private repository (`secret`, `username`), never
+    # the value.
+    credentials: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     stages: Mapped[list[dict[str, Any]]] = mapped_column(JSON, nullable=False, default=list)
     base_commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
@@ -392,3 +395,25 @@ class ReviewBundle(Base):
     sha256: Mapped[str] = mapped_column(String(64), nullable=False)
     data: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+
+
+class TenantSecret(Base):
+    """A tenant's named secret, its value sealed with AES-GCM (`service.secrets.crypto`):
+    the tenant id and the name are bound in, so a copied row does not decrypt."""
+
+    __tablename__ = "tenant_secrets"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "name", name="uq_tenant_secrets_tenant_id_name"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    name: Mapped[str] = mapped_column(String(100), nullable=False)
+    key_id: Mapped[str] = mapped_column(String(16), nullable=False)
+    nonce: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    ciphertext: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    created_by: Mapped[str] = mapped_column(String(64), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
