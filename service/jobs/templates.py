@@ -24,7 +24,7 @@ from service.pool.service import WarmPool
 from service.runtime import SandboxRuntimeError, SnapshotInfo
 from service.runtime_holder import RuntimeHolder
 from service.templates.service import chain_of
-from service.templates.starter import BuildLog, Recipe, SetupFailed, build
+from service.templates.starter import NO_NETWORK, BuildLog, Recipe, SetupFailed, build
 
 log = logging.getLogger("airlock.jobs.templates")
 
@@ -83,7 +83,9 @@ async def build_one(db: Db, holder: RuntimeHolder, pool: WarmPool, job: Claimed)
             runtime = await holder.get()
             runtime_name = runtime.name
             snapshot = await build(runtime, job.recipe, text, snapshots=pool.snapshots_enabled)
-            pool.note_snapshots(snapshot is not None, text.text)
+            if snapshot is not None or job.recipe.network == NO_NETWORK:
+                # (A template with a network is not snapshotted where files cannot be carried.)
+                pool.note_snapshots(snapshot is not None, text.text)
         except SetupFailed as exc:
             error = str(exc)
         except ServiceUnavailable as exc:

@@ -180,8 +180,8 @@ async def create_sandbox(
         quotas = quotas_of(await _lock_tenant(session, principal.tenant_id))
         network = network_of(data)
         check_network(network, quotas)
-        if template is not None and (network.mode != "none" or data.preset is not None):
-            raise Unprocessable("sandboxes from templates take no network or preset for now")
+        if template is not None and data.preset is not None:
+            raise Unprocessable("sandboxes from templates take no preset: the build fixes caps")
         check_quotas(quotas, data.ttl_s, await repo.active_usage(), cpus, memory)
         now = utcnow()
         row = SandboxRow(
@@ -215,7 +215,7 @@ async def create_sandbox(
             await session.rollback()
             return await _after_race(db, principal, idempotency_key, req_hash)
         claim = None
-        if template is not None and pool is not None:
+        if template is not None and pool is not None and network.mode == "none":
             claim = await try_claim(
                 session,
                 pool,
@@ -269,7 +269,7 @@ async def create_sandbox(
     )
     try:
         if recipe is not None:
-            info = await starter.start(runtime, recipe)
+            info = await starter.start(runtime, recipe, (network.mode, tuple(network.allow)))
         else:
             info = await runtime.create(image, spec)
     except SandboxRuntimeError as exc:

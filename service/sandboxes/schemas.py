@@ -20,12 +20,6 @@ SIZES: dict[str, tuple[int, int, int]] = {
 }
 
 
-class NetworkPolicy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """A template's network: templates are built and started without one for now."""
-
-    mode: Literal["none"] = "none"
-
-
 # A host name with an optional port, an IPv4 address or a CIDR (`git.example.com:443`,
 # `10.20.0.0/24`); the runtime checks the form in detail.
 AllowEntry = Annotated[str, Meta(min_length=1, max_length=260, pattern=r"^[A-Za-z0-9.:/-]+$")]
@@ -38,6 +32,11 @@ class SandboxNetwork(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     mode: Literal["none", "allowlist", "open"] = "none"
     allow: Annotated[list[AllowEntry], Meta(max_length=64)] = msgspec.field(default_factory=list)
+
+
+class NetworkPolicy(SandboxNetwork, kw_only=True, forbid_unknown_fields=True):
+    """A template's network, the same policy as a sandbox's: its setup steps run under it.
+    Sandboxes started from the template choose their own (`none` unless asked)."""
 
 
 class Preset(msgspec.Struct, kw_only=True, frozen=True):

@@ -17,16 +17,19 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.audit.recorder import OPERATOR_CHAIN, AuditContext, record
 from service.auth.principal import Principal
 from service.db.base import utcnow
-from service.db.models import PoolMember, PoolTarget, TemplateVersion
+from service.db.models import PoolMember, PoolTarget, TemplateVersion, Tenant
 from service.db.models import Template as TemplateRow
 from service.errors import Conflict, Forbidden, NotFound, QuotaExceeded
 from service.ids import new_id
 from service.runtime import SandboxRuntimeError
 from service.runtime_holder import RuntimeHolder
 from service.sandboxes.schemas import SIZES, NetworkPolicy
+from service.sandboxes.service import check_network
 from service.templates.repository import OPERATOR_OWNER, TemplateRepository
 from service.templates.schemas import Template, TemplateCreate, TemplatePage
 from service.templates.schemas import TemplateVersion as VersionView
+from service.tenants.schemas import Quotas
+from service.tenants.service import quotas_of
 
 # Builds waiting or running per owner (a tenant, or the operator).
 MAX_PENDING_BUILDS = 3
@@ -88,10 +91,22 @@ def to_schema(
     )
 
 
+async def _check_network(session: AsyncSession, owner: str, network: NetworkPolicy) -> None:
+    """The sandbox rules: 422 for a malformed policy; `open` only for a tenant the operator
+    allowed it (the operator's own templates may use it)."""
+    if owner == OPERATOR_OWNER:
+        check_network(network, Quotas(network_open_allowed=True))
+        return
+    tenant = await session.get(Tenant, owner)
+    assert tenant is not None
+    check_network(network, quotas_of(tenant))
+
+
 async def create_template(
     session: AsyncSession, principal: Principal, ctx: AuditContext, data: TemplateCreate
 ) -> Template:
     owner = owner_of(principal)
+    await _check_network(session, owner, data.network)
     repo = TemplateRepository(session, owner)
     now = utcnow()
     # Builds run one at a time for everyone: no owner may fill the queue.

@@ -2,6 +2,14 @@
 
 Shared by the template builder, the sandbox create path (a cold start from a template) and the
 pool refiller. No database here: callers pass a `Recipe` read in their own short transaction.
+
+Networks: the setup steps run under the template's policy. A gVisor sandbox with a network
+runs on the host stack of its own namespace, which runsc cannot checkpoint, and a checkpoint
+taken without a network cannot be restored onto a host stack (see runtime/README.md). So the
+files the setup wrote are carried (`copy_files`: tar inside both sandboxes) from the networked
+build sandbox into a fresh one without network, and that one is snapshotted; a sandbox asked
+for with a network starts from the image with that network and gets the files of a sandbox
+restored from the snapshot. Such a start carries files, not processes or memory.
 """
 
 from __future__ import annotations
@@ -10,10 +18,12 @@ import contextlib
 import logging
 import shlex
 from dataclasses import dataclass, field
+from typing import Any
 
 from service.db.models import TemplateVersion
 from service.runtime import (
     ExecRequest,
+    InvalidSpec,
     SandboxInfo,
     SandboxRuntime,
     SandboxRuntimeError,
@@ -28,6 +38,21 @@ STEP_OUTPUT_CAP = 16 << 10
 STEP_TIMEOUT_S = 600.0
 
 
+# A network policy: mode ("none", "allowlist", "open") and the allow entries.
+Policy = tuple[str, tuple[str, ...]]
+NO_NETWORK: Policy = ("none", ())
+
+
+def policy_of(network: dict[str, Any] | None) -> Policy:
+    network = network or {}
+    return str(network.get("mode", "none")), tuple(network.get("allow") or ())
+
+
+def describe(policy: Policy) -> str:
+    mode, allow = policy
+    return f"allowlist {', '.join(allow) or '(empty)'}" if mode == "allowlist" else mode
+
+
 @dataclass(frozen=True)
 class Recipe:
     version_id: str
@@ -39,6 +64,8 @@ class Recipe:
     disk_mib: int
     env: dict[str, str]
     snapshot_id: str | None
+    # The template's network policy, under which the setup steps run.
+    network: Policy = ("none", ())
 
     @classmethod
     def of(cls, row: TemplateVersion) -> Recipe:
@@ -52,15 +79,18 @@ class Recipe:
             disk_mib=row.disk_mib,
             env=dict(row.env),
             snapshot_id=row.snapshot_id,
+            network=policy_of(row.network),
         )
 
-    @property
-    def spec(self) -> SandboxSpec:
+    def spec(self, network: Policy = NO_NETWORK) -> SandboxSpec:
+        mode, allow = network
         return SandboxSpec(
             vcpus=float(self.cpus),
             memory_mib=self.memory_mib,
             disk_mib=self.disk_mib,
             env=dict(self.env),
+            network=mode,  # type: ignore[arg-type]
+            network_allow=list(allow),
         )
 
 
@@ -114,11 +144,35 @@ async def run_setup(
             raise SetupFailed(number, f"ended {result.outcome} with {result.exit_code}")
 
 
-async def prepare(runtime: SandboxRuntime, recipe: Recipe, log_out: BuildLog) -> SandboxInfo:
-    """A sandbox from the image with the setup steps run; destroyed again if a step fails."""
-    info = await runtime.create(recipe.image, recipe.spec)
+def can_carry(runtime: SandboxRuntime) -> bool:
+    return hasattr(runtime, "copy_files")
+
+
+async def prepare(
+    runtime: SandboxRuntime, recipe: Recipe, log_out: BuildLog, network: Policy | None = None
+) -> SandboxInfo:
+    """A sandbox from the image with the setup steps run under `network` (the template's
+    policy by default); destroyed again if a step fails."""
+    policy = recipe.network if network is None else network
+    if policy != NO_NETWORK:
+        log_out.add(f"network: {describe(policy)}\n")
+    info = await runtime.create(recipe.image, recipe.spec(policy))
     try:
         await run_setup(runtime, info.id, recipe.setup, log_out)
+    except BaseException:
+        with contextlib.suppress(SandboxRuntimeError):
+            await runtime.destroy(info.id)
+        raise
+    return info
+
+
+async def carry(
+    runtime: SandboxRuntime, recipe: Recipe, source_id: str, network: Policy
+) -> SandboxInfo:
+    """A new sandbox from the image with `network`, holding the files `source_id` wrote."""
+    info = await runtime.create(recipe.image, recipe.spec(network))
+    try:
+        await runtime.copy_files(source_id, info.id)  # type: ignore[attr-defined]
     except BaseException:
         with contextlib.suppress(SandboxRuntimeError):
             await runtime.destroy(info.id)
@@ -132,10 +186,22 @@ async def build(
     """Prepare a sandbox and snapshot it. None: the runtime cannot snapshot here, and
     sandboxes of this version start from the image with the setup run again."""
     info = await prepare(runtime, recipe, log_out)
+    sources = [info.id]
     try:
         if not snapshots:
             log_out.add("snapshots are off on this server: sandboxes start from the image\n")
             return None
+        if recipe.network != NO_NETWORK:
+            if not can_carry(runtime):
+                log_out.add(
+                    f"the {runtime.name} runtime cannot move files out of a sandbox with a "
+                    "network: sandboxes start from the image with the setup run again\n"
+                )
+                return None
+            # The networked sandbox cannot be checkpointed: its files go to one without network.
+            info = await carry(runtime, recipe, info.id, NO_NETWORK)
+            sources.append(info.id)
+            log_out.add("files carried to a sandbox without network for the snapshot\n")
         try:
             snapshot = await runtime.snapshot(info.id)
         except SandboxRuntimeError as exc:
@@ -146,12 +212,32 @@ async def build(
         log_out.add(f"snapshot {snapshot.id}: {snapshot.size_bytes} bytes\n")
         return snapshot
     finally:
-        with contextlib.suppress(SandboxRuntimeError):
-            await runtime.destroy(info.id)
+        for sandbox_id in sources:
+            with contextlib.suppress(SandboxRuntimeError):
+                await runtime.destroy(sandbox_id)
 
 
-async def start(runtime: SandboxRuntime, recipe: Recipe) -> SandboxInfo:
-    """A running sandbox of this build: restored from its snapshot, or prepared from the image."""
-    if recipe.snapshot_id is not None:
+async def start(
+    runtime: SandboxRuntime, recipe: Recipe, network: Policy = NO_NETWORK
+) -> SandboxInfo:
+    """A running sandbox of this build with `network`: restored from its snapshot, or
+    prepared from the image; with a network the build's files are carried into a sandbox
+    started from the image with that network (see the module's docstring)."""
+    if network == NO_NETWORK and recipe.snapshot_id is not None:
         return await runtime.create_from_snapshot(recipe.snapshot_id)
-    return await prepare(runtime, recipe, BuildLog())
+    if recipe.snapshot_id is None and network == recipe.network:
+        return await prepare(runtime, recipe, BuildLog())
+    if not can_carry(runtime):
+        raise InvalidSpec(
+            f"the {runtime.name} runtime cannot start a sandbox from a template with a network "
+            "other than the template's own"
+        )
+    if recipe.snapshot_id is not None:
+        source = await runtime.create_from_snapshot(recipe.snapshot_id)
+    else:
+        source = await prepare(runtime, recipe, BuildLog())
+    try:
+        return await carry(runtime, recipe, source.id, network)
+    finally:
+        with contextlib.suppress(SandboxRuntimeError):
+            await runtime.destroy(source.id)
