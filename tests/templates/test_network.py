@@ -196,3 +196,37 @@ async def test_open_templates_need_the_operators_flag(tapi: Api, hosts: tuple[Pe
         network={"mode": "open"},
     )
     assert built["state"] == "ready", built["versions"][0]["build_log"]
+
+
+async def test_the_pool_serves_only_creates_without_network(
+    tapi: Api, hosts: tuple[Peer, Peer]
+) -> None:
+    """Pool members are restored from the snapshot without network: a create with a network
+    never takes one, it starts on its own with the snapshot's files."""
+    from tests.pool.conftest import set_target, wait_ready
+
+    files, _ = hosts
+    name = unique("pooled")
+    url = f"http://{files.address}:8080/package.txt"
+    built = await build_template(
+        tapi,
+        tapi.operator,
+        name,
+        setup=[fetch(url, "/work/package.txt")],
+        network={"mode": "allowlist", "allow": [f"{files.address}:8080"]},
+    )
+    assert built["state"] == "ready", built["versions"][0]["build_log"]
+    await set_target(tapi, name, 1)
+    await wait_ready(tapi, name, 1)
+    tenant = await tapi.tenant()
+    wanted = {"mode": "allowlist", "allow": [f"{files.address}:8080"]}
+    networked = await create_sandbox(tapi, tenant, template=name, network=wanted)
+    assert networked["started_from"] != "pool" and networked["network"] == wanted
+    assert await probe(tapi, tenant, networked["id"], f"{files.address}:8080") == ["open"]
+    pooled = await create_sandbox(tapi, tenant, template=name)
+    assert pooled["started_from"] == "pool" and pooled["network"]["mode"] == "none"
+    for box in (networked, pooled):
+        got = await run(tapi, tenant, box["id"], ["cat", "/work/package.txt"])
+        assert got["stdout"] == PACKAGE + "\n"
+        await delete_sandbox(tapi, tenant, box["id"])
+    await set_target(tapi, name, 0)
