@@ -10,16 +10,24 @@
 - No submodules, no tags, objects checked as they arrive (`transfer.fsckObjects`).
 
 The result is a git bundle of the two refs, which is all that enters the sandbox.
+
+A private repository's credentials (`HttpAuth`) reach git only through the environment of the
+one `git fetch` that needs them, as an `http.extraHeader` set with `GIT_CONFIG_COUNT` /
+`GIT_CONFIG_KEY_0` / `GIT_CONFIG_VALUE_0`: never on a command line (which any local user can
+read in /proc), never in the bare repository's config, and masked in any error text git
+writes back. Redirects are off, so the header goes to the URL's host and nowhere else.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from service.reviews.source import Source, remote_ref
 
@@ -31,6 +39,34 @@ HEAD_REF = "refs/review/head"
 
 class FetchFailed(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class HttpAuth:
+    """HTTP Basic credentials for the fetch; `repr` never shows the password."""
+
+    username: str
+    password: str
+
+    def __repr__(self) -> str:
+        return f"HttpAuth(username={self.username!r}, password=<hidden>)"
+
+    @property
+    def token(self) -> str:
+        return base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
+
+    def env(self) -> dict[str, str]:
+        return {
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "http.extraHeader",
+            "GIT_CONFIG_VALUE_0": f"Authorization: Basic {self.token}",
+        }
+
+    def mask(self, text: str) -> str:
+        for form in (self.token, self.password, quote(self.password, safe="")):
+            if form:
+                text = text.replace(form, "[secret]")
+        return text
 
 
 @dataclass(frozen=True)
@@ -80,25 +116,41 @@ def _env(home: Path) -> dict[str, str]:
         "GIT_PROTOCOL_FROM_USER": "0",
         "GIT_NO_REPLACE_OBJECTS": "1",
     }
-    # A host that reaches git hosts only through a proxy still does.
-    for name in ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy"):
+    # A host that reaches git hosts only through a proxy still does, and one whose git hosts
+    # (or TLS-inspecting proxy) use a private CA names it here.
+    for name in (
+        "HTTPS_PROXY",
+        "HTTP_PROXY",
+        "NO_PROXY",
+        "https_proxy",
+        "http_proxy",
+        "no_proxy",
+        "GIT_SSL_CAINFO",
+    ):
         if name in os.environ:
             env[name] = os.environ[name]
     return env
 
 
 async def git(
-    work: Path, *args: str, source: Source | None = None, timeout_s: float = LOCAL_TIMEOUT_S
+    work: Path,
+    *args: str,
+    source: Source | None = None,
+    timeout_s: float = LOCAL_TIMEOUT_S,
+    auth: HttpAuth | None = None,
 ) -> str:
     """Run git with the safe options in `work`; its stdout, or FetchFailed."""
     what = next(a for a in args if a in ("init", "fetch", "rev-parse", "bundle"))
     config = _config(source) if source is not None else _config(Source("none", ""))
+    env = _env(work)
+    if auth is not None:
+        env.update(auth.env())
     proc = await asyncio.create_subprocess_exec(
         "git",
         *config,
         *args,
         cwd=work,
-        env=_env(work),
+        env=env,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -113,13 +165,26 @@ async def git(
         raise FetchFailed(f"git {what} took longer than {timeout_s:.0f} s") from None
     if proc.returncode != 0:
         text = err.decode(errors="replace").strip()
+        if auth is not None:
+            text = auth.mask(text)
+            # A host that refuses the credentials asks for others, which git cannot give.
+            what += f" with the credentials of user {auth.username!r}"
         raise FetchFailed(f"git {what} failed: {text[-800:] or proc.returncode}")
     return out.decode(errors="replace")
 
 
-async def fetch(source: Source, base: str, head: str, work: Path, location: str) -> Fetched:
+async def fetch(
+    source: Source,
+    base: str,
+    head: str,
+    work: Path,
+    location: str,
+    auth: HttpAuth | None = None,
+) -> Fetched:
     """Fetch `base` and `head` from `location` (the URL, path or bundle file) into a bare
-    repository under `work`, and bundle them into `work/review.bundle`."""
+    repository under `work`, and bundle them into `work/review.bundle`; `auth` only for a URL."""
+    if auth is not None and source.kind != "url":
+        raise FetchFailed("credentials are for repository URLs only")
     repo = work / "repo.git"
     await git(work, "init", "--bare", "--quiet", str(repo))
     timeout = FETCH_TIMEOUT_S if source.kind == "url" else LOCAL_TIMEOUT_S
@@ -138,6 +203,7 @@ async def fetch(source: Source, base: str, head: str, work: Path, location: str)
         f"+{remote_ref(head)}:{HEAD_REF}",
         source=source,
         timeout_s=timeout,
+        auth=auth,
     )
     commits = await git(
         work, "-C", str(repo), "rev-parse", f"{BASE_REF}^{{commit}}", f"{HEAD_REF}^{{commit}}"

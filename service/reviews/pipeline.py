@@ -29,7 +29,7 @@ from service.db.models import ReviewBundle, Tenant
 from service.errors import AppError
 from service.execs.runner import ExecRunner
 from service.reviews import inside, model
-from service.reviews.fetch import FetchFailed, fetch
+from service.reviews.fetch import FetchFailed, HttpAuth, fetch
 from service.reviews.source import check_local, parse, pin_addresses
 from service.reviews.verdict import Run, decide
 from service.runtime import SandboxRuntimeError
@@ -37,6 +37,7 @@ from service.runtime_holder import RuntimeHolder
 from service.sandboxes import create as sandbox_create
 from service.sandboxes import service as sandboxes
 from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
+from service.secrets.service import Undecryptable, reveal
 from service.settings import Settings
 from service.tenants.service import quotas_of
 
@@ -89,6 +90,8 @@ class Job:
     attempts: int
     max_ttl_s: int
     max_timeout_s: int
+    # The secret's name and the user name, never the value (read at fetch time).
+    credentials: dict[str, str] | None = None
     facts: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -133,6 +136,7 @@ async def load(db: Db, review_id: str) -> Job | None:
             attempts=row.attempts,
             max_ttl_s=quotas_of(tenant).max_sandbox_ttl_s,
             max_timeout_s=quotas_of(tenant).max_exec_timeout_s,
+            credentials=dict(row.credentials) if row.credentials else None,
         )
 
 
@@ -298,7 +302,8 @@ async def _fetch(deps: Deps, job: Job, stages: Stages, tmp: Path) -> Any:
                 source = await pin_addresses(source, allow_private=deps.local_allowed)
             else:
                 location = str(await _bundle_file(deps.db, job, tmp))
-            fetched = await fetch(source, job.base, job.head, tmp, location)
+            auth = await _auth(deps, job)
+            fetched = await fetch(source, job.base, job.head, tmp, location, auth)
         except (FetchFailed, AppError) as exc:
             raise StageFailed(f"fetch: {_error_text(exc)}") from exc
         job.facts.update(base_commit=fetched.base_commit, head_commit=fetched.head_commit)
@@ -309,6 +314,21 @@ async def _fetch(deps: Deps, job: Job, stages: Stages, tmp: Path) -> Any:
             head_commit=fetched.head_commit,
         )
     return fetched
+
+
+async def _auth(deps: Deps, job: Job) -> HttpAuth | None:
+    """The review's secret, read on the host just before the fetch that sends it."""
+    if job.credentials is None:
+        return None
+    name = job.credentials["secret"]
+    async with deps.db() as session:
+        try:
+            value = await reveal(session, deps.settings.state_dir, job.tenant_id, name)
+        except Undecryptable as exc:
+            raise StageFailed(f"fetch: the secret {name!r} cannot be decrypted: {exc}") from None
+    if value is None:
+        raise StageFailed(f"fetch: the secret {name!r} does not exist (it was deleted)")
+    return HttpAuth(job.credentials["username"], value)
 
 
 async def _bundle_file(db: Db, job: Job, tmp: Path) -> Path:

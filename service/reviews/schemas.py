@@ -16,6 +16,19 @@ Argv = Annotated[list[Arg], Meta(min_length=1, max_length=1000)]
 
 DEFAULT_TEST = ["python", "-m", "pytest", "-q"]
 DEFAULT_TIMEOUT_S = 300
+DEFAULT_USERNAME = "x-access-token"
+
+
+class ReviewCredentials(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """How to fetch a private https repository: a tenant secret (`PUT /v1/secrets/{name}`)
+    sent as the password of HTTP Basic auth. The value is read on the host at fetch time and
+    given to git through its environment only; nothing of it enters the sandbox."""
+
+    secret: Annotated[str, Meta(min_length=1, max_length=100)]
+    # GitHub takes `x-access-token` with a token; GitLab `oauth2`; Bitbucket `x-token-auth`.
+    username: Annotated[
+        str, Meta(min_length=1, max_length=200, pattern=r"^[^:\x00-\x1f\x7f]+$")
+    ] = DEFAULT_USERNAME
 
 
 class ReviewCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -36,6 +49,8 @@ class ReviewCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     network: SandboxNetwork = msgspec.field(default_factory=SandboxNetwork)
     # The model to ask (else the server's AIRLOCK_LLM_MODEL).
     model: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
+    # For a private https repository: the tenant secret to fetch with.
+    credentials: ReviewCredentials | None = None
 
 
 class Stage(msgspec.Struct, kw_only=True):
@@ -71,6 +86,8 @@ class Review(msgspec.Struct, kw_only=True):
     test: list[str]
     timeout_s: int
     network: SandboxNetwork
+    # The secret's name and the user name the fetch used; never the value.
+    credentials: ReviewCredentials | None
     stages: list[Stage]
     sandbox_id: str | None
     diff: DiffStat | None

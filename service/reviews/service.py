@@ -13,7 +13,7 @@ from service.auth.principal import Principal
 from service.db.base import utcnow
 from service.db.models import Review as ReviewRow
 from service.db.models import ReviewBundle, Tenant
-from service.errors import Forbidden, NotFound, Unprocessable
+from service.errors import Forbidden, MissingScope, NotFound, Unprocessable
 from service.files.errors import PayloadTooLarge
 from service.ids import new_id
 from service.pagination import decode_cursor, page_of
@@ -24,6 +24,7 @@ from service.reviews.schemas import (
     Review,
     ReviewAccepted,
     ReviewCreate,
+    ReviewCredentials,
     ReviewPage,
     ReviewSummary,
     Stage,
@@ -31,6 +32,7 @@ from service.reviews.schemas import (
 from service.reviews.source import check_ref, parse
 from service.sandboxes.schemas import SandboxNetwork
 from service.sandboxes.service import check_network
+from service.secrets import service as secrets
 from service.settings import Settings
 from service.templates.repository import TemplateRepository
 from service.tenants.service import quotas_of
@@ -54,6 +56,9 @@ def to_schema(row: ReviewRow) -> Review:
         test=row.test,
         timeout_s=row.timeout_s,
         network=msgspec.convert(row.network, SandboxNetwork),
+        credentials=(
+            msgspec.convert(row.credentials, ReviewCredentials) if row.credentials else None
+        ),
         stages=[msgspec.convert(s, Stage, strict=False) for s in row.stages],
         sandbox_id=row.sandbox_id,
         diff=msgspec.convert(row.diff_stat, DiffStat) if row.diff_stat else None,
@@ -110,6 +115,9 @@ async def create_review(
     tenant_id = _tenant_of(principal)
     local = settings.review_allow_local_repos if allow_local is None else allow_local
     source = parse(data.repo, allow_local=local)
+    if data.credentials is not None and not source.location.startswith("https://"):
+        # Never in clear text, never to a file or bundle.
+        raise Unprocessable("credentials are for an https:// repository URL only")
     check_ref(data.base, "base")
     check_ref(data.head, "head")
     repo = ReviewRepository(session, tenant_id)
@@ -130,6 +138,8 @@ async def create_review(
             raise NotFound(f"no template {data.template}")
         if data.network.mode != "none":
             raise Unprocessable("sandboxes from templates take no network for now")
+    if data.credentials is not None:
+        await _check_credentials(session, principal, tenant_id, data.credentials)
     if data.model is not None and not settings.llm_base_url:
         raise Unprocessable("no model endpoint is configured on this server (AIRLOCK_LLM_BASE_URL)")
     now = utcnow()
@@ -148,6 +158,7 @@ async def create_review(
         timeout_s=data.timeout_s,
         network=msgspec.to_builtins(data.network),
         model=data.model,
+        credentials=msgspec.to_builtins(data.credentials) if data.credentials else None,
         attempts=1 if claimed else 0,
         stages=[],
         created_at=now,
@@ -172,9 +183,30 @@ async def create_review(
             "timeout_s": data.timeout_s,
             "network": row.network,
             "model": data.model,
+            "credentials": row.credentials,
         },
     )
     return ReviewAccepted(id=row.id, state=row.state)  # type: ignore[arg-type]
+
+
+async def _check_credentials(
+    session: AsyncSession,
+    principal: Principal,
+    tenant_id: str,
+    credentials: ReviewCredentials,
+) -> None:
+    """The secret goes to the host the URL names, so only a caller who may see the tenant's
+    secrets may name one."""
+    if not principal.has_scope("secrets:read"):
+        raise MissingScope(
+            "fetching with a tenant secret requires the 'secrets:read' scope",
+            extra={"required_scope": "secrets:read"},
+        )
+    if not await secrets.exists(session, tenant_id, credentials.secret):
+        raise Unprocessable(
+            f"no secret named {credentials.secret!r} (PUT /v1/secrets/{{name}})",
+            extra={"secret": credentials.secret},
+        )
 
 
 async def get_review(session: AsyncSession, principal: Principal, review_id: str) -> Review:

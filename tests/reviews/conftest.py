@@ -30,6 +30,8 @@ from service.runtime import images
 from service.runtime.gvisor import GVisorRuntime
 from service.settings import Settings
 from tests.conftest import OPERATOR_KEY, Api, Tenant, create_pg_database
+from tests.reviews import git_https
+from tests.reviews.git_https import GitHost
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LLM_KEY = "sk-review-canary-" + secrets.token_hex(8)
@@ -281,3 +283,27 @@ async def assert_sandbox_gone(api: Api, tenant: Tenant, report: dict[str, Any]) 
     assert r.status_code == 200, r.text
     assert r.json()["state"] == "stopped", r.json()
     assert stages(report)["cleanup"]["outcome"] == "ok"
+
+
+# --- a private git host -----------------------------------------------------------------------
+
+PRIVATE_PASSWORD = "ghp-private-" + secrets.token_urlsafe(24)
+
+
+@pytest.fixture(scope="package")
+def git_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitHost]:
+    """An HTTPS git host that wants `x-access-token:PRIVATE_PASSWORD`; its CA is given to the
+    service's git through GIT_SSL_CAINFO, as an operator with a private CA would."""
+    host, httpd = git_https.start(
+        tmp_path_factory.mktemp("git-host") / "srv", "x-access-token", PRIVATE_PASSWORD
+    )
+    previous = os.environ.get("GIT_SSL_CAINFO")
+    os.environ["GIT_SSL_CAINFO"] = str(host.ca_file)
+    try:
+        yield host
+    finally:
+        httpd.shutdown()
+        if previous is None:
+            os.environ.pop("GIT_SSL_CAINFO", None)
+        else:
+            os.environ["GIT_SSL_CAINFO"] = previous
