@@ -153,32 +153,53 @@ async def pg_read_head(conn: Any, chain: str, *, lock: bool = False) -> tuple[in
     return head[0], head[1]
 
 
+def pg_append_sql(
+    first: int,
+    *,
+    action: str = "",
+    before: str = "",
+    guard: str = "",
+    result: str = "SELECT count(*) FROM head",
+) -> str:
+    """The statement of a compare-and-swap append whose event parameters start at $`first`.
+
+    `action` is the action's own data-modifying statement; it must write only
+    `WHERE EXISTS (SELECT 1 FROM head)`, so that it happens exactly when the event does.
+    `before` are CTEs ahead of the append, `guard` a further condition for it to happen at all,
+    `result` the final SELECT (`head` has a row when the append happened).
+    """
+    p = {
+        name: f"${first + i}::{cast}"
+        for i, (name, cast) in enumerate(zip(_EVENT_COLUMNS, _EVENT_CASTS, strict=True))
+    }
+    ctes = [before] if before else []
+    ctes.append(
+        f"head AS (UPDATE audit_chain_heads SET seq = {p['seq']}, hash = {p['hash']} "  # noqa: S608
+        f"WHERE chain = {p['chain']} AND seq = {p['seq']} - 1 AND hash = {p['prev_hash']} "
+        f"{'AND ' + guard if guard else ''} RETURNING 1)"
+    )
+    if action:
+        ctes.append(f"action_write AS ({action})")
+    ctes.append(
+        f"event AS (INSERT INTO audit_events ({', '.join(_EVENT_COLUMNS)}) "  # noqa: S608
+        f"SELECT {', '.join(p.values())} WHERE EXISTS (SELECT 1 FROM head))"
+    )
+    return f"WITH {', '.join(ctes)} {result}"
+
+
+def pg_event_params(event: dict[str, Any]) -> list[Any]:
+    """The event's values in the order `pg_append_sql` numbers them."""
+    return [dumps(event[c]) if c == "details" else event[c] for c in _EVENT_COLUMNS]
+
+
 async def pg_try_append(
     conn: Any, event: dict[str, Any], *, with_statement: tuple[str, list[Any]] | None = None
 ) -> bool:
     """Write `event` if its chain's head is still the one it extends; False if it moved.
 
     `with_statement` is the action's own data-modifying statement (parameters numbered from $1)
-    with its parameters; it must write only `WHERE EXISTS (SELECT 1 FROM head)`, so that it
-    happens exactly when the event does.
+    and its parameters, as `action` of `pg_append_sql`.
     """
-    prefix, params = with_statement or ("", [])
-    n = len(params)
-    p = {
-        name: f"${n + i + 1}::{cast}"
-        for i, (name, cast) in enumerate(zip(_EVENT_COLUMNS, _EVENT_CASTS, strict=True))
-    }
-    ctes = [
-        f"head AS (UPDATE audit_chain_heads SET seq = {p['seq']}, hash = {p['hash']} "  # noqa: S608
-        f"WHERE chain = {p['chain']} AND seq = {p['seq']} - 1 AND hash = {p['prev_hash']} "
-        "RETURNING 1)"
-    ]
-    if prefix:
-        ctes.append(f"action_write AS ({prefix})")
-    ctes.append(
-        f"event AS (INSERT INTO audit_events ({', '.join(_EVENT_COLUMNS)}) "  # noqa: S608
-        f"SELECT {', '.join(p.values())} WHERE EXISTS (SELECT 1 FROM head))"
-    )
-    sql = f"WITH {', '.join(ctes)} SELECT count(*) FROM head"  # noqa: S608 (fixed names)
-    values = [dumps(event[c]) if c == "details" else event[c] for c in _EVENT_COLUMNS]
-    return bool(await conn.fetchval(sql, *params, *values))
+    action, params = with_statement or ("", [])
+    sql = pg_append_sql(len(params) + 1, action=action)
+    return bool(await conn.fetchval(sql, *params, *pg_event_params(event)))

@@ -19,7 +19,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from service.audit.recorder import (
     AuditContext,
     next_event,
+    pg_append_sql,
     pg_casts,
+    pg_event_params,
     pg_read_head,
     pg_try_append,
     record,
@@ -68,6 +70,18 @@ class RecordTx(Protocol):
         ...
 
     async def insert_started(self, values: dict[str, Any], event: Event) -> None: ...
+
+    async def facts_and_start(
+        self,
+        facts: tuple[str, str, str | None, datetime],
+        limits: tuple[float, int, float],
+        values: dict[str, Any],
+        event: Event,
+    ) -> tuple[SandboxFacts | None, bool]:
+        """`facts(*facts)`, and the start written at once when the sandbox runs and the
+        exec is within `limits` (its timeout, the default rate and maximum timeout); True
+        when it was. False leaves the checks and `insert_started` to the caller."""
+        ...
 
     async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:
         """Write the end of a running exec (a finished one is left as it is) and its event."""
@@ -151,6 +165,15 @@ class _CoreTx:
         await self.conn.execute(insert(ExecRow).values(**values))
         await _record(self.conn, event)
 
+    async def facts_and_start(
+        self,
+        facts: tuple[str, str, str | None, datetime],
+        limits: tuple[float, int, float],
+        values: dict[str, Any],
+        event: Event,
+    ) -> tuple[SandboxFacts | None, bool]:
+        return await self.facts(*facts), False
+
     async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:
         await self.conn.execute(
             update(ExecRow)
@@ -181,7 +204,7 @@ async def _record(conn: AsyncConnection, event: Event) -> None:
 # The head of the tenant's chain comes along, unlocked: the start's event extends it next.
 _FACTS = """
 SELECT s.id, s.state, s.runtime_id, s.failure_reason, s.env, s.network, t.quotas,
-  (SELECT count(*) FROM execs e WHERE e.tenant_id = $1 AND e.created_at >= $3),
+  (SELECT count(*) FROM execs e WHERE e.tenant_id = $1 AND e.created_at >= $3) AS recent,
   (SELECT min(e.created_at) FROM execs e WHERE e.tenant_id = $1 AND e.created_at >= $3),
   h.seq, h.hash
 FROM sandboxes s JOIN tenants t ON t.id = s.tenant_id
@@ -219,12 +242,33 @@ _START_COLUMNS = (
 )
 _JSON_COLUMNS = frozenset({"cmd", "env", "secret_names"})
 _QUOTED_START = ", ".join(f'"{c}"' for c in _START_COLUMNS)  # "user" is a keyword
-_START_PARAMS = ", ".join(
-    f"${i + 1}::{cast}" for i, cast in enumerate(pg_casts(ExecRow.__table__, _START_COLUMNS))
-)
-_INSERT_START = (
-    f"INSERT INTO execs ({_QUOTED_START}) "  # noqa: S608 (fixed names)
-    f"SELECT {_START_PARAMS} WHERE EXISTS (SELECT 1 FROM head)"
+_START_CASTS = pg_casts(ExecRow.__table__, _START_COLUMNS)
+
+
+def _insert_start(first: int) -> str:
+    """The start row's insert, its parameters from $`first`, made when the event is."""
+    params = ", ".join(f"${first + i}::{cast}" for i, cast in enumerate(_START_CASTS))
+    return (
+        f"INSERT INTO execs ({_QUOTED_START}) "  # noqa: S608 (fixed names)
+        f"SELECT {params} WHERE EXISTS (SELECT 1 FROM head)"
+    )
+
+
+_INSERT_START = _insert_start(1)
+
+# With the chain's head known from an earlier append, the facts, the checks and the start row
+# go in one statement: $1-$4 as in _FACTS, $5 the default rate, $6 the exec's timeout, $7 the
+# default maximum timeout. When a check fails (or the head moved) nothing is written and the
+# caller checks the facts returned, as without it.
+_FACTS_AND_START = pg_append_sql(
+    8 + len(_START_COLUMNS),
+    before=f"""facts AS ({_FACTS}), allowed AS (
+      SELECT 1 FROM facts WHERE facts.state = 'running' AND facts.runtime_id IS NOT NULL
+        AND facts.recent < coalesce((facts.quotas->>'execs_per_minute')::bigint, $5)
+        AND $6::float8 <= coalesce((facts.quotas->>'max_exec_timeout_s')::float8, $7))""",  # noqa: S608
+    guard="EXISTS (SELECT 1 FROM allowed)",
+    action=_insert_start(8),
+    result="SELECT facts.*, (SELECT count(*) FROM head) FROM facts",
 )
 
 _FINISH_COLUMNS = (
@@ -288,8 +332,41 @@ class _PgTx:
         self.heads[event.chain] = (values["seq"], values["hash"])
 
     async def insert_started(self, values: dict[str, Any], event: Event) -> None:
-        params = [dumps(values[c]) if c in _JSON_COLUMNS else values[c] for c in _START_COLUMNS]
-        await self._append(event, _INSERT_START, params)
+        await self._append(event, _INSERT_START, _start_params(values))
+
+    async def facts_and_start(
+        self,
+        facts: tuple[str, str, str | None, datetime],
+        limits: tuple[float, int, float],
+        values: dict[str, Any],
+        event: Event,
+    ) -> tuple[SandboxFacts | None, bool]:
+        tenant_id, sandbox_id, only_sandbox, since = facts
+        head = self.heads.get(event.chain)
+        if head is None:
+            return await self.facts(*facts), False
+        timeout_s, default_rate, default_max_timeout = limits
+        appended = _event_values(event, head)
+        row = await self.conn.fetchrow(
+            _FACTS_AND_START,
+            tenant_id,
+            sandbox_id,
+            since,
+            only_sandbox,
+            default_rate,
+            timeout_s,
+            default_max_timeout,
+            *_start_params(values),
+            *pg_event_params(appended),
+        )
+        if row is None:
+            return None, False
+        if row[11]:
+            self.heads[event.chain] = (appended["seq"], appended["hash"])
+            return SandboxFacts(*row[:9]), True
+        if row[9] is not None:
+            self.heads[tenant_id] = (row[9], row[10])
+        return SandboxFacts(*row[:9]), False
 
     async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:
         params = [exec_id, *(values[c] for c in _FINISH_COLUMNS)]
@@ -301,6 +378,10 @@ class _PgTx:
                 "INSERT INTO exec_chunks (exec_id, seq, stream, data) VALUES ($1, $2, $3, $4)",
                 [(r["exec_id"], r["seq"], r["stream"], r["data"]) for r in rows],
             )
+
+
+def _start_params(values: dict[str, Any]) -> list[Any]:
+    return [dumps(values[c]) if c in _JSON_COLUMNS else values[c] for c in _START_COLUMNS]
 
 
 def _event_values(event: Event, head: tuple[int, str]) -> dict[str, Any]:

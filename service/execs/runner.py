@@ -40,6 +40,9 @@ from service.sandboxes import service as sandboxes
 from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
 
+# A tenant's stored quotas are merged over these (service.tenants.service.quotas_of).
+DEFAULT_QUOTAS = Quotas()
+
 log = logging.getLogger("airlock.execs")
 
 Db = async_sessionmaker[AsyncSession]
@@ -130,64 +133,70 @@ class ExecRunner:
         masked: tuple[list[str], str, dict[str, str]],
     ) -> Started:
         masked_cmd, masked_cwd, masked_env = masked
+        now = utcnow()
+        values = {
+            "id": new_id("exe"),
+            "tenant_id": tenant_id,
+            "sandbox_id": sandbox_id,
+            "state": "running",
+            "cmd": masked_cmd,
+            "cwd": masked_cwd,
+            "user": data.user,
+            "env": masked_env,
+            "secret_names": sorted(data.secrets),
+            "timeout_s": data.timeout_s,
+            "has_stdin": data.stdin is not None,
+            "stdout_bytes": 0,
+            "stderr_bytes": 0,
+            "stdout_truncated": False,
+            "stderr_truncated": False,
+            "idempotency_key": idempotency_key,
+            "request_hash": request_hash,
+            "created_at": now,
+            "started_at": now,
+            # Chosen here and recorded with the start: after a crash the reconciler can find
+            # and kill the process with no further write on the way.
+            "runtime_exec_id": new_exec_id(),
+        }
+        event = Event(
+            ctx,
+            chain=tenant_id,
+            action="exec.start",
+            target=values["id"],
+            outcome="started",
+            details={
+                "sandbox_id": sandbox_id,
+                "cmd": masked_cmd,
+                "cwd": masked_cwd,
+                "user": data.user,
+                "env_names": sorted(data.env),
+                "secret_names": sorted(data.secrets),
+                "timeout_s": data.timeout_s,
+            },
+        )
+        facts = (tenant_id, sandbox_id, only_sandbox, now - timedelta(seconds=60))
         async with self.records.unit() as tx:
-            sandbox = await tx.facts(
-                tenant_id, sandbox_id, only_sandbox, utcnow() - timedelta(seconds=60)
-            )
+            if idempotency_key is None:
+                limits = (
+                    data.timeout_s,
+                    DEFAULT_QUOTAS.execs_per_minute,
+                    DEFAULT_QUOTAS.max_exec_timeout_s,
+                )
+                sandbox, started = await tx.facts_and_start(facts, limits, values, event)
+            else:
+                sandbox, started = await tx.facts(*facts), False
             if sandbox is None:
                 raise NotFound(f"no sandbox {sandbox_id}")
             if idempotency_key is not None:
                 replay = await _replay(tx, tenant_id, sandbox_id, idempotency_key, request_hash)
                 if replay is not None:
                     return replay
-            sandboxes.require_running(sandbox)
-            self._check_quotas(
-                quotas_of(sandbox), data, sandbox.recent_execs, sandbox.oldest_recent
-            )
-            now = utcnow()
-            values = {
-                "id": new_id("exe"),
-                "tenant_id": tenant_id,
-                "sandbox_id": sandbox_id,
-                "state": "running",
-                "cmd": masked_cmd,
-                "cwd": masked_cwd,
-                "user": data.user,
-                "env": masked_env,
-                "secret_names": sorted(data.secrets),
-                "timeout_s": data.timeout_s,
-                "has_stdin": data.stdin is not None,
-                "stdout_bytes": 0,
-                "stderr_bytes": 0,
-                "stdout_truncated": False,
-                "stderr_truncated": False,
-                "idempotency_key": idempotency_key,
-                "request_hash": request_hash,
-                "created_at": now,
-                "started_at": now,
-                # Chosen here and recorded with the start: after a crash the reconciler can
-                # find and kill the process with no further write on the way.
-                "runtime_exec_id": new_exec_id(),
-            }
-            await tx.insert_started(
-                values,
-                Event(
-                    ctx,
-                    chain=tenant_id,
-                    action="exec.start",
-                    target=values["id"],
-                    outcome="started",
-                    details={
-                        "sandbox_id": sandbox_id,
-                        "cmd": masked_cmd,
-                        "cwd": masked_cwd,
-                        "user": data.user,
-                        "env_names": sorted(data.env),
-                        "secret_names": sorted(data.secrets),
-                        "timeout_s": data.timeout_s,
-                    },
-                ),
-            )
+            if not started:
+                sandboxes.require_running(sandbox)
+                self._check_quotas(
+                    quotas_of(sandbox), data, sandbox.recent_execs, sandbox.oldest_recent
+                )
+                await tx.insert_started(values, event)
         exec_id, runtime_id = values["id"], sandbox.runtime_id
         request = ExecRequest(
             argv=list(data.cmd),

@@ -261,3 +261,73 @@ async def test_concurrent_appends_to_one_chain_all_land_and_the_chain_verifies(
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     result = await verified(api, tenant.id)
     assert result["valid"] is True, result
+
+
+async def test_facts_and_start_write_only_what_the_checks_allow(
+    api: Api,
+    tenant: Tenant,
+    sandbox_record: SandboxRecorder,
+    engine: AsyncEngine,
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    stopped = await sandbox_record(tenant)
+    async with sessionmaker() as session, session.begin():
+        running = await sandbox_record(tenant)
+        row = await session.get(models.Sandbox, running)
+        assert row is not None
+        row.state, row.runtime_id, row.stopped_at = "running", "alk-test", None
+    records = ExecRecords(engine)
+    since = datetime.now(UTC) - timedelta(60)
+    # The tenant allows 3 execs a minute and 30 s per exec (stored); defaults are passed in.
+    r = await api.client.patch(
+        f"/v1/tenants/{tenant.id}",
+        json={"quotas": {"execs_per_minute": 3, "max_exec_timeout_s": 30}},
+        headers=api.operator,
+    )
+    assert r.status_code == 200, r.text
+
+    async def attempt(sandbox_id: str, timeout_s: float) -> tuple[bool, str]:
+        values = start_values(tenant.id, sandbox_id)
+        async with records.unit() as tx:
+            facts, started = await tx.facts_and_start(
+                (tenant.id, sandbox_id, None, since),
+                (timeout_s, 120, 300.0),
+                values,
+                event(tenant.id, "exec.start", values["id"]),
+            )
+        assert facts is not None
+        return started, values["id"]
+
+    async def exists(exec_id: str) -> bool:
+        async with sessionmaker() as session:
+            return await session.get(models.Exec, exec_id) is not None
+
+    postgres = database_kind() == "postgresql"
+    # The first append of this engine has no head to start from: the caller writes it.
+    started, first = await attempt(running, 5)
+    assert not started and not await exists(first)
+    values = start_values(tenant.id, running)
+    async with records.unit() as tx:
+        await tx.insert_started(values, event(tenant.id, "exec.start", values["id"]))
+    started, second = await attempt(running, 5)
+    assert started is postgres and await exists(second) is postgres
+    for sandbox_id, timeout_s in ((stopped, 5), (running, 31)):
+        started, exec_id = await attempt(sandbox_id, timeout_s)
+        assert not started and not await exists(exec_id)
+    if postgres:
+        # A third exec within the minute is allowed, a fourth is not.
+        started, third = await attempt(running, 5)
+        assert started and await exists(third)
+        started, fourth = await attempt(running, 5)
+        assert not started and not await exists(fourth)
+        # Another writer moved the head: nothing is written, the caller goes the long way.
+        async with sessionmaker() as session, session.begin():
+            await record(session, CTX, chain=tenant.id, action="test.other", target="x")
+        r = await api.client.patch(
+            f"/v1/tenants/{tenant.id}",
+            json={"quotas": {"execs_per_minute": 100}},
+            headers=api.operator,
+        )
+        started, fifth = await attempt(running, 5)
+        assert not started and not await exists(fifth)
+    assert (await verified(api, tenant.id))["valid"] is True
