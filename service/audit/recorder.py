@@ -157,14 +157,16 @@ def pg_append_sql(
     first: int,
     *,
     action: str = "",
+    more: dict[str, str] | None = None,
     before: str = "",
     guard: str = "",
     result: str = "SELECT count(*) FROM head",
 ) -> str:
     """The statement of a compare-and-swap append whose event parameters start at $`first`.
 
-    `action` is the action's own data-modifying statement; it must write only
-    `WHERE EXISTS (SELECT 1 FROM head)`, so that it happens exactly when the event does.
+    `action` is the action's own data-modifying statement (`more`: further ones, by CTE name);
+    each must write only `WHERE EXISTS (SELECT 1 FROM head)`, so that it happens exactly when
+    the event does.
     `before` are CTEs ahead of the append, `guard` a further condition for it to happen at all,
     `result` the final SELECT (`head` has a row when the append happened).
     """
@@ -180,6 +182,7 @@ def pg_append_sql(
     )
     if action:
         ctes.append(f"action_write AS ({action})")
+    ctes.extend(f"{name} AS ({sql})" for name, sql in (more or {}).items())
     ctes.append(
         f"event AS (INSERT INTO audit_events ({', '.join(_EVENT_COLUMNS)}) "  # noqa: S608
         f"SELECT {', '.join(p.values())} WHERE EXISTS (SELECT 1 FROM head))"

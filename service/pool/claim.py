@@ -26,9 +26,15 @@ from typing import Any
 import msgspec
 from sqlalchemy.exc import IntegrityError
 
-from service.audit.recorder import AuditContext, next_event, pg_casts
+from service.audit.recorder import (
+    AuditContext,
+    next_event,
+    pg_append_sql,
+    pg_casts,
+    pg_event_params,
+)
 from service.db.base import utcnow
-from service.db.models import AuditEvent, PoolRequest, Sandbox, SandboxTransition
+from service.db.models import PoolRequest, Sandbox, SandboxTransition
 from service.db.pg import driver_connection, dumps
 from service.errors import AppError
 from service.ids import new_id
@@ -95,20 +101,6 @@ _SANDBOX_COLUMNS = (
     "updated_at",
     "expires_at",
 )
-_EVENT_COLUMNS = (
-    "chain",
-    "seq",
-    "ts",
-    "actor",
-    "action",
-    "target",
-    "request_id",
-    "client",
-    "outcome",
-    "details",
-    "prev_hash",
-    "hash",
-)
 
 
 def _params(names: tuple[str, ...], casts: list[str], first: int) -> dict[str, str]:
@@ -117,48 +109,44 @@ def _params(names: tuple[str, ...], casts: list[str], first: int) -> dict[str, s
 
 # $1 pool id, $2 version id, $3 host, $4 now; the sandbox's columns, then the event's.
 _S = _params(_SANDBOX_COLUMNS, pg_casts(Sandbox.__table__, _SANDBOX_COLUMNS), 5)
-_E = _params(
-    _EVENT_COLUMNS, pg_casts(AuditEvent.__table__, _EVENT_COLUMNS), 5 + len(_SANDBOX_COLUMNS)
-)
 _TRANSITION_CAST = pg_casts(SandboxTransition.__table__, ("to_state",))[0]
 _REQUEST_CAST = pg_casts(PoolRequest.__table__, ("tenant_id",))[0]
 
-_WRITE = f"""
-WITH member AS (
-  UPDATE pool_members SET state = 'claimed', claimed_at = $4, sandbox_id = {_S["id"]}
+_MEMBER = """member AS (
+  UPDATE pool_members SET state = 'claimed', claimed_at = $4, sandbox_id = {sandbox_id}
   WHERE id = (
     SELECT id FROM pool_members
     WHERE pool_id = $1 AND version_id = $2 AND host = $3 AND state = 'ready'
     ORDER BY ready_at LIMIT 1 FOR UPDATE SKIP LOCKED
   ) AND state = 'ready'
   RETURNING runtime_id, runtime
-), head AS (
-  UPDATE audit_chain_heads SET seq = {_E["seq"]}, hash = {_E["hash"]}
-  WHERE chain = {_E["chain"]} AND seq = {_E["seq"]} - 1 AND hash = {_E["prev_hash"]}
-    AND EXISTS (SELECT 1 FROM member WHERE runtime_id IS NOT NULL)
-  RETURNING 1
-), sandbox AS (
+)""".format(sandbox_id=_S["id"])  # noqa: S608 (fixed names)
+
+_WRITE = pg_append_sql(
+    5 + len(_SANDBOX_COLUMNS),
+    before=_MEMBER,
+    guard="EXISTS (SELECT 1 FROM member WHERE runtime_id IS NOT NULL)",
+    action=f"""
   INSERT INTO sandboxes ({", ".join(_SANDBOX_COLUMNS)}, runtime, runtime_id)
   SELECT {", ".join(_S.values())}, m.runtime, m.runtime_id
-  FROM member m WHERE EXISTS (SELECT 1 FROM head)
-), transitions AS (
+  FROM member m WHERE EXISTS (SELECT 1 FROM head)""",  # noqa: S608 (fixed names)
+    more={
+        "transitions": f"""
   INSERT INTO sandbox_transitions (sandbox_id, from_state, to_state, reason, at)
   SELECT {_S["id"]}, v.from_state, v.to_state, v.reason, $4
   FROM (VALUES
     (1, NULL::{_TRANSITION_CAST}, 'creating'::{_TRANSITION_CAST}, NULL::{_TRANSITION_CAST}),
     (2, 'creating', 'running', 'claimed from the warm pool')
   ) AS v(n, from_state, to_state, reason)
-  WHERE EXISTS (SELECT 1 FROM head) ORDER BY v.n
-), request AS (
+  WHERE EXISTS (SELECT 1 FROM head) ORDER BY v.n""",  # noqa: S608 (fixed names)
+        "request": f"""
   INSERT INTO pool_requests (pool_id, tenant_id, claimed, at)
-  SELECT $1, {_S["tenant_id"]}::{_REQUEST_CAST}, true, $4 WHERE EXISTS (SELECT 1 FROM head)
-), event AS (
-  INSERT INTO audit_events ({", ".join(_EVENT_COLUMNS)})
-  SELECT {", ".join(_E.values())} WHERE EXISTS (SELECT 1 FROM head)
+  SELECT $1, {_S["tenant_id"]}::{_REQUEST_CAST}, true, $4
+  WHERE EXISTS (SELECT 1 FROM head)""",  # noqa: S608 (fixed names)
+    },
+    result="""SELECT (SELECT runtime_id FROM member), (SELECT runtime FROM member),
+  (SELECT count(*) FROM head)""",
 )
-SELECT (SELECT runtime_id FROM member), (SELECT runtime FROM member),
-  (SELECT count(*) FROM head)
-"""  # noqa: S608 (fixed names)
 
 
 async def claim(
@@ -313,11 +301,11 @@ async def _write(
             "started_from": row.started_from,
         },
     )
-    json_columns = {"network", "env", "labels", "details"}
+    json_columns = {"network", "env", "labels"}
     sandbox_values = [
         dumps(getattr(row, c)) if c in json_columns else getattr(row, c) for c in _SANDBOX_COLUMNS
     ]
-    event_values = [dumps(event[c]) if c in json_columns else event[c] for c in _EVENT_COLUMNS]
+    event_values = pg_event_params(event)
     tx = conn.transaction()
     await tx.start()
     try:

@@ -161,10 +161,11 @@ async def test_a_pool_must_match_the_templates_size(papi: Api, pooled: str) -> N
     assert r.status_code == 403  # pools are the operator's
 
 
-async def test_a_claim_is_recorded_as_fully_as_any_create(
-    papi: Api, pooled: str, own_database: str
-) -> None:
-    await wait_ready(papi, pooled, TARGET)
+async def test_a_claim_is_recorded_as_fully_as_any_create(papi: Api, own_database: str) -> None:
+    # A pool of its own: only this tenant asks it, so its fair share is the whole pool.
+    pooled = await shared_template(papi, setup=[["true"]])
+    await set_target(papi, pooled, 4)
+    await wait_ready(papi, pooled, 4)
     tenant = await papi.tenant(max_sandboxes=3, max_vcpus=200, max_memory_mib=100_000)
     # The tenant's first create makes its audit chain; the claims after it take the short path
     # on PostgreSQL, which must leave the same records as the general one.
