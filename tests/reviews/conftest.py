@@ -260,7 +260,11 @@ async def review(api: Api, tenant: Tenant, bound_s: float = 300.0, **body: Any) 
     """POST a review and wait for its report; the bound only keeps a broken run finite."""
     r = await api.client.post("/v1/reviews", json=body, headers=tenant.headers)
     assert r.status_code == 202, r.text
-    review_id = r.json()["id"]
+    return await wait_for(api, tenant, r.json()["id"], bound_s)
+
+
+async def wait_for(api: Api, tenant: Tenant, review_id: str, bound_s: float = 300.0) -> Any:
+    """A review's report once it has ended; the bound only keeps a broken run finite."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + bound_s
     while True:
@@ -287,7 +291,9 @@ async def assert_sandbox_gone(api: Api, tenant: Tenant, report: dict[str, Any]) 
 
 # --- a private git host -----------------------------------------------------------------------
 
-PRIVATE_PASSWORD = "ghp-private-" + secrets.token_urlsafe(24)
+# The scan inside the sandbox (test_private.py) looks for this prefix, which it builds from
+# parts so that the repository never holds it.
+PRIVATE_PASSWORD = "airlock-private-repo-token-" + secrets.token_urlsafe(24)
 
 
 @pytest.fixture(scope="package")
