@@ -43,6 +43,7 @@ from service.pool.repository import FAIR_SHARE_WINDOW
 from service.pool.service import WarmPool, fair_share, label
 from service.sandboxes.quotas import check_quotas
 from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
+from service.sandboxes.service import create_details
 from service.sandboxes.states import ACTIVE, State
 from service.templates.repository import OPERATOR_OWNER
 from service.tenants.service import quotas_of
@@ -165,9 +166,7 @@ async def claim(
     if network.mode != "none":
         return None
     try:
-        return await _claim(
-            engine, pool, tenant_id, ctx, data, idempotency_key, request_hash, network
-        )
+        return await _claim(engine, pool, tenant_id, ctx, data, (idempotency_key, request_hash))
     except IntegrityError:
         return None  # the same Idempotency-Key raced in: the general path replays it
 
@@ -178,10 +177,10 @@ async def _claim(
     tenant_id: str,
     ctx: AuditContext,
     data: SandboxCreate,
-    idempotency_key: str | None,
-    request_hash: str,
-    network: SandboxNetwork,
+    key_and_hash: tuple[str | None, str],
 ) -> Sandbox | None:
+    idempotency_key, request_hash = key_and_hash
+    network = SandboxNetwork()
     async with driver_connection(engine) as conn:
         for _ in range(ATTEMPTS):
             now = utcnow()
@@ -285,21 +284,7 @@ async def _write(
         action="sandbox.create",
         target=row.id,
         outcome="ok",
-        details={
-            "image": row.image,
-            "size": row.size,
-            "cpus": row.cpus,
-            "memory_mib": row.memory_mib,
-            "disk_mib": row.disk_mib,
-            "ttl_s": row.ttl_s,
-            "network": row.network,
-            "preset": None,
-            "labels": row.labels,
-            "env_names": sorted(row.env),
-            "template": row.template,
-            "template_version": row.template_version,
-            "started_from": row.started_from,
-        },
+        details=create_details(row, preset=None),
     )
     json_columns = {"network", "env", "labels"}
     sandbox_values = [

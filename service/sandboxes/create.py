@@ -237,21 +237,7 @@ async def create_sandbox(
             chain=principal.tenant_id,
             action="sandbox.create",
             target=row.id,
-            details={
-                "image": image,
-                "size": size,
-                "cpus": cpus,
-                "memory_mib": memory,
-                "disk_mib": disk,
-                "ttl_s": data.ttl_s,
-                "network": row.network,
-                "preset": data.preset,
-                "labels": row.labels,
-                "env_names": sorted(row.env),
-                "template": row.template,
-                "template_version": row.template_version,
-                "started_from": row.started_from,
-            },
+            details=service.create_details(row, data.preset),
         )
         sandbox_id = row.id
         if claim is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from datetime import timedelta
+from typing import Any
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -68,6 +69,25 @@ def to_schema(row: SandboxRow) -> Sandbox:
         stopped_at=row.stopped_at,
         failure_reason=row.failure_reason,
     )
+
+
+def create_details(row: SandboxRow, preset: str | None) -> dict[str, Any]:
+    """The details of a `sandbox.create` audit event."""
+    return {
+        "image": row.image,
+        "size": row.size,
+        "cpus": row.cpus,
+        "memory_mib": row.memory_mib,
+        "disk_mib": row.disk_mib,
+        "ttl_s": row.ttl_s,
+        "network": row.network,
+        "preset": preset,
+        "labels": row.labels,
+        "env_names": sorted(row.env),
+        "template": row.template,
+        "template_version": row.template_version,
+        "started_from": row.started_from,
+    }
 
 
 def repository(session: AsyncSession, principal: Principal) -> SandboxRepository:
