@@ -30,6 +30,7 @@ from .health_checks import HealthChecks
 from .jwks import JWKS
 from .jwks_keys_item import JWKSKeysItem
 from .network_policy import NetworkPolicy
+from .network_policy_mode import NetworkPolicyMode
 from .pool_overview import PoolOverview
 from .pool_overview_snapshots import PoolOverviewSnapshots
 from .pool_status import PoolStatus
@@ -45,6 +46,7 @@ from .review_accepted import ReviewAccepted
 from .review_accepted_state import ReviewAcceptedState
 from .review_create import ReviewCreate
 from .review_create_size import ReviewCreateSize
+from .review_credentials import ReviewCredentials
 from .review_page import ReviewPage
 from .review_state import ReviewState
 from .review_summary import ReviewSummary
@@ -65,6 +67,9 @@ from .sandbox_network import SandboxNetwork
 from .sandbox_network_mode import SandboxNetworkMode
 from .sandbox_page import SandboxPage
 from .sandbox_update import SandboxUpdate
+from .secret import Secret
+from .secret_page import SecretPage
+from .secret_put import SecretPut
 from .stage import Stage
 from .template import Template
 from .template_create import TemplateCreate
@@ -122,6 +127,7 @@ __all__ = (
     "JWKS",
     "JWKSKeysItem",
     "NetworkPolicy",
+    "NetworkPolicyMode",
     "PoolOverview",
     "PoolOverviewSnapshots",
     "PoolStatus",
@@ -137,6 +143,7 @@ __all__ = (
     "ReviewAcceptedState",
     "ReviewCreate",
     "ReviewCreateSize",
+    "ReviewCredentials",
     "ReviewPage",
     "ReviewState",
     "ReviewSummary",
@@ -157,6 +164,9 @@ __all__ = (
     "SandboxNetworkMode",
     "SandboxPage",
     "SandboxUpdate",
+    "Secret",
+    "SecretPage",
+    "SecretPut",
     "Stage",
     "Template",
     "TemplateCreate",

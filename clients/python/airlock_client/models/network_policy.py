@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.network_policy_mode import NetworkPolicyMode, check_network_policy_mode
 from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="NetworkPolicy")
@@ -15,18 +16,28 @@ T = TypeVar("T", bound="NetworkPolicy")
 class NetworkPolicy:
     """
     Attributes:
-        mode (Literal['none'] | Unset):  Default: 'none'.
+        allow (list[str] | Unset):
+        mode (NetworkPolicyMode | Unset):  Default: 'none'.
     """
 
-    mode: Literal["none"] | Unset = "none"
+    allow: list[str] | Unset = UNSET
+    mode: NetworkPolicyMode | Unset = "none"
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        mode = self.mode
+        allow: list[str] | Unset = UNSET
+        if not isinstance(self.allow, Unset):
+            allow = self.allow
+
+        mode: str | Unset = UNSET
+        if not isinstance(self.mode, Unset):
+            mode = self.mode
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update({})
+        if allow is not UNSET:
+            field_dict["allow"] = allow
         if mode is not UNSET:
             field_dict["mode"] = mode
 
@@ -35,11 +46,17 @@ class NetworkPolicy:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
-        mode = cast(Literal["none"] | Unset, d.pop("mode", UNSET))
-        if mode != "none" and not isinstance(mode, Unset):
-            raise ValueError(f"mode must match const 'none', got '{mode}'")
+        allow = cast(list[str], d.pop("allow", UNSET))
+
+        _mode = d.pop("mode", UNSET)
+        mode: NetworkPolicyMode | Unset
+        if isinstance(_mode, Unset):
+            mode = UNSET
+        else:
+            mode = check_network_policy_mode(_mode)
 
         network_policy = cls(
+            allow=allow,
             mode=mode,
         )
 

@@ -12,6 +12,7 @@ from ..models.review_state import ReviewState, check_review_state
 
 if TYPE_CHECKING:
     from ..models.diff_stat import DiffStat
+    from ..models.review_credentials import ReviewCredentials
     from ..models.sandbox_network import SandboxNetwork
     from ..models.stage import Stage
 
@@ -26,6 +27,7 @@ class Review:
         base (str):
         base_commit (None | str):
         created_at (datetime.datetime):
+        credentials (None | ReviewCredentials):
         diff (DiffStat | None):
         error (None | str):
         finished_at (datetime.datetime | None):
@@ -57,6 +59,7 @@ class Review:
     base: str
     base_commit: None | str
     created_at: datetime.datetime
+    credentials: None | ReviewCredentials
     diff: DiffStat | None
     error: None | str
     finished_at: datetime.datetime | None
@@ -87,6 +90,7 @@ class Review:
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.diff_stat import DiffStat
+        from ..models.review_credentials import ReviewCredentials
 
         base = self.base
 
@@ -94,6 +98,12 @@ class Review:
         base_commit = self.base_commit
 
         created_at = self.created_at.isoformat()
+
+        credentials: dict[str, Any] | None
+        if isinstance(self.credentials, ReviewCredentials):
+            credentials = self.credentials.to_dict()
+        else:
+            credentials = self.credentials
 
         diff: dict[str, Any] | None
         if isinstance(self.diff, DiffStat):
@@ -187,6 +197,7 @@ class Review:
                 "base": base,
                 "base_commit": base_commit,
                 "created_at": created_at,
+                "credentials": credentials,
                 "diff": diff,
                 "error": error,
                 "finished_at": finished_at,
@@ -221,6 +232,7 @@ class Review:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.diff_stat import DiffStat
+        from ..models.review_credentials import ReviewCredentials
         from ..models.sandbox_network import SandboxNetwork
         from ..models.stage import Stage
 
@@ -235,6 +247,21 @@ class Review:
         base_commit = _parse_base_commit(d.pop("base_commit"))
 
         created_at = isoparse(d.pop("created_at"))
+
+        def _parse_credentials(data: object) -> None | ReviewCredentials:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                credentials_type_0 = ReviewCredentials.from_dict(data)
+
+                return credentials_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ReviewCredentials, data)
+
+        credentials = _parse_credentials(d.pop("credentials"))
 
         def _parse_diff(data: object) -> DiffStat | None:
             if data is None:
@@ -414,6 +441,7 @@ class Review:
             base=base,
             base_commit=base_commit,
             created_at=created_at,
+            credentials=credentials,
             diff=diff,
             error=error,
             finished_at=finished_at,

@@ -10,6 +10,7 @@ from ..models.review_create_size import ReviewCreateSize, check_review_create_si
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.review_credentials import ReviewCredentials
     from ..models.sandbox_network import SandboxNetwork
 
 
@@ -23,6 +24,7 @@ class ReviewCreate:
         head (str):
         repo (str):
         base (str | Unset):  Default: 'main'.
+        credentials (None | ReviewCredentials | Unset):
         install (list[str] | None | Unset):
         model (None | str | Unset):
         network (SandboxNetwork | Unset):
@@ -35,6 +37,7 @@ class ReviewCreate:
     head: str
     repo: str
     base: str | Unset = "main"
+    credentials: None | ReviewCredentials | Unset = UNSET
     install: list[str] | None | Unset = UNSET
     model: None | str | Unset = UNSET
     network: SandboxNetwork | Unset = UNSET
@@ -45,11 +48,21 @@ class ReviewCreate:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.review_credentials import ReviewCredentials
+
         head = self.head
 
         repo = self.repo
 
         base = self.base
+
+        credentials: dict[str, Any] | None | Unset
+        if isinstance(self.credentials, Unset):
+            credentials = UNSET
+        elif isinstance(self.credentials, ReviewCredentials):
+            credentials = self.credentials.to_dict()
+        else:
+            credentials = self.credentials
 
         install: list[str] | None | Unset
         if isinstance(self.install, Unset):
@@ -96,6 +109,8 @@ class ReviewCreate:
         )
         if base is not UNSET:
             field_dict["base"] = base
+        if credentials is not UNSET:
+            field_dict["credentials"] = credentials
         if install is not UNSET:
             field_dict["install"] = install
         if model is not UNSET:
@@ -115,6 +130,7 @@ class ReviewCreate:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.review_credentials import ReviewCredentials
         from ..models.sandbox_network import SandboxNetwork
 
         d = dict(src_dict)
@@ -123,6 +139,23 @@ class ReviewCreate:
         repo = d.pop("repo")
 
         base = d.pop("base", UNSET)
+
+        def _parse_credentials(data: object) -> None | ReviewCredentials | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                credentials_type_0 = ReviewCredentials.from_dict(data)
+
+                return credentials_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ReviewCredentials | Unset, data)
+
+        credentials = _parse_credentials(d.pop("credentials", UNSET))
 
         def _parse_install(data: object) -> list[str] | None | Unset:
             if data is None:
@@ -181,6 +214,7 @@ class ReviewCreate:
             head=head,
             repo=repo,
             base=base,
+            credentials=credentials,
             install=install,
             model=model,
             network=network,
