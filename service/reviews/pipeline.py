@@ -37,7 +37,8 @@ from service.runtime_holder import RuntimeHolder
 from service.sandboxes import create as sandbox_create
 from service.sandboxes import service as sandboxes
 from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
-from service.secrets.service import Undecryptable, reveal
+from service.secrets.crypto import Undecryptable
+from service.secrets.service import reveal
 from service.settings import Settings
 from service.tenants.service import quotas_of
 

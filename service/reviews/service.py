@@ -197,6 +197,9 @@ async def _check_credentials(
 ) -> None:
     """The secret goes to the host the URL names, so only a caller who may see the tenant's
     secrets may name one."""
+    if not credentials.username.isprintable():
+        # The schema keeps ':' and control characters out; this also catches a final newline.
+        raise Unprocessable("the username holds characters a Basic auth header cannot carry")
     if not principal.has_scope("secrets:read"):
         raise MissingScope(
             "fetching with a tenant secret requires the 'secrets:read' scope",

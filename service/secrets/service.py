@@ -18,18 +18,16 @@ from service.db.models import TenantSecret
 from service.errors import Conflict, NotFound, Unprocessable
 from service.ids import new_id
 from service.pagination import decode_cursor, page_of
-from service.secrets.crypto import Sealed, Undecryptable, box_for
+from service.secrets.crypto import Sealed, box_for
 from service.secrets.repository import SecretRepository
 from service.secrets.schemas import MAX_VALUE_BYTES, NAME_PATTERN, Secret, SecretPage, SecretPut
 from service.settings import Settings
-
-__all__ = ["Undecryptable", "check_name", "reveal"]
 
 _NAME = re.compile(NAME_PATTERN)
 
 
 def check_name(name: str) -> None:
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise Unprocessable(
             "a secret's name is 1 to 100 letters, digits, '.', '_' or '-', starting with a "
             "letter or digit",

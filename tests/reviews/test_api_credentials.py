@@ -89,6 +89,7 @@ async def test_credentials_only_go_to_https(api: Api, tenant: Tenant, repo: str)
     [
         {"secret": "gh", "username": "a:b"},
         {"secret": "gh", "username": "a\nb"},
+        {"secret": "gh", "username": "ab\n"},
         {"secret": "gh", "password": "inline"},
         {"secret": ""},
         {},

@@ -90,7 +90,7 @@ async def test_bad_values_are_422_without_the_value(
     assert (await api.client.get("/v1/secrets", headers=tenant.headers)).json()["items"] == []
 
 
-@pytest.mark.parametrize("name", ["-x", ".hidden", "a" * 101, "sp ace", "a:b", "ü"])
+@pytest.mark.parametrize("name", ["-x", ".hidden", "a" * 101, "sp ace", "a:b", "ü", "trail%0A"])
 async def test_bad_names_are_422(api: Api, tenant: Tenant, put: PutSecret, name: str) -> None:
     r = await put(tenant, name, secret_value())
     assert r.status_code == 422, r.text

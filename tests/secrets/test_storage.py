@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.app import create_app
 from service.db.models import TenantSecret
-from service.secrets.crypto import KEY_FILE
-from service.secrets.service import Undecryptable, reveal
+from service.secrets.crypto import KEY_FILE, SecretBox, Undecryptable
+from service.secrets.service import reveal
 from service.settings import Settings
 from tests.conftest import Api, Tenant
 from tests.secrets.conftest import PutSecret, secret_value
@@ -143,3 +143,11 @@ async def test_values_stay_out_of_logs_and_traces(
     assert all(value not in line for line in collect.lines)
     out, err = capfd.readouterr()
     assert value not in out and value not in err
+
+
+def test_a_value_sealed_under_another_key_says_so() -> None:
+    ours, theirs = SecretBox(b"\x01" * 32), SecretBox(b"\x02" * 32)
+    sealed = theirs.seal("ten_a", "token", "value")
+    with pytest.raises(Undecryptable, match="another key"):
+        ours.open("ten_a", "token", sealed)
+    assert theirs.open("ten_a", "token", sealed) == "value"
