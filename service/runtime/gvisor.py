@@ -72,7 +72,9 @@ for d in work home/sandbox tmp var/tmp; do
   [ -d "$d" ] && find "$d" -mindepth 1 -maxdepth 1 -print0
 done | tar -cf - --null -T -
 """
-UNPACK_SCRIPT = "cd / && exec tar -xpf - --no-overwrite-dir"
+# tar stops reading at the archive's end marker; the rest is read too, so the source's tar is
+# always read to its end and its exit status (a file it could not read) is never missed.
+UNPACK_SCRIPT = "cd / && tar -xpf - --no-overwrite-dir && exec cat >/dev/null"
 
 
 def _now() -> float:
