@@ -54,6 +54,17 @@ def state_dir(root: Path, name: str) -> Path:
     return path
 
 
+async def destroy_all(state: Path) -> None:
+    """Destroy every sandbox the stopped server left in its state dir (its sandboxes and pool
+    members outlive it by design), so a benchmark leaves nothing running behind it."""
+    runtime = await GVisorRuntime.open(state)
+    try:
+        for info in await runtime.list_sandboxes():
+            await runtime.destroy(info.id)
+    finally:
+        await runtime.close()
+
+
 async def database_url(root: Path) -> tuple[str, str]:
     admin = os.environ.get("AIRLOCK_TEST_PG_ADMIN_URL")
     if not admin:
@@ -123,6 +134,7 @@ async def main() -> None:
             await direct.close()
             proc.terminate()
             proc.wait(timeout=30)
+            await destroy_all(root / "service")
             log.close()
 
 

@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from api import database_url, free_port, pct, state_dir, wait_ready  # noqa: E402
+from api import database_url, destroy_all, free_port, pct, state_dir, wait_ready  # noqa: E402
 
 from service.db import migrate  # noqa: E402
 from service.runtime import images  # noqa: E402
@@ -91,6 +91,7 @@ async def main() -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=60)
+            await destroy_all(root / "service")
             log.close()
 
 
