@@ -165,7 +165,12 @@ def create_app(
             SandboxRuntimeError: runtime_error_handler,
         },
         before_send=[add_request_id_header],
-        plugins=[otel_plugin(tracer_provider(settings, span_processor))],
+        # Tracing costs a span per request: only when something receives the spans.
+        plugins=(
+            [otel_plugin(tracer_provider(settings, span_processor))]
+            if settings.otel_traces_exporter != "none" or span_processor is not None
+            else []
+        ),
         openapi_config=OpenAPIConfig(
             title="Airlock",
             version=VERSION,
