@@ -8,7 +8,9 @@ the same machine load, times "create a sandbox and get the result of its first e
 - a start from the template's snapshot (no pool),
 - a claim from the warm pool (the pool refilled between runs, untimed),
 
-beside a bare exec on a sandbox that already exists. Prints median and p95 and the ratios
+beside a bare exec on a sandbox that already exists. Every timed path starts on a settled host
+(the pool full, and half a second for the background work of the one before: a refill, a
+destroy). Prints median and p95 and the ratios
 (targets: warm claim >= 10x faster than cold at the median, within 2x of a bare exec).
 
     .venv/bin/python bench/pool.py [--runs 20]
@@ -47,6 +49,7 @@ SETUP = [
     ["/bin/sh", "-c", f"printf 'VALUE = 42\\n' > {SITE}/airlock_probe.py"],
 ]
 FIRST_EXEC = {"cmd": ["true"]}
+SETTLE_S = 0.5
 QUOTAS = {
     "execs_per_minute": 1_000_000,
     "max_sandboxes": 50,
@@ -161,21 +164,30 @@ async def run(client: httpx.AsyncClient, op: dict[str, str], runs: int, db_kind:
         return elapsed
 
     times: dict[str, list[float]] = {"cold": [], "snapshot": [], "warm": [], "bare": []}
-    for i in range(runs + 2):  # the first two rounds warm every path up and are not counted
+
+    async def settled() -> None:
+        # Each timed path starts on a settled host: the pool full, and the background work of
+        # the path before (a refill, a destroy, an agent starting) given time to finish.
         await pool_ready(client, op, "bench-pool", 2)
+        await asyncio.sleep(SETTLE_S)
+
+    for i in range(runs + 2):  # the first two rounds warm every path up and are not counted
         rounds: dict[str, float] = {}
         made: list[tuple[dict[str, str], str]] = []
         for kind, body in (("cold", {}), ("snapshot", {"template": "bench-snap"})):
+            await settled()
             rounds[kind], sid, started = await start_and_exec(client, auth, body, kind)
             assert started == ("image" if kind == "cold" else "snapshot"), started
             made.append((auth, sid))
         # one fresh tenant per claim: a tenant's fair share would otherwise cap its claims
         claimer = await tenant(client, op)
+        await settled()
         rounds["warm"], sid, started = await start_and_exec(
             client, claimer, {"template": "bench-pool"}, "warm"
         )
         assert started == "pool", f"run {i}: the warm create started from {started}"
         made.append((claimer, sid))
+        await settled()
         rounds["bare"] = await bare()
         for who, sid in made:
             await client.delete(f"/v1/sandboxes/{sid}", headers=who)

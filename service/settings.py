@@ -39,6 +39,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # are pre-started from the image instead).
     pool_targets: str = ""
     pool_refill_interval_s: float = 2.0
+    # A claim rings the refiller this much later, so the restore that replaces the member does
+    # not take the CPU from the claimer's first commands.
+    pool_refill_after_claim_s: float = 1.0
     template_snapshots: str = "auto"
     # Reviews: whether a repository may be a path or file:// URL on this host (and a git host on
     # a private address), and the OpenAI-compatible endpoint that gives the verdict (none: the
@@ -104,6 +107,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError("AIRLOCK_TEMPLATE_SNAPSHOTS must be auto or off")
         if self.pool_refill_interval_s <= 0:
             raise ConfigurationError("AIRLOCK_POOL_REFILL_INTERVAL_S must be positive")
+        if not 0 <= self.pool_refill_after_claim_s <= 60:
+            raise ConfigurationError("AIRLOCK_POOL_REFILL_AFTER_CLAIM_S must be within 0-60")
         if self.llm_timeout_s <= 0:
             raise ConfigurationError("AIRLOCK_LLM_TIMEOUT_S must be positive")
         if self.llm_base_url and not self.llm_base_url.startswith(("http://", "https://")):

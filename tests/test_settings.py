@@ -112,6 +112,8 @@ def test_otel_exporter_follows_the_standard_variables() -> None:
         {"AIRLOCK_RETENTION_INTERVAL_S": "0"},
         {"AIRLOCK_AUDIT_RETENTION_DAYS": "4000"},
         {"AIRLOCK_LOG_LEVEL": "LOUD"},
+        {"AIRLOCK_POOL_REFILL_AFTER_CLAIM_S": "-1"},
+        {"AIRLOCK_POOL_REFILL_AFTER_CLAIM_S": "soon"},
     ],
     ids=lambda env: ",".join(f"{k}={v}" for k, v in env.items()),
 )

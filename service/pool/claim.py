@@ -212,7 +212,7 @@ async def _claim(
             outcome = await _write(conn, pool, found, row, ctx, head, now)
             if outcome == "claimed":
                 metrics.CLAIMS.labels(label(found[2], found[1]), row.size).inc()
-                pool.poke()
+                pool.poke_after_claim()
                 return row
             if outcome == "empty":
                 return None

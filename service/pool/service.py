@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,9 @@ class WarmPool:
             "pre-started from the image with the setup run"
         )
         self.targets_setting = settings.pool_targets
+        self.after_claim_s = settings.pool_refill_after_claim_s
+        # No refill starts before this (time.monotonic()): a claimer's first moments.
+        self.quiet_until = 0.0
         self._bell: asyncio.Event | None = None
 
     @property
@@ -54,8 +58,17 @@ class WarmPool:
         return self._bell
 
     def poke(self) -> None:
-        """Wake the refiller now (after a claim, a new target, a finished build)."""
+        """Wake the refiller now (after a miss, a new target, a finished build)."""
         self.bell.set()
+
+    def poke_after_claim(self) -> None:
+        """Wake the refiller a little later: a claimer runs its first commands right away, and
+        on a small host a restore beside them would take their CPU."""
+        if self.after_claim_s <= 0:
+            self.poke()
+            return
+        self.quiet_until = time.monotonic() + self.after_claim_s
+        asyncio.get_running_loop().call_later(self.after_claim_s, self.bell.set)
 
     def note_snapshots(self, worked: bool, detail: str) -> None:
         if not self.snapshots_enabled:
@@ -112,7 +125,7 @@ async def try_claim(
         pool.poke()
         return None
     metrics.CLAIMS.labels(template_label, size).inc()
-    pool.poke()
+    pool.poke_after_claim()
     return Claim(runtime_id=got[0], runtime=got[1])
 
 
