@@ -12,11 +12,11 @@ text (`dumps`), values come out decoded.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
+import msgspec
 from sqlalchemy import exc
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -59,5 +59,6 @@ async def driver_connection(engine: AsyncEngine) -> AsyncIterator[Any]:
 
 
 def dumps(value: Any) -> str:
-    """JSON text for a `json` column, as SQLAlchemy's JSON type would have written it."""
-    return json.dumps(value)
+    """JSON text for a `json` column (read back, it is the same value SQLAlchemy's JSON type
+    gives; msgspec writes it several times faster than the json module)."""
+    return msgspec.json.encode(value).decode()
