@@ -133,6 +133,32 @@ def pg_casts(table: Any, columns: tuple[str, ...]) -> list[str]:
 _EVENT_CASTS = pg_casts(AuditEvent.__table__, _EVENT_COLUMNS)
 
 
+class ChainHeads:
+    """The last head (seq, hash) this process saw per chain: a hint for the next append's
+    compare-and-swap, which checks it; a wrong or missing one costs a read. Bounded: the
+    oldest entries go first."""
+
+    def __init__(self, size: int = 10_000) -> None:
+        self.size = size
+        self._heads: dict[str, tuple[int, str]] = {}
+
+    def get(self, chain: str) -> tuple[int, str] | None:
+        return self._heads.get(chain)
+
+    def __setitem__(self, chain: str, head: tuple[int, str]) -> None:
+        self._heads.pop(chain, None)
+        self._heads[chain] = head
+        if len(self._heads) > self.size:
+            del self._heads[next(iter(self._heads))]
+
+    def pop(self, chain: str, default: None = None) -> tuple[int, str] | None:
+        return self._heads.pop(chain, default)
+
+
+# Shared by every PostgreSQL append of this process (exec records, pool claims).
+CHAIN_HEADS = ChainHeads()
+
+
 _READ_HEAD = "SELECT seq, hash FROM audit_chain_heads WHERE chain = $1"
 _READ_HEAD_FOR_UPDATE = _READ_HEAD + " FOR UPDATE"
 

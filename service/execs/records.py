@@ -17,7 +17,9 @@ from sqlalchemy import func, insert, select, type_coerce, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from service.audit.recorder import (
+    CHAIN_HEADS,
     AuditContext,
+    ChainHeads,
     next_event,
     pg_append_sql,
     pg_casts,
@@ -97,10 +99,10 @@ class ExecRecords:
     statement, so a unit is a connection in autocommit: no BEGIN and COMMIT round trips.
     """
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, heads: ChainHeads = CHAIN_HEADS) -> None:
         self.engine = engine
         self.postgres = is_postgres(engine)
-        self.heads: dict[str, tuple[int, str]] = {}
+        self.heads = heads
 
     @contextlib.asynccontextmanager
     async def unit(self) -> AsyncIterator[RecordTx]:
@@ -294,7 +296,7 @@ CAS_ATTEMPTS = 4
 
 
 class _PgTx:
-    def __init__(self, conn: Any, heads: dict[str, tuple[int, str]]) -> None:
+    def __init__(self, conn: Any, heads: ChainHeads) -> None:
         self.conn = conn
         # The last head this process saw per chain: right unless another writer appended
         # since, and then the swap fails and the head is read again.

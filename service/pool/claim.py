@@ -27,6 +27,7 @@ import msgspec
 from sqlalchemy.exc import IntegrityError
 
 from service.audit.recorder import (
+    CHAIN_HEADS,
     AuditContext,
     next_event,
     pg_append_sql,
@@ -304,5 +305,6 @@ async def _write(
         await tx.rollback()
         return "empty" if runtime_id is None else "moved"
     await tx.commit()
+    CHAIN_HEADS[row.tenant_id] = (event["seq"], event["hash"])  # the claimer's first exec
     row.runtime_id, row.runtime = runtime_id, runtime
     return "claimed"

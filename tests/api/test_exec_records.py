@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from service.audit.recorder import AuditContext, record
+from service.audit.recorder import AuditContext, ChainHeads, record
 from service.db import models
 from service.db.pg import driver_connection
 from service.db.session import make_engine
@@ -96,7 +96,7 @@ async def test_start_chunks_finish_write_rows_and_a_chain_that_verifies(
     sessionmaker: async_sessionmaker[AsyncSession],
 ) -> None:
     sandbox_id = await sandbox_record(tenant)
-    records = ExecRecords(engine)
+    records = ExecRecords(engine, ChainHeads())
     values = {**start_values(tenant.id, sandbox_id), "runtime_exec_id": "exec-0123"}
     async with records.unit() as tx:
         facts = await tx.facts(tenant.id, sandbox_id, None, datetime.now(UTC) - timedelta(60))
@@ -162,7 +162,7 @@ async def test_facts_are_scoped_to_the_tenant_and_the_bound_sandbox(
     other = await api.tenant()
     sandbox_id = await sandbox_record(tenant)
     since = datetime.now(UTC) - timedelta(60)
-    async with ExecRecords(engine).unit() as tx:
+    async with ExecRecords(engine, ChainHeads()).unit() as tx:
         assert await tx.facts(other.id, sandbox_id, None, since) is None
         assert await tx.facts(tenant.id, sandbox_id, "sbx_another", since) is None
         assert await tx.facts(tenant.id, sandbox_id, sandbox_id, since) is not None
@@ -173,7 +173,7 @@ async def test_an_idempotency_key_replays_and_cannot_be_inserted_twice(
     tenant: Tenant, sandbox_record: SandboxRecorder, engine: AsyncEngine
 ) -> None:
     sandbox_id = await sandbox_record(tenant)
-    records = ExecRecords(engine)
+    records = ExecRecords(engine, ChainHeads())
     first = start_values(tenant.id, sandbox_id, key="k-1")
     async with records.unit() as tx:
         await tx.insert_started(first, event(tenant.id, "exec.start", first["id"]))
@@ -194,7 +194,7 @@ async def test_a_connection_the_server_dropped_fails_once_then_the_pool_recovers
     tenant: Tenant, sandbox_record: SandboxRecorder, engine: AsyncEngine, database_url: str
 ) -> None:
     sandbox_id = await sandbox_record(tenant)
-    records = ExecRecords(engine)
+    records = ExecRecords(engine, ChainHeads())
     since = datetime.now(UTC) - timedelta(60)
     async with records.unit() as tx:
         assert await tx.facts(tenant.id, sandbox_id, None, since) is not None
@@ -224,7 +224,7 @@ async def test_concurrent_appends_to_one_chain_all_land_and_the_chain_verifies(
     sandbox_id = await sandbox_record(tenant)
     # Two processes' worth of records (each with its own idea of the chain's head), plus the
     # locking append the rest of the service uses, all racing on the same tenant's chain.
-    first, second = ExecRecords(engine), ExecRecords(engine)
+    first, second = ExecRecords(engine, ChainHeads()), ExecRecords(engine, ChainHeads())
 
     async def start(records: ExecRecords) -> str:
         values = start_values(tenant.id, sandbox_id)
@@ -276,7 +276,7 @@ async def test_facts_and_start_write_only_what_the_checks_allow(
         row = await session.get(models.Sandbox, running)
         assert row is not None
         row.state, row.runtime_id, row.stopped_at = "running", "alk-test", None
-    records = ExecRecords(engine)
+    records = ExecRecords(engine, ChainHeads())
     since = datetime.now(UTC) - timedelta(60)
     # The tenant allows 3 execs a minute and 30 s per exec (stored); defaults are passed in.
     r = await api.client.patch(
