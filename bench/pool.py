@@ -8,7 +8,9 @@ the same machine load, times "create a sandbox and get the result of its first e
 - a start from the template's snapshot (no pool),
 - a claim from the warm pool (the pool refilled between runs, untimed),
 
-beside a bare exec on a sandbox that already exists. Every timed path starts on a settled host
+beside a bare exec on a sandbox that already exists. The timed requests go through aiohttp
+(httpx alone spends about a millisecond of CPU per request here; see bench/api.py). Every
+timed path starts on a settled host
 (the pool full, and half a second for the background work of the one before: a refill, a
 destroy). Prints median and p95 and the ratios
 (targets: warm claim >= 10x faster than cold at the median, within 2x of a bare exec).
@@ -32,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,8 +92,12 @@ async def main() -> None:
         base = f"http://127.0.0.1:{port}"
         try:
             await wait_ready(base, proc)
-            async with httpx.AsyncClient(base_url=base, timeout=120) as client:
-                await run(client, {"Authorization": f"Bearer {operator}"}, args.runs, db_kind)
+            async with (
+                httpx.AsyncClient(base_url=base, timeout=120) as client,
+                aiohttp.ClientSession(base) as lean,
+            ):
+                op = {"Authorization": f"Bearer {operator}"}
+                await run(client, lean, op, args.runs, db_kind)
         finally:
             proc.terminate()
             proc.wait(timeout=60)
@@ -131,22 +138,31 @@ CREATE_ONLY: dict[str, list[float]] = {"cold": [], "snapshot": [], "warm": []}
 
 
 async def start_and_exec(
-    client: httpx.AsyncClient, auth: dict[str, str], body: dict[str, Any], kind: str
+    lean: aiohttp.ClientSession, auth: dict[str, str], body: dict[str, Any], kind: str
 ) -> tuple[float, str, str]:
     """Seconds to a first exec result; the sandbox id and how it started."""
     t0 = time.perf_counter()
-    r = await client.post("/v1/sandboxes", json={"ttl_s": 600, **body}, headers=auth)
+    async with lean.post("/v1/sandboxes", json={"ttl_s": 600, **body}, headers=auth) as r:
+        sandbox = await r.json()
     created = time.perf_counter() - t0
-    assert r.status_code == 201, r.text
-    sandbox = r.json()
-    r = await client.post(f"/v1/sandboxes/{sandbox['id']}/execs", json=FIRST_EXEC, headers=auth)
+    assert r.status == 201, sandbox
+    async with lean.post(
+        f"/v1/sandboxes/{sandbox['id']}/execs", json=FIRST_EXEC, headers=auth
+    ) as r:
+        result = await r.json()
     elapsed = time.perf_counter() - t0
-    assert r.status_code == 200 and r.json()["exit_code"] == 0, r.text
+    assert r.status == 200 and result["exit_code"] == 0, result
     CREATE_ONLY[kind].append(created)
     return elapsed, sandbox["id"], sandbox["started_from"]
 
 
-async def run(client: httpx.AsyncClient, op: dict[str, str], runs: int, db_kind: str) -> None:
+async def run(
+    client: httpx.AsyncClient,
+    lean: aiohttp.ClientSession,
+    op: dict[str, str],
+    runs: int,
+    db_kind: str,
+) -> None:
     await build(client, op, "bench-snap")
     await build(client, op, "bench-pool")
     r = await client.put("/v1/pool/bench-pool", json={"size": "small", "target": 2}, headers=op)
@@ -158,9 +174,10 @@ async def run(client: httpx.AsyncClient, op: dict[str, str], runs: int, db_kind:
 
     async def bare() -> float:
         t0 = time.perf_counter()
-        r = await client.post(f"/v1/sandboxes/{existing}/execs", json=FIRST_EXEC, headers=auth)
+        async with lean.post(f"/v1/sandboxes/{existing}/execs", json=FIRST_EXEC, headers=auth) as r:
+            result = await r.json()
         elapsed = time.perf_counter() - t0
-        assert r.status_code == 200 and r.json()["exit_code"] == 0, r.text
+        assert r.status == 200 and result["exit_code"] == 0, result
         return elapsed
 
     times: dict[str, list[float]] = {"cold": [], "snapshot": [], "warm": [], "bare": []}
@@ -176,14 +193,14 @@ async def run(client: httpx.AsyncClient, op: dict[str, str], runs: int, db_kind:
         made: list[tuple[dict[str, str], str]] = []
         for kind, body in (("cold", {}), ("snapshot", {"template": "bench-snap"})):
             await settled()
-            rounds[kind], sid, started = await start_and_exec(client, auth, body, kind)
+            rounds[kind], sid, started = await start_and_exec(lean, auth, body, kind)
             assert started == ("image" if kind == "cold" else "snapshot"), started
             made.append((auth, sid))
         # one fresh tenant per claim: a tenant's fair share would otherwise cap its claims
         claimer = await tenant(client, op)
         await settled()
         rounds["warm"], sid, started = await start_and_exec(
-            client, claimer, {"template": "bench-pool"}, "warm"
+            lean, claimer, {"template": "bench-pool"}, "warm"
         )
         assert started == "pool", f"run {i}: the warm create started from {started}"
         made.append((claimer, sid))

@@ -27,10 +27,12 @@ from service.jobs.periodic import PeriodicJob
 from service.pool import metrics
 from service.pool.repository import PoolRepository
 from service.pool.service import WarmPool, label, parse_targets, upsert_target
-from service.runtime import SandboxRuntime, SandboxRuntimeError
+from service.runtime import ExecRequest, SandboxRuntime, SandboxRuntimeError
 from service.runtime_holder import RuntimeHolder
 from service.templates.repository import OPERATOR_OWNER, TemplateRepository, ready_version
 from service.templates.starter import Recipe, start
+
+WARM_UP = ExecRequest(argv=["true"], cwd="/", timeout_s=10, output_cap=0)
 
 log = logging.getLogger("airlock.jobs.pool")
 
@@ -217,6 +219,11 @@ class PoolRefiller(PeriodicJob):
                 async with self.db() as session, session.begin():
                     await session.execute(delete(PoolMember).where(PoolMember.id == member_id))
                 return
+            # One throwaway command before the member is offered: the first process a restored
+            # sandbox starts pays for bringing its exec path back into memory (~2 ms here), and
+            # that should not be the claimer's first exec.
+            with contextlib.suppress(SandboxRuntimeError):
+                await runtime.run(info.id, WARM_UP)
             elapsed = time.monotonic() - started
             now = utcnow()
             async with self.db() as session, session.begin():
