@@ -32,7 +32,7 @@ from service.runtime_holder import RuntimeHolder
 from service.templates.repository import OPERATOR_OWNER, TemplateRepository, ready_version
 from service.templates.starter import Recipe, start
 
-WARM_UP = ExecRequest(argv=["true"], cwd="/", timeout_s=10, output_cap=0)
+WARM_UP = ExecRequest(argv=["true"], timeout_s=10, output_cap=0)
 
 log = logging.getLogger("airlock.jobs.pool")
 
@@ -219,11 +219,12 @@ class PoolRefiller(PeriodicJob):
                 async with self.db() as session, session.begin():
                     await session.execute(delete(PoolMember).where(PoolMember.id == member_id))
                 return
-            # One throwaway command before the member is offered: the first process a restored
-            # sandbox starts pays for bringing its exec path back into memory (~2 ms here), and
-            # that should not be the claimer's first exec.
+            # Two throwaway commands before the member is offered: the first processes a
+            # restored sandbox starts pay for bringing its exec path back into memory (a few ms
+            # here), and that should not be the claimer's first exec.
             with contextlib.suppress(SandboxRuntimeError):
-                await runtime.run(info.id, WARM_UP)
+                for _ in range(2):
+                    await runtime.run(info.id, WARM_UP)
             elapsed = time.monotonic() - started
             now = utcnow()
             async with self.db() as session, session.begin():
