@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from enum import StrEnum
@@ -38,6 +39,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # how often the refiller looks, and whether template builds snapshot ("off": pool members
     # are pre-started from the image instead).
     pool_targets: str = ""
+    # Where sandboxes with a network get their addresses (an IPv4 /28 or larger, private).
+    sandbox_network_range: str = "10.231.0.0/16"
     pool_refill_interval_s: float = 2.0
     # A claim rings the refiller this much later, so the restore that replaces the member does
     # not take the CPU from the claimer's first commands.
@@ -105,6 +108,17 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             )
         if self.template_snapshots not in ("auto", "off"):
             raise ConfigurationError("AIRLOCK_TEMPLATE_SNAPSHOTS must be auto or off")
+        try:
+            network_range = ipaddress.IPv4Network(self.sandbox_network_range)
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"AIRLOCK_SANDBOX_NETWORK_RANGE must be an IPv4 network such as 10.231.0.0/16: "
+                f"{exc}"
+            ) from exc
+        if network_range.prefixlen > 28 or not network_range.is_private:
+            raise ConfigurationError(
+                "AIRLOCK_SANDBOX_NETWORK_RANGE must be a private IPv4 network of /28 or larger"
+            )
         if self.pool_refill_interval_s <= 0:
             raise ConfigurationError("AIRLOCK_POOL_REFILL_INTERVAL_S must be positive")
         if not 0 <= self.pool_refill_after_claim_s <= 60:

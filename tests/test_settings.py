@@ -114,6 +114,10 @@ def test_otel_exporter_follows_the_standard_variables() -> None:
         {"AIRLOCK_LOG_LEVEL": "LOUD"},
         {"AIRLOCK_POOL_REFILL_AFTER_CLAIM_S": "-1"},
         {"AIRLOCK_POOL_REFILL_AFTER_CLAIM_S": "soon"},
+        {"AIRLOCK_SANDBOX_NETWORK_RANGE": "10.231.0.0/29"},
+        {"AIRLOCK_SANDBOX_NETWORK_RANGE": "8.8.0.0/16"},
+        {"AIRLOCK_SANDBOX_NETWORK_RANGE": "10.231.0.1/16"},
+        {"AIRLOCK_SANDBOX_NETWORK_RANGE": "fd00::/64"},
     ],
     ids=lambda env: ",".join(f"{k}={v}" for k, v in env.items()),
 )
