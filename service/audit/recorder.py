@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,5 +231,11 @@ async def pg_try_append(
     and its parameters, as `action` of `pg_append_sql`.
     """
     action, params = with_statement or ("", [])
-    sql = pg_append_sql(len(params) + 1, action=action)
+    sql = _append_statement(len(params) + 1, action)
     return bool(await conn.fetchval(sql, *params, *pg_event_params(event)))
+
+
+@functools.lru_cache(maxsize=32)
+def _append_statement(first: int, action: str) -> str:
+    """`pg_append_sql` built once per statement shape, not on every append."""
+    return pg_append_sql(first, action=action)

@@ -6,7 +6,8 @@ import contextlib
 import hashlib
 import hmac
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -66,10 +67,19 @@ class Authenticator:
             yield await conn.execution_options(isolation_level="AUTOCOMMIT")
 
     async def _from_api_key(self, credential: str) -> Principal:
-        if self.postgres:
-            return await self._from_api_key_pg(credential)
+        digest = hash_api_key(credential)
+        if self.postgres:  # fixed SQL on the driver: this runs on every request
+            async with driver_connection(self.engine) as conn:
+                principal, touch = _api_key_principal(await conn.fetchrow(_API_KEY_SQL, digest))
+                if touch is not None:
+                    await conn.execute(
+                        "UPDATE api_keys SET last_used_at = $2 WHERE id = $1",
+                        principal.key_id,
+                        touch,
+                    )
+                return principal
         async with self._reader() as conn:
-            key = (
+            row = (
                 await conn.execute(
                     select(
                         ApiKey.id,
@@ -80,51 +90,15 @@ class Authenticator:
                         Tenant.status,
                     )
                     .join(Tenant, Tenant.id == ApiKey.tenant_id)
-                    .where(ApiKey.key_hash == hash_api_key(credential))
+                    .where(ApiKey.key_hash == digest)
                 )
             ).one_or_none()
-            if key is None:
-                raise Unauthenticated("unknown API key")
-            if key.revoked_at is not None:
-                raise Unauthenticated("API key revoked")
-            if key.status != "active":
-                raise Unauthenticated("tenant suspended")
-            now = utcnow()
-            if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
+            principal, touch = _api_key_principal(row)
+            if touch is not None:
                 await conn.execute(
-                    update(ApiKey).where(ApiKey.id == key.id).values(last_used_at=now)
+                    update(ApiKey).where(ApiKey.id == principal.key_id).values(last_used_at=touch)
                 )
-            return Principal(
-                kind=PrincipalKind.API_KEY,
-                actor=key.id,
-                tenant_id=key.tenant_id,
-                scopes=frozenset(key.scopes),
-                key_id=key.id,
-            )
-
-    async def _from_api_key_pg(self, credential: str) -> Principal:
-        """The same as `_from_api_key`, as fixed SQL on the driver (see service.db.pg)."""
-        async with driver_connection(self.engine) as conn:
-            key = await conn.fetchrow(_API_KEY_SQL, hash_api_key(credential))
-            if key is None:
-                raise Unauthenticated("unknown API key")
-            key_id, tenant_id, scopes, revoked_at, last_used_at, status = key
-            if revoked_at is not None:
-                raise Unauthenticated("API key revoked")
-            if status != "active":
-                raise Unauthenticated("tenant suspended")
-            now = utcnow()
-            if last_used_at is None or now - last_used_at > LAST_USED_RESOLUTION:
-                await conn.execute(
-                    "UPDATE api_keys SET last_used_at = $2 WHERE id = $1", key_id, now
-                )
-            return Principal(
-                kind=PrincipalKind.API_KEY,
-                actor=key_id,
-                tenant_id=tenant_id,
-                scopes=frozenset(scopes),
-                key_id=key_id,
-            )
+            return principal
 
     async def _from_token(self, credential: str) -> Principal:
         claims = self.codec.verify(credential)
@@ -156,3 +130,25 @@ class Authenticator:
             key_id=claims.sub,
             sandbox_id=claims.sbx,
         )
+
+
+def _api_key_principal(row: Any) -> tuple[Principal, datetime | None]:
+    """The principal of an API key row (id, tenant id, scopes, revoked at, last used at, tenant
+    status), and the time to record as its last use when the stored one is stale (else None)."""
+    if row is None:
+        raise Unauthenticated("unknown API key")
+    key_id, tenant_id, scopes, revoked_at, last_used_at, status = row
+    if revoked_at is not None:
+        raise Unauthenticated("API key revoked")
+    if status != "active":
+        raise Unauthenticated("tenant suspended")
+    now = utcnow()
+    touch = now if last_used_at is None or now - last_used_at > LAST_USED_RESOLUTION else None
+    principal = Principal(
+        kind=PrincipalKind.API_KEY,
+        actor=key_id,
+        tenant_id=tenant_id,
+        scopes=frozenset(scopes),
+        key_id=key_id,
+    )
+    return principal, touch

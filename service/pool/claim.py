@@ -19,11 +19,10 @@ the replays and the cold start, with its own locking.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
-import msgspec
 from sqlalchemy.exc import IntegrityError
 
 from service.audit.recorder import (
@@ -38,13 +37,12 @@ from service.db.base import utcnow
 from service.db.models import PoolRequest, Sandbox, SandboxTransition
 from service.db.pg import driver_connection, dumps
 from service.errors import AppError
-from service.ids import new_id
 from service.pool import metrics
 from service.pool.repository import FAIR_SHARE_WINDOW
 from service.pool.service import WarmPool, fair_share, label
 from service.sandboxes.quotas import check_quotas
 from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
-from service.sandboxes.service import create_details
+from service.sandboxes.service import asks_other_caps, create_details, new_row
 from service.sandboxes.states import ACTIVE, State
 from service.templates.repository import OPERATOR_OWNER
 from service.tenants.service import quotas_of
@@ -234,38 +232,21 @@ def _plan(
     if found[18] is not None:
         return None  # the Idempotency-Key was used: the general path replays
     size, cpus, memory, disk = found[5], found[6], found[7], found[8]
-    asked = (data.cpus, data.memory_mib, data.disk_mib)
-    if (data.size is not None and data.size != size) or any(
-        a is not None and a != c for a, c in zip(asked, (cpus, memory, disk), strict=True)
-    ):
+    if asks_other_caps(data, size, (cpus, memory, disk)):
         return None
-    return Sandbox(
-        id=new_id("sbx"),
-        tenant_id=tenant_id,
-        state=State.RUNNING.value,
-        runtime=None,
-        runtime_id=None,
+    row = new_row(
+        tenant_id,
+        data,
         image=found[9],
-        template=found[2],
-        template_id=found[0],
-        template_version=found[4],
+        caps=(size, cpus, memory, disk),
+        network=network,
+        template=(found[2], found[0], found[4]),
         started_from="pool",
-        size=size,
-        cpus=cpus,
-        memory_mib=memory,
-        disk_mib=disk,
-        network=msgspec.to_builtins(network),
-        env=dict(data.env),
-        labels=dict(data.labels),
-        ttl_s=data.ttl_s,
-        idempotency_key=idempotency_key,
-        request_hash=request_hash,
-        created_at=now,
-        updated_at=now,
-        expires_at=now + timedelta(seconds=data.ttl_s),
-        stopped_at=None,
-        failure_reason=None,
+        request=(idempotency_key, request_hash),
+        now=now,
     )
+    row.state = State.RUNNING.value
+    return row
 
 
 async def _write(

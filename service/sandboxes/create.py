@@ -5,9 +5,6 @@ the outcome is recorded in a second short transaction."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-import msgspec
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -25,7 +22,6 @@ from service.errors import (
     NotFound,
     Unprocessable,
 )
-from service.ids import new_id
 from service.pool import claim as pool_claim
 from service.pool.service import WarmPool, label, try_claim
 from service.runtime import SandboxRuntime, SandboxRuntimeError, SandboxSpec
@@ -111,10 +107,8 @@ async def _template_for(
             f"template {data.template} has no successful build yet",
             extra={"template": data.template},
         )
-    caps = (version.cpus, version.memory_mib, version.disk_mib)
-    asked = (data.cpus, data.memory_mib, data.disk_mib)
-    if (data.size is not None and data.size != version.size) or any(
-        a is not None and a != c for a, c in zip(asked, caps, strict=True)
+    if service.asks_other_caps(
+        data, version.size, (version.cpus, version.memory_mib, version.disk_mib)
     ):
         raise Unprocessable(
             f"template {data.template} is built for size {version.size}",
@@ -184,28 +178,16 @@ async def create_sandbox(
             raise Unprocessable("sandboxes from templates take no preset: the build fixes caps")
         check_quotas(quotas, data.ttl_s, await repo.active_usage(), cpus, memory)
         now = utcnow()
-        row = SandboxRow(
-            id=new_id("sbx"),
-            tenant_id=principal.tenant_id,
-            state=None,
+        row = service.new_row(
+            principal.tenant_id,
+            data,
             image=image,
-            template=template.name if template else None,
-            template_id=template.id if template else None,
-            template_version=version.version if template else None,
+            caps=(size, cpus, memory, disk),
+            network=network,
+            template=(template.name, template.id, version.version) if template else None,
             started_from=("snapshot" if version.snapshot_id else "image") if template else "image",
-            size=size,
-            cpus=cpus,
-            memory_mib=memory,
-            disk_mib=disk,
-            network=msgspec.to_builtins(network),
-            env=dict(data.env),
-            labels=dict(data.labels),
-            ttl_s=data.ttl_s,
-            idempotency_key=idempotency_key,
-            request_hash=req_hash,
-            created_at=now,
-            updated_at=now,
-            expires_at=now + timedelta(seconds=data.ttl_s),
+            request=(idempotency_key, req_hash),
+            now=now,
         )
         repo.add(row)
         try:

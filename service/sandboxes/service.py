@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -24,6 +24,7 @@ from service.errors import (
     SandboxNotUsable,
     Unprocessable,
 )
+from service.ids import new_id
 from service.pagination import decode_cursor, page_of
 from service.runtime import SandboxRuntime
 from service.runtime.errors import InvalidSpec
@@ -33,6 +34,7 @@ from service.sandboxes.lifecycle import transition
 from service.sandboxes.repository import SandboxRepository
 from service.sandboxes.schemas import (
     Sandbox,
+    SandboxCreate,
     SandboxNetwork,
     SandboxPage,
     SandboxUpdate,
@@ -68,6 +70,56 @@ def to_schema(row: SandboxRow) -> Sandbox:
         expires_at=row.expires_at,
         stopped_at=row.stopped_at,
         failure_reason=row.failure_reason,
+    )
+
+
+def new_row(
+    tenant_id: str,
+    data: SandboxCreate,
+    *,
+    image: str,
+    caps: tuple[str, int, int, int],
+    network: SandboxNetwork,
+    template: tuple[str, str, int] | None,
+    started_from: str,
+    request: tuple[str | None, str],
+    now: datetime,
+) -> SandboxRow:
+    """A new sandbox's row before its first transition: `caps` (size, cpus, memory, disk),
+    `template` (name, id, version), `request` (Idempotency-Key, request hash)."""
+    size, cpus, memory, disk = caps
+    name, template_id, version = template or (None, None, None)
+    idempotency_key, request_hash = request
+    return SandboxRow(
+        id=new_id("sbx"),
+        tenant_id=tenant_id,
+        state=None,
+        image=image,
+        template=name,
+        template_id=template_id,
+        template_version=version,
+        started_from=started_from,
+        size=size,
+        cpus=cpus,
+        memory_mib=memory,
+        disk_mib=disk,
+        network=msgspec.to_builtins(network),
+        env=dict(data.env),
+        labels=dict(data.labels),
+        ttl_s=data.ttl_s,
+        idempotency_key=idempotency_key,
+        request_hash=request_hash,
+        created_at=now,
+        updated_at=now,
+        expires_at=now + timedelta(seconds=data.ttl_s),
+    )
+
+
+def asks_other_caps(data: SandboxCreate, size: str, caps: tuple[int, int, int]) -> bool:
+    """Whether a create names a size or cpus/memory/disk other than a template build's."""
+    asked = (data.cpus, data.memory_mib, data.disk_mib)
+    return (data.size is not None and data.size != size) or any(
+        a is not None and a != c for a, c in zip(asked, caps, strict=True)
     )
 
 
