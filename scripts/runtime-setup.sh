@@ -14,6 +14,8 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v iptables-restore >/dev/null 2>&1 || need+=(iptables)  # egress policy of sandboxes
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 command -v gzip >/dev/null 2>&1 || need+=(gzip)
+command -v patchelf >/dev/null 2>&1 || need+=(patchelf)  # links the image's statx shim
+command -v readelf >/dev/null 2>&1 || need+=(binutils)
 
 if ((${#need[@]})); then
   echo "==> installing ${need[*]}" >&2

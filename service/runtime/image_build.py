@@ -28,6 +28,7 @@ from .images import (
     PYTEST_REQUIREMENT,
     RECIPE_VERSION,
     SANDBOX_UID,
+    SHIM_PATH,
     SUITE,
     Progress,
     _adopt_rootfs,
@@ -68,7 +69,6 @@ _CUSTOMIZE = r"""set -eu
 root="$1"; files="$2"
 install -m 0755 "$files/airlock-init" "$root/sbin/airlock-init"
 install -D -m 0755 "$files/libairlock-statx.so" "$root/usr/local/lib/libairlock-statx.so"
-echo /usr/local/lib/libairlock-statx.so > "$root/etc/ld.so.preload"
 chroot "$root" groupadd -g 1000 sandbox
 chroot "$root" useradd -u 1000 -g 1000 -m -d /home/sandbox -s /bin/bash sandbox
 install -d -o 1000 -g 1000 -m 0755 "$root/work"
@@ -196,6 +196,58 @@ def _clean_rootfs(rootfs: Path) -> None:
                     child.unlink()
 
 
+# Where the programs that may call statx live; libraries are left alone (see below).
+_PROGRAM_DIRS = ("usr/bin", "usr/sbin", "usr/local/bin", "usr/local/sbin")
+
+
+def _imports_statx(readelf: str, path: Path) -> bool:
+    """Whether the ELF file at `path` takes `statx` from a shared library."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4)
+            if head != b"\x7fELF" or b"statx\0" not in head + handle.read():
+                return False
+    except OSError:
+        return False
+    out = subprocess.run(
+        [readelf, "--dyn-syms", "--wide", str(path)],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        check=False,
+    ).stdout
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) >= 8 and fields[6] == "UND" and fields[7].split("@")[0] == "statx":
+            return True
+    return False
+
+
+def _link_statx_shim(rootfs: Path, progress: Progress) -> list[str]:
+    """Make the statx shim a first dependency of each program that calls statx.
+
+    Only those programs load it (ls, stat, dir, vdir in bookworm): a system-wide
+    `/etc/ld.so.preload` made every process in a sandbox open and map it, about 3 ms per
+    exec under gVisor here. As the first DT_NEEDED entry it comes before libc in the
+    program's lookup scope, so its `statx` is the one bound. Libraries that import statx
+    themselves (libsystemd, libudev) are not patched: their callers are not sandbox tools.
+    """
+    readelf = _require("readelf", "binutils")
+    patchelf = _require("patchelf", "patchelf")
+    linked = []
+    for directory in _PROGRAM_DIRS:
+        base = rootfs / directory
+        if not base.is_dir():
+            continue
+        for path in sorted(base.iterdir()):
+            if path.is_symlink() or not path.is_file() or not _imports_statx(readelf, path):
+                continue
+            _run([patchelf, "--add-needed", SHIM_PATH, str(path)], progress, "link statx shim")
+            linked.append(f"/{directory}/{path.name}")
+    progress(f"statx shim linked into {len(linked)} program(s): {', '.join(linked) or 'none'}")
+    return linked
+
+
 def _pack_layer(rootfs: Path, staging: Path, progress: Progress) -> tuple[Path, str]:
     """Tar the rootfs (sorted, numeric owners) and gzip it; return (layer.tar.gz, diff_id)."""
     layer_tar = staging / "layer.tar"
@@ -252,6 +304,8 @@ def build_default_image(
 def _build(state_dir: Path, name: str, key: str, progress: Progress) -> ImageInfo:
     started = time.monotonic()
     mmdebstrap = _require("mmdebstrap", "mmdebstrap")
+    _require("patchelf", "patchelf")  # after mmdebstrap, in _link_statx_shim: fail early
+    _require("readelf", "binutils")
     mirror = apt.host_mirror()
     progress(f"building image {name!r} (key {key[:12]}) from {mirror} {SUITE}")
     tmp_root = state_dir / "tmp"
@@ -284,6 +338,7 @@ def _build(state_dir: Path, name: str, key: str, progress: Progress) -> ImageInf
             env=env,
         )
         _clean_rootfs(rootfs)
+        _link_statx_shim(rootfs, progress)
         layer_gz, diff_id = _pack_layer(rootfs, staging, progress)
         layout_tmp = staging / "layout"
         image_config = {

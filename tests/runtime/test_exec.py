@@ -37,6 +37,22 @@ async def test_stdin_cwd_env_and_user(runtime: SandboxRuntime, sandbox: SandboxI
     assert as_root.stdout == b"0\n"
 
 
+async def test_coreutils_that_call_statx_work(
+    runtime: SandboxRuntime, sandbox: SandboxInfo
+) -> None:
+    """`ls -l` and `stat` pass AT_NO_AUTOMOUNT to statx, which runsc refuses; the image's shim
+    makes them work without being loaded into every other process."""
+    result = await sh(
+        runtime,
+        sandbox.id,
+        "touch /work/f && ls -l /work && stat -c %s /work/f && dir /work && vdir /work"
+        " && ! grep -l statx /proc/self/maps",
+    )
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.decode().splitlines()
+    assert lines[0] == "total 0" and lines[1].endswith(" f") and lines[2] == "0"
+
+
 async def test_output_streams_in_order(runtime: SandboxRuntime, sandbox: SandboxInfo) -> None:
     execution = await runtime.exec(
         sandbox.id, ExecRequest(argv=["sh", "-c", "for i in 1 2 3; do echo $i; sleep 0.2; done"])

@@ -6,6 +6,7 @@ import gzip
 import io
 import json
 import shutil
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -36,6 +37,17 @@ def test_default_image_layout(state_dir: Path) -> None:
     assert not (rootfs / "etc/apt/sources.list").exists()
     assert list((rootfs / "etc/apt/sources.list.d").iterdir()) == []
     assert (rootfs / "work").stat().st_uid == 1000
+    # The statx shim is linked into the programs that need it, not preloaded into all.
+    assert not (rootfs / "etc/ld.so.preload").exists()
+    for program in ("ls", "stat"):
+        dynamic = subprocess.run(
+            ["readelf", "--dynamic", "--wide", str(rootfs / "usr/bin" / program)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        needed = [line for line in dynamic.splitlines() if "(NEEDED)" in line]
+        assert images.SHIM_PATH in needed[0], needed
     assert info.name in {i.name for i in images.list_images(state_dir)}
 
 
