@@ -44,7 +44,18 @@ def make_engine(url: str) -> AsyncEngine:
     # No ping on checkout: it is a round trip on every request (~0.35 ms measured here, more
     # than a query). A connection the server dropped fails its request instead (a 503), and
     # that failure discards the whole pool, so the next request connects afresh.
-    return create_async_engine(url, pool_size=10, max_overflow=20, pool_recycle=1800)
+    #
+    # Generic plans: every statement here is parameterized and keyed by ids, and PostgreSQL's
+    # default re-plans a statement with many parameters (the exec and pool-claim statements,
+    # with their CTEs) on every execution. Planning once per connection took ~0.4 ms off the
+    # claim's read, ~0.25 ms off its write and off an exec's start here.
+    return create_async_engine(
+        url,
+        pool_size=10,
+        max_overflow=20,
+        pool_recycle=1800,
+        connect_args={"server_settings": {"plan_cache_mode": "force_generic_plan"}},
+    )
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -5,7 +5,7 @@ statements on the same work.
 1. One read: the template the tenant sees by that name, its newest ready build, the pool for
    its size and the fair-share counts, the tenant's quotas and usage, any sandbox already made
    with the request's Idempotency-Key, and the head of the tenant's audit chain.
-2. One write, in a transaction: claim a ready member (skipping rows other claims hold), and only
+2. One write, a single statement: claim a ready member (skipping rows other claims hold), and only
    if there was one, extend the audit chain from the head read in 1 (compare-and-swap) and
    record the sandbox, its transitions, the pool request and the audit event.
 
@@ -23,6 +23,7 @@ from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
+import asyncpg
 from sqlalchemy.exc import IntegrityError
 
 from service.audit.recorder import (
@@ -144,8 +145,10 @@ _WRITE = pg_append_sql(
   SELECT $1, {_S["tenant_id"]}::{_REQUEST_CAST}, true, $4
   WHERE EXISTS (SELECT 1 FROM head)""",  # noqa: S608 (fixed names)
     },
+    # A member claimed while the chain's head moved (the append did not happen) must not stay
+    # claimed: dividing by the empty `head` fails the statement, and with it the claim.
     result="""SELECT (SELECT runtime_id FROM member), (SELECT runtime FROM member),
-  (SELECT count(*) FROM head)""",
+  CASE WHEN EXISTS (SELECT 1 FROM member) THEN 1 / (SELECT count(*) FROM head)::int END""",
 )
 
 
@@ -273,19 +276,15 @@ async def _write(
         dumps(getattr(row, c)) if c in json_columns else getattr(row, c) for c in _SANDBOX_COLUMNS
     ]
     event_values = pg_event_params(event)
-    tx = conn.transaction()
-    await tx.start()
+    # One statement in autocommit: it claims and records everything, or nothing.
     try:
-        runtime_id, runtime, moved = await conn.fetchrow(
+        runtime_id, runtime, _ = await conn.fetchrow(
             _WRITE, found[10], found[3], pool.host, now, *sandbox_values, *event_values
         )
-    except BaseException:
-        await tx.rollback()
-        raise
-    if runtime_id is None or not moved:
-        await tx.rollback()
-        return "empty" if runtime_id is None else "moved"
-    await tx.commit()
+    except asyncpg.DivisionByZeroError:
+        return "moved"
+    if runtime_id is None:
+        return "empty"
     CHAIN_HEADS[row.tenant_id] = (event["seq"], event["hash"])  # the claimer's first exec
     row.runtime_id, row.runtime = runtime_id, runtime
     return "claimed"

@@ -172,3 +172,16 @@ async def test_upgrading_keeps_existing_records(empty_database: str) -> None:
     # Stepping back to the foundation keeps the foundation's records too.
     await asyncio.to_thread(migrate.downgrade, url, "0001")
     assert await on_connection(url, names) == ["kept"]
+
+
+async def test_service_connections_plan_statements_once(empty_database: str) -> None:
+    """The service's PostgreSQL connections reuse one plan per prepared statement."""
+    if empty_database.startswith("sqlite"):
+        pytest.skip("a PostgreSQL setting")
+    engine = make_engine(empty_database)
+    try:
+        async with engine.connect() as conn:
+            mode = (await conn.execute(text("SHOW plan_cache_mode"))).scalar_one()
+    finally:
+        await engine.dispose()
+    assert mode == "force_generic_plan"

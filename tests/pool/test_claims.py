@@ -8,6 +8,10 @@ from typing import Any
 
 import pytest
 
+from service.audit.recorder import AuditContext, next_event, pg_read_head, pg_try_append
+from service.db.pg import driver_connection
+from service.db.session import make_engine
+from service.pool import claim as pool_claim
 from tests.conftest import Api, Tenant
 from tests.templates.conftest import BIG_QUOTAS, PROBE, delete_sandbox, run
 
@@ -224,4 +228,58 @@ async def test_a_claim_is_recorded_as_fully_as_any_create(papi: Api, own_databas
     )
     assert r.json()["valid"] is True, r.text
     for box in (first, second, third):
+        await delete_sandbox(papi, tenant, box["id"])
+
+
+async def test_a_claim_whose_chain_moved_claims_nothing_and_tries_again(
+    papi: Api, own_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between a claim's read and its write another action of the tenant extends its audit
+    chain: that write must leave nothing behind (no member claimed for a sandbox that was
+    not recorded), and the claim reads again and succeeds."""
+    pooled = await shared_template(papi, setup=[["true"]])
+    await set_target(papi, pooled, 2)
+    await wait_ready(papi, pooled, 2)
+    tenant = await papi.tenant(**BIG_QUOTAS)
+    first = await create(papi, tenant, template=pooled)  # makes the tenant's chain
+    outcomes: list[str] = []
+    original = pool_claim._write
+
+    async def write_after_another_append(conn: Any, *args: Any) -> str:
+        if not outcomes:
+            async with driver_connection(papi_engine) as other:
+                head = await pg_read_head(other, tenant.id)
+                event = next_event(
+                    AuditContext(actor="test", request_id=None, client=None),
+                    chain=tenant.id,
+                    head=head,
+                    action="test.between",
+                    target=None,
+                    outcome="ok",
+                    details={},
+                )
+                assert await pg_try_append(other, event)
+        outcome = await original(conn, *args)
+        outcomes.append(outcome)
+        return outcome
+
+    papi_engine = make_engine(own_database)
+    monkeypatch.setattr(pool_claim, "_write", write_after_another_append)
+    try:
+        second = await create(papi, tenant, template=pooled)
+    finally:
+        await papi_engine.dispose()
+    assert outcomes == ["moved", "claimed"]
+    assert second["started_from"] == "pool"
+    orphans = await sql(
+        own_database,
+        "SELECT m.id FROM pool_members m WHERE m.state = 'claimed' "
+        "AND NOT EXISTS (SELECT 1 FROM sandboxes s WHERE s.id = m.sandbox_id)",
+    )
+    assert orphans == []
+    r = await papi.client.get(
+        "/v1/audit/verify", params={"tenant_id": tenant.id}, headers=papi.operator
+    )
+    assert r.json()["valid"] is True, r.text
+    for box in (first, second):
         await delete_sandbox(papi, tenant, box["id"])
