@@ -144,6 +144,7 @@ class Agent:
         self.outbuf = bytearray()
         self.host = True
         self.retry_at = 0.0
+        self.retried = False  # the channel is back on trial after being lost
         self.execs = {}  # channel -> Exec
         self.by_pid = {}
         self.caps = bounding_caps()
@@ -189,13 +190,21 @@ class Agent:
         output of running execs, so their process trees end; the sandbox stays."""
         if not self.host:
             return
-        log(f"host channel closed ({why}); ending {len(self.execs)} exec(s)")
+        if self.execs or not self.retried:
+            log(f"host channel closed ({why}); ending {len(self.execs)} exec(s)")
         self.host = False
         self.retry_at = time.monotonic() + 1.0
         self.outbuf = bytearray()
         self.inbuf = bytearray()
         for ex in list(self.execs.values()):
             self.kill_tree(ex)
+
+    def retry_host(self):
+        """Listen to the channel again: a restore hands the sandbox new pipes. One still closed
+        answers EOF (or a broken pipe) at once, and we try again a second later."""
+        self.retried = True
+        self.host = True
+        self.send_json(HELLO, 0, {"v": VERSION, "pid": os.getpid()})
 
     # -- frames from the host -------------------------------------------------------------
 
@@ -209,6 +218,7 @@ class Agent:
         if not data:
             self.host_gone("eof")
             return
+        self.retried = False
         self.inbuf += data
         self.parse_host()
 

@@ -161,6 +161,19 @@ async def test_a_restarted_service_execs_without_the_agent(
             await asyncio.sleep(0.2)
             left = await ps(gvisor, box)
         assert "sleep 4501" not in left
+        # long after its host went away the agent is still an init: orphans are reaped
+        await asyncio.sleep(1.5)
+        assert (await sh(gvisor, box, "sleep 0.2 & exit 0")).exit_code == 0
+
+        async def zombies() -> list[str]:
+            result = await gvisor.run(box, ExecRequest(argv=["ps", "-e", "-o", "stat=,args="]))
+            return [line for line in result.stdout.decode().splitlines() if "Z" in line.split()[0]]
+
+        for _ in range(25):
+            if not await zombies():
+                break
+            await asyncio.sleep(0.2)
+        assert await zombies() == []
     finally:
         await gvisor.destroy(box)
 
