@@ -165,8 +165,8 @@ async def claim(
     """The new sandbox's row, made from a pool member; None to take the general path."""
     if data.template is None or data.image is not None or data.preset is not None:
         return None
-    if network.mode != "none":
-        return None
+    if network != SandboxNetwork():
+        return None  # any policy, valid or not, is the general path's (it checks and refuses)
     try:
         return await _claim(engine, pool, tenant_id, ctx, data, (idempotency_key, request_hash))
     except IntegrityError:

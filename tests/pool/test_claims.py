@@ -153,6 +153,21 @@ async def test_deleting_a_template_with_pool_members_is_refused_unless_forced(
     assert not ({m.runtime_id for m in members} & alive)
 
 
+async def test_a_malformed_network_policy_is_refused_and_claims_nothing(
+    papi: Api, pooled: str
+) -> None:
+    tenant = await papi.tenant(**BIG_QUOTAS)
+    before = await pool_status(papi, pooled)
+    network = {"mode": "none", "allow": ["10.0.0.1:443"]}
+    r = await papi.client.post(
+        "/v1/sandboxes",
+        json={"template": pooled, "network": network},
+        headers=tenant.headers,
+    )
+    assert r.status_code == 422, r.text
+    assert (await pool_status(papi, pooled))["claims"] == before["claims"]
+
+
 async def test_a_pool_must_match_the_templates_size(papi: Api, pooled: str) -> None:
     r = await papi.client.put(
         f"/v1/pool/{pooled}", json={"size": "medium", "target": 1}, headers=papi.operator
