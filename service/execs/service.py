@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 
 import msgspec
@@ -23,6 +24,7 @@ from service.sandboxes import service as sandboxes
 
 Db = async_sessionmaker[AsyncSession]
 POLL_S = 0.25
+REPLAY_GRACE_S = 5.0  # beyond the exec's own deadline, for its record to be finished
 
 
 def repository(session: AsyncSession, principal: Principal) -> ExecRepository:
@@ -117,12 +119,19 @@ async def create_exec(
             msgspec.structs.replace(data, secrets=dict.fromkeys(sorted(data.secrets), ""))
         ),
     )
-    if data.wait:
-        finished = await runner.wait(started.exec_id)
-        if finished is not None:
-            return finished, True
-    result = await get_exec(db, principal, sandbox_id, started.exec_id)
-    return result, result.state != "running"
+    # A retry (the same Idempotency-Key) waits for the first request's exec as that one does,
+    # also when it is not running in this process yet or runs in another.
+    until = time.monotonic() + data.timeout_s + REPLAY_GRACE_S
+    while True:
+        if data.wait:
+            finished = await runner.wait(started.exec_id)
+            if finished is not None:
+                return finished, True
+        result = await get_exec(db, principal, sandbox_id, started.exec_id)
+        final = result.state != "running"
+        if final or not data.wait or started.created or time.monotonic() >= until:
+            return result, final
+        await runner.wait_change(started.exec_id, POLL_S)
 
 
 async def list_execs(
