@@ -197,10 +197,7 @@ def pg_append_sql(
     `before` are CTEs ahead of the append, `guard` a further condition for it to happen at all,
     `result` the final SELECT (`head` has a row when the append happened).
     """
-    p = {
-        name: f"${first + i}::{cast}"
-        for i, (name, cast) in enumerate(zip(_EVENT_COLUMNS, _EVENT_CASTS, strict=True))
-    }
+    p = pg_params(_EVENT_COLUMNS, _EVENT_CASTS, first)
     ctes = [before] if before else []
     ctes.append(
         f"head AS (UPDATE audit_chain_heads SET seq = {p['seq']}, hash = {p['hash']} "  # noqa: S608
@@ -215,6 +212,11 @@ def pg_append_sql(
         f"SELECT {', '.join(p.values())} WHERE EXISTS (SELECT 1 FROM head))"
     )
     return f"WITH {', '.join(ctes)} {result}"
+
+
+def pg_params(names: tuple[str, ...], casts: list[str], first: int) -> dict[str, str]:
+    """Each column's typed parameter, `$n::cast`, numbered from $`first`."""
+    return {n: f"${first + i}::{c}" for i, (n, c) in enumerate(zip(names, casts, strict=True))}
 
 
 def pg_event_params(event: dict[str, Any]) -> list[Any]:

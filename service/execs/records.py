@@ -2,8 +2,9 @@
 finish row with its audit event.
 
 Two forms of the same statements: SQLAlchemy Core (SQLite, and any other database), and fixed
-SQL sent to asyncpg on PostgreSQL (service.db.pg), where an exec's start and finish are each a
-lock and one write. Both run the same checks, in ExecRunner; tests run on both databases.
+SQL sent to asyncpg on PostgreSQL (service.db.pg), where an exec's start and finish are each
+one statement appending to the audit chain by compare-and-swap. Both run the same checks, in
+ExecRunner; tests run on both databases.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from sqlalchemy import func, insert, select, type_coerce, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -24,6 +25,7 @@ from service.audit.recorder import (
     pg_append_sql,
     pg_casts,
     pg_event_params,
+    pg_params,
     pg_read_head,
     pg_try_append,
     record,
@@ -59,19 +61,33 @@ class Event(NamedTuple):
     outcome: str
     details: dict[str, Any]
 
+    def what(self) -> dict[str, Any]:
+        """The event's own fields, as `record` and `next_event` take them."""
+        return {
+            "chain": self.chain,
+            "action": self.action,
+            "target": self.target,
+            "outcome": self.outcome,
+            "details": self.details,
+        }
 
-class RecordTx(Protocol):
+
+class RecordTx:
+    """A unit of record writes; `_CoreTx` and `_PgTx` are its two forms."""
+
     async def facts(
         self, tenant_id: str, sandbox_id: str, only_sandbox: str | None, since: datetime
-    ) -> SandboxFacts | None: ...
+    ) -> SandboxFacts | None:
+        raise NotImplementedError
 
     async def replay_of(
         self, tenant_id: str, sandbox_id: str, key: str
     ) -> tuple[str, str | None] | None:
         """(exec id, request hash) of the exec started with this Idempotency-Key."""
-        ...
+        raise NotImplementedError
 
-    async def insert_started(self, values: dict[str, Any], event: Event) -> None: ...
+    async def insert_started(self, values: dict[str, Any], event: Event) -> None:
+        raise NotImplementedError
 
     async def facts_and_start(
         self,
@@ -82,14 +98,16 @@ class RecordTx(Protocol):
     ) -> tuple[SandboxFacts | None, bool]:
         """`facts(*facts)`, and the start written at once when the sandbox runs and the
         exec is within `limits` (its timeout, the default rate and maximum timeout); True
-        when it was. False leaves the checks and `insert_started` to the caller."""
-        ...
+        when it was. False leaves the checks and `insert_started` to the caller (always, in
+        this plain form)."""
+        return await self.facts(*facts), False
 
     async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:
         """Write the end of a running exec (a finished one is left as it is) and its event."""
-        ...
+        raise NotImplementedError
 
-    async def insert_chunks(self, rows: list[dict[str, Any]]) -> None: ...
+    async def insert_chunks(self, rows: list[dict[str, Any]]) -> None:
+        raise NotImplementedError
 
 
 class ExecRecords:
@@ -114,7 +132,7 @@ class ExecRecords:
                 yield _CoreTx(conn)
 
 
-class _CoreTx:
+class _CoreTx(RecordTx):
     def __init__(self, conn: AsyncConnection) -> None:
         self.conn = conn
 
@@ -167,15 +185,6 @@ class _CoreTx:
         await self.conn.execute(insert(ExecRow).values(**values))
         await _record(self.conn, event)
 
-    async def facts_and_start(
-        self,
-        facts: tuple[str, str, str | None, datetime],
-        limits: tuple[float, int, float],
-        values: dict[str, Any],
-        event: Event,
-    ) -> tuple[SandboxFacts | None, bool]:
-        return await self.facts(*facts), False
-
     async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:
         await self.conn.execute(
             update(ExecRow)
@@ -189,15 +198,7 @@ class _CoreTx:
 
 
 async def _record(conn: AsyncConnection, event: Event) -> None:
-    await record(
-        conn,
-        event.ctx,
-        chain=event.chain,
-        action=event.action,
-        target=event.target,
-        outcome=event.outcome,
-        details=event.details,
-    )
+    await record(conn, event.ctx, **event.what())
 
 
 # PostgreSQL: the same statements as fixed SQL, each write one atomic statement that appends
@@ -206,10 +207,12 @@ async def _record(conn: AsyncConnection, event: Event) -> None:
 # The head of the tenant's chain comes along, unlocked: the start's event extends it next.
 _FACTS = """
 SELECT s.id, s.state, s.runtime_id, s.failure_reason, s.env, s.network, t.quotas,
-  (SELECT count(*) FROM execs e WHERE e.tenant_id = $1 AND e.created_at >= $3) AS recent,
-  (SELECT min(e.created_at) FROM execs e WHERE e.tenant_id = $1 AND e.created_at >= $3),
-  h.seq, h.hash
+  r.recent, r.oldest, h.seq, h.hash
 FROM sandboxes s JOIN tenants t ON t.id = s.tenant_id
+CROSS JOIN LATERAL (
+  SELECT count(*) AS recent, min(e.created_at) AS oldest FROM execs e
+  WHERE e.tenant_id = $1 AND e.created_at >= $3
+) r
 LEFT JOIN audit_chain_heads h ON h.chain = s.tenant_id
 WHERE s.tenant_id = $1 AND s.id = $2 AND ($4::varchar IS NULL OR s.id = $4)
 """
@@ -249,7 +252,7 @@ _START_CASTS = pg_casts(ExecRow.__table__, _START_COLUMNS)
 
 def _insert_start(first: int) -> str:
     """The start row's insert, its parameters from $`first`, made when the event is."""
-    params = ", ".join(f"${first + i}::{cast}" for i, cast in enumerate(_START_CASTS))
+    params = ", ".join(pg_params(_START_COLUMNS, _START_CASTS, first).values())
     return (
         f"INSERT INTO execs ({_QUOTED_START}) "  # noqa: S608 (fixed names)
         f"SELECT {params} WHERE EXISTS (SELECT 1 FROM head)"
@@ -295,7 +298,7 @@ _UPDATE_FINISH = (
 CAS_ATTEMPTS = 4
 
 
-class _PgTx:
+class _PgTx(RecordTx):
     def __init__(self, conn: Any, heads: ChainHeads) -> None:
         self.conn = conn
         # The last head this process saw per chain: right unless another writer appended
@@ -306,8 +309,10 @@ class _PgTx:
         self, tenant_id: str, sandbox_id: str, only_sandbox: str | None, since: datetime
     ) -> SandboxFacts | None:
         row = await self.conn.fetchrow(_FACTS, tenant_id, sandbox_id, since, only_sandbox)
-        if row is None:
-            return None
+        return None if row is None else self._facts_of(tenant_id, row)
+
+    def _facts_of(self, tenant_id: str, row: Any) -> SandboxFacts:
+        """The facts of a `_FACTS` row; the chain head that came with it is remembered."""
         if row[9] is not None:
             self.heads[tenant_id] = (row[9], row[10])
         return SandboxFacts(*row[:9])
@@ -366,9 +371,7 @@ class _PgTx:
         if row[11]:
             self.heads[event.chain] = (appended["seq"], appended["hash"])
             return SandboxFacts(*row[:9]), True
-        if row[9] is not None:
-            self.heads[tenant_id] = (row[9], row[10])
-        return SandboxFacts(*row[:9]), False
+        return self._facts_of(tenant_id, row), False
 
     async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:
         params = [exec_id, *(values[c] for c in _FINISH_COLUMNS)]
@@ -387,12 +390,4 @@ def _start_params(values: dict[str, Any]) -> list[Any]:
 
 
 def _event_values(event: Event, head: tuple[int, str]) -> dict[str, Any]:
-    return next_event(
-        event.ctx,
-        chain=event.chain,
-        head=head,
-        action=event.action,
-        target=event.target,
-        outcome=event.outcome,
-        details=event.details,
-    )
+    return next_event(event.ctx, head=head, **event.what())

@@ -73,7 +73,6 @@ class ExecRunner:
         self.db = db
         # No ORM sessions on the exec path: they cost more per statement than the database
         # does (see service.execs.records).
-        self.engine = engine
         self.records = ExecRecords(engine)
         self.holder = holder
         self.live: dict[str, Live] = {}

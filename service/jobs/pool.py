@@ -82,10 +82,9 @@ class PoolRefiller(PeriodicJob):
         # A claim rings the bell: refill at once instead of at the next interval.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.pool.bell.wait(), self.interval_s)
-        # Woken by the clock or a miss just after a claim: let the claimer's first commands
-        # run before a restore takes the CPU.
-        quiet = self.pool.quiet_until - time.monotonic()
-        if quiet > 0:  # a later claim moves it on; that one rings the bell again
+        # Just after a claim: let the claimer's first commands run before a restore takes the
+        # CPU (a later claim moves the end on).
+        while (quiet := self.pool.quiet_until - time.monotonic()) > 0:  # noqa: ASYNC110 (a deadline)
             await asyncio.sleep(quiet)
 
     async def refill_once(self) -> None:

@@ -20,7 +20,6 @@ the replays and the cold start, with its own locking.
 from __future__ import annotations
 
 from datetime import datetime
-from types import SimpleNamespace
 from typing import Any
 
 import asyncpg
@@ -33,9 +32,10 @@ from service.audit.recorder import (
     pg_append_sql,
     pg_casts,
     pg_event_params,
+    pg_params,
 )
 from service.db.base import utcnow
-from service.db.models import PoolRequest, Sandbox, SandboxTransition
+from service.db.models import Sandbox, SandboxTransition
 from service.db.pg import driver_connection, dumps
 from service.errors import AppError
 from service.pool import metrics
@@ -46,7 +46,7 @@ from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
 from service.sandboxes.service import asks_other_caps, create_details, new_row
 from service.sandboxes.states import ACTIVE, State
 from service.templates.repository import OPERATOR_OWNER
-from service.tenants.service import quotas_of
+from service.tenants.service import quotas_from
 
 ATTEMPTS = 3
 
@@ -66,15 +66,14 @@ SELECT tpl.id, tpl.owner, tpl.name,
      WHERE r.pool_id = pt.id AND r.at >= $4 AND r.tenant_id <> $1),
   (SELECT count(*) FROM pool_requests r
      WHERE r.pool_id = pt.id AND r.tenant_id = $1 AND r.claimed AND r.at >= $4),
-  t.quotas,
-  (SELECT count(*) FROM sandboxes s WHERE s.tenant_id = $1 AND s.state = ANY($6::varchar[])),
-  (SELECT coalesce(sum(s.cpus), 0) FROM sandboxes s
-     WHERE s.tenant_id = $1 AND s.state = ANY($6::varchar[])),
-  (SELECT coalesce(sum(s.memory_mib), 0) FROM sandboxes s
-     WHERE s.tenant_id = $1 AND s.state = ANY($6::varchar[])),
+  t.quotas, u.n, u.cpus, u.memory,
   (SELECT s.id FROM sandboxes s WHERE s.tenant_id = $1 AND s.idempotency_key = $5),
   h.seq, h.hash
 FROM tpl JOIN ver ON true JOIN tenants t ON t.id = $1
+CROSS JOIN LATERAL (
+  SELECT count(*) AS n, coalesce(sum(s.cpus), 0) AS cpus, coalesce(sum(s.memory_mib), 0) AS memory
+  FROM sandboxes s WHERE s.tenant_id = $1 AND s.state = ANY($6::varchar[])
+) u
 LEFT JOIN pool_targets pt ON pt.template_id = tpl.id AND pt.size = ver.size
 LEFT JOIN audit_chain_heads h ON h.chain = $1
 """
@@ -104,14 +103,12 @@ _SANDBOX_COLUMNS = (
 )
 
 
-def _params(names: tuple[str, ...], casts: list[str], first: int) -> dict[str, str]:
-    return {n: f"${first + i}::{c}" for i, (n, c) in enumerate(zip(names, casts, strict=True))}
-
+_JSON_COLUMNS = frozenset({"network", "env", "labels"})
+_ACTIVE_STATES = [s.value for s in ACTIVE]
 
 # $1 pool id, $2 version id, $3 host, $4 now; the sandbox's columns, then the event's.
-_S = _params(_SANDBOX_COLUMNS, pg_casts(Sandbox.__table__, _SANDBOX_COLUMNS), 5)
+_S = pg_params(_SANDBOX_COLUMNS, pg_casts(Sandbox.__table__, _SANDBOX_COLUMNS), 5)
 _TRANSITION_CAST = pg_casts(SandboxTransition.__table__, ("to_state",))[0]
-_REQUEST_CAST = pg_casts(PoolRequest.__table__, ("tenant_id",))[0]
 
 _MEMBER = """member AS (
   UPDATE pool_members SET state = 'claimed', claimed_at = $4, sandbox_id = {sandbox_id}
@@ -142,7 +139,7 @@ _WRITE = pg_append_sql(
   WHERE EXISTS (SELECT 1 FROM head) ORDER BY v.n""",  # noqa: S608 (fixed names)
         "request": f"""
   INSERT INTO pool_requests (pool_id, tenant_id, claimed, at)
-  SELECT $1, {_S["tenant_id"]}::{_REQUEST_CAST}, true, $4
+  SELECT $1, {_S["tenant_id"]}, true, $4
   WHERE EXISTS (SELECT 1 FROM head)""",  # noqa: S608 (fixed names)
     },
     # A member claimed while the chain's head moved (the append did not happen) must not stay
@@ -193,12 +190,12 @@ async def _claim(
                 OPERATOR_OWNER,
                 now - FAIR_SHARE_WINDOW,
                 idempotency_key,
-                [s.value for s in ACTIVE],
+                _ACTIVE_STATES,
             )
             row = _plan(found, tenant_id, data, idempotency_key, request_hash, network, now)
             if row is None or found is None:
                 return None
-            quotas = quotas_of(SimpleNamespace(quotas=found[14]))
+            quotas = quotas_from(found[14])
             try:
                 check_quotas(
                     quotas, data.ttl_s, (found[15], found[16], found[17]), row.cpus, row.memory_mib
@@ -271,9 +268,8 @@ async def _write(
         outcome="ok",
         details=create_details(row, preset=None),
     )
-    json_columns = {"network", "env", "labels"}
     sandbox_values = [
-        dumps(getattr(row, c)) if c in json_columns else getattr(row, c) for c in _SANDBOX_COLUMNS
+        dumps(getattr(row, c)) if c in _JSON_COLUMNS else getattr(row, c) for c in _SANDBOX_COLUMNS
     ]
     event_values = pg_event_params(event)
     # One statement in autocommit: it claims and records everything, or nothing.

@@ -64,11 +64,9 @@ class WarmPool:
     def poke_after_claim(self) -> None:
         """Wake the refiller a little later: a claimer runs its first commands right away, and
         on a small host a restore beside them would take their CPU."""
-        if self.after_claim_s <= 0:
-            self.poke()
-            return
-        self.quiet_until = time.monotonic() + self.after_claim_s
-        asyncio.get_running_loop().call_later(self.after_claim_s, self.bell.set)
+        if self.after_claim_s > 0:
+            self.quiet_until = time.monotonic() + self.after_claim_s  # the refiller waits it out
+        self.poke()
 
     def note_snapshots(self, worked: bool, detail: str) -> None:
         if not self.snapshots_enabled:

@@ -130,17 +130,16 @@ async def _tenant(db: Any, ctx: Any, settings: Settings, name: str) -> str:
     from service.tenants.schemas import Quotas, TenantCreate
     from service.tenants.service import create_tenant
 
-    async with db() as session, session.begin():
-        found: Tenant | None = await TenantRepository(session).get_by_name(name)
-        if found is not None:
-            return found.id
-        defaults = Quotas(audit_retention_days=settings.audit_retention_days)
-        try:
+    try:
+        async with db() as session, session.begin():
+            found: Tenant | None = await TenantRepository(session).get_by_name(name)
+            if found is not None:
+                return found.id
+            defaults = Quotas(audit_retention_days=settings.audit_retention_days)
             created = await create_tenant(session, ctx, TenantCreate(name=name), defaults)
-        except Conflict:
-            pass
-        else:
             return created.tenant.id
+    except Conflict:
+        pass  # another process made it meanwhile (its transaction is rolled back, not ours)
     async with db() as session:
         again = await TenantRepository(session).get_by_name(name)
         assert again is not None

@@ -25,11 +25,12 @@ from service.audit.recorder import AuditContext, record
 from service.auth.principal import SCOPES, Principal, PrincipalKind
 from service.db.base import utcnow
 from service.db.models import Review as ReviewRow
-from service.db.models import ReviewBundle, Tenant
+from service.db.models import Tenant
 from service.errors import AppError
 from service.execs.runner import ExecRunner
 from service.reviews import inside, model
 from service.reviews.fetch import FetchFailed, HttpAuth, fetch
+from service.reviews.repository import ReviewRepository
 from service.reviews.source import check_local, parse, pin_addresses
 from service.reviews.verdict import Run, decide
 from service.runtime import SandboxRuntimeError
@@ -121,6 +122,7 @@ async def load(db: Db, review_id: str) -> Job | None:
             return None
         tenant = await session.get(Tenant, row.tenant_id)
         assert tenant is not None
+        quotas = quotas_of(tenant)
         return Job(
             id=row.id,
             tenant_id=row.tenant_id,
@@ -135,8 +137,8 @@ async def load(db: Db, review_id: str) -> Job | None:
             network=dict(row.network),
             model=row.model,
             attempts=row.attempts,
-            max_ttl_s=quotas_of(tenant).max_sandbox_ttl_s,
-            max_timeout_s=quotas_of(tenant).max_exec_timeout_s,
+            max_ttl_s=quotas.max_sandbox_ttl_s,
+            max_timeout_s=quotas.max_exec_timeout_s,
             credentials=dict(row.credentials) if row.credentials else None,
         )
 
@@ -147,7 +149,6 @@ class Stages:
     def __init__(self, db: Db, job: Job) -> None:
         self.db = db
         self.job = job
-        self.timings: dict[str, int] = {}
 
     @contextlib.asynccontextmanager
     async def timed(self, name: str) -> Any:
@@ -170,7 +171,6 @@ class Stages:
         self, clock: Clock, outcome: str, detail: str | None = None, **fields: Any
     ) -> None:
         duration = int((time.monotonic() - clock.monotonic) * 1000)
-        self.timings[clock.name] = duration
         entry = {
             "name": clock.name,
             "outcome": outcome,
@@ -334,8 +334,8 @@ async def _auth(deps: Deps, job: Job) -> HttpAuth | None:
 
 async def _bundle_file(db: Db, job: Job, tmp: Path) -> Path:
     async with db() as session:
-        bundle = await session.get(ReviewBundle, job.repo)
-        if bundle is None or bundle.tenant_id != job.tenant_id:
+        bundle = await ReviewRepository(session, job.tenant_id).bundle(job.repo)
+        if bundle is None:
             raise StageFailed(f"fetch: no bundle {job.repo}")
         data = bundle.data
     path = tmp / "upload.bundle"

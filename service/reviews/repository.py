@@ -41,5 +41,13 @@ class ReviewRepository:
             )
         )
 
+    async def has_bundle(self, bundle_id: str) -> bool:
+        found = await self.session.scalar(
+            select(ReviewBundle.id).where(
+                ReviewBundle.tenant_id == self.tenant_id, ReviewBundle.id == bundle_id
+            )
+        )
+        return found is not None
+
     def add(self, row: Review | ReviewBundle) -> None:
         self.session.add(row)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterable
+from typing import get_args
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -13,8 +14,8 @@ from service.auth.principal import Principal
 from service.db.base import utcnow
 from service.db.models import Review as ReviewRow
 from service.db.models import ReviewBundle, Tenant
-from service.errors import Forbidden, MissingScope, NotFound, Unprocessable
-from service.files.errors import PayloadTooLarge
+from service.errors import MissingScope, NotFound, Unprocessable
+from service.files.service import MIB, CappedBody, refuse_declared
 from service.ids import new_id
 from service.pagination import decode_cursor, page_of
 from service.reviews.repository import ReviewRepository
@@ -26,6 +27,7 @@ from service.reviews.schemas import (
     ReviewCreate,
     ReviewCredentials,
     ReviewPage,
+    ReviewState,
     ReviewSummary,
     Stage,
 )
@@ -37,8 +39,7 @@ from service.settings import Settings
 from service.templates.repository import TemplateRepository
 from service.tenants.service import quotas_of
 
-STATES = ("queued", "running", "finished", "failed")
-MIB = 1 << 20
+STATES = get_args(ReviewState)
 
 
 def to_schema(row: ReviewRow) -> Review:
@@ -92,13 +93,6 @@ def summary(row: ReviewRow) -> ReviewSummary:
     )
 
 
-def _tenant_of(principal: Principal) -> str:
-    if principal.sandbox_id is not None:
-        raise Forbidden("a token bound to a sandbox cannot review pull requests")
-    assert principal.tenant_id is not None
-    return principal.tenant_id
-
-
 async def create_review(
     session: AsyncSession,
     settings: Settings,
@@ -112,7 +106,7 @@ async def create_review(
     """Check everything that can be checked without fetching, then record and queue it.
 
     `claimed`: the caller runs it itself (the command line), so no runner takes it."""
-    tenant_id = _tenant_of(principal)
+    tenant_id = secrets.tenant_of(principal)
     local = settings.review_allow_local_repos if allow_local is None else allow_local
     source = parse(data.repo, allow_local=local)
     if data.credentials is not None and not source.location.startswith("https://"):
@@ -121,7 +115,7 @@ async def create_review(
     check_ref(data.base, "base")
     check_ref(data.head, "head")
     repo = ReviewRepository(session, tenant_id)
-    if source.kind == "bundle" and await repo.bundle(source.location) is None:
+    if source.kind == "bundle" and not await repo.has_bundle(source.location):
         raise NotFound(f"no bundle {source.location}")
     tenant = await session.get(Tenant, tenant_id)
     assert tenant is not None
@@ -213,7 +207,7 @@ async def _check_credentials(
 
 
 async def get_review(session: AsyncSession, principal: Principal, review_id: str) -> Review:
-    row = await ReviewRepository(session, _tenant_of(principal)).get(review_id)
+    row = await ReviewRepository(session, secrets.tenant_of(principal)).get(review_id)
     if row is None:
         raise NotFound(f"no review {review_id}")
     return to_schema(row)
@@ -231,7 +225,7 @@ async def list_reviews(
     if unknown:
         raise Unprocessable(f"unknown states: {', '.join(sorted(unknown))}")
     after = decode_cursor(cursor, "reviews", str)
-    rows = await ReviewRepository(session, _tenant_of(principal)).list(
+    rows = await ReviewRepository(session, secrets.tenant_of(principal)).list(
         limit=limit + 1, after_id=after, states=states
     )
     items, next_cursor = page_of(rows, limit, "reviews", key=lambda r: r.id)
@@ -247,26 +241,15 @@ async def upload_bundle(
 ) -> Bundle:
     """Store a git bundle (checked by git only when a review fetches from it, on the host,
     with the same safe options as any fetch)."""
-    tenant_id = _tenant_of(principal)
+    tenant_id = secrets.tenant_of(principal)
     tenant = await session.get(Tenant, tenant_id)
     assert tenant is not None
     limit = quotas_of(tenant).max_upload_mib * MIB
-    if content_length is not None and content_length > limit:
-        raise PayloadTooLarge(
-            f"the body is {content_length} bytes; this tenant accepts at most {limit}",
-            extra={"limit_bytes": limit},
-        )
-    parts: list[bytes] = []
-    size = 0
-    async for chunk in body:
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(
-                f"the body exceeds this tenant's upload limit of {limit} bytes",
-                extra={"limit_bytes": limit},
-            )
-        parts.append(chunk)
-    data = b"".join(parts)
+    refuse_declared(content_length, limit)
+    capped = CappedBody(body, limit)
+    data = b"".join([chunk async for chunk in capped])
+    capped.check()
+    size = len(data)
     if not data.startswith((b"# v2 git bundle\n", b"# v3 git bundle\n")):
         raise Unprocessable("the body is not a git bundle (`git bundle create`)")
     row = ReviewBundle(

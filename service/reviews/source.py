@@ -22,7 +22,6 @@ from urllib.parse import unquote, urlsplit
 from service.errors import Unprocessable
 
 BUNDLE_ID = re.compile(r"^bdl_[0-9a-f]{32}$")
-COMMIT = re.compile(r"^[0-9a-f]{40}$|^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -49,11 +48,7 @@ def check_ref(ref: str, what: str) -> None:
 def remote_ref(ref: str) -> str:
     """What to ask the remote for: a commit id as is, `pull/N/head` under refs/, a full ref as
     is, anything else as a branch or tag name for git to match."""
-    if COMMIT.match(ref) or ref.startswith("refs/"):
-        return ref
-    if ref.startswith("pull/"):
-        return f"refs/{ref}"
-    return ref
+    return f"refs/{ref}" if ref.startswith("pull/") else ref
 
 
 def parse(repo: str, *, allow_local: bool) -> Source:

@@ -20,13 +20,13 @@ import os
 import secrets
 import struct
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
-from .execution import ExecutionBase
+from .execution import Classify, ExecutionBase, KillTree
 from .types import ExecResult, Outcome, OutputChunk
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,8 @@ class AgentLink(asyncio.Protocol):
 
     @property
     def usable(self) -> bool:
-        return self.broken is None and self._ready.done() and not self._ready.cancelled()
+        # Only `close` cancels `_ready`, and it sets `broken` first.
+        return self.broken is None and self._ready.done()
 
     # -- incoming -------------------------------------------------------------------------
 
@@ -350,10 +351,6 @@ class _WriteSide(asyncio.Protocol):
         self.link.close("the agent closed its input")
 
 
-KillFallback = Callable[[], Awaitable[None]]
-Classify = Callable[[int | None], Awaitable[Outcome]]
-
-
 class AgentExecution(ExecutionBase):
     """A running exec inside the agent. Deadline and output cap as for `runsc exec`; with
     `stream=True` (file downloads) nothing is kept and output flows as fast as it is read."""
@@ -367,45 +364,35 @@ class AgentExecution(ExecutionBase):
         stdin: bytes | AsyncIterable[bytes] | None,
         timeout_s: float,
         output_cap: int,
-        kill_fallback: KillFallback,
+        kill_fallback: KillTree,
         classify: Classify,
         requested_at: float,
         stream: bool = False,
-        on_done: Callable[[AgentExecution], None] | None = None,
+        on_done: Callable[[ExecutionBase], None] | None = None,
     ) -> None:
-        self._id = exec_id
+        super().__init__(
+            exec_id,
+            timeout_s=timeout_s,
+            output_cap=output_cap,
+            classify=classify,
+            requested_at=requested_at,
+            on_done=on_done,
+        )
         self._channel = channel
         self._link = channel.link
         self.pid = pid
-        self._timeout_s = timeout_s
-        self._cap = output_cap
         self._stream = stream
         self._kill_fallback = kill_fallback
-        self._classify = classify
-        self._requested_at = requested_at
-        self._started = time.monotonic()
-        self._kept = {"stdout": bytearray(), "stderr": bytearray()}
-        self._total = {"stdout": 0, "stderr": 0}
-        self._queue: asyncio.Queue[OutputChunk | None] = asyncio.Queue()
-        self._forced: Outcome | None = None
-        self.feed_error: Exception | None = None
-        self._kill_lock = asyncio.Lock()
-        self._on_done = on_done
         channel.attach(self._data)
         self._stdin_task = asyncio.create_task(self._feed(stdin)) if stdin is not None else None
         self._task = asyncio.create_task(self._supervise())
 
-    def _data(self, stream: Literal["stdout", "stderr"], data: bytes) -> None:
-        self._total[stream] += len(data)
+    def _data(self, name: Literal["stdout", "stderr"], data: bytes) -> None:
         if self._stream:
-            self._queue.put_nowait(OutputChunk(stream, data))
-            return
-        kept = self._kept[stream]
-        room = self._cap - len(kept)
-        if room > 0:
-            piece = data[:room]
-            kept += piece
-            self._queue.put_nowait(OutputChunk(stream, piece))
+            self._streams[name].total += len(data)
+            self._queue.put_nowait(OutputChunk(name, data))
+        else:
+            self._keep(self._streams[name], data)
 
     async def output(self) -> AsyncIterator[OutputChunk]:
         while (chunk := await self._queue.get()) is not None:
@@ -488,23 +475,9 @@ class AgentExecution(ExecutionBase):
             ran = finished - self._started
             if end is not None and 0 <= end.ran < ran:
                 ran = end.ran
-            out, err = self._kept["stdout"], self._kept["stderr"]
-            out_total = max(self._total["stdout"], end.out if end else 0, len(out))
-            err_total = max(self._total["stderr"], end.err if end else 0, len(err))
-            return ExecResult(
-                exec_id=self._id,
-                exit_code=code if outcome == "exited" else None,
-                outcome=outcome,
-                started_after_s=self._started - self._requested_at,
-                duration_s=ran,
-                stdout=bytes(out),
-                stderr=bytes(err),
-                stdout_bytes=out_total,
-                stderr_bytes=err_total,
-                stdout_truncated=out_total > len(out),
-                stderr_truncated=err_total > len(err),
-            )
+            if end is not None:  # the agent also counted what it did not send (past the cap)
+                self._streams["stdout"].total = max(self._streams["stdout"].total, end.out)
+                self._streams["stderr"].total = max(self._streams["stderr"].total, end.err)
+            return self._result(code, outcome, ran)
         finally:
-            self._queue.put_nowait(None)
-            if self._on_done is not None:
-                self._on_done(self)
+            self._finish()

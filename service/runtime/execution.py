@@ -120,12 +120,37 @@ class _Stream:
 
 class ExecutionBase:
     """What every runtime's running exec shares: an id, a queue of output chunks ending in
-    None, and a supervising task whose result is the ExecResult. Subclasses set `_id`,
-    `_queue` and `_task`, and say how to stop (`_stop`)."""
+    None, and a supervising task whose result is the ExecResult. Subclasses call `__init__`
+    (or set `_id` and `_queue` themselves), set `_task`, and say how to stop (`_stop`)."""
 
     _id: str
     _queue: asyncio.Queue[OutputChunk | None]
     _task: asyncio.Task[ExecResult]
+
+    def __init__(
+        self,
+        exec_id: str,
+        *,
+        timeout_s: float,
+        output_cap: int,
+        classify: Classify,
+        requested_at: float,
+        on_done: Callable[[ExecutionBase], None] | None,
+    ) -> None:
+        self._id = exec_id
+        self._timeout_s = timeout_s
+        self._classify = classify
+        self._requested_at = requested_at
+        self._started = time.monotonic()
+        self._streams = {
+            "stdout": _Stream("stdout", output_cap),
+            "stderr": _Stream("stderr", output_cap),
+        }
+        self._queue = asyncio.Queue()
+        self._forced: Outcome | None = None
+        self.feed_error: Exception | None = None
+        self._kill_lock = asyncio.Lock()
+        self._on_done = on_done
 
     @property
     def id(self) -> str:
@@ -148,6 +173,37 @@ class ExecutionBase:
     async def _stop(self, outcome: Outcome) -> None:
         raise NotImplementedError
 
+    def _keep(self, stream: _Stream, data: bytes) -> None:
+        """Count `data`; keep and queue what fits under the output cap."""
+        stream.total += len(data)
+        room = stream.cap - len(stream.kept)
+        if room > 0:
+            kept = data[:room]
+            stream.kept += kept
+            self._queue.put_nowait(OutputChunk(stream.name, kept))
+
+    def _result(self, code: int | None, outcome: Outcome, duration_s: float) -> ExecResult:
+        out, err = self._streams["stdout"], self._streams["stderr"]
+        return ExecResult(
+            exec_id=self._id,
+            exit_code=code if outcome == "exited" else None,
+            outcome=outcome,
+            started_after_s=self._started - self._requested_at,
+            duration_s=duration_s,
+            stdout=bytes(out.kept),
+            stderr=bytes(err.kept),
+            stdout_bytes=out.total,
+            stderr_bytes=err.total,
+            stdout_truncated=out.truncated,
+            stderr_truncated=err.truncated,
+        )
+
+    def _finish(self) -> None:
+        """End the output and tell the owner the exec is over."""
+        self._queue.put_nowait(None)
+        if self._on_done is not None:
+            self._on_done(self)
+
 
 class SupervisedExecution(ExecutionBase):
     """A running exec. Iterate `output()` for chunks; `await wait()` for the result."""
@@ -163,25 +219,19 @@ class SupervisedExecution(ExecutionBase):
         kill_tree: KillTree,
         classify: Classify,
         requested_at: float,
-        on_done: Callable[[SupervisedExecution], None] | None = None,
+        on_done: Callable[[ExecutionBase], None] | None = None,
     ) -> None:
-        self._id = exec_id
+        super().__init__(
+            exec_id,
+            timeout_s=timeout_s,
+            output_cap=output_cap,
+            classify=classify,
+            requested_at=requested_at,
+            on_done=on_done,
+        )
         self._spawned = spawned
         self._proc = spawned.proc
         self._kill_tree = kill_tree
-        self._classify = classify
-        self._timeout_s = timeout_s
-        self._requested_at = requested_at
-        self._started = time.monotonic()
-        self._streams = {
-            "stdout": _Stream("stdout", output_cap),
-            "stderr": _Stream("stderr", output_cap),
-        }
-        self._queue: asyncio.Queue[OutputChunk | None] = asyncio.Queue()
-        self._forced: Outcome | None = None
-        self.feed_error: Exception | None = None
-        self._kill_lock = asyncio.Lock()
-        self._on_done = on_done
         self._stdin_task = asyncio.create_task(self._feed(stdin))
         self._task = asyncio.create_task(self._supervise())
 
@@ -215,12 +265,7 @@ class SupervisedExecution(ExecutionBase):
         if reader is None:
             return
         while chunk := await reader.read(READ_SIZE):
-            stream.total += len(chunk)
-            room = stream.cap - len(stream.kept)
-            if room > 0:
-                kept = chunk[:room]
-                stream.kept += kept
-                self._queue.put_nowait(OutputChunk(stream.name, bytes(kept)))
+            self._keep(stream, chunk)
 
     async def _supervise(self) -> ExecResult:
         pumps = [
@@ -245,24 +290,9 @@ class SupervisedExecution(ExecutionBase):
             self._stdin_task.cancel()
             code = self._proc.returncode
             outcome = self._forced or await self._classify(code)
-            out, err = self._streams["stdout"], self._streams["stderr"]
-            return ExecResult(
-                exec_id=self._id,
-                exit_code=code if outcome == "exited" else None,
-                outcome=outcome,
-                started_after_s=self._started - self._requested_at,
-                duration_s=finished - self._started,
-                stdout=bytes(out.kept),
-                stderr=bytes(err.kept),
-                stdout_bytes=out.total,
-                stderr_bytes=err.total,
-                stdout_truncated=out.truncated,
-                stderr_truncated=err.truncated,
-            )
+            return self._result(code, outcome, finished - self._started)
         finally:
             for task in pumps:
                 task.cancel()
             self._spawned.close()
-            self._queue.put_nowait(None)
-            if self._on_done is not None:
-                self._on_done(self)
+            self._finish()

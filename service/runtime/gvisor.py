@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -19,7 +20,7 @@ import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
@@ -35,7 +36,7 @@ from .errors import (
     SandboxRuntimeError,
     SnapshotNotFound,
 )
-from .execution import ExecutionBase, Spawned, SupervisedExecution, spawn
+from .execution import Classify, ExecutionBase, KillTree, Spawned, SupervisedExecution, spawn
 from .inside import HELD_PIPES_SCRIPT, KILL_SCRIPT
 from .paths import sandbox_path
 from .types import (
@@ -52,6 +53,8 @@ from .types import (
 
 log = logging.getLogger(__name__)
 
+_E = TypeVar("_E", bound=ExecutionBase)
+
 ID_PREFIX = "alk-"  # every runsc container Airlock makes: fixed length, so prefix matching is safe
 SNAPSHOT_PREFIX = "snap-"
 SANDBOX_ID = re.compile(r"alk-[0-9a-f]{24}")
@@ -60,7 +63,7 @@ EXEC_ID = re.compile(r"exec-[0-9a-f]{16}")
 CGROUP_PARENT = "/airlock"
 RUNSC_TIMEOUT_S = 60.0
 KILL_TIMEOUT_S = 10.0
-READ_TIMEOUT_S = 3600.0
+TRANSFER_TIMEOUT_S = 3600.0  # file uploads, downloads and copies
 
 
 # What a sandbox wrote lives in its tmpfs mounts (the root is read-only); `copy_files` moves
@@ -122,6 +125,11 @@ class _Sandbox:
 
     def __post_init__(self) -> None:
         self.ready.set()
+
+    @property
+    def agent(self) -> AgentLink | None:
+        """The agent link while it is usable (else execs go through `runsc exec`)."""
+        return self.link if self.link is not None and self.link.usable else None
 
     @property
     def bundle(self) -> Path:
@@ -430,19 +438,12 @@ class GVisorRuntime:
         """`runsc run|restore --detach` the bundle. A sandbox with the exec agent gets two
         pipes as PID 1's stdin/stdout: its link. After a restore, a ping proves the agent
         answers on the new pipes (else its execs go through `runsc exec`)."""
-        if not sandbox.meta.get("agent"):
-            return await self._reap_while(
-                self._runsc(
-                    *args,
-                    "--detach",
-                    f"--bundle={sandbox.bundle}",
-                    sandbox.id,
-                    log_file=sandbox.dir / "runsc.log",
-                    meta=sandbox.meta,
-                )
-            )
-        agent_stdin, to_agent = os.pipe()
-        from_agent, agent_stdout = os.pipe()
+        stdio: tuple[int, int] | None = None  # the agent's ends: runsc hands them to PID 1
+        ours: tuple[int, int] | None = None  # the link's ends: what it reads, where it writes
+        if sandbox.meta.get("agent"):
+            agent_stdin, to_agent = os.pipe()
+            from_agent, agent_stdout = os.pipe()
+            stdio, ours = (agent_stdin, agent_stdout), (from_agent, to_agent)
         try:
             code, out = await self._reap_while(
                 self._runsc(
@@ -452,17 +453,17 @@ class GVisorRuntime:
                     sandbox.id,
                     log_file=sandbox.dir / "runsc.log",
                     meta=sandbox.meta,
-                    stdio=(agent_stdin, agent_stdout),
+                    stdio=stdio,
                 )
             )
         finally:
-            os.close(agent_stdin)
-            os.close(agent_stdout)
-        if code != 0:
-            os.close(to_agent)
-            os.close(from_agent)
+            for fd in stdio or ():
+                os.close(fd)
+        if ours is None or code != 0:
+            for fd in ours or ():
+                os.close(fd)
             return code, out
-        sandbox.link = await AgentLink.connect(sandbox.id, from_agent, to_agent)
+        sandbox.link = await AgentLink.connect(sandbox.id, *ours)
         if args[0] == "restore":
             await sandbox.link.ping()
         return code, out
@@ -740,7 +741,7 @@ class GVisorRuntime:
             uid=uid,
             gid=gid,
         )
-        if sandbox.link is not None and sandbox.link.usable:
+        if sandbox.agent is not None:
             with contextlib.suppress(AgentLost):  # lost on the way: `runsc exec` takes over
                 return await self._agent_exec(
                     sandbox,
@@ -752,26 +753,21 @@ class GVisorRuntime:
                     requested=requested,
                 )
         spawned = await self._spawn_exec(sandbox, exec_id, process, stdin is not None)
-
-        async def kill_tree() -> None:
-            await self._kill_tree(sandbox, exec_id)
-
-        async def classify(code: int | None) -> Outcome:
-            return await self._classify(sandbox, code)
-
-        execution = SupervisedExecution(
-            exec_id,
-            spawned,
-            stdin=stdin,
-            timeout_s=timeout_s,
-            output_cap=output_cap,
-            kill_tree=kill_tree,
-            classify=classify,
-            requested_at=requested,
-            on_done=lambda e: self._exec_done(sandbox, e.id),
+        kill_tree, classify, on_done = self._hooks(sandbox, exec_id)
+        return self._track(
+            sandbox,
+            SupervisedExecution(
+                exec_id,
+                spawned,
+                stdin=stdin,
+                timeout_s=timeout_s,
+                output_cap=output_cap,
+                kill_tree=kill_tree,
+                classify=classify,
+                requested_at=requested,
+                on_done=on_done,
+            ),
         )
-        sandbox.execs[exec_id] = execution
-        return execution
 
     async def _agent_exec(
         self,
@@ -804,27 +800,36 @@ class GVisorRuntime:
         if pid is not None:  # so `kill_exec` works from another process too (after a restart)
             with contextlib.suppress(OSError):
                 (sandbox.dir / "exec" / f"{exec_id}.pid").write_text(str(pid))
-
-        async def kill_fallback() -> None:
-            await self._kill_tree(sandbox, exec_id)
-
-        async def classify(code: int | None) -> Outcome:
-            return await self._classify(sandbox, code)
-
-        execution = AgentExecution(
-            exec_id,
-            channel,
-            pid,
-            stdin=stdin,
-            timeout_s=timeout_s,
-            output_cap=output_cap,
-            kill_fallback=kill_fallback,
-            classify=classify,
-            requested_at=requested,
-            stream=stream,
-            on_done=lambda e: self._exec_done(sandbox, e.id),
+        kill_tree, classify, on_done = self._hooks(sandbox, exec_id)
+        return self._track(
+            sandbox,
+            AgentExecution(
+                exec_id,
+                channel,
+                pid,
+                stdin=stdin,
+                timeout_s=timeout_s,
+                output_cap=output_cap,
+                kill_fallback=kill_tree,
+                classify=classify,
+                requested_at=requested,
+                stream=stream,
+                on_done=on_done,
+            ),
         )
-        sandbox.execs[exec_id] = execution
+
+    def _hooks(
+        self, sandbox: _Sandbox, exec_id: str
+    ) -> tuple[KillTree, Classify, Callable[[ExecutionBase], None]]:
+        """An exec's kill (its tree, from outside), outcome and end callbacks."""
+        return (
+            functools.partial(self._kill_tree, sandbox, exec_id),
+            functools.partial(self._classify, sandbox),
+            lambda execution: self._exec_done(sandbox, execution.id),
+        )
+
+    def _track(self, sandbox: _Sandbox, execution: _E) -> _E:
+        sandbox.execs[execution.id] = execution
         return execution
 
     def _exec_done(self, sandbox: _Sandbox, exec_id: str) -> None:
@@ -960,7 +965,7 @@ class GVisorRuntime:
             ],
             user=user,
             stdin=counted(),
-            timeout_s=3600,
+            timeout_s=TRANSFER_TIMEOUT_S,
             output_cap=64 * 1024,
         )
         result = await execution.wait()
@@ -1002,13 +1007,13 @@ class GVisorRuntime:
         process = gvisor_spec.exec_process(
             argv=argv, cwd="/", env=self._exec_env(sandbox, {}), uid=uid, gid=gid
         )
-        if sandbox.link is not None and sandbox.link.usable:
+        if sandbox.agent is not None:
             try:
                 execution = await self._agent_exec(
                     sandbox,
                     process,
                     stdin=None,
-                    timeout_s=READ_TIMEOUT_S,
+                    timeout_s=TRANSFER_TIMEOUT_S,
                     output_cap=0,
                     requested=time.monotonic(),
                     stream=True,
@@ -1099,7 +1104,7 @@ class GVisorRuntime:
                 yield chunk
 
         execution = await self._start_exec(
-            target, ["/bin/sh", "-c", UNPACK_SCRIPT], stdin=packed(), timeout_s=3600
+            target, ["/bin/sh", "-c", UNPACK_SCRIPT], stdin=packed(), timeout_s=TRANSFER_TIMEOUT_S
         )
         result = await execution.wait()
         if execution.feed_error is not None:
@@ -1170,10 +1175,10 @@ class GVisorRuntime:
         snapshot_id = SNAPSHOT_PREFIX + secrets.token_hex(12)
         directory = self._snapshot_dir(snapshot_id)
         (directory / "image").mkdir(parents=True)
-        if sandbox.link is not None and sandbox.link.usable:
+        if (link := sandbox.agent) is not None:
             # A round trip with nothing after it: no frame is half-way through either pipe
             # when the agent is frozen, so it starts clean on the restored sandbox's pipes.
-            await sandbox.link.ping()
+            await link.ping()
         code, out = await self._runsc(
             "checkpoint", f"--image-path={directory / 'image'}", sandbox.id
         )

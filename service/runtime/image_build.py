@@ -223,7 +223,7 @@ def _imports_statx(readelf: str, path: Path) -> bool:
     return False
 
 
-def _link_statx_shim(rootfs: Path, progress: Progress) -> list[str]:
+def _link_statx_shim(rootfs: Path, tools: tuple[str, str], progress: Progress) -> None:
     """Make the statx shim a first dependency of each program that calls statx.
 
     Only those programs load it (ls, stat, dir, vdir in bookworm): a system-wide
@@ -232,8 +232,7 @@ def _link_statx_shim(rootfs: Path, progress: Progress) -> list[str]:
     program's lookup scope, so its `statx` is the one bound. Libraries that import statx
     themselves (libsystemd, libudev) are not patched: their callers are not sandbox tools.
     """
-    readelf = _require("readelf", "binutils")
-    patchelf = _require("patchelf", "patchelf")
+    readelf, patchelf = tools
     linked = []
     for directory in _PROGRAM_DIRS:
         base = rootfs / directory
@@ -245,7 +244,6 @@ def _link_statx_shim(rootfs: Path, progress: Progress) -> list[str]:
             _run([patchelf, "--add-needed", SHIM_PATH, str(path)], progress, "link statx shim")
             linked.append(f"/{directory}/{path.name}")
     progress(f"statx shim linked into {len(linked)} program(s): {', '.join(linked) or 'none'}")
-    return linked
 
 
 def _pack_layer(rootfs: Path, staging: Path, progress: Progress) -> tuple[Path, str]:
@@ -304,8 +302,8 @@ def build_default_image(
 def _build(state_dir: Path, name: str, key: str, progress: Progress) -> ImageInfo:
     started = time.monotonic()
     mmdebstrap = _require("mmdebstrap", "mmdebstrap")
-    _require("patchelf", "patchelf")  # after mmdebstrap, in _link_statx_shim: fail early
-    _require("readelf", "binutils")
+    # Used after mmdebstrap (by _link_statx_shim), looked up first so a missing one fails early.
+    elf_tools = (_require("readelf", "binutils"), _require("patchelf", "patchelf"))
     mirror = apt.host_mirror()
     progress(f"building image {name!r} (key {key[:12]}) from {mirror} {SUITE}")
     tmp_root = state_dir / "tmp"
@@ -338,7 +336,7 @@ def _build(state_dir: Path, name: str, key: str, progress: Progress) -> ImageInf
             env=env,
         )
         _clean_rootfs(rootfs)
-        _link_statx_shim(rootfs, progress)
+        _link_statx_shim(rootfs, elf_tools, progress)
         layer_gz, diff_id = _pack_layer(rootfs, staging, progress)
         layout_tmp = staging / "layout"
         image_config = {

@@ -44,7 +44,7 @@ def to_schema(row: TenantSecret) -> Secret:
     )
 
 
-def _tenant_of(principal: Principal) -> str:
+def tenant_of(principal: Principal) -> str:
     # Sandbox-bound tokens are refused by the route (`unbound_only`); the operator by the guard.
     assert principal.tenant_id is not None
     return principal.tenant_id
@@ -59,7 +59,7 @@ async def put_secret(
     data: SecretPut,
 ) -> tuple[Secret, bool]:
     """Create or replace; returns the secret and whether it was created."""
-    tenant_id = _tenant_of(principal)
+    tenant_id = tenant_of(principal)
     check_name(name)
     size = len(data.value.encode())
     if size == 0 or size > MAX_VALUE_BYTES:
@@ -102,7 +102,7 @@ async def list_secrets(
     session: AsyncSession, principal: Principal, *, limit: int, cursor: str | None
 ) -> SecretPage:
     after = decode_cursor(cursor, "secrets", str)
-    rows = await SecretRepository(session, _tenant_of(principal)).list(
+    rows = await SecretRepository(session, tenant_of(principal)).list(
         limit=limit + 1, after_name=after
     )
     items, next_cursor = page_of(rows, limit, "secrets", key=lambda r: r.name)
@@ -112,12 +112,12 @@ async def list_secrets(
 async def delete_secret(
     session: AsyncSession, principal: Principal, ctx: AuditContext, name: str
 ) -> None:
-    tenant_id = _tenant_of(principal)
+    tenant_id = tenant_of(principal)
     repo = SecretRepository(session, tenant_id)
     row = await repo.get(name)
     if row is None:
         raise NotFound(f"no secret {name}")
-    await repo.delete(name)
+    await session.delete(row)
     await record(
         session, ctx, chain=tenant_id, action="secret.delete", target=row.id, details={"name": name}
     )

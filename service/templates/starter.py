@@ -65,7 +65,7 @@ class Recipe:
     env: dict[str, str]
     snapshot_id: str | None
     # The template's network policy, under which the setup steps run.
-    network: Policy = ("none", ())
+    network: Policy = NO_NETWORK
 
     @classmethod
     def of(cls, row: TemplateVersion) -> Recipe:

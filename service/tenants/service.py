@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -28,8 +30,12 @@ from service.tenants.schemas import (
 
 
 def quotas_of(row: models.Tenant) -> Quotas:
+    return quotas_from(row.quotas)
+
+
+def quotas_from(stored: dict[str, Any]) -> Quotas:
     # Stored quotas are merged over today's defaults, so a new quota field needs no migration.
-    return msgspec.convert(row.quotas, Quotas, strict=False)
+    return msgspec.convert(stored, Quotas, strict=False)
 
 
 def _apply(base: Quotas, patch: QuotasPatch | None) -> Quotas:

@@ -16,6 +16,7 @@ import secrets
 import subprocess
 import threading
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -203,6 +204,37 @@ def _commit(repo: Path, files: dict[str, str], message: str) -> None:
 # --- the app ---------------------------------------------------------------------------------
 
 
+@asynccontextmanager
+async def migrated_database(name: str) -> AsyncIterator[str]:
+    """A new PostgreSQL database with the schema, dropped at the end."""
+    url, drop = await create_pg_database(name)
+    await asyncio.to_thread(migrate.upgrade, url)
+    yield url
+    await drop()
+
+
+async def destroy_leftovers(state: Path) -> None:
+    """Destroy every sandbox still in the runtime of `state`."""
+    runtime = await GVisorRuntime.open(state)
+    try:
+        for leftover in await runtime.list_sandboxes():
+            await runtime.destroy(leftover.id)
+    finally:
+        await runtime.close()
+
+
+@asynccontextmanager
+async def own_state(
+    review_state: Path, tmp_path_factory: pytest.TempPathFactory, name: str
+) -> AsyncIterator[Path]:
+    """A state dir of its own sharing `review_state`'s images; its leftovers destroyed at the
+    end."""
+    state = tmp_path_factory.mktemp(name)
+    (state / "images").symlink_to((review_state / "images").resolve())
+    yield state
+    await destroy_leftovers(state)
+
+
 @pytest.fixture(scope="package")
 def review_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shared = REPO_ROOT / ".airlock"
@@ -214,10 +246,8 @@ def review_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="package")
 async def review_database() -> AsyncIterator[str]:
-    url, drop = await create_pg_database("airlock_reviews")
-    await asyncio.to_thread(migrate.upgrade, url)
-    yield url
-    await drop()
+    async with migrated_database("airlock_reviews") as url:
+        yield url
 
 
 @pytest.fixture(scope="package")
@@ -243,12 +273,7 @@ async def rapi(
             yield Api(client=client, settings=settings)
     finally:
         os.environ.pop("AIRLOCK_REVIEW_TEST_CANARY", None)
-        runtime = await GVisorRuntime.open(review_state)
-        try:
-            for leftover in await runtime.list_sandboxes():
-                await runtime.destroy(leftover.id)
-        finally:
-            await runtime.close()
+        await destroy_leftovers(review_state)
 
 
 @pytest.fixture

@@ -12,33 +12,29 @@ from pathlib import Path
 
 import pytest
 
-from service.db import migrate
-from service.runtime.gvisor import GVisorRuntime
-from tests.conftest import create_pg_database
-from tests.reviews.conftest import BILLING, BROKEN_BILLING, REPO_ROOT, TESTS, make_repo
+from tests.reviews.conftest import (
+    BILLING,
+    BROKEN_BILLING,
+    REPO_ROOT,
+    TESTS,
+    make_repo,
+    migrated_database,
+    own_state,
+)
 
 
 @pytest.fixture(scope="module")
 async def cli_database() -> AsyncIterator[str]:
-    url, drop = await create_pg_database("airlock_review_cli")
-    await asyncio.to_thread(migrate.upgrade, url)
-    yield url
-    await drop()
+    async with migrated_database("airlock_review_cli") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 async def cli_state(
     review_state: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Path]:
-    state = tmp_path_factory.mktemp("review-cli-state")
-    (state / "images").symlink_to((review_state / "images").resolve())
-    yield state
-    runtime = await GVisorRuntime.open(state)
-    try:
-        for leftover in await runtime.list_sandboxes():
-            await runtime.destroy(leftover.id)
-    finally:
-        await runtime.close()
+    async with own_state(review_state, tmp_path_factory, "review-cli-state") as state:
+        yield state
 
 
 async def airlock_review(
@@ -99,3 +95,37 @@ async def test_refusals_exit_2_before_anything_runs(cli_state: Path, cli_databas
     )
     assert done.returncode == 2
     assert "https://" in done.stderr
+
+
+async def test_the_review_tenant_made_by_another_process_meanwhile_is_used(
+    cli_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two `airlock review` runs making the same tenant at once: the one whose insert loses
+    uses the other's tenant instead of failing."""
+    from service.audit.recorder import AuditContext
+    from service.db.session import make_engine, make_sessionmaker
+    from service.reviews import commands
+    from service.settings import Settings
+    from service.tenants.repository import TenantRepository
+
+    engine = make_engine(cli_database)
+    db = make_sessionmaker(engine)
+    ctx = AuditContext(actor="cli", request_id=None, client=None)
+    settings = Settings.from_env({}, database_url=cli_database)
+    name = "cli-race"
+    try:
+        first = await commands._tenant(db, ctx, settings, name)
+        real = TenantRepository.get_by_name
+        calls = 0
+
+        async def unseen_twice(self: TenantRepository, wanted: str) -> object:
+            nonlocal calls
+            calls += 1
+            return None if calls <= 2 else await real(self, wanted)
+
+        # Both looks before the insert miss the row, as when the other insert commits between.
+        monkeypatch.setattr(TenantRepository, "get_by_name", unseen_twice)
+        assert await commands._tenant(db, ctx, settings, name) == first
+        assert calls == 3
+    finally:
+        await engine.dispose()

@@ -13,36 +13,26 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from service.app import create_app
-from service.db import migrate
 from service.runtime.gvisor import GVisorRuntime
 from service.settings import Settings
-from tests.conftest import OPERATOR_KEY, Api, create_pg_database
-from tests.reviews.conftest import BILLING, TESTS, make_repo
+from tests.conftest import OPERATOR_KEY, Api
+from tests.reviews.conftest import BILLING, TESTS, make_repo, migrated_database, own_state
 
 SLOW_TEST = "import time\n\ndef test_slow():\n    time.sleep(6)\n"
 
 
 @pytest.fixture(scope="module")
 async def restart_database() -> AsyncIterator[str]:
-    url, drop = await create_pg_database("airlock_review_restart")
-    await asyncio.to_thread(migrate.upgrade, url)
-    yield url
-    await drop()
+    async with migrated_database("airlock_review_restart") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 async def restart_state(
     review_state: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Path]:
-    state = tmp_path_factory.mktemp("review-restart-state")
-    (state / "images").symlink_to((review_state / "images").resolve())
-    yield state
-    runtime = await GVisorRuntime.open(state)
-    try:
-        for leftover in await runtime.list_sandboxes():
-            await runtime.destroy(leftover.id)
-    finally:
-        await runtime.close()
+    async with own_state(review_state, tmp_path_factory, "review-restart-state") as state:
+        yield state
 
 
 @asynccontextmanager

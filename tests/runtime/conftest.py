@@ -90,7 +90,7 @@ async def make_sandbox(runtime: SandboxRuntime) -> AsyncIterator[SandboxFactory]
         spec = SandboxSpec(**{"memory_mib": 256, "disk_mib": 64, "pids": 64, **caps})
         info = await runtime.create(images.DEFAULT_IMAGE, spec)
         made.append(info.id)
-        if isinstance(runtime, GVisorRuntime) and runtime.use_agent:
+        if uses_agent(runtime):
             # execs use `runsc exec` until the agent said hello: wait, so they take its path
             assert await runtime.agent_ready(info.id), "the exec agent did not come up"
         return info
