@@ -177,8 +177,23 @@ def _chroot_env() -> dict[str, str]:
     return env
 
 
+# The image's own identity: the rootfs is made on the build host and would keep its name.
+_IDENTITY = {
+    "etc/hostname": "sandbox\n",
+    "etc/hosts": "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+    "etc/mailname": None,
+    "etc/machine-id": None,
+}
+
+
 def _clean_rootfs(rootfs: Path) -> None:
-    """No package index, no host resolver config, no caches left in the image."""
+    """No package index, no host resolver config or identity, no caches left in the image."""
+    for name, content in _IDENTITY.items():
+        target = rootfs / name
+        if target.is_symlink() or target.exists():
+            target.unlink()
+        if content is not None:
+            target.write_text(content)
     (rootfs / "etc/apt/sources.list").unlink(missing_ok=True)
     for entry in (rootfs / "etc/apt/sources.list.d").glob("*"):
         entry.unlink()

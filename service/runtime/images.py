@@ -31,7 +31,7 @@ SANDBOX_UID = 1000
 IMAGE_PATH = "/opt/venv/bin:/usr/local/bin:/usr/bin:/bin"
 INIT_PATH = "/sbin/airlock-init"
 SHIM_PATH = "/usr/local/lib/libairlock-statx.so"
-RECIPE_VERSION = "4"  # bump when the steps in image_build.py change meaning
+RECIPE_VERSION = "5"  # bump when the steps in image_build.py change meaning
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 
