@@ -170,6 +170,7 @@ async def sh(
         cwd="/",
         timeout_s=timeout_s,
         output_cap=64 << 10,
+        helper=True,
     )
     return await runtime.run(target.runtime_id, request)
 

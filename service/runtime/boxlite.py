@@ -38,6 +38,7 @@ from .errors import (
 from .execution import ExecutionBase
 from .paths import sandbox_path
 from .types import (
+    HELPER_PATH,
     ExecRequest,
     ExecResult,
     FileEntry,
@@ -646,7 +647,9 @@ class BoxliteRuntime:
             native = await self._native_exec(
                 sandbox,
                 request.argv,
-                {**sandbox.info.spec.env, **request.env},
+                {"PATH": HELPER_PATH}
+                if request.helper
+                else {**sandbox.info.spec.env, **request.env},
                 request.user or sandbox.info.spec.user,
                 # BoxLite's own timeout is only a backstop behind our deadline watchdog.
                 math.ceil(request.timeout_s) + 5,
@@ -701,7 +704,9 @@ class BoxliteRuntime:
 
         temp = files.upload_temp_name(secrets.token_hex(8))
         argv = ["/bin/sh", "-c", files.WRITE_SCRIPT, "sh", target, f"{mode:o}", temp]
-        request = ExecRequest(argv=argv, cwd="/", user=user, timeout_s=3600, output_cap=65536)
+        request = ExecRequest(
+            argv=argv, cwd="/", user=user, timeout_s=3600, output_cap=65536, helper=True
+        )
         execution = await self._start(sandbox_id, request, counted())
         result = await execution.wait()
         if execution.feed_error is not None:
@@ -721,7 +726,7 @@ class BoxliteRuntime:
             native = await self._native_exec(
                 sandbox,
                 ["/bin/sh", "-c", files.READ_BASE64_SCRIPT, "sh", target],
-                {},
+                {"PATH": HELPER_PATH},
                 user or sandbox.info.spec.user,
                 3600,
                 "/",
@@ -756,7 +761,9 @@ class BoxliteRuntime:
     ) -> list[FileEntry]:
         target = sandbox_path(path)
         argv = ["/bin/sh", "-c", files.LIST_SCRIPT, "sh", target]
-        request = ExecRequest(argv=argv, cwd="/", user=user, timeout_s=120, output_cap=64 << 20)
+        request = ExecRequest(
+            argv=argv, cwd="/", user=user, timeout_s=120, output_cap=64 << 20, helper=True
+        )
         result = await self.run(sandbox_id, request)
         files.raise_for(result.exit_code, target, result.stderr)
         return files.parse_listing(result.stdout)

@@ -40,6 +40,7 @@ from .execution import Classify, ExecutionBase, KillTree, Spawned, SupervisedExe
 from .inside import HELD_PIPES_SCRIPT, KILL_SCRIPT
 from .paths import sandbox_path
 from .types import (
+    HELPER_PATH,
     ExecRequest,
     ExecResult,
     FileEntry,
@@ -703,7 +704,7 @@ class GVisorRuntime:
 
     # The service's own root helpers (kill, hostname, snapshot checks) never take the tenant's
     # environment: a tenant PATH or LD_PRELOAD would run its code with their privileges.
-    HELPER_ENV: ClassVar[list[str]] = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
+    HELPER_ENV: ClassVar[list[str]] = [f"PATH={HELPER_PATH}"]
 
     def _exec_env(self, sandbox: _Sandbox, extra: dict[str, str]) -> list[str]:
         env = {"PATH": sandbox.meta.get("path_env") or gvisor_spec.DEFAULT_PATH}
@@ -903,6 +904,7 @@ class GVisorRuntime:
             user=request.user,
             stdin=request.stdin,
             timeout_s=request.timeout_s,
+            helper=request.helper,
             output_cap=request.output_cap,
             exec_id=request.exec_id,
         )
@@ -967,12 +969,16 @@ class GVisorRuntime:
             stdin=counted(),
             timeout_s=TRANSFER_TIMEOUT_S,
             output_cap=64 * 1024,
+            helper=True,
         )
         result = await execution.wait()
         if execution.feed_error is not None or result.outcome != "exited":
             with contextlib.suppress(SandboxRuntimeError):
                 cleanup = await self._start_exec(
-                    sandbox, ["rm", "-f", "--", files.upload_temp_path(target, token)], user=user
+                    sandbox,
+                    ["rm", "-f", "--", files.upload_temp_path(target, token)],
+                    user=user,
+                    helper=True,
                 )
                 await cleanup.wait()
         if execution.feed_error is not None:
@@ -1005,7 +1011,7 @@ class GVisorRuntime:
         raises for a failed end once the output is read."""
         uid, gid = gvisor_spec.parse_user(user or sandbox.spec.user)
         process = gvisor_spec.exec_process(
-            argv=argv, cwd="/", env=self._exec_env(sandbox, {}), uid=uid, gid=gid
+            argv=argv, cwd="/", env=self.HELPER_ENV, uid=uid, gid=gid
         )
         if sandbox.agent is not None:
             try:
@@ -1073,6 +1079,7 @@ class GVisorRuntime:
             user=user,
             timeout_s=120,
             output_cap=64 << 20,
+            helper=True,
         )
         result = await execution.wait()
         files.raise_for(result.exit_code, target, result.stderr)
@@ -1104,7 +1111,11 @@ class GVisorRuntime:
                 yield chunk
 
         execution = await self._start_exec(
-            target, ["/bin/sh", "-c", UNPACK_SCRIPT], stdin=packed(), timeout_s=TRANSFER_TIMEOUT_S
+            target,
+            ["/bin/sh", "-c", UNPACK_SCRIPT],
+            stdin=packed(),
+            timeout_s=TRANSFER_TIMEOUT_S,
+            helper=True,
         )
         result = await execution.wait()
         if execution.feed_error is not None:

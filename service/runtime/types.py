@@ -30,6 +30,10 @@ class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     labels: dict[str, str] = msgspec.field(default_factory=dict)
 
 
+# The PATH of the service's own commands in a sandbox: directories of the read-only root only.
+HELPER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
 class ExecRequest(msgspec.Struct, frozen=True, kw_only=True):
     """One command. `user=None` runs as the sandbox's user; `timeout_s` is the deadline.
 
@@ -45,6 +49,10 @@ class ExecRequest(msgspec.Struct, frozen=True, kw_only=True):
     timeout_s: float = 60.0
     output_cap: int = DEFAULT_OUTPUT_CAP
     exec_id: str | None = None
+    # The service's own command (file transfer, bookkeeping): it runs with HELPER_PATH and
+    # none of the sandbox's environment, so code in the sandbox cannot put its own `cat` or
+    # LD_PRELOAD in front of what the host then parses.
+    helper: bool = False
 
 
 def new_exec_id() -> str:
