@@ -41,6 +41,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     pool_targets: str = ""
     # Where sandboxes with a network get their addresses (an IPv4 /28 or larger, private).
     sandbox_network_range: str = "10.231.0.0/16"
+    # On gVisor, the memory (MiB) the sandboxes of this host may be promised in total: each
+    # counts its memory plus its writable space (tmpfs, held in memory). None: 3/4 of MemTotal.
+    host_memory_mib: int | None = None
     pool_refill_interval_s: float = 2.0
     # A claim rings the refiller this much later, so the restore that replaces the member does
     # not take the CPU from the claimer's first commands.
@@ -119,6 +122,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError(
                 "AIRLOCK_SANDBOX_NETWORK_RANGE must be a private IPv4 network of /28 or larger"
             )
+        if self.host_memory_mib is not None and self.host_memory_mib < 256:
+            raise ConfigurationError("AIRLOCK_HOST_MEMORY_MIB must be at least 256")
         if self.pool_refill_interval_s <= 0:
             raise ConfigurationError("AIRLOCK_POOL_REFILL_INTERVAL_S must be positive")
         if not 0 <= self.pool_refill_after_claim_s <= 60:

@@ -41,7 +41,7 @@ from service.errors import AppError
 from service.pool import metrics
 from service.pool.repository import FAIR_SHARE_WINDOW
 from service.pool.service import WarmPool, fair_share, label
-from service.sandboxes.quotas import check_quotas
+from service.sandboxes.quotas import Caps, Usage, check_quotas
 from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
 from service.sandboxes.service import asks_other_caps, create_details, new_row
 from service.sandboxes.states import ACTIVE, State
@@ -66,12 +66,13 @@ SELECT tpl.id, tpl.owner, tpl.name,
      WHERE r.pool_id = pt.id AND r.at >= $4 AND r.tenant_id <> $1),
   (SELECT count(*) FROM pool_requests r
      WHERE r.pool_id = pt.id AND r.tenant_id = $1 AND r.claimed AND r.at >= $4),
-  t.quotas, u.n, u.cpus, u.memory,
+  t.quotas, u.n AS used_sandboxes, u.cpus AS used_cpus, u.memory AS used_memory,
   (SELECT s.id FROM sandboxes s WHERE s.tenant_id = $1 AND s.idempotency_key = $5),
-  h.seq, h.hash
+  h.seq, h.hash, u.disk AS used_disk
 FROM tpl JOIN ver ON true JOIN tenants t ON t.id = $1
 CROSS JOIN LATERAL (
-  SELECT count(*) AS n, coalesce(sum(s.cpus), 0) AS cpus, coalesce(sum(s.memory_mib), 0) AS memory
+  SELECT count(*) AS n, coalesce(sum(s.cpus), 0) AS cpus,
+    coalesce(sum(s.memory_mib), 0) AS memory, coalesce(sum(s.disk_mib), 0) AS disk
   FROM sandboxes s WHERE s.tenant_id = $1 AND s.state = ANY($6::varchar[])
 ) u
 LEFT JOIN pool_targets pt ON pt.template_id = tpl.id AND pt.size = ver.size
@@ -198,7 +199,7 @@ async def _claim(
             quotas = quotas_from(found[14])
             try:
                 check_quotas(
-                    quotas, data.ttl_s, (found[15], found[16], found[17]), row.cpus, row.memory_mib
+                    quotas, data.ttl_s, _usage(found), Caps(row.cpus, row.memory_mib, row.disk_mib)
                 )
             except AppError:
                 return None
@@ -216,6 +217,12 @@ async def _claim(
             if outcome == "empty":
                 return None
         return None
+
+
+def _usage(found: Any) -> Usage:
+    return Usage(
+        found["used_sandboxes"], found["used_cpus"], found["used_memory"], found["used_disk"]
+    )
 
 
 def _plan(

@@ -37,6 +37,7 @@ from .errors import (
     SnapshotNotFound,
 )
 from .execution import Classify, ExecutionBase, KillTree, Spawned, SupervisedExecution, spawn
+from .host_memory import HostMemory, default_budget_mib
 from .inside import HELD_PIPES_SCRIPT, KILL_SCRIPT
 from .paths import sandbox_path
 from .types import (
@@ -93,6 +94,10 @@ def _raise_open_files_limit() -> None:
     if soft < hard:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _home_of(rootfs: Path) -> str | None:
+    return "/home/sandbox" if (rootfs / "home" / "sandbox").is_dir() else None
 
 
 def detect_platform(runsc: str, configured: str | None = None) -> str:
@@ -163,6 +168,7 @@ class GVisorRuntime:
         platform: str,
         network_range: str | None = None,
         use_agent: bool = True,
+        host_memory_mib: int | None = None,
     ) -> None:
         self.state_dir = Path(state_dir).resolve()
         # New sandboxes get the exec agent as PID 1 where the image has python3.
@@ -178,6 +184,7 @@ class GVisorRuntime:
         key = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:12]
         self.cgroup_parent = f"{CGROUP_PARENT}/{key}"
         self.networks = network.Networks(network_range or network.DEFAULT_RANGE)
+        self.host_memory = HostMemory(host_memory_mib or default_budget_mib())
 
     def cgroup_path(self, sandbox_id: str) -> str:
         return f"{self.cgroup_parent}/{sandbox_id}"
@@ -189,6 +196,7 @@ class GVisorRuntime:
         platform: str | None = None,
         network_range: str | None = None,
         use_agent: bool = True,
+        host_memory_mib: int | None = None,
     ) -> GVisorRuntime:
         """Check the host can run gVisor sandboxes; raise RuntimeUnavailable with why not."""
         runsc = shutil.which("runsc")
@@ -201,16 +209,21 @@ class GVisorRuntime:
         if cgroups.detect() == "none":
             raise RuntimeUnavailable("gvisor", "no cgroup filesystem at /sys/fs/cgroup")
         chosen = await asyncio.to_thread(detect_platform, runsc, platform)
-        runtime = cls(Path(state_dir), runsc, chosen, network_range, use_agent)
+        runtime = cls(Path(state_dir), runsc, chosen, network_range, use_agent, host_memory_mib)
         _raise_open_files_limit()
         for sub in ("runsc", "sandboxes", "snapshots"):
             (runtime.root / sub).mkdir(parents=True, exist_ok=True)
         # Exec process files carry secrets in their environment: only root may look in.
         runtime.root.chmod(0o700)
+        runtime.host_memory.load(runtime.root / "sandboxes")
         reaper.become_subreaper()
         cgroups.cap_parent_pids(CGROUP_PARENT)
         log.info(
-            "gvisor runtime ready: %s, platform %s, cgroup %s", runsc, chosen, cgroups.detect()
+            "gvisor runtime ready: %s, platform %s, cgroup %s, sandbox memory budget %d MiB",
+            runsc,
+            chosen,
+            cgroups.detect(),
+            runtime.host_memory.budget_mib,
         )
         return runtime
 
@@ -221,6 +234,7 @@ class GVisorRuntime:
             getattr(settings, "runsc_platform", None),
             getattr(settings, "sandbox_network_range", None),
             bool(getattr(settings, "gvisor_agent", True)),
+            getattr(settings, "host_memory_mib", None),
         )
 
     # -- runsc plumbing -------------------------------------------------------------------
@@ -387,7 +401,7 @@ class GVisorRuntime:
 
     def _write_bundle(self, sandbox: _Sandbox, rootfs: Path, image: images.ImageInfo) -> None:
         spec = sandbox.spec
-        home = "/home/sandbox" if (rootfs / "home" / "sandbox").is_dir() else None
+        home = _home_of(rootfs)
         init = images.INIT_PATH
         init_argv = [init] if os.path.lexists(rootfs / init.lstrip("/")) else []
         init_argv = init_argv or gvisor_spec.INIT_FALLBACK
@@ -414,11 +428,18 @@ class GVisorRuntime:
         spec: SandboxSpec,
         path_env: str,
         snapshot: str | None,
+        rootfs: Path,
         agent: bool,
     ) -> _Sandbox:
         sandbox_id = self._new_id()
+        limit = gvisor_spec.memory_limit_mib(spec, _home_of(rootfs) is not None)
+        self.host_memory.admit(sandbox_id, limit)  # before anything is made
         directory = self.root / "sandboxes" / sandbox_id
-        (directory / "exec").mkdir(parents=True)
+        try:
+            (directory / "exec").mkdir(parents=True)
+        except BaseException:
+            self.host_memory.release(sandbox_id)
+            raise
         meta = {
             "id": sandbox_id,
             "image": image.name,
@@ -430,6 +451,7 @@ class GVisorRuntime:
             "from_snapshot": snapshot,
             "cgroup": self.cgroup_path(sandbox_id),
             "agent": agent,
+            "memory_limit_mib": limit,
         }
         sandbox = _Sandbox(sandbox_id, directory, meta, meta["cgroup"])
         sandbox.save()
@@ -492,7 +514,7 @@ class GVisorRuntime:
             gvisor_spec.DEFAULT_PATH,
         )
         agent = self.use_agent and agent_link.available(rootfs)
-        sandbox = self._new_sandbox(info, spec, str(path_env), None, agent)
+        sandbox = self._new_sandbox(info, spec, str(path_env), None, rootfs, agent)
         self._sandboxes[sandbox.id] = sandbox
         if spec.network != "none":
             try:
@@ -551,6 +573,7 @@ class GVisorRuntime:
         cgroups.remove_if_empty(self.cgroup_parent)
         shutil.rmtree(sandbox.dir, ignore_errors=True)
         self._sandboxes.pop(sandbox.id, None)
+        self.host_memory.release(sandbox.id)
 
     async def destroy(self, sandbox_id: str) -> None:
         try:
@@ -1243,7 +1266,8 @@ class GVisorRuntime:
         )
         spec = msgspec.convert(meta["spec"], SandboxSpec)
         path_env = meta.get("path_env") or gvisor_spec.DEFAULT_PATH
-        sandbox = self._new_sandbox(image, spec, path_env, snapshot_id, bool(meta.get("agent")))
+        agent = bool(meta.get("agent"))
+        sandbox = self._new_sandbox(image, spec, path_env, snapshot_id, rootfs, agent)
         self._sandboxes[sandbox.id] = sandbox
         self._write_bundle(sandbox, rootfs, image)
         await self._start(sandbox, "restore", f"--image-path={directory / 'image'}")

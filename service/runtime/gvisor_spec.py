@@ -65,6 +65,13 @@ def writable_mib(spec: SandboxSpec, with_home: bool) -> int:
     return spec.disk_mib + scratch_mib(spec) * (3 if with_home else 2) + 16
 
 
+def memory_limit_mib(spec: SandboxSpec, with_home: bool) -> int:
+    """The sandbox's host memory cgroup limit: its memory, every writable mount (tmpfs lives in
+    the sandbox kernel's memory, so writable space is host memory) and the kernel itself. It
+    is what a sandbox can take from the host, and what host admission counts."""
+    return spec.memory_mib + writable_mib(spec, with_home) + SENTRY_OVERHEAD_MIB
+
+
 def _tmpfs(dest: str, size_mib: int, mode: str, uid: int = 0, gid: int = 0) -> dict[str, Any]:
     options = ["nosuid", "nodev", f"size={size_mib}m", f"mode={mode}"]
     if uid or gid:
@@ -151,7 +158,7 @@ def bundle_config(
             for name in ("hosts", "resolv.conf")
         ]  # fmt: skip
     mounts += extra_mounts or []
-    memory = (spec.memory_mib + writable_mib(spec, bool(home)) + SENTRY_OVERHEAD_MIB) * MIB
+    memory = memory_limit_mib(spec, bool(home)) * MIB
     return {
         "ociVersion": "1.0.2",
         "process": {

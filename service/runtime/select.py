@@ -89,5 +89,9 @@ async def open_runtime(settings: Any) -> SandboxRuntime:
         result = await probe_boxlite(state_dir)
         return await boxlite_runtime.BoxliteRuntime.open(state_dir, result)
     if choice.runtime == "gvisor":
-        return await GVisorRuntime.open(state_dir, getattr(settings, "runsc_platform", None))
+        return await GVisorRuntime.open(
+            state_dir,
+            getattr(settings, "runsc_platform", None),
+            host_memory_mib=getattr(settings, "host_memory_mib", None),
+        )
     raise RuntimeUnavailable(choice.runtime, "unknown runtime; use auto, boxlite or gvisor")

@@ -28,7 +28,7 @@ from service.runtime import SandboxRuntime, SandboxRuntimeError, SandboxSpec
 from service.runtime_holder import RuntimeHolder
 from service.sandboxes import service
 from service.sandboxes.lifecycle import transition
-from service.sandboxes.quotas import check_quotas
+from service.sandboxes.quotas import Caps, check_quotas
 from service.sandboxes.schemas import (
     PRESETS,
     SIZES,
@@ -176,7 +176,7 @@ async def create_sandbox(
         check_network(network, quotas)
         if template is not None and data.preset is not None:
             raise Unprocessable("sandboxes from templates take no preset: the build fixes caps")
-        check_quotas(quotas, data.ttl_s, await repo.active_usage(), cpus, memory)
+        check_quotas(quotas, data.ttl_s, await repo.active_usage(), Caps(cpus, memory, disk))
         now = utcnow()
         row = service.new_row(
             principal.tenant_id,

@@ -1,41 +1,71 @@
-"""A tenant's sandbox quotas, checked before anything is recorded or started."""
+"""A tenant's sandbox quotas, checked before anything is recorded or started.
+
+Both ways a sandbox is made (the general create and the warm pool's claim) read the tenant's
+`Usage` their own way and check it here, so each rule lives in this one place."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from service.errors import QuotaExceeded, Unprocessable
 from service.tenants.schemas import Quotas
 
 
-def check_quotas(
-    quotas: Quotas, ttl_s: int, usage: tuple[int, int, int], cpus: int, memory_mib: int
-) -> None:
-    """Raise unless one more sandbox of this size and TTL fits; `usage` is the tenant's active
-    (sandboxes, vCPUs, memory MiB)."""
+class Usage(NamedTuple):
+    """What the tenant's active sandboxes hold together."""
+
+    sandboxes: int
+    cpus: int
+    memory_mib: int
+    disk_mib: int
+
+
+class Caps(NamedTuple):
+    """What one more sandbox asks for."""
+
+    cpus: int
+    memory_mib: int
+    disk_mib: int
+
+
+def _over(quota: str, limit: int, in_use: int, detail: str) -> QuotaExceeded:
+    return QuotaExceeded(
+        detail, retry_after_s=10, extra={"quota": quota, "limit": limit, "in_use": in_use}
+    )
+
+
+def check_quotas(quotas: Quotas, ttl_s: int, usage: Usage, caps: Caps) -> None:
+    """Raise unless one more sandbox of these caps and TTL fits beside `usage`."""
     if ttl_s > quotas.max_sandbox_ttl_s:
         raise Unprocessable(
             f"ttl_s {ttl_s} exceeds this tenant's maximum of {quotas.max_sandbox_ttl_s}",
             extra={"max_ttl_s": quotas.max_sandbox_ttl_s},
         )
-    count, used_cpus, used_memory = usage
-    if count + 1 > quotas.max_sandboxes:
-        raise QuotaExceeded(
-            f"the tenant has {count} of {quotas.max_sandboxes} sandboxes",
-            retry_after_s=10,
-            extra={"quota": "max_sandboxes", "limit": quotas.max_sandboxes},
+    if usage.sandboxes + 1 > quotas.max_sandboxes:
+        raise _over(
+            "max_sandboxes",
+            quotas.max_sandboxes,
+            usage.sandboxes,
+            f"the tenant has {usage.sandboxes} of {quotas.max_sandboxes} sandboxes",
         )
-    if used_cpus + cpus > quotas.max_vcpus:
-        raise QuotaExceeded(
-            f"{cpus} more vCPUs would exceed the tenant's {quotas.max_vcpus}",
-            retry_after_s=10,
-            extra={"quota": "max_vcpus", "limit": quotas.max_vcpus, "in_use": used_cpus},
+    if usage.cpus + caps.cpus > quotas.max_vcpus:
+        raise _over(
+            "max_vcpus",
+            quotas.max_vcpus,
+            usage.cpus,
+            f"{caps.cpus} more vCPUs would exceed the tenant's {quotas.max_vcpus}",
         )
-    if used_memory + memory_mib > quotas.max_memory_mib:
-        raise QuotaExceeded(
-            f"{memory_mib} MiB more would exceed the tenant's {quotas.max_memory_mib} MiB",
-            retry_after_s=10,
-            extra={
-                "quota": "max_memory_mib",
-                "limit": quotas.max_memory_mib,
-                "in_use": used_memory,
-            },
+    if usage.memory_mib + caps.memory_mib > quotas.max_memory_mib:
+        raise _over(
+            "max_memory_mib",
+            quotas.max_memory_mib,
+            usage.memory_mib,
+            f"{caps.memory_mib} MiB more would exceed the tenant's {quotas.max_memory_mib} MiB",
+        )
+    if usage.disk_mib + caps.disk_mib > quotas.max_disk_mib:
+        raise _over(
+            "max_disk_mib",
+            quotas.max_disk_mib,
+            usage.disk_mib,
+            f"{caps.disk_mib} MiB more disk would exceed the tenant's {quotas.max_disk_mib} MiB",
         )

@@ -6,6 +6,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.models import Sandbox, SandboxTransition
+from service.sandboxes.quotas import Usage
 from service.sandboxes.states import ACTIVE
 
 
@@ -53,18 +54,19 @@ class SandboxRepository:
             stmt = stmt.where(Sandbox.labels[key].as_string() == value)
         return list((await self.session.scalars(stmt.order_by(Sandbox.id).limit(limit))).all())
 
-    async def active_usage(self) -> tuple[int, int, int]:
-        """(sandboxes, vCPUs, memory MiB) held by the tenant's active sandboxes."""
+    async def active_usage(self) -> Usage:
+        """What the tenant's active sandboxes hold together."""
         row = (
             await self.session.execute(
                 select(
                     func.count(Sandbox.id),
                     func.coalesce(func.sum(Sandbox.cpus), 0),
                     func.coalesce(func.sum(Sandbox.memory_mib), 0),
+                    func.coalesce(func.sum(Sandbox.disk_mib), 0),
                 ).where(Sandbox.tenant_id == self.tenant_id, Sandbox.state.in_(list(ACTIVE)))
             )
         ).one()
-        return int(row[0]), int(row[1]), int(row[2])
+        return Usage(*(int(v) for v in row))
 
     async def transitions(self, sandbox_id: str) -> list[SandboxTransition]:
         stmt = (

@@ -19,6 +19,9 @@ class Quotas(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_sandboxes: Annotated[int, Meta(ge=0, le=10_000)] = 10
     max_vcpus: Annotated[int, Meta(ge=0, le=1024)] = 8
     max_memory_mib: Annotated[int, Meta(ge=0, le=4_194_304)] = 16_384
+    # Writable space (disk_mib) of the tenant's active sandboxes together; on gVisor it is held
+    # in host memory.
+    max_disk_mib: Annotated[int, Meta(ge=0, le=4_194_304)] = 16_384
     max_sandbox_ttl_s: Annotated[int, Meta(ge=60, le=2_592_000)] = 3600
     max_exec_timeout_s: Annotated[int, Meta(ge=1, le=86_400)] = 600
     execs_per_minute: Annotated[int, Meta(ge=0, le=1_000_000)] = 120
@@ -33,6 +36,7 @@ class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_sandboxes: Annotated[int, Meta(ge=0, le=10_000)] | None = None
     max_vcpus: Annotated[int, Meta(ge=0, le=1024)] | None = None
     max_memory_mib: Annotated[int, Meta(ge=0, le=4_194_304)] | None = None
+    max_disk_mib: Annotated[int, Meta(ge=0, le=4_194_304)] | None = None
     max_sandbox_ttl_s: Annotated[int, Meta(ge=60, le=2_592_000)] | None = None
     max_exec_timeout_s: Annotated[int, Meta(ge=1, le=86_400)] | None = None
     execs_per_minute: Annotated[int, Meta(ge=0, le=1_000_000)] | None = None

@@ -114,3 +114,35 @@ async def test_exec_timeout_above_maximum_is_422(airlock: Airlock, tenant: Tenan
         assert (await http.get(path)).json()["items"] == []
         r = await http.post(path, json={"cmd": ["true"], "timeout_s": 5})
         assert r.status_code == 200, r.text
+
+
+async def test_disk_beyond_the_default_quota_is_refused(airlock: Airlock, tenant: Tenant) -> None:
+    """Writable space is a quota like memory: a default tenant cannot ask for 256 GiB of it
+    (on gVisor that is host memory)."""
+    async with airlock.http(tenant.key) as http:
+        r = await http.post("/v1/sandboxes", json={"memory_mib": 128, "disk_mib": 262_144})
+        if r.status_code == 201:
+            tenant.sandboxes.append(r.json()["id"])
+        assert_quota_answer(r, "max_disk_mib")
+    assert await sandbox_rows(airlock, tenant) == 0
+    async with airlock.http(airlock.operator_key) as http:
+        shown = (await http.get(f"/v1/tenants/{tenant.id}")).json()["quotas"]
+    assert 0 < shown["max_disk_mib"] < 262_144
+
+
+async def test_max_disk_counts_every_active_sandbox(airlock: Airlock, tenant: Tenant) -> None:
+    await set_quotas(airlock, tenant, max_disk_mib=1536)
+    first = await airlock.sandbox(tenant, memory_mib=128, disk_mib=1024)
+    async with airlock.http(tenant.key) as http:
+        r = await http.post("/v1/sandboxes", json={"memory_mib": 128, "disk_mib": 1024})
+        assert_quota_answer(r, "max_disk_mib")
+        assert r.json()["in_use"] == 1024
+        r = await http.post("/v1/sandboxes", json={"memory_mib": 128, "disk_mib": 512})
+        assert r.status_code == 201, r.text
+        tenant.sandboxes.append(r.json()["id"])
+        # A stopped sandbox's space is free again.
+        assert (await http.delete(f"/v1/sandboxes/{first.id}")).status_code == 204
+        r = await http.post("/v1/sandboxes", json={"memory_mib": 128, "disk_mib": 1024})
+        assert r.status_code == 201, r.text
+        tenant.sandboxes.append(r.json()["id"])
+    assert await sandbox_rows(airlock, tenant) == 3

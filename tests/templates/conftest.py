@@ -41,7 +41,15 @@ SETUP = [
     ],
 ]
 PROBE = ["/home/sandbox/venv/bin/python", "-c", "import airlock_probe; print(airlock_probe.VALUE)"]
-BIG_QUOTAS = {"max_sandboxes": 100, "max_vcpus": 200, "max_memory_mib": 100_000}
+BIG_QUOTAS = {
+    "max_sandboxes": 100,
+    "max_vcpus": 200,
+    "max_memory_mib": 100_000,
+    "max_disk_mib": 200_000,
+}
+# These suites hold dozens of idle small sandboxes at once (each promised ~2.4 GiB of memory
+# and writable space, using ~12 MiB): they measure claims and builds, not host admission.
+HOST_MEMORY_MIB = 1 << 20
 
 
 async def eventually(check: Callable[[], Awaitable[T | None]], bound_s: float = 120.0) -> T:
@@ -83,6 +91,7 @@ async def serve(state: Path, database_url: str, **overrides: Any) -> AsyncIterat
         operator_key=OPERATOR_KEY,
         runtime="gvisor",
         pool_refill_interval_s=0.5,
+        host_memory_mib=HOST_MEMORY_MIB,
         **overrides,
     )
     app = create_app(settings)

@@ -17,6 +17,7 @@ class Quotas:
     Attributes:
         audit_retention_days (int | Unset):  Default: 90.
         execs_per_minute (int | Unset):  Default: 120.
+        max_disk_mib (int | Unset):  Default: 16384.
         max_exec_timeout_s (int | Unset):  Default: 600.
         max_memory_mib (int | Unset):  Default: 16384.
         max_sandbox_ttl_s (int | Unset):  Default: 3600.
@@ -29,6 +30,7 @@ class Quotas:
 
     audit_retention_days: int | Unset = 90
     execs_per_minute: int | Unset = 120
+    max_disk_mib: int | Unset = 16384
     max_exec_timeout_s: int | Unset = 600
     max_memory_mib: int | Unset = 16384
     max_sandbox_ttl_s: int | Unset = 3600
@@ -43,6 +45,8 @@ class Quotas:
         audit_retention_days = self.audit_retention_days
 
         execs_per_minute = self.execs_per_minute
+
+        max_disk_mib = self.max_disk_mib
 
         max_exec_timeout_s = self.max_exec_timeout_s
 
@@ -67,6 +71,8 @@ class Quotas:
             field_dict["audit_retention_days"] = audit_retention_days
         if execs_per_minute is not UNSET:
             field_dict["execs_per_minute"] = execs_per_minute
+        if max_disk_mib is not UNSET:
+            field_dict["max_disk_mib"] = max_disk_mib
         if max_exec_timeout_s is not UNSET:
             field_dict["max_exec_timeout_s"] = max_exec_timeout_s
         if max_memory_mib is not UNSET:
@@ -93,6 +99,8 @@ class Quotas:
 
         execs_per_minute = d.pop("execs_per_minute", UNSET)
 
+        max_disk_mib = d.pop("max_disk_mib", UNSET)
+
         max_exec_timeout_s = d.pop("max_exec_timeout_s", UNSET)
 
         max_memory_mib = d.pop("max_memory_mib", UNSET)
@@ -112,6 +120,7 @@ class Quotas:
         quotas = cls(
             audit_retention_days=audit_retention_days,
             execs_per_minute=execs_per_minute,
+            max_disk_mib=max_disk_mib,
             max_exec_timeout_s=max_exec_timeout_s,
             max_memory_mib=max_memory_mib,
             max_sandbox_ttl_s=max_sandbox_ttl_s,

@@ -17,6 +17,7 @@ class QuotasPatch:
     Attributes:
         audit_retention_days (int | None | Unset):
         execs_per_minute (int | None | Unset):
+        max_disk_mib (int | None | Unset):
         max_exec_timeout_s (int | None | Unset):
         max_memory_mib (int | None | Unset):
         max_sandbox_ttl_s (int | None | Unset):
@@ -29,6 +30,7 @@ class QuotasPatch:
 
     audit_retention_days: int | None | Unset = UNSET
     execs_per_minute: int | None | Unset = UNSET
+    max_disk_mib: int | None | Unset = UNSET
     max_exec_timeout_s: int | None | Unset = UNSET
     max_memory_mib: int | None | Unset = UNSET
     max_sandbox_ttl_s: int | None | Unset = UNSET
@@ -51,6 +53,12 @@ class QuotasPatch:
             execs_per_minute = UNSET
         else:
             execs_per_minute = self.execs_per_minute
+
+        max_disk_mib: int | None | Unset
+        if isinstance(self.max_disk_mib, Unset):
+            max_disk_mib = UNSET
+        else:
+            max_disk_mib = self.max_disk_mib
 
         max_exec_timeout_s: int | None | Unset
         if isinstance(self.max_exec_timeout_s, Unset):
@@ -107,6 +115,8 @@ class QuotasPatch:
             field_dict["audit_retention_days"] = audit_retention_days
         if execs_per_minute is not UNSET:
             field_dict["execs_per_minute"] = execs_per_minute
+        if max_disk_mib is not UNSET:
+            field_dict["max_disk_mib"] = max_disk_mib
         if max_exec_timeout_s is not UNSET:
             field_dict["max_exec_timeout_s"] = max_exec_timeout_s
         if max_memory_mib is not UNSET:
@@ -147,6 +157,15 @@ class QuotasPatch:
             return cast(int | None | Unset, data)
 
         execs_per_minute = _parse_execs_per_minute(d.pop("execs_per_minute", UNSET))
+
+        def _parse_max_disk_mib(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_disk_mib = _parse_max_disk_mib(d.pop("max_disk_mib", UNSET))
 
         def _parse_max_exec_timeout_s(data: object) -> int | None | Unset:
             if data is None:
@@ -223,6 +242,7 @@ class QuotasPatch:
         quotas_patch = cls(
             audit_retention_days=audit_retention_days,
             execs_per_minute=execs_per_minute,
+            max_disk_mib=max_disk_mib,
             max_exec_timeout_s=max_exec_timeout_s,
             max_memory_mib=max_memory_mib,
             max_sandbox_ttl_s=max_sandbox_ttl_s,
