@@ -32,7 +32,7 @@ from service.execs.controller import ExecController
 from service.execs.runner import ExecRunner
 from service.files.controller import FileController
 from service.health.controller import healthz, readyz
-from service.inputs import RejectNul
+from service.inputs import DEFAULT_BODY_LIMIT, InputPolicy
 from service.jobs.pool import PoolRefiller
 from service.jobs.reconcile import reconcile
 from service.jobs.retention import RetentionJob
@@ -153,7 +153,7 @@ def create_app(
             "audit_ctx": Provide(provide_audit_context, sync_to_thread=False),
         },
         middleware=[
-            RejectNul,
+            InputPolicy,
             prometheus.middleware,
             DefineMiddleware(
                 BearerAuthMiddleware, exclude_from_auth_key="public", exclude=PUBLIC_PATHS
@@ -179,6 +179,8 @@ def create_app(
             render_plugins=[JsonRenderPlugin()],
         ),
         on_app_init=[_security_scheme],
+        # Each route's body limit (InputPolicy enforces it before anything reads the body).
+        request_max_body_size=DEFAULT_BODY_LIMIT,
         debug=False,
     )
 

@@ -1,5 +1,16 @@
-"""Requests no handler can take safely are refused before routing: a NUL character in the
-path, the query or a JSON body (databases refuse or silently keep it; argv cannot carry it)."""
+"""One policy for what a request may carry, applied to the matched route before its handler
+(and before authentication), and without buffering anything:
+
+- a NUL character in the path or the query is a 422 (databases refuse or silently keep it;
+  argv cannot carry it);
+- a route whose handler streams the body under its own cap (`opt={"streamed_body": True}`:
+  file, archive and bundle uploads) gets the body untouched, whatever content type the caller
+  claims;
+- every other route takes at most its `request_max_body_size` (the app's default, 1 MiB, or
+  the route's own): a larger `Content-Length` is a 413 at once, with nothing read; a body that
+  streams past the limit is a 413 as soon as it does; a NUL byte or a `\\u0000` escape is a 422.
+  Both are checked chunk by chunk as the handler reads the body.
+"""
 
 from __future__ import annotations
 
@@ -7,40 +18,98 @@ import json
 import re
 from typing import Any
 
+from service.errors import AppError, Unprocessable
 from service.requestid import request_id_for
+
+MIB = 1 << 20
+# The JSON body of a route that names no limit of its own.
+DEFAULT_BODY_LIMIT = MIB
 
 # `\u0000` in JSON text, unless its backslash is itself escaped (`\\u0000` is plain text).
 _JSON_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+_ESCAPE = b"u0000"
+
+
+class BodyTooLarge(AppError):
+    status, code, title = 413, "payload_too_large", "The request body is too large"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"this route accepts a body of at most {limit} bytes", extra={"limit_bytes": limit}
+        )
+
+
+class NulScanner:
+    """Finds a NUL byte or an unescaped `\\u0000` in a body read in chunks. An escape can be cut
+    anywhere, so the end of a chunk that could begin one (an unescaped backslash and the start
+    of `u0000`) is carried into the next."""
+
+    def __init__(self) -> None:
+        self._carry = b""
+
+    def found(self, chunk: bytes) -> bool:
+        if b"\x00" in chunk:
+            return True
+        text = self._carry + chunk
+        if _JSON_NUL.search(text):
+            return True
+        self._carry = _open_escape(text)
+        return False
+
+
+def _open_escape(text: bytes) -> bytes:
+    """The end of `text` that begins a `\\u0000` escape still open, or b""."""
+    for after in range(min(len(_ESCAPE) - 1, len(text)), -1, -1):
+        tail = text[len(text) - after :]
+        if not _ESCAPE.startswith(tail):
+            continue
+        head = text[: len(text) - after]
+        if (len(head) - len(head.rstrip(b"\\"))) % 2 == 1:  # an odd run: it escapes
+            return b"\\" + tail
+    return b""
+
+
+def body_limit(handler: Any) -> int | None:
+    """The most a route's body may be, or None for a route that streams it under its own cap."""
+    if handler is None:
+        return DEFAULT_BODY_LIMIT
+    if handler.opt.get("streamed_body"):
+        return None
+    resolve = getattr(handler, "resolve_request_max_body_size", None)
+    return (resolve() if resolve is not None else None) or DEFAULT_BODY_LIMIT
 
 
 def _has_nul(part: bytes) -> bool:
     return b"\x00" in part or b"%00" in part.lower()
 
 
-def _is_json(scope: Any) -> bool:
+def _content_length(scope: Any) -> int | None:
     for name, value in scope.get("headers", ()):
-        if name == b"content-type":
-            return b"json" in value.lower()
-    return False
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
 
 
-async def _refuse(scope: Any, send: Any, where: str) -> None:
-    code = "invalid_path" if where == "path" else "validation_failed"
+async def _refuse(scope: Any, send: Any, error: AppError) -> None:
     body = json.dumps(
         {
-            "type": f"https://airlock.dev/problems/{code}",
-            "title": "The request is not valid",
-            "status": 422,
-            "code": code,
-            "detail": f"invalid {where}: a NUL character is not allowed",
+            "type": f"https://airlock.dev/problems/{error.code}",
+            "title": error.title,
+            "status": error.status,
+            "code": error.code,
+            "detail": error.detail,
             "instance": scope.get("path"),
             "request_id": request_id_for(scope),
+            **error.extra,
         }
     ).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 422,
+            "status": error.status,
             "headers": [
                 (b"content-type", b"application/problem+json"),
                 (b"content-length", str(len(body)).encode()),
@@ -50,9 +119,36 @@ async def _refuse(scope: Any, send: Any, where: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-class RejectNul:
-    """ASGI middleware. JSON bodies are read whole here (Litestar would read them whole too);
-    other bodies, such as file uploads, stream through untouched."""
+def _nul_refusal(where: str) -> Unprocessable:
+    error = Unprocessable(f"invalid {where}: a NUL character is not allowed")
+    if where == "path":
+        error.code = "invalid_path"
+    return error
+
+
+def checked_receive(receive: Any, limit: int) -> Any:
+    """`receive` that raises BodyTooLarge past `limit` bytes and a 422 on a NUL, chunk by
+    chunk; the handler's own exception handling renders either as a problem response."""
+    scanner = NulScanner()
+    seen = 0
+
+    async def receive_checked() -> Any:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > limit:
+                raise BodyTooLarge(limit)
+            if scanner.found(chunk):
+                raise _nul_refusal("request body")
+        return message
+
+    return receive_checked
+
+
+class InputPolicy:
+    """ASGI middleware (Litestar runs it per route, so the matched handler is in the scope)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -64,29 +160,17 @@ class RejectNul:
         # Some servers put the query in raw_path too; the query is judged below.
         raw_path = (scope.get("raw_path") or scope.get("path", "").encode()).split(b"?", 1)[0]
         if _has_nul(raw_path):
-            await _refuse(scope, send, "path")
+            await _refuse(scope, send, _nul_refusal("path"))
             return
         if _has_nul(scope.get("query_string", b"")):
-            await _refuse(scope, send, "query")
+            await _refuse(scope, send, _nul_refusal("query"))
             return
-        if not _is_json(scope):
+        limit = body_limit(scope.get("route_handler"))
+        if limit is None:
             await self.app(scope, receive, send)
             return
-        messages = []
-        body = b""
-        while True:
-            message = await receive()
-            messages.append(message)
-            if message["type"] != "http.request":
-                break
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        if b"\x00" in body or _JSON_NUL.search(body):
-            await _refuse(scope, send, "request body")
+        declared = _content_length(scope)
+        if declared is not None and declared > limit:
+            await _refuse(scope, send, BodyTooLarge(limit))
             return
-
-        async def replay() -> Any:
-            return messages.pop(0) if messages else await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, checked_receive(receive, limit), send)

@@ -18,7 +18,7 @@ from service.deps import (
     Limit,
 )
 from service.execs import service
-from service.execs.schemas import Exec, ExecCreate, ExecPage
+from service.execs.schemas import BODY_LIMIT, Exec, ExecCreate, ExecPage
 from service.pagination import DEFAULT_LIMIT
 
 LastEventId = Annotated[
@@ -48,6 +48,7 @@ class ExecController(Controller):
         "`wait: false` answers 202 at once. A non-zero exit is a 200 with its exit code.",
         opt={"scope": "exec"},
         status_code=200,
+        request_max_body_size=BODY_LIMIT,
         responses={
             202: ResponseSpec(
                 Exec, description="Started without waiting: poll it or stream its events"

@@ -16,6 +16,9 @@ ExecState = Literal["running", "finished", "interrupted", "failed"]
 
 MAX_OUTPUT_BYTES = 8 << 20
 DEFAULT_OUTPUT_BYTES = 1 << 20
+MAX_STDIN_CHARS = 16 << 20
+# The JSON body of an exec: room for the largest stdin and the rest of the request.
+BODY_LIMIT = MAX_STDIN_CHARS + (2 << 20)
 
 
 class ExecCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -30,7 +33,7 @@ class ExecCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     secrets: Annotated[dict[EnvName, SecretValue], Meta(max_length=64)] = msgspec.field(
         default_factory=dict
     )
-    stdin: Annotated[str, Meta(max_length=16 << 20)] | None = None
+    stdin: Annotated[str, Meta(max_length=MAX_STDIN_CHARS)] | None = None
     timeout_s: Annotated[float, Meta(gt=0, le=86_400)] = 60.0
     user: User | None = None
     wait: bool = True

@@ -74,9 +74,10 @@ class FileController(Controller):
         description="The raw body is the file's content, streamed into the sandbox and limited "
         "by the tenant's `max_upload_mib` (413 beyond it, leaving nothing behind). Parent "
         "directories are made; an existing file is replaced.",
-        opt={"scope": "files:write"},
+        # The body is the file, streamed under the tenant's limit whatever its content type.
+        opt={"scope": "files:write", "streamed_body": True},
         status_code=201,
-        request_max_body_size=None,  # the tenant's limit is enforced while streaming
+        request_max_body_size=None,
         operation_class=_binary_operation("application/octet-stream"),
     )
     async def upload_file(
@@ -144,7 +145,7 @@ class FileController(Controller):
         description="The body is a tar (`application/x-tar`), streamed into the sandbox and "
         "unpacked there by the sandbox's user; the directory is made if missing. A tar that "
         "cannot be unpacked is a 422 with tar's own message.",
-        opt={"scope": "files:write"},
+        opt={"scope": "files:write", "streamed_body": True},
         status_code=201,
         request_max_body_size=None,
         operation_class=_binary_operation("application/x-tar"),

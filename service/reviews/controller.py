@@ -93,7 +93,7 @@ class ReviewController(Controller):
         description="The raw body is a bundle made by `git bundle create` holding the base and "
         "head refs; limited by the tenant's `max_upload_mib`.",
         status_code=201,
-        opt={"scope": "reviews:write"},
+        opt={"scope": "reviews:write", "streamed_body": True},
         request_max_body_size=None,  # the tenant's limit is enforced while reading
         operation_class=_BundleBody,
     )
