@@ -12,7 +12,7 @@ from service.pagination import DEFAULT_LIMIT
 class ApiKeyController(Controller):
     path = "/v1/api-keys"
     tags = ["api keys"]
-    opt = {"scope": "keys:write", "unbound_only": True}
+    opt = {"scope": "keys:write"}
 
     @get("/", operation_id="list_api_keys", summary="List the tenant's API keys")
     async def list_api_keys(

@@ -2,6 +2,11 @@
 
 Authorisation is declared on the handler: `opt={"scope": "keys:write"}` or
 `opt={"operator": True}`, enforced by `authorize` (a guard applied app-wide).
+
+A token bound to one sandbox may use only the routes that say they are about it:
+`opt={"bound_token": "sandbox"}` (the `sandbox_id` path parameter must be its sandbox, any
+other is a 404) or `"self"` (the token acting on itself). Every other route refuses it, so a
+route added later is closed to it until it declares otherwise.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from litestar.middleware import AbstractAuthenticationMiddleware, Authentication
 from opentelemetry import trace
 
 from service.auth.principal import Principal
-from service.errors import Forbidden, MissingScope
+from service.errors import Forbidden, MissingScope, NotFound
 
 
 class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
@@ -48,9 +53,8 @@ async def authorize(
         return
     if principal.is_operator and not handler.opt.get("operator_allowed"):
         raise Forbidden("the operator acts on tenants through /v1/tenants")
-    if principal.sandbox_id is not None and handler.opt.get("unbound_only"):
-        # Keys and the tenant-wide audit log are beyond a token meant for one sandbox.
-        raise Forbidden("a token bound to a sandbox cannot use this route")
+    if principal.sandbox_id is not None:
+        _bound_token_may_use(connection, handler, principal.sandbox_id)
     if handler.opt.get("authenticated"):
         return
     scope = handler.opt.get("scope")
@@ -59,3 +63,17 @@ async def authorize(
         raise Forbidden("route has no declared authorisation")
     if not principal.has_scope(scope):
         raise MissingScope(f"requires the {scope!r} scope", extra={"required_scope": scope})
+
+
+def _bound_token_may_use(
+    connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler, sandbox_id: str
+) -> None:
+    about = handler.opt.get("bound_token")
+    if about == "self":
+        return
+    if about == "sandbox":
+        asked = connection.path_params.get("sandbox_id")
+        if asked != sandbox_id:
+            raise NotFound(f"no sandbox {asked}")
+        return
+    raise Forbidden("a token bound to a sandbox can use only that sandbox's routes")

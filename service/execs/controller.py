@@ -39,6 +39,7 @@ AfterParam = Annotated[
 class ExecController(Controller):
     path = "/v1/sandboxes/{sandbox_id:str}/execs"
     tags = ["execs"]
+    opt = {"bound_token": "sandbox"}
 
     @post(
         "/",

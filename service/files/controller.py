@@ -66,6 +66,7 @@ def _attachment(download: service.Download, media_type: str) -> Stream:
 class FileController(Controller):
     path = "/v1/sandboxes/{sandbox_id:str}"
     tags = ["files"]
+    opt = {"bound_token": "sandbox"}
 
     @put(
         "/files/{path:path}",

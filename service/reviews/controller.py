@@ -36,8 +36,6 @@ class _BundleBody(Operation):
 class ReviewController(Controller):
     path = "/v1/reviews"
     tags = ["reviews"]
-    # A token meant for one sandbox never reviews (the fetch may use the tenant's secrets).
-    opt = {"unbound_only": True}
 
     @post(
         "/",

@@ -106,7 +106,7 @@ class SandboxController(Controller):
         "/{sandbox_id:str}",
         operation_id="get_sandbox",
         summary="Get a sandbox",
-        opt={"scope": "sandboxes:read"},
+        opt={"scope": "sandboxes:read", "bound_token": "sandbox"},
     )
     async def get_sandbox(
         self, db_session: DbSession, principal: CurrentPrincipal, sandbox_id: FromPath[str]
@@ -117,7 +117,7 @@ class SandboxController(Controller):
         "/{sandbox_id:str}/transitions",
         operation_id="list_sandbox_transitions",
         summary="Every state change of a sandbox",
-        opt={"scope": "sandboxes:read"},
+        opt={"scope": "sandboxes:read", "bound_token": "sandbox"},
     )
     async def list_sandbox_transitions(
         self, db_session: DbSession, principal: CurrentPrincipal, sandbox_id: FromPath[str]
@@ -128,7 +128,7 @@ class SandboxController(Controller):
         "/{sandbox_id:str}",
         operation_id="update_sandbox",
         summary="Extend a sandbox's TTL or change its network policy",
-        opt={"scope": "sandboxes:write"},
+        opt={"scope": "sandboxes:write", "bound_token": "sandbox"},
     )
     async def update_sandbox(
         self,
@@ -145,7 +145,7 @@ class SandboxController(Controller):
         "/{sandbox_id:str}",
         operation_id="delete_sandbox",
         summary="Stop and destroy a sandbox",
-        opt={"scope": "sandboxes:write"},
+        opt={"scope": "sandboxes:write", "bound_token": "sandbox"},
     )
     async def delete_sandbox(
         self,

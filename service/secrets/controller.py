@@ -12,8 +12,6 @@ from service.secrets.schemas import Secret, SecretPage, SecretPut
 class SecretController(Controller):
     path = "/v1/secrets"
     tags = ["secrets"]
-    # A token meant for one sandbox never reaches the tenant's secrets.
-    opt = {"unbound_only": True}
 
     @put(
         "/{name:str}",

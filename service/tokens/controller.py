@@ -27,7 +27,12 @@ class TokenController(Controller):
         codec = request.app.state.token_codec
         return await service.issue_token(db_session, audit_ctx, codec, principal, data)
 
-    @delete("/{jti:str}", operation_id="revoke_token", summary="Revoke a token by its jti")
+    @delete(
+        "/{jti:str}",
+        operation_id="revoke_token",
+        summary="Revoke a token by its jti",
+        opt={"bound_token": "self"},  # a bound token may revoke itself (and only itself)
+    )
     async def revoke_token(
         self,
         db_session: DbSession,

@@ -88,6 +88,8 @@ async def test_token_bound_to_another_sandbox_gets_404(airlock: Airlock, tenant:
                     "exec",
                     "files:read",
                     "files:write",
+                    "templates:read",
+                    "templates:write",
                 ],
             },
         )
@@ -96,8 +98,11 @@ async def test_token_bound_to_another_sandbox_gets_404(airlock: Airlock, tenant:
 
     async with airlock.http(token) as bound:
         await assert_all_404(bound, sandbox_id, exec_id)
-        listed = (await bound.get("/v1/sandboxes")).json()["items"]
-        assert [s["id"] for s in listed] == [own.id]
+        # Routes about the tenant rather than its sandbox are refused, scopes or not.
+        assert (await bound.get("/v1/sandboxes")).status_code == 403
+        build = {"name": "from-bound", "setup": [["sh", "-c", "echo built"]]}
+        assert (await bound.post("/v1/templates", json=build)).status_code == 403
+        assert (await bound.get("/v1/templates")).status_code == 403
 
         # Its own sandbox works.
         assert (await bound.get(f"/v1/sandboxes/{own.id}")).status_code == 200
@@ -113,6 +118,9 @@ async def test_token_bound_to_another_sandbox_gets_404(airlock: Airlock, tenant:
         # It cannot make sandboxes outside its binding either.
         assert (await bound.post("/v1/sandboxes", json={})).status_code == 403
     await assert_untouched(airlock, tenant, sandbox_id, exec_id)
+    async with airlock.http(tenant.key) as http:
+        templates = (await http.get("/v1/templates")).json()["items"]
+        assert "from-bound" not in [t["name"] for t in templates]
 
 
 async def test_token_bound_to_another_tenants_sandbox_sees_nothing(
