@@ -7,6 +7,7 @@ from typing import Any
 from litestar import Request, Response
 
 from service import errors
+from service.requestid import request_id_for
 from service.runtime import errors as rt
 from service.runtime.boxlite import NotSupported
 
@@ -53,8 +54,15 @@ def runtime_error_handler(
 ) -> Response[dict[str, Any]]:
     status, code, title, extra = _status(exc)
     headers = {"Retry-After": "5"} if status == 503 else None
-    err = errors.AppError(str(exc), headers=headers, extra=extra)
+    detail = exc.public()
+    if detail != str(exc):  # the whole message, with the host's words, is for the operator
+        log = errors.log.error if code == "runtime_error" else errors.log.warning
+        log(
+            "runtime error on %s (request %s): %s",
+            request.url.path,
+            request_id_for(request.scope),
+            exc,
+        )
+    err = errors.AppError(detail, headers=headers, extra=extra)
     err.status, err.code, err.title = status, code, title
-    if status >= 500 and code == "runtime_error":
-        errors.log.error("runtime error on %s: %s", request.url.path, exc)
     return errors.app_error_handler(request, err)

@@ -299,7 +299,9 @@ class ExecRunner:
             error = f"sandbox failed: {exc.reason}"
             await sandboxes.mark_failed(self.db, tenant_id, sandbox_id, SYSTEM, exc.reason)
         except SandboxRuntimeError as exc:
-            error = str(exc)[:500]
+            error = exc.public()[:500]
+            if error != str(exc):
+                log.warning("exec %s in %s: %s", exec_id, sandbox_id, exc)
         except asyncio.CancelledError:
             error = "the service stopped while this exec ran"
             if execution is not None:

@@ -91,7 +91,8 @@ async def build_one(db: Db, holder: RuntimeHolder, pool: WarmPool, job: Claimed)
         except ServiceUnavailable as exc:
             error = exc.detail
         except SandboxRuntimeError as exc:
-            error = f"{type(exc).__name__}: {exc}"
+            error = f"{type(exc).__name__}: {exc.public()}"
+            log.warning("template build %s: %s", job.recipe.version_id, exc)
         except Exception as exc:
             log.exception("template build %s failed", job.recipe.version_id)
             error = f"internal error: {type(exc).__name__}"

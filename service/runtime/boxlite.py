@@ -75,6 +75,8 @@ _REFERENCE = re.compile(
 class NotSupported(SandboxRuntimeError):
     """This runtime cannot do the operation."""
 
+    tenant_safe = True
+
 
 class ImagePullFailed(ImageNotFound):
     """A registry image could not be pulled; `detail` carries BoxLite's own message."""
@@ -83,6 +85,9 @@ class ImagePullFailed(ImageNotFound):
         super().__init__(image)
         self.detail = detail
         self.args = (f"image not found: {image} (pull failed: {detail})",)
+
+    def public(self) -> str:
+        return f"image not found: {self.image} (the registry pull failed)"
 
 
 def version() -> str | None:

@@ -1,13 +1,25 @@
 """Typed runtime errors.
 
 Callers map these by type (for example to HTTP problem codes); the message is for humans only.
+A message may carry what runsc, iptables or BoxLite said, with host paths and ids: a tenant sees
+`public()` instead, and the whole message goes to the server's log.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class SandboxRuntimeError(Exception):
     """Base of every error raised by a sandbox runtime."""
+
+    # Whether the message is the runtime's own words about the tenant's request (then the
+    # tenant reads it as it is), rather than a host tool's output.
+    tenant_safe: ClassVar[bool] = False
+
+    def public(self) -> str:
+        """What a tenant may read of this error."""
+        return str(self) if self.tenant_safe else "the sandbox runtime failed on the host"
 
 
 class RuntimeUnavailable(SandboxRuntimeError):
@@ -18,8 +30,13 @@ class RuntimeUnavailable(SandboxRuntimeError):
         self.runtime = runtime
         self.diagnosis = diagnosis
 
+    def public(self) -> str:
+        return f"the {self.runtime} runtime is unavailable on this host"
+
 
 class ImageNotFound(SandboxRuntimeError):
+    tenant_safe = True
+
     def __init__(self, image: str) -> None:
         super().__init__(f"image not found: {image}")
         self.image = image
@@ -32,20 +49,29 @@ class ImageBuildFailed(SandboxRuntimeError):
 class InvalidImage(SandboxRuntimeError):
     """An OCI layout is malformed or uses something this runtime does not support."""
 
+    def public(self) -> str:
+        return "the image cannot be used by this runtime"
+
 
 class SandboxNotFound(SandboxRuntimeError):
+    tenant_safe = True
+
     def __init__(self, sandbox_id: str) -> None:
         super().__init__(f"sandbox not found: {sandbox_id}")
         self.sandbox_id = sandbox_id
 
 
 class SnapshotNotFound(SandboxRuntimeError):
+    tenant_safe = True
+
     def __init__(self, snapshot_id: str) -> None:
         super().__init__(f"snapshot not found: {snapshot_id}")
         self.snapshot_id = snapshot_id
 
 
 class ExecNotFound(SandboxRuntimeError):
+    tenant_safe = True
+
     def __init__(self, exec_id: str) -> None:
         super().__init__(f"exec not found: {exec_id}")
         self.exec_id = exec_id
@@ -61,21 +87,32 @@ class SandboxFailed(SandboxRuntimeError):
         self.reason = reason
         self.detail = detail
 
+    def public(self) -> str:
+        return f"the sandbox failed: {self.reason}"
+
 
 class SandboxBusy(SandboxRuntimeError):
     """The operation needs the sandbox idle (for example a snapshot while an exec runs)."""
+
+    tenant_safe = True
 
 
 class ResourceExhausted(SandboxRuntimeError):
     """The host cannot take more (disk, processes) or a request exceeds a hard runtime limit."""
 
+    tenant_safe = True
+
 
 class InvalidSpec(SandboxRuntimeError):
     """A sandbox spec or exec request is out of range."""
 
+    tenant_safe = True
+
 
 class InvalidPath(SandboxRuntimeError):
     """A sandbox file path is not acceptable (`..`, NUL, empty, ...)."""
+
+    tenant_safe = True
 
     def __init__(self, path: str, why: str) -> None:
         super().__init__(f"invalid path {path!r}: {why}")
@@ -84,6 +121,8 @@ class InvalidPath(SandboxRuntimeError):
 
 
 class PathNotFound(SandboxRuntimeError):
+    tenant_safe = True
+
     def __init__(self, path: str) -> None:
         super().__init__(f"no such file in sandbox: {path}")
         self.path = path
@@ -91,6 +130,8 @@ class PathNotFound(SandboxRuntimeError):
 
 class PathNotAllowed(SandboxRuntimeError):
     """The sandbox refused the file operation (permission denied, is a directory, disk full...)."""
+
+    tenant_safe = True
 
     def __init__(self, path: str, why: str) -> None:
         super().__init__(f"cannot access {path!r} in sandbox: {why}")

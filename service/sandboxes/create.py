@@ -242,7 +242,7 @@ async def create_sandbox(
             info = await runtime.create(image, spec)
     except SandboxRuntimeError as exc:
         await service.record_failure(
-            db, principal.tenant_id, sandbox_id, ctx, f"create failed: {exc}"
+            db, principal.tenant_id, sandbox_id, ctx, f"create failed: {exc.public()}"
         )
         raise
     except starter.SetupFailed as exc:

@@ -206,7 +206,7 @@ async def build(
             snapshot = await runtime.snapshot(info.id)
         except SandboxRuntimeError as exc:
             log.warning("snapshot of a template build failed: %s", exc)
-            log_out.add(f"snapshot not possible here ({type(exc).__name__}: {exc}); ")
+            log_out.add(f"snapshot not possible here ({type(exc).__name__}: {exc.public()}); ")
             log_out.add("sandboxes start from the image with the setup run again\n")
             return None
         log_out.add(f"snapshot {snapshot.id}: {snapshot.size_bytes} bytes\n")
