@@ -49,6 +49,7 @@ class SandboxFacts(NamedTuple):
     quotas: dict[str, Any]
     recent_execs: int
     oldest_recent: datetime | None
+    running_execs: int
 
 
 class Event(NamedTuple):
@@ -92,12 +93,13 @@ class RecordTx:
     async def facts_and_start(
         self,
         facts: tuple[str, str, str | None, datetime],
-        limits: tuple[float, int, float],
+        limits: tuple[float, int, float, int],
         values: dict[str, Any],
         event: Event,
     ) -> tuple[SandboxFacts | None, bool]:
         """`facts(*facts)`, and the start written at once when the sandbox runs and the
-        exec is within `limits` (its timeout, the default rate and maximum timeout); True
+        exec is within `limits` (its timeout, the default rate, maximum timeout and running
+        execs); True
         when it was. False leaves the checks and `insert_started` to the caller (always, in
         this plain form)."""
         return await self.facts(*facts), False
@@ -158,6 +160,9 @@ class _CoreTx(RecordTx):
                     .scalar_subquery(),
                     UTCDateTime(),
                 ),
+                select(func.count())
+                .where(ExecRow.tenant_id == tenant_id, ExecRow.state == "running")
+                .scalar_subquery(),
             )
             .join(Tenant, Tenant.id == SandboxRow.tenant_id)
             .where(SandboxRow.tenant_id == tenant_id, SandboxRow.id == sandbox_id)
@@ -207,12 +212,15 @@ async def _record(conn: AsyncConnection, event: Event) -> None:
 # The head of the tenant's chain comes along, unlocked: the start's event extends it next.
 _FACTS = """
 SELECT s.id, s.state, s.runtime_id, s.failure_reason, s.env, s.network, t.quotas,
-  r.recent, r.oldest, h.seq, h.hash
+  r.recent, r.oldest, n.running, h.seq, h.hash
 FROM sandboxes s JOIN tenants t ON t.id = s.tenant_id
 CROSS JOIN LATERAL (
   SELECT count(*) AS recent, min(e.created_at) AS oldest FROM execs e
   WHERE e.tenant_id = $1 AND e.created_at >= $3
 ) r
+CROSS JOIN LATERAL (
+  SELECT count(*) AS running FROM execs e WHERE e.tenant_id = $1 AND e.state = 'running'
+) n
 LEFT JOIN audit_chain_heads h ON h.chain = s.tenant_id
 WHERE s.tenant_id = $1 AND s.id = $2 AND ($4::varchar IS NULL OR s.id = $4)
 """
@@ -263,16 +271,17 @@ _INSERT_START = _insert_start(1)
 
 # With the chain's head known from an earlier append, the facts, the checks and the start row
 # go in one statement: $1-$4 as in _FACTS, $5 the default rate, $6 the exec's timeout, $7 the
-# default maximum timeout. When a check fails (or the head moved) nothing is written and the
-# caller checks the facts returned, as without it.
+# default maximum timeout, $8 the default cap on running execs. When a check fails (or the
+# head moved) nothing is written and the caller checks the facts returned, as without it.
 _FACTS_AND_START = pg_append_sql(
-    8 + len(_START_COLUMNS),
+    9 + len(_START_COLUMNS),
     before=f"""facts AS ({_FACTS}), allowed AS (
       SELECT 1 FROM facts WHERE facts.state = 'running' AND facts.runtime_id IS NOT NULL
         AND facts.recent < coalesce((facts.quotas->>'execs_per_minute')::bigint, $5)
-        AND $6::float8 <= coalesce((facts.quotas->>'max_exec_timeout_s')::float8, $7))""",  # noqa: S608
+        AND $6::float8 <= coalesce((facts.quotas->>'max_exec_timeout_s')::float8, $7)
+        AND facts.running < coalesce((facts.quotas->>'max_running_execs')::bigint, $8))""",  # noqa: S608
     guard="EXISTS (SELECT 1 FROM allowed)",
-    action=_insert_start(8),
+    action=_insert_start(9),
     result="SELECT facts.*, (SELECT count(*) FROM head) FROM facts",
 )
 
@@ -313,9 +322,9 @@ class _PgTx(RecordTx):
 
     def _facts_of(self, tenant_id: str, row: Any) -> SandboxFacts:
         """The facts of a `_FACTS` row; the chain head that came with it is remembered."""
-        if row[9] is not None:
-            self.heads[tenant_id] = (row[9], row[10])
-        return SandboxFacts(*row[:9])
+        if row[10] is not None:
+            self.heads[tenant_id] = (row[10], row[11])
+        return SandboxFacts(*row[:10])
 
     async def replay_of(
         self, tenant_id: str, sandbox_id: str, key: str
@@ -352,7 +361,7 @@ class _PgTx(RecordTx):
         head = self.heads.get(event.chain)
         if head is None:
             return await self.facts(*facts), False
-        timeout_s, default_rate, default_max_timeout = limits
+        timeout_s, default_rate, default_max_timeout, default_running = limits
         appended = _event_values(event, head)
         row = await self.conn.fetchrow(
             _FACTS_AND_START,
@@ -363,14 +372,15 @@ class _PgTx(RecordTx):
             default_rate,
             timeout_s,
             default_max_timeout,
+            default_running,
             *_start_params(values),
             *pg_event_params(appended),
         )
         if row is None:
             return None, False
-        if row[11]:
+        if row[12]:
             self.heads[event.chain] = (appended["seq"], appended["hash"])
-            return SandboxFacts(*row[:9]), True
+            return SandboxFacts(*row[:10]), True
         return self._facts_of(tenant_id, row), False
 
     async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:

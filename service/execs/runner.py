@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import msgspec
@@ -24,7 +24,7 @@ from service.db.base import utcnow
 from service.errors import IdempotencyKeyReused, NotFound, QuotaExceeded, Unprocessable
 from service.execs.masking import mask_text
 from service.execs.output import ChunkSink
-from service.execs.records import Event, ExecRecords, RecordTx
+from service.execs.records import Event, ExecRecords, RecordTx, SandboxFacts
 from service.execs.schemas import Exec, ExecCreate
 from service.ids import new_id
 from service.runtime import (
@@ -180,6 +180,7 @@ class ExecRunner:
                     data.timeout_s,
                     DEFAULT_QUOTAS.execs_per_minute,
                     DEFAULT_QUOTAS.max_exec_timeout_s,
+                    DEFAULT_QUOTAS.max_running_execs,
                 )
                 sandbox, started = await tx.facts_and_start(facts, limits, values, event)
             else:
@@ -192,9 +193,7 @@ class ExecRunner:
                     return replay
             if not started:
                 sandboxes.require_running(sandbox)
-                self._check_quotas(
-                    quotas_of(sandbox), data, sandbox.recent_execs, sandbox.oldest_recent
-                )
+                self._check_quotas(quotas_of(sandbox), data, sandbox)
                 await tx.insert_started(values, event)
         exec_id, runtime_id = values["id"], sandbox.runtime_id
         request = ExecRequest(
@@ -250,9 +249,8 @@ class ExecRunner:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(live.changed.wait(), timeout_s)
 
-    def _check_quotas(
-        self, quotas: Quotas, data: ExecCreate, count: int, oldest: datetime | None
-    ) -> None:
+    def _check_quotas(self, quotas: Quotas, data: ExecCreate, facts: SandboxFacts) -> None:
+        count, oldest = facts.recent_execs, facts.oldest_recent
         if data.timeout_s > quotas.max_exec_timeout_s:
             raise Unprocessable(
                 f"timeout_s {data.timeout_s} exceeds this tenant's maximum of "
@@ -268,6 +266,14 @@ class ExecRunner:
                 f"(limit {quotas.execs_per_minute})",
                 retry_after_s=max(1, int(wait_s) + 1),
                 extra={"quota": "execs_per_minute", "limit": quotas.execs_per_minute},
+            )
+        # Each running exec holds its output buffers in this process until it ends.
+        if facts.running_execs >= quotas.max_running_execs:
+            raise QuotaExceeded(
+                f"the tenant has {facts.running_execs} execs running "
+                f"(limit {quotas.max_running_execs})",
+                retry_after_s=2,
+                extra={"quota": "max_running_execs", "limit": quotas.max_running_execs},
             )
 
     async def _run(

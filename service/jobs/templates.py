@@ -14,12 +14,14 @@ from dataclasses import dataclass
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import aliased
 
 from service.audit.recorder import AuditContext, record
 from service.db.base import utcnow
 from service.db.models import Template, TemplateVersion
 from service.errors import ServiceUnavailable
 from service.jobs.periodic import PeriodicJob
+from service.jobs.queues import fair_order, owner_turns
 from service.pool.service import WarmPool
 from service.runtime import SandboxRuntimeError, SnapshotInfo
 from service.runtime_holder import RuntimeHolder
@@ -44,15 +46,35 @@ class Claimed:
 
 
 async def claim_next(db: Db) -> Claimed | None:
+    """The next build in fair order across owners (service.jobs.queues), marked building."""
     async with db() as session, session.begin():
+        past, past_template = aliased(TemplateVersion), aliased(Template)
+        waiting = (
+            select(Template.owner)
+            .join(TemplateVersion, TemplateVersion.template_id == Template.id)
+            .where(TemplateVersion.state == "queued")
+            .distinct()
+        )
+        turns = owner_turns(
+            select()
+            .select_from(past)
+            .join(past_template, past_template.id == past.template_id)
+            .where(past_template.owner.in_(waiting)),
+            past_template.owner,
+            past.state,
+            past.started_at,
+            "building",
+        )
         pick = (
             select(TemplateVersion.id)
+            .join(Template, Template.id == TemplateVersion.template_id)
+            .join(turns, turns.c.owner == Template.owner)
             .where(TemplateVersion.state == "queued")
-            .order_by(TemplateVersion.created_at)
+            .order_by(*fair_order(turns, TemplateVersion.created_at))
             .limit(1)
         )
         if session.bind.dialect.name == "postgresql":
-            pick = pick.with_for_update(skip_locked=True)
+            pick = pick.with_for_update(of=TemplateVersion, skip_locked=True)
         version_id = await session.scalar(
             update(TemplateVersion)
             .where(TemplateVersion.id == pick.scalar_subquery())

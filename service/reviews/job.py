@@ -13,11 +13,13 @@ import asyncio
 import logging
 
 from sqlalchemy import select, update
+from sqlalchemy.orm import aliased
 
 from service.audit.recorder import AuditContext, record
 from service.db.base import utcnow
 from service.db.models import Review
 from service.jobs.periodic import PeriodicJob
+from service.jobs.queues import fair_order, owner_turns
 from service.reviews.pipeline import Db, Deps, run_review
 
 log = logging.getLogger("airlock.jobs.reviews")
@@ -41,12 +43,26 @@ SYSTEM = AuditContext(actor="system:review-runner", request_id=None, client=None
 
 
 async def claim_next(db: Db) -> str | None:
+    """The next review in fair order (service.jobs.queues), marked running."""
     async with db() as session, session.begin():
+        past = aliased(Review)
+        waiting = select(Review.tenant_id).where(Review.state == "queued").distinct()
+        turns = owner_turns(
+            select().select_from(past).where(past.tenant_id.in_(waiting)),
+            past.tenant_id,
+            past.state,
+            past.started_at,
+            "running",
+        )
         pick = (
-            select(Review.id).where(Review.state == "queued").order_by(Review.created_at).limit(1)
+            select(Review.id)
+            .join(turns, turns.c.owner == Review.tenant_id)
+            .where(Review.state == "queued")
+            .order_by(*fair_order(turns, Review.created_at))
+            .limit(1)
         )
         if session.bind.dialect.name == "postgresql":
-            pick = pick.with_for_update(skip_locked=True)
+            pick = pick.with_for_update(of=Review, skip_locked=True)
         return await session.scalar(
             update(Review)
             .where(Review.id == pick.scalar_subquery())

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.models import Review, ReviewBundle
@@ -33,6 +33,13 @@ class ReviewRepository:
         return list(
             (await self.session.scalars(stmt.order_by(Review.id.desc()).limit(limit))).all()
         )
+
+    async def queued(self) -> int:
+        """The tenant's reviews waiting for a runner."""
+        stmt = select(func.count(Review.id)).where(
+            Review.tenant_id == self.tenant_id, Review.state == "queued"
+        )
+        return int(await self.session.scalar(stmt) or 0)
 
     async def bundle(self, bundle_id: str) -> ReviewBundle | None:
         return await self.session.scalar(

@@ -17,6 +17,7 @@ from service.db.models import ReviewBundle, Tenant
 from service.errors import MissingScope, NotFound, Unprocessable
 from service.files.service import MIB, CappedBody, refuse_declared
 from service.ids import new_id
+from service.jobs.queues import check_queued
 from service.pagination import decode_cursor, page_of
 from service.reviews.repository import ReviewRepository
 from service.reviews.schemas import (
@@ -117,9 +118,12 @@ async def create_review(
     repo = ReviewRepository(session, tenant_id)
     if source.kind == "bundle" and not await repo.has_bundle(source.location):
         raise NotFound(f"no bundle {source.location}")
-    tenant = await session.get(Tenant, tenant_id)
+    # Locked: the queue cap holds across concurrent posts of one tenant.
+    tenant = await session.get(Tenant, tenant_id, with_for_update=True)
     assert tenant is not None
     quotas = quotas_of(tenant)
+    if not claimed:
+        check_queued("max_queued_reviews", quotas.max_queued_reviews, await repo.queued())
     if data.timeout_s > quotas.max_exec_timeout_s:
         raise Unprocessable(
             f"timeout_s {data.timeout_s} exceeds this tenant's maximum of "

@@ -19,8 +19,9 @@ from service.auth.principal import Principal
 from service.db.base import utcnow
 from service.db.models import PoolMember, PoolTarget, TemplateVersion, Tenant
 from service.db.models import Template as TemplateRow
-from service.errors import Conflict, Forbidden, NotFound, QuotaExceeded
+from service.errors import Conflict, Forbidden, NotFound
 from service.ids import new_id
+from service.jobs.queues import check_queued
 from service.runtime import SandboxRuntimeError
 from service.runtime_holder import RuntimeHolder
 from service.sandboxes.schemas import SIZES, NetworkPolicy
@@ -30,9 +31,6 @@ from service.templates.schemas import Template, TemplateCreate, TemplatePage
 from service.templates.schemas import TemplateVersion as VersionView
 from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
-
-# Builds waiting or running per owner (a tenant, or the operator).
-MAX_PENDING_BUILDS = 3
 
 log = logging.getLogger("airlock.templates")
 
@@ -102,6 +100,14 @@ async def _check_network(session: AsyncSession, owner: str, network: NetworkPoli
     check_network(network, quotas_of(tenant))
 
 
+async def _queue_limit(session: AsyncSession, owner: str) -> int:
+    if owner == OPERATOR_OWNER:
+        return Quotas().max_queued_builds
+    tenant = await session.get(Tenant, owner, with_for_update=True)  # serialises the count
+    assert tenant is not None
+    return quotas_of(tenant).max_queued_builds
+
+
 async def create_template(
     session: AsyncSession, principal: Principal, ctx: AuditContext, data: TemplateCreate
 ) -> Template:
@@ -109,18 +115,13 @@ async def create_template(
     await _check_network(session, owner, data.network)
     repo = TemplateRepository(session, owner)
     now = utcnow()
-    # Builds run one at a time for everyone: no owner may fill the queue.
-    pending = await session.scalar(
+    # The builder has one slot for everyone: no owner may fill its queue.
+    queued = await session.scalar(
         select(func.count(TemplateVersion.id))
         .join(TemplateRow, TemplateRow.id == TemplateVersion.template_id)
-        .where(TemplateRow.owner == owner, TemplateVersion.state.in_(["queued", "building"]))
+        .where(TemplateRow.owner == owner, TemplateVersion.state == "queued")
     )
-    if (pending or 0) >= MAX_PENDING_BUILDS:
-        raise QuotaExceeded(
-            f"{pending} template builds are already waiting or running for this owner",
-            retry_after_s=30,
-            extra={"quota": "pending_template_builds", "limit": MAX_PENDING_BUILDS},
-        )
+    check_queued("max_queued_builds", await _queue_limit(session, owner), queued or 0)
     row = await repo.own(data.name, for_update=True)
     if row is None:
         row = TemplateRow(

@@ -25,6 +25,11 @@ class Quotas(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_sandbox_ttl_s: Annotated[int, Meta(ge=60, le=2_592_000)] = 3600
     max_exec_timeout_s: Annotated[int, Meta(ge=1, le=86_400)] = 600
     execs_per_minute: Annotated[int, Meta(ge=0, le=1_000_000)] = 120
+    # Execs running at once (each holds its output buffers in the server until it ends).
+    max_running_execs: Annotated[int, Meta(ge=0, le=10_000)] = 16
+    # Reviews and template builds waiting to run; the runners take tenants in turn.
+    max_queued_reviews: Annotated[int, Meta(ge=0, le=10_000)] = 10
+    max_queued_builds: Annotated[int, Meta(ge=0, le=10_000)] = 3
     max_upload_mib: Annotated[int, Meta(ge=0, le=102_400)] = 100
     max_token_ttl_s: Annotated[int, Meta(ge=60, le=TOKEN_TTL_HARD_CAP_S)] = 900
     audit_retention_days: Annotated[int, Meta(ge=1, le=3650)] = 90
@@ -40,6 +45,9 @@ class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_sandbox_ttl_s: Annotated[int, Meta(ge=60, le=2_592_000)] | None = None
     max_exec_timeout_s: Annotated[int, Meta(ge=1, le=86_400)] | None = None
     execs_per_minute: Annotated[int, Meta(ge=0, le=1_000_000)] | None = None
+    max_running_execs: Annotated[int, Meta(ge=0, le=10_000)] | None = None
+    max_queued_reviews: Annotated[int, Meta(ge=0, le=10_000)] | None = None
+    max_queued_builds: Annotated[int, Meta(ge=0, le=10_000)] | None = None
     max_upload_mib: Annotated[int, Meta(ge=0, le=102_400)] | None = None
     max_token_ttl_s: Annotated[int, Meta(ge=60, le=TOKEN_TTL_HARD_CAP_S)] | None = None
     audit_retention_days: Annotated[int, Meta(ge=1, le=3650)] | None = None

@@ -291,7 +291,7 @@ async def test_facts_and_start_write_only_what_the_checks_allow(
         async with records.unit() as tx:
             facts, started = await tx.facts_and_start(
                 (tenant.id, sandbox_id, None, since),
-                (timeout_s, 120, 300.0),
+                (timeout_s, 120, 300.0, 16),
                 values,
                 event(tenant.id, "exec.start", values["id"]),
             )

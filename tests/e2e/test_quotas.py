@@ -146,3 +146,32 @@ async def test_max_disk_counts_every_active_sandbox(airlock: Airlock, tenant: Te
         assert r.status_code == 201, r.text
         tenant.sandboxes.append(r.json()["id"])
     assert await sandbox_rows(airlock, tenant) == 3
+
+
+async def test_max_running_execs(airlock: Airlock, tenant: Tenant) -> None:
+    """Execs running at once are capped per tenant (each holds output buffers in the server),
+    across its sandboxes; one that ends frees its place."""
+    await set_quotas(airlock, tenant, max_running_execs=2)
+    first = await airlock.sandbox(tenant)
+    second = await airlock.sandbox(tenant)
+    slow = {"cmd": ["sleep", "60"], "wait": False, "timeout_s": 120}
+    async with airlock.http(tenant.key) as http:
+        started = []
+        for sandbox in (first, second):
+            r = await http.post(f"/v1/sandboxes/{sandbox.id}/execs", json=slow)
+            assert r.status_code == 202, r.text
+            started.append((sandbox.id, r.json()["id"]))
+        r = await http.post(f"/v1/sandboxes/{first.id}/execs", json={"cmd": ["true"]})
+        assert_quota_answer(r, "max_running_execs")
+        count = await airlock.db.count("SELECT count(*) FROM execs WHERE tenant_id = $1", tenant.id)
+        assert count == 2
+        sandbox_id, exec_id = started[0]
+        r = await http.post(f"/v1/sandboxes/{sandbox_id}/execs/{exec_id}/kill")
+        assert r.status_code in (200, 202), r.text
+        for _ in range(100):
+            state = (await http.get(f"/v1/sandboxes/{sandbox_id}/execs/{exec_id}")).json()["state"]
+            if state != "running":
+                break
+            await asyncio.sleep(0.1)
+        r = await http.post(f"/v1/sandboxes/{first.id}/execs", json={"cmd": ["true"]})
+        assert r.status_code == 200, r.text

@@ -20,6 +20,9 @@ class Quotas:
         max_disk_mib (int | Unset):  Default: 16384.
         max_exec_timeout_s (int | Unset):  Default: 600.
         max_memory_mib (int | Unset):  Default: 16384.
+        max_queued_builds (int | Unset):  Default: 3.
+        max_queued_reviews (int | Unset):  Default: 10.
+        max_running_execs (int | Unset):  Default: 16.
         max_sandbox_ttl_s (int | Unset):  Default: 3600.
         max_sandboxes (int | Unset):  Default: 10.
         max_token_ttl_s (int | Unset):  Default: 900.
@@ -33,6 +36,9 @@ class Quotas:
     max_disk_mib: int | Unset = 16384
     max_exec_timeout_s: int | Unset = 600
     max_memory_mib: int | Unset = 16384
+    max_queued_builds: int | Unset = 3
+    max_queued_reviews: int | Unset = 10
+    max_running_execs: int | Unset = 16
     max_sandbox_ttl_s: int | Unset = 3600
     max_sandboxes: int | Unset = 10
     max_token_ttl_s: int | Unset = 900
@@ -51,6 +57,12 @@ class Quotas:
         max_exec_timeout_s = self.max_exec_timeout_s
 
         max_memory_mib = self.max_memory_mib
+
+        max_queued_builds = self.max_queued_builds
+
+        max_queued_reviews = self.max_queued_reviews
+
+        max_running_execs = self.max_running_execs
 
         max_sandbox_ttl_s = self.max_sandbox_ttl_s
 
@@ -77,6 +89,12 @@ class Quotas:
             field_dict["max_exec_timeout_s"] = max_exec_timeout_s
         if max_memory_mib is not UNSET:
             field_dict["max_memory_mib"] = max_memory_mib
+        if max_queued_builds is not UNSET:
+            field_dict["max_queued_builds"] = max_queued_builds
+        if max_queued_reviews is not UNSET:
+            field_dict["max_queued_reviews"] = max_queued_reviews
+        if max_running_execs is not UNSET:
+            field_dict["max_running_execs"] = max_running_execs
         if max_sandbox_ttl_s is not UNSET:
             field_dict["max_sandbox_ttl_s"] = max_sandbox_ttl_s
         if max_sandboxes is not UNSET:
@@ -105,6 +123,12 @@ class Quotas:
 
         max_memory_mib = d.pop("max_memory_mib", UNSET)
 
+        max_queued_builds = d.pop("max_queued_builds", UNSET)
+
+        max_queued_reviews = d.pop("max_queued_reviews", UNSET)
+
+        max_running_execs = d.pop("max_running_execs", UNSET)
+
         max_sandbox_ttl_s = d.pop("max_sandbox_ttl_s", UNSET)
 
         max_sandboxes = d.pop("max_sandboxes", UNSET)
@@ -123,6 +147,9 @@ class Quotas:
             max_disk_mib=max_disk_mib,
             max_exec_timeout_s=max_exec_timeout_s,
             max_memory_mib=max_memory_mib,
+            max_queued_builds=max_queued_builds,
+            max_queued_reviews=max_queued_reviews,
+            max_running_execs=max_running_execs,
             max_sandbox_ttl_s=max_sandbox_ttl_s,
             max_sandboxes=max_sandboxes,
             max_token_ttl_s=max_token_ttl_s,

@@ -20,6 +20,9 @@ class QuotasPatch:
         max_disk_mib (int | None | Unset):
         max_exec_timeout_s (int | None | Unset):
         max_memory_mib (int | None | Unset):
+        max_queued_builds (int | None | Unset):
+        max_queued_reviews (int | None | Unset):
+        max_running_execs (int | None | Unset):
         max_sandbox_ttl_s (int | None | Unset):
         max_sandboxes (int | None | Unset):
         max_token_ttl_s (int | None | Unset):
@@ -33,6 +36,9 @@ class QuotasPatch:
     max_disk_mib: int | None | Unset = UNSET
     max_exec_timeout_s: int | None | Unset = UNSET
     max_memory_mib: int | None | Unset = UNSET
+    max_queued_builds: int | None | Unset = UNSET
+    max_queued_reviews: int | None | Unset = UNSET
+    max_running_execs: int | None | Unset = UNSET
     max_sandbox_ttl_s: int | None | Unset = UNSET
     max_sandboxes: int | None | Unset = UNSET
     max_token_ttl_s: int | None | Unset = UNSET
@@ -71,6 +77,24 @@ class QuotasPatch:
             max_memory_mib = UNSET
         else:
             max_memory_mib = self.max_memory_mib
+
+        max_queued_builds: int | None | Unset
+        if isinstance(self.max_queued_builds, Unset):
+            max_queued_builds = UNSET
+        else:
+            max_queued_builds = self.max_queued_builds
+
+        max_queued_reviews: int | None | Unset
+        if isinstance(self.max_queued_reviews, Unset):
+            max_queued_reviews = UNSET
+        else:
+            max_queued_reviews = self.max_queued_reviews
+
+        max_running_execs: int | None | Unset
+        if isinstance(self.max_running_execs, Unset):
+            max_running_execs = UNSET
+        else:
+            max_running_execs = self.max_running_execs
 
         max_sandbox_ttl_s: int | None | Unset
         if isinstance(self.max_sandbox_ttl_s, Unset):
@@ -121,6 +145,12 @@ class QuotasPatch:
             field_dict["max_exec_timeout_s"] = max_exec_timeout_s
         if max_memory_mib is not UNSET:
             field_dict["max_memory_mib"] = max_memory_mib
+        if max_queued_builds is not UNSET:
+            field_dict["max_queued_builds"] = max_queued_builds
+        if max_queued_reviews is not UNSET:
+            field_dict["max_queued_reviews"] = max_queued_reviews
+        if max_running_execs is not UNSET:
+            field_dict["max_running_execs"] = max_running_execs
         if max_sandbox_ttl_s is not UNSET:
             field_dict["max_sandbox_ttl_s"] = max_sandbox_ttl_s
         if max_sandboxes is not UNSET:
@@ -185,6 +215,33 @@ class QuotasPatch:
 
         max_memory_mib = _parse_max_memory_mib(d.pop("max_memory_mib", UNSET))
 
+        def _parse_max_queued_builds(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_queued_builds = _parse_max_queued_builds(d.pop("max_queued_builds", UNSET))
+
+        def _parse_max_queued_reviews(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_queued_reviews = _parse_max_queued_reviews(d.pop("max_queued_reviews", UNSET))
+
+        def _parse_max_running_execs(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_running_execs = _parse_max_running_execs(d.pop("max_running_execs", UNSET))
+
         def _parse_max_sandbox_ttl_s(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -245,6 +302,9 @@ class QuotasPatch:
             max_disk_mib=max_disk_mib,
             max_exec_timeout_s=max_exec_timeout_s,
             max_memory_mib=max_memory_mib,
+            max_queued_builds=max_queued_builds,
+            max_queued_reviews=max_queued_reviews,
+            max_running_execs=max_running_execs,
             max_sandbox_ttl_s=max_sandbox_ttl_s,
             max_sandboxes=max_sandboxes,
             max_token_ttl_s=max_token_ttl_s,

@@ -1,0 +1,49 @@
+"""Queued background work: the cap on what one owner may have waiting, and the fair order in
+which runners take it.
+
+Runners (reviews, template builds) have few slots shared by every tenant. A claim takes the
+oldest queued job of the owner with the fewest jobs running, and among those the owner served
+longest ago (the latest start of its jobs; never served first): owners take turns, so one
+owner's backlog delays only its own jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, Subquery, case, func
+
+from service.errors import QuotaExceeded
+
+
+def check_queued(quota: str, limit: int, queued: int) -> None:
+    """429 once an owner has `limit` jobs of a kind waiting."""
+    if queued >= limit:
+        raise QuotaExceeded(
+            f"{queued} jobs are already waiting for this tenant (limit {limit})",
+            retry_after_s=30,
+            extra={"quota": quota, "limit": limit, "in_use": queued},
+        )
+
+
+def owner_turns(
+    stmt: Select[Any],
+    owner: ColumnElement[Any],
+    state: ColumnElement[Any],
+    started_at: ColumnElement[Any],
+    running: str,
+) -> Subquery:
+    """Per owner with work queued: its running jobs and its latest start. `stmt` selects from
+    the jobs (joined to where the owner is) and is grouped here."""
+    return (
+        stmt.add_columns(
+            owner.label("owner"),
+            func.count(case((state == running, 1))).label("running"),
+            func.max(started_at).label("last_started"),
+        )
+        .group_by(owner)
+        .subquery("turns")
+    )
+
+
+def fair_order(turns: Subquery, created_at: ColumnElement[Any]) -> list[Any]:
+    return [turns.c.running, turns.c.last_started.asc().nulls_first(), created_at]
