@@ -55,6 +55,16 @@ class Authenticator:
             return await self._from_api_key(credential)
         return await self._from_token(credential)
 
+    async def refusal(self, authorization: str | None) -> str | None:
+        """Why a credential accepted earlier no longer is (revoked, expired, its tenant
+        suspended), or None while it holds: for what outlives its request, like an event
+        stream."""
+        try:
+            await self.authenticate(authorization)
+        except Unauthenticated as exc:
+            return exc.detail
+        return None
+
     @contextlib.asynccontextmanager
     async def _reader(self) -> AsyncIterator[AsyncConnection]:
         """A connection for single-statement reads and writes: on PostgreSQL in autocommit, which

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import Controller, Response, get, post
+from litestar import Controller, Request, Response, get, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, HeaderParameter, JSONBody, QueryParameter
 from litestar.response import ServerSentEvent
@@ -109,11 +109,14 @@ class ExecController(Controller):
         operation_id="stream_exec_events",
         summary="Stream an exec's output as server-sent events",
         description='Events `stdout` and `stderr` carry `{"text": ...}`; the last is `exit`. '
-        "Reconnect with `Last-Event-ID` (or `?after=`) to resume without loss.",
+        "Reconnect with `Last-Event-ID` (or `?after=`) to resume without loss. The credential "
+        "is checked again every few seconds: once it is revoked or expired, or the tenant "
+        'suspended, the stream ends with an `unauthenticated` event (`{"code", "detail"}`).',
         opt={"scope": "exec"},
     )
     async def stream_exec_events(
         self,
+        request: Request[Any, Any, Any],
         db: Db,
         exec_runner: ExecRunnerDep,
         principal: CurrentPrincipal,
@@ -126,8 +129,18 @@ class ExecController(Controller):
         if await service.stream_ended(db, principal, sandbox_id, exec_id, start):
             # The reader has everything, `exit` included: 204 tells EventSource to stop.
             return Response(None, status_code=204)
+        authenticator = request.app.state.authenticator
+        authorization = request.headers.get("authorization")
         return ServerSentEvent(
-            service.events(db, exec_runner, principal, sandbox_id, exec_id, start)
+            service.events(
+                db,
+                exec_runner,
+                principal,
+                sandbox_id,
+                exec_id,
+                start,
+                refusal=lambda: authenticator.refusal(authorization),
+            )
         )
 
     @post(

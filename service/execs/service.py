@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import msgspec
 from litestar.response import ServerSentEventMessage
@@ -24,6 +24,8 @@ from service.sandboxes import service as sandboxes
 
 Db = async_sessionmaker[AsyncSession]
 POLL_S = 0.25
+# How often a running event stream asks whether its credential still holds.
+RECHECK_S = 2.0
 REPLAY_GRACE_S = 5.0  # beyond the exec's own deadline, for its record to be finished
 
 
@@ -200,14 +202,27 @@ async def events(
     sandbox_id: str,
     exec_id: str,
     last_event_id: int,
+    refusal: Callable[[], Awaitable[str | None]],
 ) -> AsyncIterator[ServerSentEventMessage]:
     """Output chunks as events (`id` = chunk sequence), then one `exit` event.
 
     A reader that reconnects with `Last-Event-ID: N` gets every chunk after N, so nothing is
     lost or repeated; chunks come from the database, so any replica can serve the stream.
+    The credential is asked again every RECHECK_S (`refusal`): once it is revoked, expired or
+    its tenant suspended, the stream ends with an `unauthenticated` event.
     """
     seq = last_event_id
+    recheck_at = time.monotonic() + RECHECK_S
     while True:
+        if time.monotonic() >= recheck_at:
+            reason = await refusal()
+            if reason is not None:
+                yield ServerSentEventMessage(
+                    event="unauthenticated",
+                    data=json.dumps({"code": "unauthenticated", "detail": reason}),
+                )
+                return
+            recheck_at = time.monotonic() + RECHECK_S
         async with db() as session:
             repo = repository(session, principal)
             row = await repo.get(sandbox_id, exec_id)
