@@ -74,7 +74,9 @@ def sync_detailed(
     r"""Stream an exec's output as server-sent events
 
      Events `stdout` and `stderr` carry `{\"text\": ...}`; the last is `exit`. Reconnect with `Last-
-    Event-ID` (or `?after=`) to resume without loss.
+    Event-ID` (or `?after=`) to resume without loss. The credential is checked again every few seconds:
+    once it is revoked or expired, or the tenant suspended, the stream ends with an `unauthenticated`
+    event (`{\"code\", \"detail\"}`).
 
     Args:
         sandbox_id (str):
@@ -115,7 +117,9 @@ async def asyncio_detailed(
     r"""Stream an exec's output as server-sent events
 
      Events `stdout` and `stderr` carry `{\"text\": ...}`; the last is `exit`. Reconnect with `Last-
-    Event-ID` (or `?after=`) to resume without loss.
+    Event-ID` (or `?after=`) to resume without loss. The credential is checked again every few seconds:
+    once it is revoked or expired, or the tenant suspended, the stream ends with an `unauthenticated`
+    event (`{\"code\", \"detail\"}`).
 
     Args:
         sandbox_id (str):
