@@ -45,6 +45,7 @@ from service.reviews.controller import ReviewController
 from service.reviews.job import ReviewRunner
 from service.reviews.pipeline import Deps as ReviewDeps
 from service.runtime import SandboxRuntime, SandboxRuntimeError
+from service.runtime.config import RuntimeConfig
 from service.runtime.select import open_runtime
 from service.runtime_errors import runtime_error_handler
 from service.runtime_holder import RuntimeHolder
@@ -78,7 +79,7 @@ def create_app(
     runtimes = (
         RuntimeHolder.of(runtime)
         if runtime is not None
-        else RuntimeHolder(lambda: open_runtime(settings))
+        else RuntimeHolder(lambda: open_runtime(RuntimeConfig.from_settings(settings)))
     )
     exec_runner = ExecRunner(sessionmaker, engine, runtimes)
     pool = WarmPool(settings)

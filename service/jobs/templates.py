@@ -18,15 +18,19 @@ from sqlalchemy.orm import aliased
 
 from service.audit.recorder import AuditContext, record
 from service.db.base import utcnow
-from service.db.models import Template, TemplateVersion
-from service.errors import ServiceUnavailable
+from service.db.models import Template, TemplateVersion, Tenant
+from service.errors import QuotaExceeded, ServiceUnavailable
 from service.jobs.periodic import PeriodicJob
 from service.jobs.queues import fair_order, owner_turns
 from service.pool.service import WarmPool
 from service.runtime import SandboxRuntimeError, SnapshotInfo
 from service.runtime_holder import RuntimeHolder
+from service.sandboxes.quotas import Caps, check_room
+from service.sandboxes.repository import SandboxRepository
+from service.templates.repository import OPERATOR_OWNER
 from service.templates.service import chain_of
 from service.templates.starter import NO_NETWORK, BuildLog, Recipe, SetupFailed, build
+from service.tenants.service import quotas_of
 
 log = logging.getLogger("airlock.jobs.templates")
 
@@ -101,6 +105,8 @@ async def build_one(db: Db, holder: RuntimeHolder, pool: WarmPool, job: Claimed)
     if job.attempts > MAX_ATTEMPTS:
         error = f"gave up after {MAX_ATTEMPTS} builds cut off by restarts"
     else:
+        error = await room_for_build(db, job)
+    if error is None:
         try:
             runtime = await holder.get()
             runtime_name = runtime.name
@@ -128,6 +134,27 @@ async def build_one(db: Db, holder: RuntimeHolder, pool: WarmPool, job: Claimed)
             await runtime.delete_snapshot(orphan)
     pool.poke()
     return "failed" if error else "ready"
+
+
+async def room_for_build(db: Db, job: Claimed) -> str | None:
+    """A tenant's build runs in a sandbox of its own: it must fit the tenant's sandbox quotas
+    beside its sandboxes and other builds (and counts against them while it runs). None when
+    it fits, else why not (the operator's builds are not a tenant's)."""
+    if job.owner == OPERATOR_OWNER:
+        return None
+    async with db() as session, session.begin():
+        tenant = await session.get(Tenant, job.owner, with_for_update=True)
+        if tenant is None:
+            return None
+        usage = await SandboxRepository(session, job.owner).active_usage(
+            except_build=job.recipe.version_id
+        )
+        caps = Caps(job.recipe.cpus, job.recipe.memory_mib, job.recipe.disk_mib)
+        try:
+            check_room(quotas_of(tenant), usage, caps)
+        except QuotaExceeded as exc:
+            return f"no room for the build's sandbox: {exc.detail} ({exc.extra['quota']})"
+    return None
 
 
 async def _finish(

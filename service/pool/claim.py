@@ -66,15 +66,22 @@ SELECT tpl.id, tpl.owner, tpl.name,
      WHERE r.pool_id = pt.id AND r.at >= $4 AND r.tenant_id <> $1),
   (SELECT count(*) FROM pool_requests r
      WHERE r.pool_id = pt.id AND r.tenant_id = $1 AND r.claimed AND r.at >= $4),
-  t.quotas, u.n AS used_sandboxes, u.cpus AS used_cpus, u.memory AS used_memory,
+  t.quotas, u.n + b.n AS used_sandboxes, u.cpus + b.cpus AS used_cpus,
+  u.memory + b.memory AS used_memory,
   (SELECT s.id FROM sandboxes s WHERE s.tenant_id = $1 AND s.idempotency_key = $5),
-  h.seq, h.hash, u.disk AS used_disk
+  h.seq, h.hash, u.disk + b.disk AS used_disk
 FROM tpl JOIN ver ON true JOIN tenants t ON t.id = $1
 CROSS JOIN LATERAL (
   SELECT count(*) AS n, coalesce(sum(s.cpus), 0) AS cpus,
     coalesce(sum(s.memory_mib), 0) AS memory, coalesce(sum(s.disk_mib), 0) AS disk
   FROM sandboxes s WHERE s.tenant_id = $1 AND s.state = ANY($6::varchar[])
 ) u
+CROSS JOIN LATERAL (
+  SELECT count(*) AS n, coalesce(sum(v.cpus), 0) AS cpus,
+    coalesce(sum(v.memory_mib), 0) AS memory, coalesce(sum(v.disk_mib), 0) AS disk
+  FROM template_versions v JOIN templates bt ON bt.id = v.template_id
+  WHERE bt.owner = $1 AND v.state = 'building'
+) b
 LEFT JOIN pool_targets pt ON pt.template_id = tpl.id AND pt.size = ver.size
 LEFT JOIN audit_chain_heads h ON h.chain = $1
 """

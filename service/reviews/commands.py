@@ -84,13 +84,14 @@ async def _run(settings: Settings, tenant_name: str, data: Any, *, as_json: bool
     from service.execs.runner import ExecRunner
     from service.reviews import service
     from service.reviews.pipeline import Deps, run_review
+    from service.runtime.config import RuntimeConfig
     from service.runtime.select import open_runtime
     from service.runtime_holder import RuntimeHolder
 
     settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     engine = make_engine(settings.effective_database_url)
     db = make_sessionmaker(engine)
-    holder = RuntimeHolder(lambda: open_runtime(settings))
+    holder = RuntimeHolder(lambda: open_runtime(RuntimeConfig.from_settings(settings)))
     runner = ExecRunner(db, engine, holder)
     ctx = AuditContext(actor="cli", request_id=None, client=None)
     try:

@@ -34,7 +34,7 @@ from service.reviews.schemas import (
 )
 from service.reviews.source import check_ref, parse
 from service.sandboxes.schemas import SandboxNetwork
-from service.sandboxes.service import check_network
+from service.sandboxes.service import check_network_names
 from service.secrets import service as secrets
 from service.settings import Settings
 from service.templates.repository import TemplateRepository
@@ -130,7 +130,7 @@ async def create_review(
             f"{quotas.max_exec_timeout_s}",
             extra={"max_timeout_s": quotas.max_exec_timeout_s},
         )
-    check_network(data.network, quotas)
+    await check_network_names(data.network, quotas)
     if data.template is not None:
         if await TemplateRepository(session, tenant_id).resolve(data.template) is None:
             raise NotFound(f"no template {data.template}")

@@ -22,7 +22,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from . import files, gvisor_spec, images
+from . import egress, files, gvisor_spec, images
+from .config import RuntimeConfig
 from .errors import (
     ExecNotFound,
     ImageNotFound,
@@ -118,6 +119,7 @@ def box_options_kwargs(
     *,
     image: str | None = None,
     security: Security = "maximum",
+    resolver: egress.Resolver = egress.system_resolver,
 ) -> dict[str, Any]:
     """Map a SandboxSpec onto BoxOptions keyword arguments, in plain values (unit-tested).
 
@@ -136,12 +138,12 @@ def box_options_kwargs(
     if security not in ("standard", "maximum"):
         raise InvalidSpec(f"unknown BoxLite security preset {security!r}")
     source = {"rootfs_path": str(rootfs_path)} if rootfs_path is not None else {"image": image}
-    egress: dict[str, Any] = {"network": "disabled"}
+    outbound: dict[str, Any] = {"network": "disabled"}
     if spec.network == "allowlist":
-        # BoxLite's own host-pattern allowlist; an empty list would mean "any" there.
+        # BoxLite's own allowlist; an empty list would mean "any" there.
         if not spec.network_allow:
             raise InvalidSpec("BoxLite needs at least one allowlist entry")
-        egress = {"network": "enabled", "allow_net": list(spec.network_allow)}
+        outbound = {"network": "enabled", "allow_net": allow_net(spec, resolver)}
     return {
         **source,
         "cpus": max(1, math.ceil(spec.vcpus)),
@@ -150,11 +152,27 @@ def box_options_kwargs(
         "env": [(k, v) for k, v in spec.env.items()],
         "user": spec.user if spec.user != "root" else "0:0",
         "working_dir": "/work",
-        **egress,
+        **outbound,
         "security": security,
         "auto_stop": 0,
         "auto_delete": 0,
     }
+
+
+def allow_net(spec: SandboxSpec, resolver: egress.Resolver) -> list[str]:
+    """BoxLite's `allow_net` from the policy as egress.py vets it: networks without their
+    always-blocked parts (BoxLite only allows, it has no rule to carve them out), host names
+    pinned to the addresses checked now (BoxLite would otherwise resolve them again itself,
+    and could be answered with a private address)."""
+    policy = egress.resolve("allowlist", spec.network_allow, spec.network_private, resolver)
+    rules: list[str] = []
+    for target in policy.destinations:
+        for part in egress.without_blocked(target.net):
+            text = str(part.network_address) if part.prefixlen == 32 else str(part)
+            rule = f"{text}:{target.port}" if target.port else text
+            if rule not in rules:
+                rules.append(rule)
+    return rules
 
 
 def _box_options(
@@ -490,6 +508,12 @@ class BoxliteRuntime:
         return cls.unchecked(state_dir)
 
     @classmethod
+    async def from_config(cls, config: RuntimeConfig, probe_result: ProbeResult) -> BoxliteRuntime:
+        """The runtime as the service's configuration asks for (see config.py); of its fields
+        BoxLite takes the state dir (the gVisor ones have no BoxLite meaning)."""
+        return await cls.open(config.state_dir, probe_result)
+
+    @classmethod
     def unchecked(cls, state_dir: Path, home: Path | None = None) -> BoxliteRuntime:
         """A runtime without the boot probe (tests up to the boot boundary, tools)."""
         import boxlite
@@ -544,8 +568,9 @@ class BoxliteRuntime:
         return source
 
     async def _new_box(self, source: ImageSource, spec: SandboxSpec) -> Any:
-        options = _box_options(
-            spec, source.rootfs_path, image=source.reference, security=self.security
+        # Resolving the allowlist's names may wait on DNS: not on the event loop.
+        options = await asyncio.to_thread(
+            _box_options, spec, source.rootfs_path, image=source.reference, security=self.security
         )
         try:
             return await self._runtime.create(options, name=None)

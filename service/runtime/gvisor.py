@@ -26,6 +26,7 @@ import msgspec
 
 from . import agent_link, cgroups, files, gvisor_spec, hostproc, images, network, reaper
 from .agent_link import AgentExecution, AgentLink, AgentLost
+from .config import RuntimeConfig
 from .errors import (
     ExecNotFound,
     InvalidSpec,
@@ -228,13 +229,14 @@ class GVisorRuntime:
         return runtime
 
     @classmethod
-    async def from_settings(cls, settings: Any) -> GVisorRuntime:
+    async def from_config(cls, config: RuntimeConfig) -> GVisorRuntime:
+        """The runtime as the service's configuration asks for (see config.py)."""
         return await cls.open(
-            Path(settings.state_dir),
-            getattr(settings, "runsc_platform", None),
-            getattr(settings, "sandbox_network_range", None),
-            bool(getattr(settings, "gvisor_agent", True)),
-            getattr(settings, "host_memory_mib", None),
+            config.state_dir,
+            config.runsc_platform,
+            network_range=config.network_range,
+            use_agent=config.use_agent,
+            host_memory_mib=config.host_memory_mib,
         )
 
     # -- runsc plumbing -------------------------------------------------------------------
@@ -519,7 +521,12 @@ class GVisorRuntime:
         if spec.network != "none":
             try:
                 slot = await asyncio.to_thread(
-                    self.networks.setup, sandbox.id, sandbox.dir, spec.network, spec.network_allow
+                    self.networks.setup,
+                    sandbox.id,
+                    sandbox.dir,
+                    spec.network,
+                    spec.network_allow,
+                    spec.network_private,
                 )
             except BaseException:
                 await self._teardown(sandbox)
@@ -665,13 +672,21 @@ class GVisorRuntime:
     # -- network --------------------------------------------------------------------------
 
     async def update_network(
-        self, sandbox_id: str, mode: str, allow: list[str] | None = None
+        self,
+        sandbox_id: str,
+        mode: str,
+        allow: list[str] | None = None,
+        private: list[str] | None = None,
     ) -> SandboxInfo:
-        """Change a running sandbox's egress policy between "allowlist" and "open". A sandbox
-        made with "none" has no interface to open later, and one with a network cannot be
-        reduced to "none" (an empty allowlist blocks everything instead)."""
+        """Change a running sandbox's egress policy between "allowlist" and "open" (`private`:
+        the tenant's granted ranges now; None keeps the sandbox's). A sandbox made with "none"
+        has no interface to open later, and one with a network cannot be reduced to "none"
+        (an empty allowlist blocks everything instead)."""
         sandbox = await self._ready(sandbox_id)
-        spec = msgspec.structs.replace(sandbox.spec, network=mode, network_allow=list(allow or []))
+        grants = sandbox.spec.network_private if private is None else list(private)
+        spec = msgspec.structs.replace(
+            sandbox.spec, network=mode, network_allow=list(allow or []), network_private=grants
+        )
         gvisor_spec.validate(spec)
         if not sandbox.meta.get("net") or mode == "none":
             raise InvalidSpec(
@@ -681,7 +696,12 @@ class GVisorRuntime:
         async with sandbox.lock:
             slot = network.Slot.from_meta(sandbox.id, sandbox.meta["net"])
             await asyncio.to_thread(
-                self.networks.apply, slot, sandbox.dir, spec.network, spec.network_allow
+                self.networks.apply,
+                slot,
+                sandbox.dir,
+                spec.network,
+                spec.network_allow,
+                spec.network_private,
             )
             sandbox.meta["spec"] = msgspec.to_builtins(spec)
             sandbox.save()

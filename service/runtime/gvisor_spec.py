@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import network
+from . import egress
 from .errors import InvalidSpec
 from .types import SandboxSpec
 
@@ -49,7 +49,7 @@ def validate(spec: SandboxSpec) -> None:
         raise InvalidSpec("network_allow needs network 'allowlist'")
     if spec.network == "open" and spec.network_allow:
         raise InvalidSpec("network 'open' takes no allowlist")
-    network.parse_allow(spec.network_allow)
+    egress.check(spec.network_allow, spec.network_private)
     parse_user(spec.user)
     for key in spec.env:
         if not key or "=" in key or "\x00" in key:

@@ -8,13 +8,19 @@ interface) decides: destinations that are always blocked first, then the policy'
 then REJECT (tcp-reset for TCP, icmp-port-unreachable otherwise, so a blocked connection
 fails at once). The chain's rule counters are the sandbox's allowed/blocked counts.
 
-Always blocked, whatever the policy says: every address of the host itself (addrtype LOCAL:
-loopback, the veth host side, all interfaces), 0/8, 127/8, link-local 169.254/16 (cloud
-metadata), multicast, broadcast and the sandbox range (other sandboxes).
+What a policy may reach is decided by `egress.py`, the one validator; here it becomes rules,
+in this order: the host's own addresses (addrtype LOCAL: loopback, the veth host side, every
+interface), `egress.ALWAYS_BLOCKED` (link-local and the clouds' metadata addresses, 0/8,
+127/8, multicast, reserved), broadcast and the sandbox range (other sandboxes) are rejected;
+destinations inside a range the operator granted the tenant are accepted; every other
+non-public block (`egress.NON_PUBLIC`: RFC 1918, CGNAT, ...) is rejected; public destinations
+of the policy are accepted (`open`: all of them); the rest is rejected. So `open` and every
+allowlist reach private space only where granted, whatever else they say.
 
 Host names in an allowlist are resolved on the host when the policy is applied; the addresses
-become rules and the names go into the sandbox's /etc/hosts. The sandbox's resolv.conf points
-at its own loopback, where nothing answers, so any other name fails to resolve at once.
+the sandbox may reach become rules and go with the names into the sandbox's /etc/hosts (the
+sandbox is pinned to them). The sandbox's resolv.conf points at its own loopback, where
+nothing answers, so any other name fails to resolve at once.
 
 Every rule carries a comment naming the sandbox, and teardown removes the chains, the jumps,
 the NAT rule and the namespace (which takes the veth pair with it).
@@ -26,71 +32,24 @@ import fcntl
 import ipaddress
 import logging
 import re
-import socket
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import egress
+from .egress import Allow, Resolver, parse_allow, parse_entry, system_resolver
 from .errors import InvalidSpec, SandboxRuntimeError
+
+__all__ = ["Allow", "Networks", "Slot", "parse_allow", "parse_entry", "system_resolver"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_RANGE = "10.231.0.0/16"
-ALWAYS_BLOCKED = (
-    "0.0.0.0/8",
-    "127.0.0.0/8",
-    "169.254.0.0/16",
-    "224.0.0.0/4",
-    "240.0.0.0/4",
-)
-HOST_NAME = re.compile(
-    r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*"
-)
 LOCK_FILE = Path("/run/lock/airlock-network.lock")
 RESOLV_CONF = "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
 HOSTS_BASE = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
-
-Resolver = Callable[[str], list[str]]
-
-
-@dataclass(frozen=True)
-class Allow:
-    """One allowlist entry: a host name or a network, with an optional TCP/UDP port."""
-
-    host: str | None
-    net: ipaddress.IPv4Network | None
-    port: int | None
-
-
-def parse_entry(entry: str) -> Allow:
-    """`host`, `host:port`, `a.b.c.d`, `a.b.c.d/nn` or `a.b.c.d[/nn]:port`; IPv4 only."""
-    text = entry.strip().lower()
-    port: int | None = None
-    base, sep, tail = text.rpartition(":")
-    if sep:
-        if not tail.isdigit() or not 1 <= int(tail) <= 65535:
-            raise InvalidSpec(f"network allow entry {entry!r}: port must be 1-65535")
-        text, port = base, int(tail)
-    try:
-        return Allow(None, ipaddress.IPv4Network(text, strict=False), port)
-    except ValueError:
-        pass
-    if not HOST_NAME.fullmatch(text) or text.replace(".", "").isdigit():
-        raise InvalidSpec(f"network allow entry {entry!r} is not a host name, IPv4 address or CIDR")
-    return Allow(text, None, port)
-
-
-def parse_allow(entries: Sequence[str]) -> list[Allow]:
-    if len(entries) > 64:
-        raise InvalidSpec("a network allowlist holds at most 64 entries")
-    return [parse_entry(e) for e in entries]
-
-
-def system_resolver(name: str) -> list[str]:
-    infos = socket.getaddrinfo(name, None, family=socket.AF_INET, type=socket.SOCK_STREAM)
-    return sorted({str(info[4][0]) for info in infos})
 
 
 @dataclass(frozen=True)
@@ -187,32 +146,15 @@ class Networks:
     # -- policy -------------------------------------------------------------------------
 
     def resolve(
-        self, mode: str, allow: Sequence[str]
-    ) -> tuple[list[tuple[str, int | None]], dict[str, list[str]]]:
-        """(destination networks with ports, names to addresses) for the policy, resolved now."""
-        if mode == "open":
-            return [("0.0.0.0/0", None)], {}
-        targets: list[tuple[str, int | None]] = []
-        names: dict[str, list[str]] = {}
-        for entry in parse_allow(allow):
-            if entry.net is not None:
-                targets.append((str(entry.net), entry.port))
-                continue
-            assert entry.host is not None
-            try:
-                addresses = names.get(entry.host) or self.resolver(entry.host)
-            except OSError as exc:
-                raise InvalidSpec(f"cannot resolve allowed host {entry.host!r}: {exc}") from exc
-            if not addresses:
-                raise InvalidSpec(f"allowed host {entry.host!r} has no IPv4 address")
-            names[entry.host] = addresses
-            targets += [(f"{a}/32", entry.port) for a in addresses]
-        return targets, names
+        self, mode: str, allow: Sequence[str], private: Sequence[str] = ()
+    ) -> egress.Egress:
+        """The policy's destinations and names, resolved now (see egress.py)."""
+        return egress.resolve(mode, allow, private, self.resolver)
 
-    def _rules(self, slot: Slot, targets: list[tuple[str, int | None]]) -> str:
+    def _rules(self, slot: Slot, policy: egress.Egress) -> str:
         """An iptables-restore document that (re)fills the sandbox's chains in one go."""
         c = f'-m comment --comment "{slot.comment}"'
-        egress, ingress = slot.egress_chain, slot.ingress_chain
+        egress_chain, ingress = slot.egress_chain, slot.ingress_chain
 
         def reject(chain: str, match: str = "") -> list[str]:
             head = f"-A {chain} {match}".rstrip()
@@ -221,19 +163,27 @@ class Networks:
                 f"{head} {c} -j REJECT --reject-with icmp-port-unreachable",
             ]
 
-        lines = ["*filter", f":{egress} - [0:0]", f":{ingress} - [0:0]"]
-        lines += reject(egress, "-m addrtype --dst-type LOCAL")  # the host itself
-        for net in (*ALWAYS_BLOCKED, "255.255.255.255/32", str(self.range)):
-            lines += reject(egress, f"-d {net}")
-        for net, port in targets:
-            if port is None:
-                lines.append(f"-A {egress} -d {net} {c} -j ACCEPT")
-            else:
-                lines += [
-                    f"-A {egress} -d {net} -p {proto} --dport {port} {c} -j ACCEPT"
-                    for proto in ("tcp", "udp")
-                ]
-        lines += reject(egress)
+        def accept(target: egress.Destination) -> list[str]:
+            head = f"-A {egress_chain} -d {target.net}"
+            if target.port is None:
+                return [f"{head} {c} -j ACCEPT"]
+            return [
+                f"{head} -p {proto} --dport {target.port} {c} -j ACCEPT" for proto in ("tcp", "udp")
+            ]
+
+        lines = ["*filter", f":{egress_chain} - [0:0]", f":{ingress} - [0:0]"]
+        lines += reject(egress_chain, "-m addrtype --dst-type LOCAL")  # the host itself
+        for net in (*egress.ALWAYS_BLOCKED, "255.255.255.255/32", str(self.range)):
+            lines += reject(egress_chain, f"-d {net}")
+        for target in policy.destinations:
+            if target.granted:
+                lines += accept(target)
+        for net in egress.NON_PUBLIC:
+            lines += reject(egress_chain, f"-d {net}")
+        for target in policy.destinations:
+            if not target.granted:
+                lines += accept(target)
+        lines += reject(egress_chain)
         # Nothing may open a connection to the sandbox; replies to its own connections pass.
         lines.append(f"-A {ingress} -m conntrack --ctstate ESTABLISHED,RELATED {c} -j ACCEPT")
         lines += reject(ingress)
@@ -246,9 +196,16 @@ class Networks:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def setup(self, sandbox_id: str, directory: Path, mode: str, allow: Sequence[str]) -> Slot:
+    def setup(
+        self,
+        sandbox_id: str,
+        directory: Path,
+        mode: str,
+        allow: Sequence[str],
+        private: Sequence[str] = (),
+    ) -> Slot:
         """Resolve the policy, then create the namespace, veth pair, NAT and chains."""
-        targets, names = self.resolve(mode, allow)
+        policy = self.resolve(mode, allow, private)
         LOCK_FILE.parent.mkdir(parents=True, exist_ok=True)
         with LOCK_FILE.open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -259,8 +216,8 @@ class Networks:
                 self.teardown(slot)
                 raise
         try:
-            self._write_files(directory, names)
-            _run("iptables-restore", "-w", "--noflush", stdin=self._rules(slot, targets))
+            self._write_files(directory, policy.names)
+            _run("iptables-restore", "-w", "--noflush", stdin=self._rules(slot, policy))
             self._jumps("-I", slot)
         except Exception:
             self.teardown(slot)
@@ -316,11 +273,18 @@ class Networks:
         # Rewritten in place: the sandbox's bind mount follows this inode, not a renamed file.
         (net_dir / "hosts").write_text(self._hosts(names))
 
-    def apply(self, slot: Slot, directory: Path, mode: str, allow: Sequence[str]) -> None:
+    def apply(
+        self,
+        slot: Slot,
+        directory: Path,
+        mode: str,
+        allow: Sequence[str],
+        private: Sequence[str] = (),
+    ) -> None:
         """Replace a running sandbox's policy: one atomic iptables-restore, then /etc/hosts."""
-        targets, names = self.resolve(mode, allow)
-        _run("iptables-restore", "-w", "--noflush", stdin=self._rules(slot, targets))
-        self._write_files(directory, names)
+        policy = self.resolve(mode, allow, private)
+        _run("iptables-restore", "-w", "--noflush", stdin=self._rules(slot, policy))
+        self._write_files(directory, policy.names)
 
     def counters(self, slot: Slot) -> dict[str, int]:
         """Packets the sandbox sent that its chain accepted and rejected so far."""

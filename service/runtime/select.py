@@ -13,9 +13,9 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from . import boxlite as boxlite_runtime
+from .config import RuntimeConfig
 from .errors import RuntimeUnavailable
 from .gvisor import GVisorRuntime
 from .protocol import SandboxRuntime
@@ -68,30 +68,26 @@ class Choice:
     reason: str
 
 
-async def choose(settings: Any) -> Choice:
-    """Which runtime `settings.runtime` means on this host, and why."""
-    wanted = getattr(settings, "runtime", "auto") or "auto"
+async def choose(config: RuntimeConfig) -> Choice:
+    """Which runtime `config.runtime` means on this host, and why."""
+    wanted = config.runtime
     if wanted in ("gvisor", "boxlite"):
         return Choice(wanted, f"AIRLOCK_RUNTIME={wanted}")
-    result = await probe_boxlite(Path(settings.state_dir))
+    result = await probe_boxlite(config.state_dir)
     if result.ok:
         return Choice("boxlite", "auto: a BoxLite probe VM boots on this host")
     first_line = result.diagnosis.splitlines()[0] if result.diagnosis else "probe failed"
     return Choice("gvisor", f"auto: BoxLite cannot boot a VM here ({first_line})")
 
 
-async def open_runtime(settings: Any) -> SandboxRuntime:
-    """Build the runtime the settings ask for; RuntimeUnavailable says why it cannot work."""
-    choice = await choose(settings)
+async def open_runtime(config: RuntimeConfig) -> SandboxRuntime:
+    """Build the runtime the configuration asks for, handing it the whole configuration;
+    RuntimeUnavailable says why it cannot work."""
+    choice = await choose(config)
     log.info("sandbox runtime: %s (%s)", choice.runtime, choice.reason)
-    state_dir = Path(settings.state_dir)
     if choice.runtime == "boxlite":
-        result = await probe_boxlite(state_dir)
-        return await boxlite_runtime.BoxliteRuntime.open(state_dir, result)
+        result = await probe_boxlite(config.state_dir)
+        return await boxlite_runtime.BoxliteRuntime.from_config(config, result)
     if choice.runtime == "gvisor":
-        return await GVisorRuntime.open(
-            state_dir,
-            getattr(settings, "runsc_platform", None),
-            host_memory_mib=getattr(settings, "host_memory_mib", None),
-        )
+        return await GVisorRuntime.from_config(config)
     raise RuntimeUnavailable(choice.runtime, "unknown runtime; use auto, boxlite or gvisor")

@@ -27,6 +27,9 @@ class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     # names with an optional port, IPv4 addresses or CIDRs). "open": any public destination.
     network: NetworkPolicy = "none"
     network_allow: list[str] = msgspec.field(default_factory=list)
+    # Private ranges (CIDRs) the operator granted the tenant: the only non-public space the
+    # policy may reach (see runtime/egress.py).
+    network_private: list[str] = msgspec.field(default_factory=list)
     labels: dict[str, str] = msgspec.field(default_factory=dict)
 
 

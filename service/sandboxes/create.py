@@ -137,6 +137,7 @@ async def create_sandbox(
     req_hash = request_hash(data)
     size, cpus, memory, disk = _caps(data)
     image = data.image or DEFAULT_IMAGE
+    await _check_names(db, principal.tenant_id, network_of(data))
     if data.template is None:
         await runtime.check_image(image)  # an unknown image writes nothing
     elif pool is not None and is_postgres(db.kw["bind"]):
@@ -233,10 +234,12 @@ async def create_sandbox(
         labels=data.labels,
         network=network.mode,
         network_allow=list(network.allow),
+        network_private=list(quotas.network_private_cidrs),
         **({"pids": preset.pids, "user": preset.user} if (preset := _preset(data)) else {}),
     )
     try:
         if recipe is not None:
+            recipe = starter.with_grants(recipe, quotas.network_private_cidrs)
             info = await starter.start(runtime, recipe, (network.mode, tuple(network.allow)))
         else:
             info = await runtime.create(image, spec)
@@ -252,6 +255,18 @@ async def create_sandbox(
     return await _finish_create(
         db, runtime, principal, ctx, sandbox_id, info.id, info.runtime
     ), True
+
+
+async def _check_names(db: Db, tenant_id: str, network: SandboxNetwork) -> None:
+    """Host names in the allowlist are resolved before anything is written (no transaction
+    waits on DNS): one that cannot be reached is a 422, not a failed sandbox."""
+    if network.mode != "allowlist" or not network.allow:
+        return
+    async with db() as session:
+        tenant = await session.get(Tenant, tenant_id)
+        assert tenant is not None
+        quotas = quotas_of(tenant)
+    await service.check_network_names(network, quotas)
 
 
 def _replayed(existing: SandboxRow, request_hash: str) -> Sandbox:

@@ -12,7 +12,7 @@ from service.tenants.schemas import Quotas
 
 
 class Usage(NamedTuple):
-    """What the tenant's active sandboxes hold together."""
+    """What the tenant's active sandboxes and running template builds hold together."""
 
     sandboxes: int
     cpus: int
@@ -41,6 +41,12 @@ def check_quotas(quotas: Quotas, ttl_s: int, usage: Usage, caps: Caps) -> None:
             f"ttl_s {ttl_s} exceeds this tenant's maximum of {quotas.max_sandbox_ttl_s}",
             extra={"max_ttl_s": quotas.max_sandbox_ttl_s},
         )
+    check_room(quotas, usage, caps)
+
+
+def check_room(quotas: Quotas, usage: Usage, caps: Caps) -> None:
+    """Raise unless one more sandbox of these caps fits beside `usage` (a template build's
+    sandbox is checked with this too: it has no TTL of the tenant's)."""
     if usage.sandboxes + 1 > quotas.max_sandboxes:
         raise _over(
             "max_sandboxes",

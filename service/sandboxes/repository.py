@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.db.models import Sandbox, SandboxTransition
+from service.db.models import Sandbox, SandboxTransition, Template, TemplateVersion
 from service.sandboxes.quotas import Usage
 from service.sandboxes.states import ACTIVE
 
@@ -54,19 +54,30 @@ class SandboxRepository:
             stmt = stmt.where(Sandbox.labels[key].as_string() == value)
         return list((await self.session.scalars(stmt.order_by(Sandbox.id).limit(limit))).all())
 
-    async def active_usage(self) -> Usage:
-        """What the tenant's active sandboxes hold together."""
-        row = (
-            await self.session.execute(
-                select(
-                    func.count(Sandbox.id),
-                    func.coalesce(func.sum(Sandbox.cpus), 0),
-                    func.coalesce(func.sum(Sandbox.memory_mib), 0),
-                    func.coalesce(func.sum(Sandbox.disk_mib), 0),
-                ).where(Sandbox.tenant_id == self.tenant_id, Sandbox.state.in_(list(ACTIVE)))
+    async def active_usage(self, except_build: str | None = None) -> Usage:
+        """What the tenant's active sandboxes and the sandboxes of its running template builds
+        (other than `except_build`) hold together."""
+        sandboxes = select(
+            func.count(Sandbox.id),
+            func.coalesce(func.sum(Sandbox.cpus), 0),
+            func.coalesce(func.sum(Sandbox.memory_mib), 0),
+            func.coalesce(func.sum(Sandbox.disk_mib), 0),
+        ).where(Sandbox.tenant_id == self.tenant_id, Sandbox.state.in_(list(ACTIVE)))
+        builds = (
+            select(
+                func.count(TemplateVersion.id),
+                func.coalesce(func.sum(TemplateVersion.cpus), 0),
+                func.coalesce(func.sum(TemplateVersion.memory_mib), 0),
+                func.coalesce(func.sum(TemplateVersion.disk_mib), 0),
             )
-        ).one()
-        return Usage(*(int(v) for v in row))
+            .join(Template, Template.id == TemplateVersion.template_id)
+            .where(Template.owner == self.tenant_id, TemplateVersion.state == "building")
+        )
+        if except_build is not None:
+            builds = builds.where(TemplateVersion.id != except_build)
+        held = (await self.session.execute(sandboxes)).one()
+        building = (await self.session.execute(builds)).one()
+        return Usage(*(int(a) + int(b) for a, b in zip(held, building, strict=True)))
 
     async def transitions(self, sandbox_id: str) -> list[SandboxTransition]:
         stmt = (

@@ -4,6 +4,7 @@ short transaction; the reconciler repairs rows a crash left in between."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from datetime import datetime, timedelta
@@ -26,9 +27,8 @@ from service.errors import (
 )
 from service.ids import new_id
 from service.pagination import decode_cursor, page_of
-from service.runtime import SandboxRuntime
+from service.runtime import SandboxRuntime, egress
 from service.runtime.errors import InvalidSpec
-from service.runtime.network import parse_allow
 from service.runtime_holder import RuntimeHolder
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.repository import SandboxRepository
@@ -186,16 +186,42 @@ def request_hash(data: msgspec.Struct) -> str:
     return hashlib.sha256(msgspec.json.encode(data)).hexdigest()
 
 
+def refused(exc: InvalidSpec) -> Unprocessable:
+    """The 422 for a policy the validator refused, naming the entry where there is one."""
+    if isinstance(exc, egress.PolicyRefused):
+        return Unprocessable(str(exc), extra={"entry": exc.entry})
+    return Unprocessable(str(exc))
+
+
 def check_network(network: SandboxNetwork, quotas: Quotas) -> None:
-    """422 for a malformed policy, 403 for `open` unless the operator allowed it."""
+    """422 for a malformed policy or a destination the tenant may not reach (egress.py: public
+    addresses, and private ones only inside `network_private_cidrs`); 403 for `open` unless the
+    operator allowed it. Host names are checked by `check_network_names`."""
     if network.allow and network.mode != "allowlist":
         raise Unprocessable(f"network mode {network.mode!r} takes no allow list")
     try:
-        parse_allow(network.allow)
+        egress.check(network.allow, quotas.network_private_cidrs)
     except InvalidSpec as exc:
-        raise Unprocessable(str(exc)) from exc
+        raise refused(exc) from exc
     if network.mode == "open" and not quotas.network_open_allowed:
         raise Forbidden("open network is not enabled for this tenant")
+
+
+async def check_network_names(
+    network: SandboxNetwork, quotas: Quotas, resolver: egress.Resolver = egress.system_resolver
+) -> None:
+    """`check_network`, and the allowlist's host names resolved now: a name that cannot be
+    resolved, or only to addresses the tenant may not reach, is a 422 naming it. (The runtime
+    resolves again when it applies the policy and keeps only such addresses.)"""
+    check_network(network, quotas)
+    if not egress.has_names(network.allow):
+        return
+    try:
+        await asyncio.to_thread(
+            egress.check_names, network.allow, quotas.network_private_cidrs, resolver
+        )
+    except InvalidSpec as exc:
+        raise refused(exc) from exc
 
 
 async def record_failure(
@@ -280,10 +306,11 @@ async def update_sandbox(
         row = await get_row(session, principal, sandbox_id)
         tenant = await session.get(Tenant, principal.tenant_id)
         assert tenant is not None
-        _check_update(row, quotas_of(tenant), data)
+        quotas = quotas_of(tenant)
+        _check_update(row, quotas, data)
         runtime_id = row.runtime_id
     if data.network is not None:
-        await _change_network(holder, runtime_id, data.network)
+        await _change_network(holder, runtime_id, data.network, quotas)
     async with db() as session, session.begin():
         row = await get_row_scoped(
             session, principal.tenant_id, principal.sandbox_id, sandbox_id, for_update=True
@@ -327,7 +354,7 @@ def _check_update(row: SandboxRow, quotas: Quotas, data: SandboxUpdate) -> None:
 
 
 async def _change_network(
-    holder: RuntimeHolder, runtime_id: str | None, network: SandboxNetwork
+    holder: RuntimeHolder, runtime_id: str | None, network: SandboxNetwork, quotas: Quotas
 ) -> None:
     assert runtime_id is not None
     runtime = await holder.get()
@@ -335,9 +362,11 @@ async def _change_network(
     if update is None:
         raise Unprocessable(f"the {runtime.name} runtime cannot change a sandbox's network")
     try:
-        await update(runtime_id, network.mode, list(network.allow))
+        await update(
+            runtime_id, network.mode, list(network.allow), list(quotas.network_private_cidrs)
+        )
     except InvalidSpec as exc:
-        raise Unprocessable(str(exc)) from exc
+        raise refused(exc) from exc
 
 
 async def _extend_ttl(

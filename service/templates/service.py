@@ -23,9 +23,10 @@ from service.errors import Conflict, Forbidden, NotFound
 from service.ids import new_id
 from service.jobs.queues import check_queued
 from service.runtime import SandboxRuntimeError
+from service.runtime.egress import OPERATOR_GRANTS
 from service.runtime_holder import RuntimeHolder
 from service.sandboxes.schemas import SIZES, NetworkPolicy
-from service.sandboxes.service import check_network
+from service.sandboxes.service import check_network_names
 from service.templates.repository import OPERATOR_OWNER, TemplateRepository
 from service.templates.schemas import Template, TemplateCreate, TemplatePage
 from service.templates.schemas import TemplateVersion as VersionView
@@ -90,14 +91,16 @@ def to_schema(
 
 
 async def _check_network(session: AsyncSession, owner: str, network: NetworkPolicy) -> None:
-    """The sandbox rules: 422 for a malformed policy; `open` only for a tenant the operator
-    allowed it (the operator's own templates may use it)."""
+    """The sandbox rules: 422 for a malformed policy or a destination the owner may not reach
+    (host names resolved now); `open` only for a tenant the operator allowed it (the operator's
+    own templates may use it, and any private range: the operator is who grants them)."""
     if owner == OPERATOR_OWNER:
-        check_network(network, Quotas(network_open_allowed=True))
+        operator = Quotas(network_open_allowed=True, network_private_cidrs=[*OPERATOR_GRANTS])
+        await check_network_names(network, operator)
         return
     tenant = await session.get(Tenant, owner)
     assert tenant is not None
-    check_network(network, quotas_of(tenant))
+    await check_network_names(network, quotas_of(tenant))
 
 
 async def _queue_limit(session: AsyncSession, owner: str) -> int:

@@ -15,8 +15,10 @@ restored from the snapshot. Such a start carries files, not processes or memory.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,9 +68,12 @@ class Recipe:
     snapshot_id: str | None
     # The template's network policy, under which the setup steps run.
     network: Policy = NO_NETWORK
+    # The private ranges granted to whoever starts its sandboxes (the template's owner for a
+    # build, the creating tenant otherwise): see runtime/egress.py.
+    private: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, row: TemplateVersion) -> Recipe:
+    def of(cls, row: TemplateVersion, private: Sequence[str] = ()) -> Recipe:
         return cls(
             version_id=row.id,
             image=row.image,
@@ -80,6 +85,7 @@ class Recipe:
             env=dict(row.env),
             snapshot_id=row.snapshot_id,
             network=policy_of(row.network),
+            private=tuple(private),
         )
 
     def spec(self, network: Policy = NO_NETWORK) -> SandboxSpec:
@@ -91,7 +97,13 @@ class Recipe:
             env=dict(self.env),
             network=mode,  # type: ignore[arg-type]
             network_allow=list(allow),
+            network_private=list(self.private),
         )
+
+
+def with_grants(recipe: Recipe, private: Sequence[str]) -> Recipe:
+    """The recipe for sandboxes started by a tenant granted `private`."""
+    return dataclasses.replace(recipe, private=tuple(private))
 
 
 @dataclass

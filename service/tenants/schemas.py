@@ -14,6 +14,12 @@ TenantStatus = Literal["active", "suspended"]
 # Hard limits on what an operator may grant; defaults are what a new tenant gets.
 TOKEN_TTL_HARD_CAP_S = 86_400
 
+# An IPv4 CIDR such as 10.20.0.0/16 (checked in detail by service/runtime/egress.py).
+PrivateCidr = Annotated[
+    str, Meta(max_length=18, pattern=r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$")
+]
+PrivateCidrs = Annotated[list[PrivateCidr], Meta(max_length=32)]
+
 
 class Quotas(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_sandboxes: Annotated[int, Meta(ge=0, le=10_000)] = 10
@@ -35,6 +41,9 @@ class Quotas(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     audit_retention_days: Annotated[int, Meta(ge=1, le=3650)] = 90
     # Whether the tenant's sandboxes may have `{"mode": "open"}` egress (operator's choice).
     network_open_allowed: bool = False
+    # Private ranges (inside RFC 1918, CGNAT, ...) the tenant's allowlists may name (operator's
+    # choice; none by default). Metadata and link-local addresses stay blocked even inside.
+    network_private_cidrs: PrivateCidrs = msgspec.field(default_factory=list)
 
 
 class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -52,6 +61,7 @@ class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_token_ttl_s: Annotated[int, Meta(ge=60, le=TOKEN_TTL_HARD_CAP_S)] | None = None
     audit_retention_days: Annotated[int, Meta(ge=1, le=3650)] | None = None
     network_open_allowed: bool | None = None
+    network_private_cidrs: PrivateCidrs | None = None
 
 
 class TenantCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

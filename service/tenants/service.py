@@ -14,9 +14,11 @@ from service.audit.recorder import AuditContext, record
 from service.auth.principal import SCOPES
 from service.db import models
 from service.db.base import utcnow
-from service.errors import Conflict, NotFound
+from service.errors import Conflict, NotFound, Unprocessable
 from service.ids import new_id
 from service.pagination import decode_cursor, page_of
+from service.runtime import egress
+from service.runtime.errors import InvalidSpec
 from service.tenants.repository import TenantRepository
 from service.tenants.schemas import (
     Quotas,
@@ -42,6 +44,15 @@ def _apply(base: Quotas, patch: QuotasPatch | None) -> Quotas:
     if patch is None:
         return base
     changes = {k: v for k, v in msgspec.structs.asdict(patch).items() if v is not None}
+    if patch.network_private_cidrs is not None:
+        try:
+            egress.parse_grants(patch.network_private_cidrs)
+        except egress.PolicyRefused as exc:
+            raise Unprocessable(
+                f"network_private_cidrs: {exc}", extra={"entry": exc.entry}
+            ) from exc
+        except InvalidSpec as exc:
+            raise Unprocessable(f"network_private_cidrs: {exc}") from exc
     return msgspec.structs.replace(base, **changes)
 
 

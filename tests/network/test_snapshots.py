@@ -38,7 +38,11 @@ async def test_a_networked_sandbox_cannot_be_snapshotted_and_keeps_running(
     gvisor: GVisorRuntime, peer: Peer
 ) -> None:
     spec = SandboxSpec(
-        memory_mib=256, disk_mib=128, network="allowlist", network_allow=[peer.address]
+        memory_mib=256,
+        disk_mib=128,
+        network="allowlist",
+        network_allow=[peer.address],
+        network_private=["10.250.0.0/16"],
     )
     info = await gvisor.create(images.DEFAULT_IMAGE, spec)
     try:
@@ -55,7 +59,11 @@ async def test_files_move_from_a_networked_sandbox_to_one_without(
     gvisor: GVisorRuntime, peer: Peer
 ) -> None:
     spec = SandboxSpec(
-        memory_mib=256, disk_mib=128, network="allowlist", network_allow=[peer.address]
+        memory_mib=256,
+        disk_mib=128,
+        network="allowlist",
+        network_allow=[peer.address],
+        network_private=["10.250.0.0/16"],
     )
     source = await gvisor.create(images.DEFAULT_IMAGE, spec)
     target = await gvisor.create(images.DEFAULT_IMAGE, SPEC)

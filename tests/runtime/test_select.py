@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from service.runtime import SandboxRuntime, select
 from service.runtime.boxlite import ProbeResult
-
-
-@dataclass
-class FakeSettings:
-    state_dir: Path
-    runtime: str = "auto"
-    runsc_platform: str | None = None
-    database_url: str = ""
+from service.runtime.config import RuntimeConfig
 
 
 def _cache(state_dir: Path, result: ProbeResult, key: str | None = None) -> None:
@@ -26,7 +18,7 @@ def _cache(state_dir: Path, result: ProbeResult, key: str | None = None) -> None
 
 
 async def test_explicit_choice(tmp_path: Path) -> None:
-    choice = await select.choose(FakeSettings(tmp_path, runtime="gvisor"))
+    choice = await select.choose(RuntimeConfig(tmp_path, runtime="gvisor"))
     assert choice.runtime == "gvisor"
     assert "AIRLOCK_RUNTIME=gvisor" in choice.reason
 
@@ -37,11 +29,11 @@ async def test_auto_uses_cached_probe(tmp_path: Path, monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(select.boxlite_runtime, "probe", no_boot)
     _cache(tmp_path, ProbeResult(False, "EngineError: The VM failed to start.", 12.0, "0.10.8"))
-    choice = await select.choose(FakeSettings(tmp_path))
+    choice = await select.choose(RuntimeConfig(tmp_path))
     assert choice.runtime == "gvisor"
     assert "VM failed to start" in choice.reason
     _cache(tmp_path, ProbeResult(True, "booted", 1.0, "0.10.8"))
-    assert (await select.choose(FakeSettings(tmp_path))).runtime == "boxlite"
+    assert (await select.choose(RuntimeConfig(tmp_path))).runtime == "boxlite"
 
 
 async def test_cache_is_keyed_by_kernel_and_version(tmp_path: Path) -> None:
@@ -52,7 +44,7 @@ async def test_cache_is_keyed_by_kernel_and_version(tmp_path: Path) -> None:
 
 
 async def test_open_runtime_gvisor(state_dir: Path) -> None:
-    runtime = await select.open_runtime(FakeSettings(state_dir, runtime="gvisor"))
+    runtime = await select.open_runtime(RuntimeConfig(state_dir, runtime="gvisor"))
     try:
         assert runtime.name == "gvisor"
         assert isinstance(runtime, SandboxRuntime)

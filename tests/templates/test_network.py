@@ -18,6 +18,9 @@ from tests.runtime.test_network import BLOCKED, METADATA, PROBE
 
 from .conftest import build_template, create_sandbox, delete_sandbox, run, unique
 
+# The test hosts are on private addresses: tenants reach them only where the operator granted.
+PEERS = ["10.250.0.0/16"]
+
 __all__ = ["made_networks"]  # the fixture, used by name
 
 PACKAGE = "airlock-package-" + secrets.token_hex(8)
@@ -51,7 +54,7 @@ async def test_setup_fetches_from_an_allowed_host_and_sandboxes_have_the_file(
     tapi: Api, hosts: tuple[Peer, Peer], made_networks: list[str]
 ) -> None:
     files, _ = hosts
-    tenant = await tapi.tenant()
+    tenant = await tapi.tenant(network_private_cidrs=PEERS)
     name = unique("fetch")
     url = f"http://{files.address}:8080/package.txt"
     built = await build_template(
@@ -85,7 +88,7 @@ async def test_setup_reaching_a_host_not_on_the_list_fails_the_build(
     tapi: Api, hosts: tuple[Peer, Peer], made_networks: list[str]
 ) -> None:
     files, other = hosts
-    tenant = await tapi.tenant()
+    tenant = await tapi.tenant(network_private_cidrs=PEERS)
     name = unique("blocked")
     built = await build_template(
         tapi,
@@ -107,7 +110,7 @@ async def test_a_sandbox_from_a_template_gets_its_own_allowlist(
     tapi: Api, hosts: tuple[Peer, Peer], made_networks: list[str]
 ) -> None:
     files, other = hosts
-    tenant = await tapi.tenant()
+    tenant = await tapi.tenant(network_private_cidrs=PEERS)
     name = unique("allow")
     url = f"http://{files.address}:8080/package.txt"
     built = await build_template(
@@ -143,7 +146,7 @@ async def test_a_template_without_network_serves_a_networked_sandbox(
     tapi: Api, hosts: tuple[Peer, Peer]
 ) -> None:
     files, _ = hosts
-    tenant = await tapi.tenant()
+    tenant = await tapi.tenant(network_private_cidrs=PEERS)
     name = unique("plain")
     setup = [["sh", "-c", "echo baked > /work/baked"]]
     assert (await build_template(tapi, tenant.headers, name, setup=setup))["state"] == "ready"
@@ -167,7 +170,7 @@ async def test_a_template_without_network_serves_a_networked_sandbox(
 async def test_bad_or_forbidden_template_policies_are_refused(
     tapi: Api, network: dict[str, object], status: int
 ) -> None:
-    tenant = await tapi.tenant()
+    tenant = await tapi.tenant(network_private_cidrs=PEERS)
     name = unique("refused")
     r = await tapi.client.post(
         "/v1/templates", json={"name": name, "network": network}, headers=tenant.headers
@@ -180,13 +183,18 @@ async def test_bad_or_forbidden_template_policies_are_refused(
 
 async def test_open_templates_need_the_operators_flag(tapi: Api, hosts: tuple[Peer, Peer]) -> None:
     files, _ = hosts
-    tenant = await tapi.tenant()
+    tenant = await tapi.tenant(network_private_cidrs=PEERS)
     r = await tapi.client.patch(
         f"/v1/tenants/{tenant.id}",
         json={"quotas": {"network_open_allowed": True}},
         headers=tapi.operator,
     )
     assert r.status_code == 200, r.text
+    built = await build_template(
+        tapi, tenant.headers, unique("open"), setup=[["true"]], network={"mode": "open"}
+    )
+    assert built["state"] == "ready", built["versions"][0]["build_log"]
+    # "open" is the public address space: a private host is out of it, even one granted.
     url = f"http://{files.address}:8080/package.txt"
     built = await build_template(
         tapi,
@@ -195,7 +203,7 @@ async def test_open_templates_need_the_operators_flag(tapi: Api, hosts: tuple[Pe
         setup=[fetch(url, "/work/p")],
         network={"mode": "open"},
     )
-    assert built["state"] == "ready", built["versions"][0]["build_log"]
+    assert built["state"] == "failed", built["versions"][0]["build_log"]
 
 
 async def test_the_pool_serves_only_creates_without_network(
@@ -218,7 +226,7 @@ async def test_the_pool_serves_only_creates_without_network(
     assert built["state"] == "ready", built["versions"][0]["build_log"]
     await set_target(tapi, name, 1)
     await wait_ready(tapi, name, 1)
-    tenant = await tapi.tenant()
+    tenant = await tapi.tenant(network_private_cidrs=PEERS)
     wanted = {"mode": "allowlist", "allow": [f"{files.address}:8080"]}
     networked = await create_sandbox(tapi, tenant, template=name, network=wanted)
     assert networked["started_from"] != "pool" and networked["network"] == wanted

@@ -22,6 +22,7 @@ from .conftest import (
     unique,
 )
 
+PEERS = ["10.250.0.0/16"]  # the test hosts are private: granted to the tenants
 __all__ = ["made_networks"]  # the fixture, used by name
 
 
@@ -35,7 +36,7 @@ async def test_image_starts_run_setup_under_the_templates_policy(
     with file_host(base, 8080, served) as files, plain_host(base + 1, (8080,)) as other:
         try:
             async with serve(state, own_database, template_snapshots="off") as api:
-                tenant = await api.tenant()
+                tenant = await api.tenant(network_private_cidrs=PEERS)
                 name = unique("netimage")
                 url = f"http://{files.address}:8080/package.txt"
                 fetch = f"import urllib.request; urllib.request.urlretrieve({url!r}, '/work/p')"
