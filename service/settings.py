@@ -27,6 +27,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # Directory of Ed25519 private keys in PEM, one file per key id; defaults to <state_dir>/keys.
     jwt_keys_dir: Path | None = None
     operator_key: str | None = None
+    # When set, GET /metrics requires `Authorization: Bearer <it>`; unset, /metrics is public.
+    metrics_token: str | None = None
     host: str = "127.0.0.1"
     port: int = 8080
     audit_retention_days: int = 90
@@ -138,6 +140,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError("OTEL_TRACES_EXPORTER must be one of none, otlp, console")
         if self.operator_key is not None and len(self.operator_key) < 32:
             raise ConfigurationError("AIRLOCK_OPERATOR_KEY must be at least 32 characters")
+        if self.metrics_token is not None and len(self.metrics_token) < 32:
+            raise ConfigurationError("AIRLOCK_METRICS_TOKEN must be at least 32 characters")
         if self.is_production:
             if self.operator_key is None:
                 raise ConfigurationError(

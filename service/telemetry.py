@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import hmac
+from typing import Any
+
+from litestar.connection import ASGIConnection
+from litestar.handlers.base import BaseRouteHandler
 from litestar.plugins.opentelemetry import OpenTelemetryConfig, OpenTelemetryPlugin
 from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
+from service.errors import Unauthenticated
 from service.settings import Settings
 
 
@@ -38,9 +44,25 @@ def otel_plugin(provider: TracerProvider) -> OpenTelemetryPlugin:
     )
 
 
+def metrics_token_guard(
+    connection: ASGIConnection[Any, Any, Any, Any], _handler: BaseRouteHandler
+) -> None:
+    """With AIRLOCK_METRICS_TOKEN set, /metrics answers only `Authorization: Bearer <it>`
+    (no tenant credential, not even the operator key: a scraper holds this one alone)."""
+    expected = connection.app.state.settings.metrics_token
+    if expected is None:
+        return
+    scheme, _, given = (connection.headers.get("authorization") or "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(
+        given.strip().encode(), expected.encode()
+    ):
+        raise Unauthenticated("/metrics requires the metrics token as a bearer credential")
+
+
 class MetricsController(PrometheusController):
     path = "/metrics"
-    opt = {"public": True}
+    opt = {"public": True}  # to the tenant authentication; metrics_token_guard decides
+    guards = [metrics_token_guard]
     include_in_schema = False
 
 
