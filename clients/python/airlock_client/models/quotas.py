@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -29,6 +29,7 @@ class Quotas:
         max_upload_mib (int | Unset):  Default: 100.
         max_vcpus (int | Unset):  Default: 8.
         network_open_allowed (bool | Unset):  Default: False.
+        network_private_cidrs (list[str] | Unset):
     """
 
     audit_retention_days: int | Unset = 90
@@ -45,6 +46,7 @@ class Quotas:
     max_upload_mib: int | Unset = 100
     max_vcpus: int | Unset = 8
     network_open_allowed: bool | Unset = False
+    network_private_cidrs: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -75,6 +77,10 @@ class Quotas:
         max_vcpus = self.max_vcpus
 
         network_open_allowed = self.network_open_allowed
+
+        network_private_cidrs: list[str] | Unset = UNSET
+        if not isinstance(self.network_private_cidrs, Unset):
+            network_private_cidrs = self.network_private_cidrs
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -107,6 +113,8 @@ class Quotas:
             field_dict["max_vcpus"] = max_vcpus
         if network_open_allowed is not UNSET:
             field_dict["network_open_allowed"] = network_open_allowed
+        if network_private_cidrs is not UNSET:
+            field_dict["network_private_cidrs"] = network_private_cidrs
 
         return field_dict
 
@@ -141,6 +149,8 @@ class Quotas:
 
         network_open_allowed = d.pop("network_open_allowed", UNSET)
 
+        network_private_cidrs = cast(list[str], d.pop("network_private_cidrs", UNSET))
+
         quotas = cls(
             audit_retention_days=audit_retention_days,
             execs_per_minute=execs_per_minute,
@@ -156,6 +166,7 @@ class Quotas:
             max_upload_mib=max_upload_mib,
             max_vcpus=max_vcpus,
             network_open_allowed=network_open_allowed,
+            network_private_cidrs=network_private_cidrs,
         )
 
         quotas.additional_properties = d

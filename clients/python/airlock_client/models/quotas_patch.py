@@ -29,6 +29,7 @@ class QuotasPatch:
         max_upload_mib (int | None | Unset):
         max_vcpus (int | None | Unset):
         network_open_allowed (bool | None | Unset):
+        network_private_cidrs (list[str] | None | Unset):
     """
 
     audit_retention_days: int | None | Unset = UNSET
@@ -45,6 +46,7 @@ class QuotasPatch:
     max_upload_mib: int | None | Unset = UNSET
     max_vcpus: int | None | Unset = UNSET
     network_open_allowed: bool | None | Unset = UNSET
+    network_private_cidrs: list[str] | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -132,6 +134,15 @@ class QuotasPatch:
         else:
             network_open_allowed = self.network_open_allowed
 
+        network_private_cidrs: list[str] | None | Unset
+        if isinstance(self.network_private_cidrs, Unset):
+            network_private_cidrs = UNSET
+        elif isinstance(self.network_private_cidrs, list):
+            network_private_cidrs = self.network_private_cidrs
+
+        else:
+            network_private_cidrs = self.network_private_cidrs
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update({})
@@ -163,6 +174,8 @@ class QuotasPatch:
             field_dict["max_vcpus"] = max_vcpus
         if network_open_allowed is not UNSET:
             field_dict["network_open_allowed"] = network_open_allowed
+        if network_private_cidrs is not UNSET:
+            field_dict["network_private_cidrs"] = network_private_cidrs
 
         return field_dict
 
@@ -296,6 +309,23 @@ class QuotasPatch:
 
         network_open_allowed = _parse_network_open_allowed(d.pop("network_open_allowed", UNSET))
 
+        def _parse_network_private_cidrs(data: object) -> list[str] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                network_private_cidrs_type_0 = cast(list[str], data)
+
+                return network_private_cidrs_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[str] | None | Unset, data)
+
+        network_private_cidrs = _parse_network_private_cidrs(d.pop("network_private_cidrs", UNSET))
+
         quotas_patch = cls(
             audit_retention_days=audit_retention_days,
             execs_per_minute=execs_per_minute,
@@ -311,6 +341,7 @@ class QuotasPatch:
             max_upload_mib=max_upload_mib,
             max_vcpus=max_vcpus,
             network_open_allowed=network_open_allowed,
+            network_private_cidrs=network_private_cidrs,
         )
 
         quotas_patch.additional_properties = d
