@@ -2,11 +2,18 @@
 the tenant's quotas, the audit log and the sandbox's network policy apply to each of them).
 
 Every step has its own deadline; a non-zero exit is data, never an exception.
+
+Order matters, since whatever the head's code runs can change the sandbox after it: the two
+trees are checked out and everything git says about the change (diff, changed paths, the config
+files' two versions) is read before any code of the repository runs; the base's tests run
+before the head's; between steps and before results are read, every process but the agent is
+killed (by root), so nothing an install or a test left running acts on a later step.
 """
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +29,13 @@ from service.runtime_holder import RuntimeHolder
 
 BUNDLE_PATH = "/work/.airlock-review.bundle"
 REPO_DIR = "/work/repo"
+BASE_DIR = "/work/base"
+# Written by root: the tests (uid 1000) can read the plugin but never replace it.
+PLUGIN_DIR = "/run/airlock-review"
+PLUGIN_SOURCE = Path(__file__).with_name("results_plugin.py")
+RESULTS_CAP = 8 << 20
+CONFIG_CAP = 256 << 10
+ROOT = "0:0"
 STEP_TIMEOUT_S = 120.0
 PATCH_CAP = 256 << 10
 OUTPUT_CAP = 1 << 20
@@ -36,7 +50,19 @@ cd {REPO_DIR}
 git fetch --quiet --no-tags "$1" '+refs/review/*:refs/review/*'
 rm -f -- "$1"
 git -c advice.detachedHead=false checkout --quiet --detach {HEAD_REF}
+git -c advice.detachedHead=false worktree add --quiet --detach {BASE_DIR} {BASE_REF}
 git rev-parse '{HEAD_REF}^{{commit}}'
+git merge-base {BASE_REF} {HEAD_REF} || git rev-parse '{BASE_REF}^{{commit}}'
+"""
+# As root: end every process but the agent (PID 1), which survives it.
+KILL_ALL = "kill -9 -1 2>/dev/null; exit 0"
+# As root, every other process killed first: the results file, if it is a plain file.
+READ_RESULTS = """kill -9 -1 2>/dev/null
+if [ -f "$1" ] && [ ! -L "$1" ]; then exec /bin/cat -- "$1"; fi
+"""
+INSTALL_PLUGIN = f"""umask 022
+/bin/mkdir -p {PLUGIN_DIR}
+/bin/cat > "{PLUGIN_DIR}/$1.py"
 """
 RANGE = f"{BASE_REF}...{HEAD_REF}"
 DIFF_OPTIONS = ["--no-ext-diff", "--no-textconv", "--no-color"]
@@ -66,9 +92,18 @@ class Box:
         timeout_s: float,
         cwd: str = REPO_DIR,
         output_cap: int = OUTPUT_CAP,
+        env: dict[str, str] | None = None,
+        user: str | None = None,
+        stdin: str | None = None,
     ) -> Exec:
         data = ExecCreate(
-            cmd=argv, cwd=cwd, env=dict(ENV), timeout_s=timeout_s, max_output_bytes=output_cap
+            cmd=argv,
+            cwd=cwd,
+            env={**ENV, **(env or {})},
+            timeout_s=timeout_s,
+            max_output_bytes=output_cap,
+            user=user,
+            stdin=stdin,
         )
         result, _ = await execs.create_exec(
             self.db, self.runner, self.principal, self.ctx, self.sandbox_id, data, None
@@ -99,6 +134,50 @@ class Box:
     async def patch(self) -> Exec:
         argv = ["git", "diff", *DIFF_OPTIONS, RANGE]
         return await self.run(argv, timeout_s=self.step_timeout_s, output_cap=PATCH_CAP)
+
+    async def changed_paths(self) -> Exec:
+        """Every path the change touches, a rename as its two paths, NUL-separated."""
+        argv = ["git", "diff", *DIFF_OPTIONS, "--no-renames", "--name-only", "-z", RANGE]
+        return await self.run(argv, timeout_s=self.step_timeout_s, output_cap=RESULTS_CAP)
+
+    async def show_file(self, rev: str, path: str) -> Exec:
+        """One file's content at `rev` (a non-zero exit when it has none there)."""
+        argv = ["git", "cat-file", "blob", f"{rev}:{path}"]
+        return await self.run(argv, timeout_s=self.step_timeout_s, output_cap=CONFIG_CAP)
+
+    async def kill_all(self) -> Exec:
+        argv = ["/bin/sh", "-c", KILL_ALL]
+        return await self.run(argv, timeout_s=self.step_timeout_s, cwd="/", user=ROOT)
+
+    async def install_plugin(self) -> str:
+        """The results plugin, under a name the repository cannot know; returns the name."""
+        name = f"airlock_results_{secrets.token_hex(8)}"
+        source = await asyncio.to_thread(PLUGIN_SOURCE.read_text)
+        argv = ["/bin/sh", "-c", INSTALL_PLUGIN, "sh", name]
+        result = await self.run(
+            argv, timeout_s=self.step_timeout_s, cwd="/", user=ROOT, stdin=source
+        )
+        if not ended_ok(result):
+            raise RuntimeError(f"installing the results plugin: {describe(result)}")
+        return name
+
+    async def run_tests(
+        self, argv: list[str], *, plugin: str, cwd: str, timeout_s: float
+    ) -> tuple[Exec, Exec]:
+        """The test command with the plugin loaded, and then (as root, every process of the
+        run killed first) its results file read out."""
+        results = f"/tmp/airlock-results-{secrets.token_hex(12)}.jsonl"  # noqa: S108
+        env = {
+            "PYTHONPATH": PLUGIN_DIR,
+            "PYTEST_ADDOPTS": f"-p {plugin}",
+            "AIRLOCK_REVIEW_RESULTS": results,
+        }
+        result = await self.run(argv, timeout_s=timeout_s, cwd=cwd, env=env)
+        read = ["/bin/sh", "-c", READ_RESULTS, "sh", results]
+        found = await self.run(
+            read, timeout_s=self.step_timeout_s, cwd="/", user=ROOT, output_cap=RESULTS_CAP
+        )
+        return result, found
 
 
 async def _chunks(path: Path) -> AsyncIterator[bytes]:

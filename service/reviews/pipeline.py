@@ -9,30 +9,29 @@ included, before the model is asked (the model needs only the facts, not the san
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import tempfile
-import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from service.audit.recorder import AuditContext, record
+from service.audit.recorder import AuditContext
 from service.auth.principal import SCOPES, Principal, PrincipalKind
 from service.db.base import utcnow
 from service.db.models import Review as ReviewRow
 from service.db.models import Tenant
 from service.errors import AppError
 from service.execs.runner import ExecRunner
-from service.reviews import inside, model
+from service.reviews import gate, inside, model
 from service.reviews.fetch import FetchFailed, HttpAuth, fetch
 from service.reviews.repository import ReviewRepository
 from service.reviews.source import check_local, parse, pin_addresses
-from service.reviews.verdict import Run, decide
+from service.reviews.stages import StageFailed, Stages, error_text
+from service.reviews.steps import Inside, run_inside
+from service.reviews.verdict import decide
 from service.runtime import SandboxRuntimeError
 from service.runtime_holder import RuntimeHolder
 from service.sandboxes import create as sandbox_create
@@ -46,15 +45,11 @@ from service.tenants.service import quotas_of
 log = logging.getLogger("airlock.reviews")
 
 Db = async_sessionmaker[AsyncSession]
-TEST_OUTPUT_CAP = 64 << 10
-# Time for the fixed steps (upload, checkout, diff) on top of the install and test deadlines.
+# Time for the fixed steps (upload, checkout, diff) on top of the install and test deadlines
+# (each run twice: at the base for the baseline, then at the head).
 SANDBOX_MARGIN_S = 600
 # Every sandbox of a review carries its id under this label.
 LABEL = "airlock.review"
-
-
-class StageFailed(Exception):
-    """The review cannot go on; the message is its `error`."""
 
 
 @dataclass
@@ -143,103 +138,6 @@ async def load(db: Db, review_id: str) -> Job | None:
         )
 
 
-class Stages:
-    """Records each stage on the review row, with its audit event, as it ends."""
-
-    def __init__(self, db: Db, job: Job) -> None:
-        self.db = db
-        self.job = job
-
-    @contextlib.asynccontextmanager
-    async def timed(self, name: str) -> Any:
-        clock = Clock(name, utcnow(), time.monotonic())
-        try:
-            yield clock
-        except StageFailed as exc:
-            await self.done(clock, "failed", str(exc))
-            raise
-        except asyncio.CancelledError:
-            await asyncio.shield(self.done(clock, "error", "the service stopped"))
-            raise
-        except Exception as exc:
-            await self.done(clock, "error", _error_text(exc))
-            raise
-        else:
-            await self.done(clock, clock.outcome, clock.detail, **clock.fields)
-
-    async def done(
-        self, clock: Clock, outcome: str, detail: str | None = None, **fields: Any
-    ) -> None:
-        duration = int((time.monotonic() - clock.monotonic) * 1000)
-        entry = {
-            "name": clock.name,
-            "outcome": outcome,
-            "started_at": clock.started_at.isoformat(),
-            "duration_ms": duration,
-            "detail": detail[:1000] if detail else None,
-        }
-        await self.update(
-            fields,
-            stage=entry,
-            action=f"review.{clock.name}",
-            outcome=outcome,
-            details={"duration_ms": duration, "detail": entry["detail"]},
-        )
-
-    async def skipped(self, name: str, why: str) -> None:
-        await self.done(Clock(name, utcnow(), time.monotonic()), "skipped", why)
-
-    async def update(
-        self,
-        fields: dict[str, Any],
-        *,
-        stage: dict[str, Any] | None = None,
-        action: str | None = None,
-        outcome: str = "ok",
-        details: dict[str, Any] | None = None,
-    ) -> None:
-        async with self.db() as session, session.begin():
-            row = await session.get(ReviewRow, self.job.id, with_for_update=True)
-            if row is None:
-                return
-            for key, value in fields.items():
-                setattr(row, key, value)
-            if stage is not None:
-                row.stages = [*row.stages, stage]
-            if action is not None:
-                await record(
-                    session,
-                    self.job.ctx,
-                    chain=self.job.tenant_id,
-                    action=action,
-                    target=self.job.id,
-                    outcome=outcome,
-                    details=details or {},
-                )
-
-
-@dataclass
-class Clock:
-    name: str
-    started_at: datetime
-    monotonic: float
-    outcome: str = "ok"
-    detail: str | None = None
-    fields: dict[str, Any] = field(default_factory=dict)
-
-    def note(self, outcome: str = "ok", detail: str | None = None, **fields: Any) -> None:
-        self.outcome, self.detail = outcome, detail
-        self.fields.update(fields)
-
-
-def _error_text(exc: BaseException) -> str:
-    if isinstance(exc, AppError):
-        return exc.detail
-    if isinstance(exc, FetchFailed | StageFailed):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
-
-
 async def run_review(deps: Deps, review_id: str) -> str:
     """Run a claimed review to its end; returns its final state."""
     job = await load(deps.db, review_id)
@@ -269,9 +167,9 @@ async def run_review(deps: Deps, review_id: str) -> str:
                 try:
                     await box.upload(fetched.bundle, fetched.size)
                 except (AppError, SandboxRuntimeError) as exc:
-                    raise StageFailed(f"copying the bundle in failed: {_error_text(exc)}") from exc
+                    raise StageFailed(f"copying the bundle in failed: {error_text(exc)}") from exc
                 clock.note(detail=f"{fetched.size} bytes")
-        install, tests = await _inside(job, stages, box)
+        ran = await run_inside(job, stages, box)
     except StageFailed as exc:
         await _cleanup(deps, job, stages, sandbox_id)
         await _finish(stages, "failed", error=str(exc))
@@ -281,7 +179,7 @@ async def run_review(deps: Deps, review_id: str) -> str:
         raise
     except (AppError, SandboxRuntimeError) as exc:
         await _cleanup(deps, job, stages, sandbox_id)
-        await _finish(stages, "failed", error=_error_text(exc))
+        await _finish(stages, "failed", error=error_text(exc))
         return "failed"
     except Exception as exc:
         log.exception("review %s failed", review_id)
@@ -289,7 +187,7 @@ async def run_review(deps: Deps, review_id: str) -> str:
         await _finish(stages, "failed", error=f"internal error: {type(exc).__name__}")
         return "failed"
     await _cleanup(deps, job, stages, sandbox_id)
-    return await _judge(deps, job, stages, install, tests)
+    return await _judge(deps, job, stages, ran)
 
 
 async def _fetch(deps: Deps, job: Job, stages: Stages, tmp: Path) -> Any:
@@ -306,7 +204,7 @@ async def _fetch(deps: Deps, job: Job, stages: Stages, tmp: Path) -> Any:
             auth = await _auth(deps, job)
             fetched = await fetch(source, job.base, job.head, tmp, location, auth)
         except (FetchFailed, AppError) as exc:
-            raise StageFailed(f"fetch: {_error_text(exc)}") from exc
+            raise StageFailed(f"fetch: {error_text(exc)}") from exc
         job.facts.update(base_commit=fetched.base_commit, head_commit=fetched.head_commit)
         clock.note(
             detail=f"{fetched.base_commit[:12]}...{fetched.head_commit[:12]}, "
@@ -344,7 +242,7 @@ async def _bundle_file(db: Db, job: Job, tmp: Path) -> Path:
 
 
 async def _sandbox(deps: Deps, job: Job, stages: Stages) -> str:
-    ttl = min(job.max_ttl_s, 2 * job.timeout_s + SANDBOX_MARGIN_S)
+    ttl = min(job.max_ttl_s, 4 * job.timeout_s + SANDBOX_MARGIN_S)
     request = SandboxCreate(
         template=job.template,
         size=None if job.template else job.size,  # type: ignore[arg-type]
@@ -359,75 +257,13 @@ async def _sandbox(deps: Deps, job: Job, stages: Stages) -> str:
                 deps.db, deps.holder, job.principal, job.ctx, request, None, pool=None
             )
         except (AppError, SandboxRuntimeError) as exc:
-            raise StageFailed(f"sandbox: {_error_text(exc)}") from exc
+            raise StageFailed(f"sandbox: {error_text(exc)}") from exc
         clock.note(
             detail=f"{sandbox.id} from {sandbox.template or sandbox.image} "
             f"({sandbox.started_from}, {sandbox.runtime})",
             sandbox_id=sandbox.id,
         )
     return sandbox.id
-
-
-async def _inside(job: Job, stages: Stages, box: inside.Box) -> tuple[Run | None, Run]:
-    async with stages.timed("checkout") as clock:
-        result = await box.checkout()
-        if not inside.ended_ok(result):
-            raise StageFailed(
-                f"checkout {inside.describe(result)}: {inside.output_of(result, 800).strip()}"
-            )
-        clock.note(detail=(result.stdout or "").strip()[:64])
-    async with stages.timed("diff") as clock:
-        numstat = await box.numstat()
-        patch = await box.patch()
-        if not (inside.ended_ok(numstat) and inside.ended_ok(patch)):
-            raise StageFailed(f"git diff {inside.describe(numstat)} / {inside.describe(patch)}")
-        files, plus, minus, text = inside.parse_numstat(numstat.stdout or "")
-        diff = {"files": files, "insertions": plus, "deletions": minus, "text": text}
-        job.facts.update(diff_stat=diff, diff=patch.stdout or "")
-        if patch.stdout_truncated:
-            job.facts["diff"] += "\n[diff capped]\n"
-        clock.note(detail=f"{files} files, +{plus} -{minus}", diff_stat=diff)
-    install: Run | None = None
-    if job.install:
-        async with stages.timed("install") as clock:
-            result = await box.run(job.install, timeout_s=job.timeout_s)
-            install = Run(result.exit_code, result.outcome, job.timeout_s)
-            job.facts["install"] = {
-                "exit_code": result.exit_code,
-                "outcome": result.outcome,
-                "output_tail": inside.output_of(result, 4 << 10),
-            }
-            clock.note(
-                "ok" if install.passed else _outcome(result.outcome),
-                inside.describe(result),
-                install_exit_code=result.exit_code,
-                install_outcome=result.outcome,
-            )
-    else:
-        await stages.skipped("install", "no install step given")
-    if install is not None and not install.passed:
-        await stages.skipped("test", "the install failed")
-        return install, Run(None, None, job.timeout_s)
-    async with stages.timed("test") as clock:
-        result = await box.run(job.test, timeout_s=job.timeout_s)
-        tests = Run(result.exit_code, result.outcome, job.timeout_s)
-        output = inside.output_of(result, TEST_OUTPUT_CAP)
-        if result.outcome == "timeout":
-            output += f"\n[the test run was cut at its {job.timeout_s} s deadline]\n"
-        job.facts["tests"] = {"exit_code": result.exit_code, "outcome": result.outcome}
-        job.facts["test_output"] = output
-        clock.note(
-            "ok" if tests.passed else _outcome(result.outcome),
-            inside.describe(result),
-            test_exit_code=result.exit_code,
-            test_outcome=result.outcome,
-            test_output=output,
-        )
-    return install, tests
-
-
-def _outcome(outcome: str | None) -> str:
-    return "timeout" if outcome == "timeout" else "failed"
 
 
 async def _destroy(deps: Deps, job: Job, sandbox_id: str) -> None:
@@ -462,14 +298,17 @@ async def _cleanup(deps: Deps, job: Job, stages: Stages, sandbox_id: str | None)
             try:
                 await _destroy(deps, job, sandbox_id)
             except (AppError, SandboxRuntimeError) as exc:
-                clock.note("failed", f"{_error_text(exc)}; the TTL reaper will end it")
+                clock.note("failed", f"{error_text(exc)}; the TTL reaper will end it")
             else:
                 clock.note(detail=f"{sandbox_id} destroyed")
 
     await asyncio.shield(destroy())
 
 
-async def _judge(deps: Deps, job: Job, stages: Stages, install: Run | None, tests: Run) -> str:
+async def _judge(deps: Deps, job: Job, stages: Stages, ran: Inside) -> str:
+    decided = None
+    if ran.tests is not None:
+        decided = await _gate(stages, job, ran)
     config = model.ModelConfig.of(deps.settings, job.model)
     answer: model.Answer | None = None
     error: str | None = None
@@ -488,8 +327,8 @@ async def _judge(deps: Deps, job: Job, stages: Stages, install: Run | None, test
                     detail=answer.verdict, model_used=config.model, model_verdict=answer.verdict
                 )
     decision = decide(
-        install,
-        tests,
+        ran.install,
+        decided,
         model_configured=config is not None,
         model_verdict=answer.verdict if answer else None,
         model_reasoning=answer.reasoning if answer else None,
@@ -500,6 +339,20 @@ async def _judge(deps: Deps, job: Job, stages: Stages, install: Run | None, test
         stages, state, verdict=decision.verdict, reasoning=decision.reasoning, error=decision.error
     )
     return state
+
+
+async def _gate(stages: Stages, job: Job, ran: Inside) -> gate.Gate:
+    """Whether the tests allow an approval, decided and recorded before the model is asked."""
+    assert ran.tests is not None
+    async with stages.timed("gate") as clock:
+        decided = gate.evaluate(ran.infrastructure, ran.base, ran.head, ran.tests)
+        job.facts["gate"] = decided.document()
+        clock.note(
+            "ok" if decided.approvable else "failed",
+            " ".join(decided.findings) or "approvable: no finding",
+        )
+        clock.record(gate=decided.document())
+    return decided
 
 
 async def _finish(

@@ -70,6 +70,44 @@ class DiffStat(msgspec.Struct, kw_only=True):
     text: str
 
 
+class TestCounts(msgspec.Struct, kw_only=True):
+    """Tests by outcome, as the review's pytest plugin recorded them."""
+
+    passed: int
+    failed: int
+    error: int
+    skipped: int
+    xfailed: int
+    xpassed: int
+
+
+class Regression(msgspec.Struct, kw_only=True):
+    """A test that passes at the base and not at the head."""
+
+    test: str
+    base: str
+    # failed | error | skipped | xfailed | missing
+    head: str
+
+
+class ReviewGate(msgspec.Struct, kw_only=True):
+    """Whether the tests allow an approval, decided before the model is asked: never when the
+    change touches test infrastructure, when the head's results are missing or odd, when a
+    test fails, or when a test that passes at the base fails, vanishes or is skipped at the
+    head. The head's exit code and output never count."""
+
+    approvable: bool
+    # Each reason the change cannot be approved from its tests (empty when approvable).
+    findings: list[str]
+    # Changed test infrastructure: paths, config sections, plugins new at the head.
+    infrastructure: list[str]
+    regressions: list[Regression]
+    # Tests that fail or error at the head.
+    failing: list[str]
+    base: TestCounts | None
+    head: TestCounts | None
+
+
 class Review(msgspec.Struct, kw_only=True):
     """The report."""
 
@@ -96,6 +134,8 @@ class Review(msgspec.Struct, kw_only=True):
     test_exit_code: int | None
     test_outcome: str | None
     test_output: str | None
+    # The test gate (None until the head's tests ran).
+    gate: ReviewGate | None
     # "APPROVE" or "REQUEST_CHANGES" (plain strings: the generated client then has no
     # enum-or-null types), or None until decided or when the review failed.
     verdict: str | None

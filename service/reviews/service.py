@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterable
-from typing import get_args
+from typing import Any, get_args
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -27,6 +27,7 @@ from service.reviews.schemas import (
     ReviewAccepted,
     ReviewCreate,
     ReviewCredentials,
+    ReviewGate,
     ReviewPage,
     ReviewState,
     ReviewSummary,
@@ -69,6 +70,7 @@ def to_schema(row: ReviewRow) -> Review:
         test_exit_code=row.test_exit_code,
         test_outcome=row.test_outcome,
         test_output=row.test_output,
+        gate=_gate_of(row.stages),
         verdict=row.verdict,
         reasoning=row.reasoning,
         model=row.model_used,
@@ -78,6 +80,17 @@ def to_schema(row: ReviewRow) -> Review:
         started_at=row.started_at,
         finished_at=row.finished_at,
     )
+
+
+def _gate_of(stages: list[dict[str, Any]]) -> ReviewGate | None:
+    """The gate's findings, kept in the entry of the latest run's `gate` stage."""
+    found = None
+    for entry in stages:
+        if entry.get("name") == "fetch":
+            found = None  # a new run began (a restart's cut-off run stays as history)
+        elif entry.get("name") == "gate" and isinstance(entry.get("gate"), dict):
+            found = entry["gate"]
+    return msgspec.convert(found, ReviewGate) if found is not None else None
 
 
 def summary(row: ReviewRow) -> ReviewSummary:

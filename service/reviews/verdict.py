@@ -1,15 +1,22 @@
 """The verdict rules, as pure logic over what ran.
 
-1. A failed install or a failed test run (non-zero exit, a deadline, a killed process) is
-   REQUEST_CHANGES, whatever the model says.
-2. Otherwise, with a model: its verdict, when its answer parsed; an answer that did not parse
+1. A failed install is REQUEST_CHANGES, whatever the model says.
+2. A test gate that allows no approval (`gate.Gate`: test infrastructure changed, results
+   missing or odd, failing tests, tests that passed at the base failing, vanishing or skipped
+   at the head) is REQUEST_CHANGES, whatever the model says: the model can only turn an
+   approvable change down. The exit code and output of the head's test run never count.
+3. Otherwise, with a model: its verdict, when its answer parsed; an answer that did not parse
    (or no answer) leaves no verdict at all: the review fails, it is never an approval.
-3. Otherwise, with no model configured: APPROVE from the tests alone, saying so.
+4. Otherwise, with no model configured: APPROVE from the tests alone, saying so.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from service.reviews.gate import Gate
 
 APPROVE = "APPROVE"
 REQUEST_CHANGES = "REQUEST_CHANGES"
@@ -46,26 +53,28 @@ class Decision:
 
 def decide(
     install: Run | None,
-    tests: Run,
+    gate: Gate | None,
     *,
     model_configured: bool,
     model_verdict: str | None,
     model_reasoning: str | None,
     model_error: str | None,
 ) -> Decision:
+    """`gate` is None only when the install failed (the tests then did not run)."""
     said = f" The model said {model_verdict}: {model_reasoning}" if model_verdict else ""
     if install is not None and not install.passed:
         why = install.describe("install")
         return Decision(
             REQUEST_CHANGES, f"{why[0].upper()}{why[1:]}, so the tests did not run.{said}"
         )
-    if not tests.passed:
-        why = tests.describe("test run")
-        return Decision(REQUEST_CHANGES, f"{why[0].upper()}{why[1:]}.{said}")
+    if gate is None or not gate.approvable:
+        findings = " ".join(gate.findings) if gate else "The tests did not run."
+        return Decision(REQUEST_CHANGES, f"{findings}{said}")
     if not model_configured:
         return Decision(
             APPROVE,
-            "The tests passed. No model is configured: this verdict is from the tests alone.",
+            "The tests passed, and every test that passes at the base passes at the head. "
+            "No model is configured: this verdict is from the tests alone.",
         )
     if model_verdict is None:
         error = model_error or "the model gave no answer"

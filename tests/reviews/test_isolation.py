@@ -96,7 +96,9 @@ async def test_a_hostile_conftest_finds_nothing_of_the_host(
     assert findings["/etc/hostname"].strip(), findings
     env = findings["env"]
     assert "AIRLOCK_REVIEW_TEST_CANARY" not in env
-    assert not any(name.startswith(("AIRLOCK_", "OPENAI_", "PYTEST_ADDOPTS")) for name in env)
+    assert not any(name.startswith(("AIRLOCK_", "OPENAI_")) for name in env)
+    # The one pytest setting the review gives: its results plugin, under a random name.
+    assert env["PYTEST_ADDOPTS"].startswith("-p airlock_results_"), env
     assert findings[str(host_file)] == "error: FileNotFoundError"
     assert HOST_CANARY not in json.dumps(findings)
     assert LLM_KEY not in json.dumps(findings) and LLM_KEY not in report["test_output"]
@@ -105,7 +107,9 @@ async def test_a_hostile_conftest_finds_nothing_of_the_host(
     assert findings["dns"].startswith("error: ")
     # Nothing reached the host's server but the host's own model call.
     assert all(r["path"].endswith("/chat/completions") for r in model_server.requests[before:])
-    assert report["verdict"] == "APPROVE"
+    # Its tests passed, but a new conftest.py is test infrastructure: never approved from tests.
+    assert report["verdict"] == "REQUEST_CHANGES"
+    assert report["gate"]["infrastructure"] == ["conftest.py"]
     await assert_sandbox_gone(rapi, rtenant, report)
 
 

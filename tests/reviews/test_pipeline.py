@@ -50,7 +50,9 @@ async def test_seed_example_failing_tests_request_changes(
     assert report["test_exit_code"] == 1 and report["test_outcome"] == "exited"
     assert "1 failed, 1 passed" in report["test_output"]
     assert "assert 100.1 == 110.0" in report["test_output"]
-    assert "exit code 1" in report["reasoning"]
+    assert "1 tests fail at the head: test_billing.py::test_ten_percent" in report["reasoning"]
+    assert report["gate"]["failing"] == ["test_billing.py::test_ten_percent"]
+    assert report["gate"]["base"]["passed"] == 0  # the base had no tests
     assert report["head_commit"] == git(repo, "rev-parse", "pr-42")
     assert report["base_commit"] == git(repo, "rev-parse", "main")
     diff = report["diff"]
@@ -60,7 +62,8 @@ async def test_seed_example_failing_tests_request_changes(
     assert report["model"] == "approver" and report["model_verdict"] == "APPROVE"
     names = [s["name"] for s in report["stages"]]
     assert names == [
-        "fetch", "sandbox", "upload", "checkout", "diff", "install", "test", "cleanup", "model",
+        "fetch", "sandbox", "upload", "checkout", "diff", "baseline", "install", "test",
+        "cleanup", "gate", "model",
     ]  # fmt: skip
     assert all(
         isinstance(s["duration_ms"], int) and s["duration_ms"] >= 0 for s in report["stages"]
@@ -89,7 +92,9 @@ async def test_seed_example_failing_tests_request_changes(
         "/v1/audit", params={"action": "exec.start", "limit": 200}, headers=rtenant.headers
     )
     mine = [e for e in r.json()["items"] if e["details"]["sandbox_id"] == report["sandbox_id"]]
-    assert len(mine) == 4  # checkout, numstat, patch, tests
+    # checkout, numstat, patch, changed paths, the plugin, the base's tests and their results,
+    # the head's tests and their results
+    assert len(mine) == 9
     assert all(e["actor"] == f"review:{report['id']}" for e in mine)
 
 

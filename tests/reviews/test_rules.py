@@ -8,7 +8,7 @@ import json
 import pytest
 
 from service.errors import Unprocessable
-from service.reviews import model
+from service.reviews import gate, model, results
 from service.reviews.inside import parse_numstat
 from service.reviews.source import check_ref, parse, pin_addresses, remote_ref
 from service.reviews.verdict import APPROVE, REQUEST_CHANGES, Run, decide
@@ -18,10 +18,33 @@ FAILED = Run(1, "exited", 60)
 HUNG = Run(None, "timeout", 60)
 
 
+def results_of(outcomes: dict[str, str], status: int) -> str:
+    """A results file as the review's plugin writes it."""
+    lines = [
+        {"t": "start", "pytest": "9", "plugins": []},
+        {"t": "collected", "ids": list(outcomes)},
+    ]
+    for test, outcome in outcomes.items():
+        for when in ("setup", "call", "teardown"):
+            said = outcome if when == "call" else "passed"
+            lines.append({"t": "report", "id": test, "when": when, "outcome": said, "xfail": False})
+    lines.append({"t": "end", "exitstatus": status, "plugins": []})
+    return "\n".join(json.dumps(line) for line in lines)
+
+
+GREEN = results.parse(results_of({"t.py::a": "passed"}, 0), exit_code=0)
+RED = results.parse(results_of({"t.py::a": "failed"}, 1), exit_code=1)
+
+
+def gate_of(tests: Run) -> gate.Gate:
+    head = GREEN if tests.passed else RED
+    return gate.evaluate([], GREEN, head, tests)
+
+
 def judge(install: Run | None, tests: Run, **model_said: object) -> object:
     args = {"model_configured": True, "model_verdict": None, "model_reasoning": None,
             "model_error": None, **model_said}  # fmt: skip
-    return decide(install, tests, **args)  # type: ignore[arg-type]
+    return decide(install, gate_of(tests), **args)  # type: ignore[arg-type]
 
 
 @pytest.mark.sqlite
@@ -33,9 +56,10 @@ def test_failed_tests_request_changes_whatever_the_model_says(tests: Run) -> Non
 
 @pytest.mark.sqlite
 def test_a_failed_install_requests_changes_whatever_the_model_says() -> None:
-    decision = judge(Run(1, "exited", 60), Run(None, None, 60), model_verdict=APPROVE)
-    assert decision.verdict == REQUEST_CHANGES  # type: ignore[attr-defined]
-    assert decision.reasoning.startswith("The install failed (exit code 1)")  # type: ignore[attr-defined]
+    decision = decide(Run(1, "exited", 60), None, model_configured=True, model_verdict=APPROVE,
+                      model_reasoning="ship it", model_error=None)  # fmt: skip
+    assert decision.verdict == REQUEST_CHANGES
+    assert decision.reasoning.startswith("The install failed (exit code 1)")
 
 
 @pytest.mark.sqlite
@@ -54,11 +78,11 @@ def test_no_usable_answer_is_no_verdict() -> None:
 
 @pytest.mark.sqlite
 def test_without_a_model_the_tests_decide_and_say_so() -> None:
-    decision = decide(None, PASSED, model_configured=False, model_verdict=None,
+    decision = decide(None, gate_of(PASSED), model_configured=False, model_verdict=None,
                       model_reasoning=None, model_error=None)  # fmt: skip
     assert decision.verdict == APPROVE
     assert "from the tests alone" in decision.reasoning
-    decision = decide(None, FAILED, model_configured=False, model_verdict=None,
+    decision = decide(None, gate_of(FAILED), model_configured=False, model_verdict=None,
                       model_reasoning=None, model_error=None)  # fmt: skip
     assert decision.verdict == REQUEST_CHANGES
 
@@ -140,3 +164,128 @@ async def test_host_names_are_checked_once_resolved_and_pinned() -> None:
     pinned = await pin_addresses(source, allow_private=True)
     assert pinned.resolve and pinned.resolve[0].startswith("localhost:8443:")
     assert "127.0.0.1" in pinned.resolve[0] or "[::1]" in pinned.resolve[0]
+
+
+# --- the results file and the gate --------------------------------------------------------
+
+TWO = {"t.py::a": "passed", "t.py::b": "passed"}
+
+
+@pytest.mark.sqlite
+def test_honest_results_are_trusted() -> None:
+    run = results.parse(results_of({**TWO, "t.py::c": "failed"}, 1), exit_code=1)
+    assert run.trusted, run.problems
+    assert run.outcomes == {**TWO, "t.py::c": "failed"}
+    assert run.counts()["passed"] == 2 and run.counts()["failed"] == 1
+
+
+@pytest.mark.sqlite
+@pytest.mark.parametrize(
+    ("text", "exit_code", "problem"),
+    [
+        ("", 0, "left no results"),
+        ("41 passed in 0.1s", 0, "not what the review's plugin writes"),
+        # A run ended before its session finished (os._exit in a hook, a kill).
+        (results_of(TWO, 0).rsplit("\n", 1)[0], 0, "last record is missing"),
+        # pytest said 1, something made the process exit 0.
+        (results_of({"t.py::a": "failed"}, 1), 0, "exited with 0"),
+        (results_of({"t.py::a": "failed"}, 0), 0, "all passed while tests failed"),
+        (results_of(TWO, 0) + "\n" + results_of(TWO, 0), 0, "more than one pytest session"),
+        (results_of(TWO, 2), 2, "ended with status 2"),
+    ],
+)
+def test_odd_results_are_not_trusted(text: str, exit_code: int, problem: str) -> None:
+    run = results.parse(text, exit_code=exit_code)
+    assert not run.trusted
+    assert any(problem in p for p in run.problems), run.problems
+
+
+@pytest.mark.sqlite
+def test_a_result_reported_twice_or_never_is_not_trusted() -> None:
+    lines = results_of(TWO, 0).splitlines()
+    doubled = [*lines[:-1], lines[3], lines[-1]]  # t.py::a's call once more
+    run = results.parse("\n".join(doubled), exit_code=0)
+    assert any("reported twice" in p for p in run.problems), run.problems
+    missing = [x for x in lines if not ('"report"' in x and '"t.py::b"' in x)]
+    run = results.parse("\n".join(missing), exit_code=0)
+    assert any("have no result" in p for p in run.problems), run.problems
+    assert run.outcomes["t.py::b"] == "error"
+
+
+@pytest.mark.sqlite
+def test_regressions_against_the_base_are_named() -> None:
+    base = results.parse(results_of({**TWO, "t.py::c": "passed"}, 0), exit_code=0)
+    head_file = results_of({"t.py::a": "passed", "t.py::c": "skipped"}, 0)
+    head = results.parse(head_file, exit_code=0)
+    decided = gate.evaluate([], base, head, PASSED)
+    assert not decided.approvable
+    assert {(r.test, r.head) for r in decided.regressions} == {
+        ("t.py::b", "missing"),
+        ("t.py::c", "skipped"),
+    }
+
+
+@pytest.mark.sqlite
+def test_a_plugin_new_at_the_head_is_test_infrastructure() -> None:
+    with_plugin = results_of(TWO, 0).replace('"plugins": []', '"plugins": ["module:evil"]')
+    head = results.parse(with_plugin, exit_code=0)
+    decided = gate.evaluate([], GREEN, head, PASSED)
+    assert decided.infrastructure == ["pytest plugin module:evil (not loaded at the base)"]
+    assert not decided.approvable
+
+
+@pytest.mark.sqlite
+def test_a_base_with_no_tests_is_an_empty_baseline_and_a_head_with_none_is_refused() -> None:
+    empty = results.parse(results_of({}, 5), exit_code=5)
+    assert empty.trusted, empty.problems
+    assert gate.evaluate([], empty, GREEN, PASSED).approvable
+    assert not gate.evaluate([], GREEN, empty, Run(5, "exited", 60)).approvable
+
+
+PYPROJECT = '[project]\nname = "x"\nversion = "1"\n\n[tool.pytest.ini_options]\naddopts = "-q"\n'
+
+
+@pytest.mark.sqlite
+@pytest.mark.parametrize(
+    ("path", "infrastructure"),
+    [
+        ("tests/conftest.py", True),
+        ("conftest.py", True),
+        ("pytest.ini", True),
+        ("tox.ini", True),
+        ("noxfile.py", True),
+        ("src/x.pth", True),
+        ("sitecustomize.py", True),
+        ("pytest.py", True),
+        ("_pytest/main.py", True),
+        ("json.py", True),
+        ("tests/json.py", True),
+        ("ledger/json.py", False),
+        ("ledger/tax.py", False),
+        ("tests/test_tax.py", False),
+        ("docs/conftest.rst", False),
+    ],
+)
+def test_test_infrastructure_paths(path: str, infrastructure: bool) -> None:
+    assert bool(gate.infrastructure([path], {})) is infrastructure
+
+
+@pytest.mark.sqlite
+def test_only_test_sections_of_shared_config_files_count() -> None:
+    bumped = PYPROJECT.replace('version = "1"', 'version = "2"')
+    assert gate.infrastructure(["pyproject.toml"], {"pyproject.toml": (PYPROJECT, bumped)}) == []
+    options = PYPROJECT.replace('"-q"', '"-q -p no:randomly"')
+    assert gate.infrastructure(["pyproject.toml"], {"pyproject.toml": (PYPROJECT, options)}) == [
+        "pyproject.toml [tool.pytest]"
+    ]
+    plugin = PYPROJECT + '\n[project.entry-points.pytest11]\nx = "x.plugin"\n'
+    found = gate.infrastructure(["pyproject.toml"], {"pyproject.toml": (PYPROJECT, plugin)})
+    assert found == ["pyproject.toml [project.entry-points.pytest11]"]
+    broken = gate.infrastructure(["pyproject.toml"], {"pyproject.toml": (PYPROJECT, "[[")})
+    assert broken == ["pyproject.toml [unreadable]"]
+    cfg = "[metadata]\nname = x\n"
+    cfg_pytest = cfg + "[tool:pytest]\naddopts = -p x\n"
+    assert gate.infrastructure(["setup.cfg"], {"setup.cfg": (cfg, cfg_pytest)}) == [
+        "setup.cfg [tool:pytest]"
+    ]
+    assert gate.infrastructure(["setup.cfg"], {"setup.cfg": None}) == ["setup.cfg [unreadable]"]

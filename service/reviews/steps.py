@@ -1,0 +1,184 @@
+"""The stages that run in the review's sandbox, in the order that keeps the head's code from
+speaking for itself:
+
+  checkout  both trees (head in /work/repo, base in /work/base), the merge base
+  diff      stat, patch, changed paths, the shared config files' two versions — all from git,
+            before any code of the repository has run in the sandbox
+  baseline  the results plugin installed by root; the base's install and tests, results read
+  install   the head's install
+  test      the head's tests with the same plugin, results read
+
+Results come from the plugin's file (`results.parse`), never from the exit code or the output;
+between steps every process is killed, so nothing one step left running acts on the next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from service.execs.schemas import Exec
+from service.reviews import gate, inside, results
+from service.reviews.fetch import HEAD_REF
+from service.reviews.results import TestRun
+from service.reviews.stages import StageFailed, Stages
+from service.reviews.verdict import Run
+
+if TYPE_CHECKING:
+    from service.reviews.pipeline import Job
+
+TEST_OUTPUT_CAP = 64 << 10
+
+
+@dataclass
+class Inside:
+    """What ran in the sandbox, as the verdict needs it."""
+
+    install: Run | None = None
+    tests: Run | None = None
+    base: TestRun | None = None
+    head: TestRun | None = None
+    infrastructure: list[str] = field(default_factory=list)
+
+
+async def run_inside(job: Job, stages: Stages, box: inside.Box) -> Inside:
+    done = Inside()
+    merge_base = await _checkout(stages, box)
+    done.infrastructure = await _diff(job, stages, box, merge_base)
+    plugin = await _baseline(job, stages, box, done)
+    if job.install:
+        async with stages.timed("install") as clock:
+            result = await box.run(job.install, timeout_s=job.timeout_s)
+            await box.kill_all()
+            done.install = Run(result.exit_code, result.outcome, job.timeout_s)
+            job.facts["install"] = {
+                "exit_code": result.exit_code,
+                "outcome": result.outcome,
+                "output_tail": inside.output_of(result, 4 << 10),
+            }
+            clock.note(
+                "ok" if done.install.passed else _outcome(result.outcome),
+                inside.describe(result),
+                install_exit_code=result.exit_code,
+                install_outcome=result.outcome,
+            )
+    else:
+        await stages.skipped("install", "no install step given")
+    if done.install is not None and not done.install.passed:
+        await stages.skipped("test", "the install failed")
+        return done
+    async with stages.timed("test") as clock:
+        result, done.head = await _tests(job, box, plugin, inside.REPO_DIR)
+        done.tests = Run(result.exit_code, result.outcome, job.timeout_s)
+        output = inside.output_of(result, TEST_OUTPUT_CAP)
+        if result.outcome == "timeout":
+            output += f"\n[the test run was cut at its {job.timeout_s} s deadline]\n"
+        job.facts["tests"] = {"exit_code": result.exit_code, "outcome": result.outcome}
+        job.facts["test_output"] = output
+        clock.note(
+            _outcome(result.outcome) if result.outcome != "exited" else _stage_outcome(done.head),
+            f"{_summary(done.head)}; the process: {inside.describe(result)}",
+            test_exit_code=result.exit_code,
+            test_outcome=result.outcome,
+            test_output=output,
+        )
+    return done
+
+
+async def _checkout(stages: Stages, box: inside.Box) -> str:
+    async with stages.timed("checkout") as clock:
+        result = await box.checkout()
+        lines = (result.stdout or "").split()
+        if not inside.ended_ok(result) or len(lines) != 2:
+            raise StageFailed(
+                f"checkout {inside.describe(result)}: {inside.output_of(result, 800).strip()}"
+            )
+        head, merge_base = lines
+        clock.note(detail=f"{head[:12]}, merge base {merge_base[:12]}")
+    return merge_base
+
+
+async def _diff(job: Job, stages: Stages, box: inside.Box, merge_base: str) -> list[str]:
+    async with stages.timed("diff") as clock:
+        numstat = await box.numstat()
+        patch = await box.patch()
+        paths = await box.changed_paths()
+        if not all(inside.ended_ok(r) and not r.stdout_truncated for r in (numstat, paths)):
+            raise StageFailed(f"git diff {inside.describe(numstat)} / {inside.describe(paths)}")
+        if not inside.ended_ok(patch):
+            raise StageFailed(f"git diff {inside.describe(patch)}")
+        files, plus, minus, text = inside.parse_numstat(numstat.stdout or "")
+        diff = {"files": files, "insertions": plus, "deletions": minus, "text": text}
+        job.facts.update(diff_stat=diff, diff=patch.stdout or "")
+        if patch.stdout_truncated:
+            job.facts["diff"] += "\n[diff capped]\n"
+        changed = [p for p in (paths.stdout or "").split("\0") if p]
+        configs = {}
+        for path in changed:
+            if path.rsplit("/", 1)[-1] in gate.SECTIONED:
+                configs[path] = await _versions(box, merge_base, path)
+        infra = gate.infrastructure(changed, configs)
+        job.facts["infrastructure"] = infra
+        clock.note(
+            detail=f"{files} files, +{plus} -{minus}; test infrastructure changed: "
+            f"{', '.join(infra) or 'none'}",
+            diff_stat=diff,
+        )
+    return infra
+
+
+async def _versions(box: inside.Box, merge_base: str, path: str) -> gate.Versions | None:
+    texts = []
+    for rev in (merge_base, HEAD_REF):
+        result = await box.show_file(rev, path)
+        if result.stdout_truncated or result.outcome != "exited":
+            return None
+        texts.append(result.stdout if result.exit_code == 0 else None)
+    return texts[0], texts[1]
+
+
+async def _baseline(job: Job, stages: Stages, box: inside.Box, done: Inside) -> str:
+    """The base's tests (after its install) with the plugin: the tests the head must keep."""
+    async with stages.timed("baseline") as clock:
+        plugin = await box.install_plugin()
+        if job.install:
+            result = await box.run(job.install, timeout_s=job.timeout_s, cwd=inside.BASE_DIR)
+            await box.kill_all()
+            if not inside.ended_ok(result):
+                why = f"the install failed at the base ({inside.describe(result)})"
+                done.base = results.unreadable(why)
+                clock.note("failed", done.base.problems[0])
+                return plugin
+        _, done.base = await _tests(job, box, plugin, inside.BASE_DIR)
+        clock.note("ok" if done.base.trusted else "failed", _summary(done.base))
+    return plugin
+
+
+async def _tests(job: Job, box: inside.Box, plugin: str, cwd: str) -> tuple[Exec, TestRun]:
+    result, found = await box.run_tests(job.test, plugin=plugin, cwd=cwd, timeout_s=job.timeout_s)
+    return result, _read(result, found)
+
+
+def _read(result: Exec, found: Exec) -> TestRun:
+    if not inside.ended_ok(found) or found.stdout_truncated:
+        return results.unreadable(f"the results file could not be read ({inside.describe(found)})")
+    run = results.parse(found.stdout or "", exit_code=result.exit_code)
+    if result.outcome != "exited":
+        run.problems.insert(0, f"the test run {inside.describe(result)}")
+    return run
+
+
+def _summary(run: TestRun) -> str:
+    counts = ", ".join(f"{n} {name}" for name, n in run.counts().items() if n)
+    text = counts or "no tests"
+    if run.problems:
+        text += f"; not trusted: {'; '.join(run.problems)}"
+    return text
+
+
+def _stage_outcome(run: TestRun) -> str:
+    return "ok" if run.trusted and not run.with_outcome("failed", "error") else "failed"
+
+
+def _outcome(outcome: str | None) -> str:
+    return "timeout" if outcome == "timeout" else "failed"
