@@ -41,12 +41,14 @@ from .pool_target_set import PoolTargetSet
 from .pool_target_set_size import PoolTargetSetSize
 from .quotas import Quotas
 from .quotas_patch import QuotasPatch
+from .regression import Regression
 from .review import Review
 from .review_accepted import ReviewAccepted
 from .review_accepted_state import ReviewAcceptedState
 from .review_create import ReviewCreate
 from .review_create_size import ReviewCreateSize
 from .review_credentials import ReviewCredentials
+from .review_gate import ReviewGate
 from .review_page import ReviewPage
 from .review_state import ReviewState
 from .review_summary import ReviewSummary
@@ -92,6 +94,7 @@ from .tenant_update import TenantUpdate
 from .tenant_update_status_type_1 import TenantUpdateStatusType1
 from .tenant_update_status_type_2_type_1 import TenantUpdateStatusType2Type1
 from .tenant_update_status_type_3_type_1 import TenantUpdateStatusType3Type1
+from .test_counts import TestCounts
 from .token_create import TokenCreate
 from .token_created import TokenCreated
 from .transition import Transition
@@ -138,12 +141,14 @@ __all__ = (
     "PoolTargetSetSize",
     "Quotas",
     "QuotasPatch",
+    "Regression",
     "Review",
     "ReviewAccepted",
     "ReviewAcceptedState",
     "ReviewCreate",
     "ReviewCreateSize",
     "ReviewCredentials",
+    "ReviewGate",
     "ReviewPage",
     "ReviewState",
     "ReviewSummary",
@@ -189,6 +194,7 @@ __all__ = (
     "TenantUpdateStatusType1",
     "TenantUpdateStatusType2Type1",
     "TenantUpdateStatusType3Type1",
+    "TestCounts",
     "TokenCreate",
     "TokenCreated",
     "Transition",

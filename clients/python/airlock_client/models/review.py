@@ -13,6 +13,7 @@ from ..models.review_state import ReviewState, check_review_state
 if TYPE_CHECKING:
     from ..models.diff_stat import DiffStat
     from ..models.review_credentials import ReviewCredentials
+    from ..models.review_gate import ReviewGate
     from ..models.sandbox_network import SandboxNetwork
     from ..models.stage import Stage
 
@@ -31,6 +32,7 @@ class Review:
         diff (DiffStat | None):
         error (None | str):
         finished_at (datetime.datetime | None):
+        gate (None | ReviewGate):
         head (str):
         head_commit (None | str):
         id (str):
@@ -63,6 +65,7 @@ class Review:
     diff: DiffStat | None
     error: None | str
     finished_at: datetime.datetime | None
+    gate: None | ReviewGate
     head: str
     head_commit: None | str
     id: str
@@ -91,6 +94,7 @@ class Review:
     def to_dict(self) -> dict[str, Any]:
         from ..models.diff_stat import DiffStat
         from ..models.review_credentials import ReviewCredentials
+        from ..models.review_gate import ReviewGate
 
         base = self.base
 
@@ -119,6 +123,12 @@ class Review:
             finished_at = self.finished_at.isoformat()
         else:
             finished_at = self.finished_at
+
+        gate: dict[str, Any] | None
+        if isinstance(self.gate, ReviewGate):
+            gate = self.gate.to_dict()
+        else:
+            gate = self.gate
 
         head = self.head
 
@@ -201,6 +211,7 @@ class Review:
                 "diff": diff,
                 "error": error,
                 "finished_at": finished_at,
+                "gate": gate,
                 "head": head,
                 "head_commit": head_commit,
                 "id": id,
@@ -233,6 +244,7 @@ class Review:
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.diff_stat import DiffStat
         from ..models.review_credentials import ReviewCredentials
+        from ..models.review_gate import ReviewGate
         from ..models.sandbox_network import SandboxNetwork
         from ..models.stage import Stage
 
@@ -299,6 +311,21 @@ class Review:
             return cast(datetime.datetime | None, data)
 
         finished_at = _parse_finished_at(d.pop("finished_at"))
+
+        def _parse_gate(data: object) -> None | ReviewGate:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                gate_type_0 = ReviewGate.from_dict(data)
+
+                return gate_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ReviewGate, data)
+
+        gate = _parse_gate(d.pop("gate"))
 
         head = d.pop("head")
 
@@ -445,6 +472,7 @@ class Review:
             diff=diff,
             error=error,
             finished_at=finished_at,
+            gate=gate,
             head=head,
             head_commit=head_commit,
             id=id,
