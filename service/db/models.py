@@ -414,6 +414,8 @@ class TenantSecret(Base):
     key_id: Mapped[str] = mapped_column(String(16), nullable=False)
     nonce: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
     ciphertext: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    # The hosts the value may be sent to (`service.secrets.hosts`); none: sent nowhere.
+    allowed_hosts: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
     created_by: Mapped[str] = mapped_column(String(64), nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)

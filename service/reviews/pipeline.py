@@ -222,7 +222,9 @@ async def _auth(deps: Deps, job: Job) -> HttpAuth | None:
     name = job.credentials["secret"]
     async with deps.db() as session:
         try:
-            value = await reveal(session, deps.settings.state_dir, job.tenant_id, name)
+            value = await reveal(
+                session, deps.settings.state_dir, job.tenant_id, name, url=job.repo
+            )
         except Undecryptable as exc:
             raise StageFailed(f"fetch: the secret {name!r} cannot be decrypted: {exc}") from None
     if value is None:

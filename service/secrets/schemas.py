@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 import msgspec
+from msgspec import Meta
 
 # The value's limit is checked by the service (a 422 that never repeats the value).
 MAX_VALUE_BYTES = 64 << 10
@@ -12,12 +14,19 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 class SecretPut(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # Stored encrypted; never returned, logged or audited.
     value: str
+    # Where the value may be sent: host names or IP addresses, each with an optional port
+    # (`github.com`, `git.example.com:8443`). A review fetches with the secret only from these;
+    # a secret with none is sent nowhere. A PUT replaces the list with the one given.
+    allowed_hosts: Annotated[
+        list[Annotated[str, Meta(min_length=1, max_length=262)]], Meta(max_length=20)
+    ] = msgspec.field(default_factory=list)
 
 
 class Secret(msgspec.Struct, kw_only=True):
     """A secret's name and times; its value is write-only."""
 
     name: str
+    allowed_hosts: list[str]
     created_at: datetime
     updated_at: datetime
     created_by: str

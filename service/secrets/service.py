@@ -18,6 +18,7 @@ from service.db.models import TenantSecret
 from service.errors import Conflict, NotFound, Unprocessable
 from service.ids import new_id
 from service.pagination import decode_cursor, page_of
+from service.secrets import hosts
 from service.secrets.crypto import Sealed, box_for
 from service.secrets.repository import SecretRepository
 from service.secrets.schemas import MAX_VALUE_BYTES, NAME_PATTERN, Secret, SecretPage, SecretPut
@@ -38,6 +39,7 @@ def check_name(name: str) -> None:
 def to_schema(row: TenantSecret) -> Secret:
     return Secret(
         name=row.name,
+        allowed_hosts=list(row.allowed_hosts),
         created_at=row.created_at,
         updated_at=row.updated_at,
         created_by=row.created_by,
@@ -67,6 +69,7 @@ async def put_secret(
             f"a secret's value is 1 to {MAX_VALUE_BYTES} bytes (this one is {size})",
             extra={"max_bytes": MAX_VALUE_BYTES},
         )
+    allowed_hosts = hosts.normalize(data.allowed_hosts)
     sealed = box_for(settings.state_dir).seal(tenant_id, name, data.value)
     repo = SecretRepository(session, tenant_id)
     row = await repo.get(name, for_update=True)
@@ -82,6 +85,7 @@ async def put_secret(
         )
         repo.add(row)
     row.key_id, row.nonce, row.ciphertext = sealed.key_id, sealed.nonce, sealed.ciphertext
+    row.allowed_hosts = allowed_hosts
     row.updated_at = now
     try:
         await session.flush()
@@ -93,7 +97,7 @@ async def put_secret(
         chain=tenant_id,
         action="secret.create" if created else "secret.replace",
         target=row.id,
-        details={"name": name},
+        details={"name": name, "allowed_hosts": allowed_hosts},
     )
     return to_schema(row), created
 
@@ -123,15 +127,26 @@ async def delete_secret(
     )
 
 
-async def exists(session: AsyncSession, tenant_id: str, name: str) -> bool:
-    return await SecretRepository(session, tenant_id).get(name) is not None
+async def check_usable(session: AsyncSession, tenant_id: str, name: str, url: str) -> None:
+    """A 422 unless the secret exists and may be sent to the host of `url`."""
+    row = await SecretRepository(session, tenant_id).get(name)
+    if row is None:
+        raise Unprocessable(
+            f"no secret named {name!r} (PUT /v1/secrets/{{name}})", extra={"secret": name}
+        )
+    hosts.check(name, list(row.allowed_hosts), url)
 
 
-async def reveal(session: AsyncSession, state_dir: Path, tenant_id: str, name: str) -> str | None:
-    """The value, for the host code that hands it on; None when there is no such secret.
-    Raises Undecryptable when the row does not open for this tenant and name."""
+async def reveal(
+    session: AsyncSession, state_dir: Path, tenant_id: str, name: str, *, url: str
+) -> str | None:
+    """The value, for the host code that sends it to `url`; None when there is no such secret.
+    A 422 (`SecretHostRefused`) when the secret may not go to that URL's host, checked again
+    here because the secret's hosts may have changed since the request that named it. Raises
+    Undecryptable when the row does not open for this tenant and name."""
     row = await SecretRepository(session, tenant_id).get(name)
     if row is None:
         return None
+    hosts.check(name, list(row.allowed_hosts), url)
     sealed = Sealed(row.key_id, row.nonce, row.ciphertext)
     return box_for(state_dir).open(tenant_id, name, sealed)

@@ -26,7 +26,8 @@ async def post(api: Api, tenant: Tenant, headers: dict[str, str] | None = None, 
 
 async def with_secret(api: Api, tenant: Tenant, name: str = "gh") -> str:
     value = "ghp-" + secrets.token_urlsafe(20)
-    r = await api.client.put(f"/v1/secrets/{name}", json={"value": value}, headers=tenant.headers)
+    body = {"value": value, "allowed_hosts": ["git.example.com"]}
+    r = await api.client.put(f"/v1/secrets/{name}", json=body, headers=tenant.headers)
     assert r.status_code == 201, r.text
     return value
 

@@ -18,9 +18,18 @@ def secret_value() -> str:
 
 @pytest.fixture
 def put(api: Api) -> PutSecret:
-    async def call(tenant: Tenant, name: str, value: str, headers: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    async def call(  # type: ignore[no-untyped-def]
+        tenant: Tenant,
+        name: str,
+        value: str,
+        headers: dict[str, str] | None = None,
+        allowed_hosts: list[str] | None = None,
+    ):
+        body: dict[str, Any] = {"value": value}
+        if allowed_hosts is not None:
+            body["allowed_hosts"] = allowed_hosts
         return await api.client.put(
-            f"/v1/secrets/{name}", json={"value": value}, headers=headers or tenant.headers
+            f"/v1/secrets/{name}", json=body, headers=headers or tenant.headers
         )
 
     return call

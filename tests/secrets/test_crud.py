@@ -16,7 +16,8 @@ async def test_put_creates_then_replaces(api: Api, tenant: Tenant, put: PutSecre
     assert r.status_code == 201, r.text
     created = r.json()
     assert created["name"] == "gh-token"
-    assert set(created) == {"name", "created_at", "updated_at", "created_by"}
+    assert set(created) == {"name", "allowed_hosts", "created_at", "updated_at", "created_by"}
+    assert created["allowed_hosts"] == []
     r = await put(tenant, "gh-token", second)
     assert r.status_code == 200, r.text
     assert r.json()["created_at"] == created["created_at"]

@@ -23,6 +23,9 @@ from tests.secrets.conftest import PutSecret, secret_value
 
 pytestmark = pytest.mark.sqlite
 Db = async_sessionmaker[AsyncSession]
+# Where the secrets of these tests may be sent.
+HOSTS = ["git.example.com"]
+URL = "https://git.example.com/acme/private.git"
 
 
 async def stored(db: Db, tenant: Tenant, name: str) -> TenantSecret:
@@ -40,7 +43,7 @@ async def test_the_stored_row_is_ciphertext(
     api: Api, tenant: Tenant, put: PutSecret, sessionmaker: Db, settings: Settings
 ) -> None:
     value = secret_value()
-    await put(tenant, "token", value)
+    await put(tenant, "token", value, allowed_hosts=HOSTS)
     async with sessionmaker() as session:
         rows = (await session.execute(text("SELECT * FROM tenant_secrets"))).all()
     dump = repr(rows).encode()
@@ -54,16 +57,16 @@ async def test_the_stored_row_is_ciphertext(
     # AES-GCM: the plaintext's length plus a 16-byte tag.
     assert len(row.ciphertext) == len(value.encode()) + 16
     async with sessionmaker() as session:
-        assert await reveal(session, settings.state_dir, tenant.id, "token") == value
+        assert await reveal(session, settings.state_dir, tenant.id, "token", url=URL) == value
     # Replacing seals again with a fresh nonce.
-    await put(tenant, "token", value)
+    await put(tenant, "token", value, allowed_hosts=HOSTS)
     assert (await stored(sessionmaker, tenant, "token")).nonce != row.nonce
 
 
 async def test_the_key_is_a_private_file_in_the_state_dir(
     api: Api, tenant: Tenant, put: PutSecret, settings: Settings
 ) -> None:
-    await put(tenant, "token", secret_value())
+    await put(tenant, "token", secret_value(), allowed_hosts=HOSTS)
     path = settings.state_dir / KEY_FILE
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert len(path.read_bytes()) == 32
@@ -73,8 +76,8 @@ async def test_a_row_moved_to_another_tenant_does_not_decrypt(
     api: Api, tenant: Tenant, put: PutSecret, sessionmaker: Db, settings: Settings
 ) -> None:
     other = await api.tenant()
-    await put(tenant, "token", secret_value())
-    await put(other, "token", secret_value())
+    await put(tenant, "token", secret_value(), allowed_hosts=HOSTS)
+    await put(other, "token", secret_value(), allowed_hosts=HOSTS)
     mine = await stored(sessionmaker, tenant, "token")
     async with sessionmaker() as session, session.begin():
         # Copy this tenant's sealed value over the other tenant's row of the same name.
@@ -85,13 +88,13 @@ async def test_a_row_moved_to_another_tenant_does_not_decrypt(
         )
     async with sessionmaker() as session:
         with pytest.raises(Undecryptable):
-            await reveal(session, settings.state_dir, other.id, "token")
+            await reveal(session, settings.state_dir, other.id, "token", url=URL)
 
 
 async def test_a_renamed_row_does_not_decrypt(
     api: Api, tenant: Tenant, put: PutSecret, sessionmaker: Db, settings: Settings
 ) -> None:
-    await put(tenant, "prod", secret_value())
+    await put(tenant, "prod", secret_value(), allowed_hosts=HOSTS)
     async with sessionmaker() as session, session.begin():
         await session.execute(
             update(TenantSecret)
@@ -100,8 +103,8 @@ async def test_a_renamed_row_does_not_decrypt(
         )
     async with sessionmaker() as session:
         with pytest.raises(Undecryptable):
-            await reveal(session, settings.state_dir, tenant.id, "staging")
-        assert await reveal(session, settings.state_dir, tenant.id, "prod") is None
+            await reveal(session, settings.state_dir, tenant.id, "staging", url=URL)
+        assert await reveal(session, settings.state_dir, tenant.id, "prod", url=URL) is None
 
 
 class Collect(logging.Handler):
