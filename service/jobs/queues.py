@@ -25,6 +25,17 @@ def check_queued(quota: str, limit: int, queued: int) -> None:
         )
 
 
+def check_bundles(limit: int, held: int) -> None:
+    """429 once a tenant holds `limit` review bundles (each up to max_upload_mib, stored
+    until `bundle_retention_days`)."""
+    if held >= limit:
+        raise QuotaExceeded(
+            f"the tenant holds {held} review bundles (limit {limit}); older ones expire",
+            retry_after_s=3600,
+            extra={"quota": "max_bundles", "limit": limit, "in_use": held},
+        )
+
+
 def owner_turns(
     stmt: Select[Any],
     owner: ColumnElement[Any],

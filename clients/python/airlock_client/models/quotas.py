@@ -16,7 +16,9 @@ class Quotas:
     """
     Attributes:
         audit_retention_days (int | Unset):  Default: 90.
+        bundle_retention_days (int | Unset):  Default: 7.
         execs_per_minute (int | Unset):  Default: 120.
+        max_bundles (int | Unset):  Default: 10.
         max_disk_mib (int | Unset):  Default: 16384.
         max_exec_timeout_s (int | Unset):  Default: 600.
         max_memory_mib (int | Unset):  Default: 16384.
@@ -30,10 +32,13 @@ class Quotas:
         max_vcpus (int | Unset):  Default: 8.
         network_open_allowed (bool | Unset):  Default: False.
         network_private_cidrs (list[str] | Unset):
+        output_retention_days (int | Unset):  Default: 7.
     """
 
     audit_retention_days: int | Unset = 90
+    bundle_retention_days: int | Unset = 7
     execs_per_minute: int | Unset = 120
+    max_bundles: int | Unset = 10
     max_disk_mib: int | Unset = 16384
     max_exec_timeout_s: int | Unset = 600
     max_memory_mib: int | Unset = 16384
@@ -47,12 +52,17 @@ class Quotas:
     max_vcpus: int | Unset = 8
     network_open_allowed: bool | Unset = False
     network_private_cidrs: list[str] | Unset = UNSET
+    output_retention_days: int | Unset = 7
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         audit_retention_days = self.audit_retention_days
 
+        bundle_retention_days = self.bundle_retention_days
+
         execs_per_minute = self.execs_per_minute
+
+        max_bundles = self.max_bundles
 
         max_disk_mib = self.max_disk_mib
 
@@ -82,13 +92,19 @@ class Quotas:
         if not isinstance(self.network_private_cidrs, Unset):
             network_private_cidrs = self.network_private_cidrs
 
+        output_retention_days = self.output_retention_days
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update({})
         if audit_retention_days is not UNSET:
             field_dict["audit_retention_days"] = audit_retention_days
+        if bundle_retention_days is not UNSET:
+            field_dict["bundle_retention_days"] = bundle_retention_days
         if execs_per_minute is not UNSET:
             field_dict["execs_per_minute"] = execs_per_minute
+        if max_bundles is not UNSET:
+            field_dict["max_bundles"] = max_bundles
         if max_disk_mib is not UNSET:
             field_dict["max_disk_mib"] = max_disk_mib
         if max_exec_timeout_s is not UNSET:
@@ -115,6 +131,8 @@ class Quotas:
             field_dict["network_open_allowed"] = network_open_allowed
         if network_private_cidrs is not UNSET:
             field_dict["network_private_cidrs"] = network_private_cidrs
+        if output_retention_days is not UNSET:
+            field_dict["output_retention_days"] = output_retention_days
 
         return field_dict
 
@@ -123,7 +141,11 @@ class Quotas:
         d = dict(src_dict)
         audit_retention_days = d.pop("audit_retention_days", UNSET)
 
+        bundle_retention_days = d.pop("bundle_retention_days", UNSET)
+
         execs_per_minute = d.pop("execs_per_minute", UNSET)
+
+        max_bundles = d.pop("max_bundles", UNSET)
 
         max_disk_mib = d.pop("max_disk_mib", UNSET)
 
@@ -151,9 +173,13 @@ class Quotas:
 
         network_private_cidrs = cast(list[str], d.pop("network_private_cidrs", UNSET))
 
+        output_retention_days = d.pop("output_retention_days", UNSET)
+
         quotas = cls(
             audit_retention_days=audit_retention_days,
+            bundle_retention_days=bundle_retention_days,
             execs_per_minute=execs_per_minute,
+            max_bundles=max_bundles,
             max_disk_mib=max_disk_mib,
             max_exec_timeout_s=max_exec_timeout_s,
             max_memory_mib=max_memory_mib,
@@ -167,6 +193,7 @@ class Quotas:
             max_vcpus=max_vcpus,
             network_open_allowed=network_open_allowed,
             network_private_cidrs=network_private_cidrs,
+            output_retention_days=output_retention_days,
         )
 
         quotas.additional_properties = d

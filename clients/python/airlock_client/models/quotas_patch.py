@@ -16,7 +16,9 @@ class QuotasPatch:
     """
     Attributes:
         audit_retention_days (int | None | Unset):
+        bundle_retention_days (int | None | Unset):
         execs_per_minute (int | None | Unset):
+        max_bundles (int | None | Unset):
         max_disk_mib (int | None | Unset):
         max_exec_timeout_s (int | None | Unset):
         max_memory_mib (int | None | Unset):
@@ -30,10 +32,13 @@ class QuotasPatch:
         max_vcpus (int | None | Unset):
         network_open_allowed (bool | None | Unset):
         network_private_cidrs (list[str] | None | Unset):
+        output_retention_days (int | None | Unset):
     """
 
     audit_retention_days: int | None | Unset = UNSET
+    bundle_retention_days: int | None | Unset = UNSET
     execs_per_minute: int | None | Unset = UNSET
+    max_bundles: int | None | Unset = UNSET
     max_disk_mib: int | None | Unset = UNSET
     max_exec_timeout_s: int | None | Unset = UNSET
     max_memory_mib: int | None | Unset = UNSET
@@ -47,6 +52,7 @@ class QuotasPatch:
     max_vcpus: int | None | Unset = UNSET
     network_open_allowed: bool | None | Unset = UNSET
     network_private_cidrs: list[str] | None | Unset = UNSET
+    output_retention_days: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -56,11 +62,23 @@ class QuotasPatch:
         else:
             audit_retention_days = self.audit_retention_days
 
+        bundle_retention_days: int | None | Unset
+        if isinstance(self.bundle_retention_days, Unset):
+            bundle_retention_days = UNSET
+        else:
+            bundle_retention_days = self.bundle_retention_days
+
         execs_per_minute: int | None | Unset
         if isinstance(self.execs_per_minute, Unset):
             execs_per_minute = UNSET
         else:
             execs_per_minute = self.execs_per_minute
+
+        max_bundles: int | None | Unset
+        if isinstance(self.max_bundles, Unset):
+            max_bundles = UNSET
+        else:
+            max_bundles = self.max_bundles
 
         max_disk_mib: int | None | Unset
         if isinstance(self.max_disk_mib, Unset):
@@ -143,13 +161,23 @@ class QuotasPatch:
         else:
             network_private_cidrs = self.network_private_cidrs
 
+        output_retention_days: int | None | Unset
+        if isinstance(self.output_retention_days, Unset):
+            output_retention_days = UNSET
+        else:
+            output_retention_days = self.output_retention_days
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update({})
         if audit_retention_days is not UNSET:
             field_dict["audit_retention_days"] = audit_retention_days
+        if bundle_retention_days is not UNSET:
+            field_dict["bundle_retention_days"] = bundle_retention_days
         if execs_per_minute is not UNSET:
             field_dict["execs_per_minute"] = execs_per_minute
+        if max_bundles is not UNSET:
+            field_dict["max_bundles"] = max_bundles
         if max_disk_mib is not UNSET:
             field_dict["max_disk_mib"] = max_disk_mib
         if max_exec_timeout_s is not UNSET:
@@ -176,6 +204,8 @@ class QuotasPatch:
             field_dict["network_open_allowed"] = network_open_allowed
         if network_private_cidrs is not UNSET:
             field_dict["network_private_cidrs"] = network_private_cidrs
+        if output_retention_days is not UNSET:
+            field_dict["output_retention_days"] = output_retention_days
 
         return field_dict
 
@@ -192,6 +222,15 @@ class QuotasPatch:
 
         audit_retention_days = _parse_audit_retention_days(d.pop("audit_retention_days", UNSET))
 
+        def _parse_bundle_retention_days(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        bundle_retention_days = _parse_bundle_retention_days(d.pop("bundle_retention_days", UNSET))
+
         def _parse_execs_per_minute(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -200,6 +239,15 @@ class QuotasPatch:
             return cast(int | None | Unset, data)
 
         execs_per_minute = _parse_execs_per_minute(d.pop("execs_per_minute", UNSET))
+
+        def _parse_max_bundles(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_bundles = _parse_max_bundles(d.pop("max_bundles", UNSET))
 
         def _parse_max_disk_mib(data: object) -> int | None | Unset:
             if data is None:
@@ -326,9 +374,20 @@ class QuotasPatch:
 
         network_private_cidrs = _parse_network_private_cidrs(d.pop("network_private_cidrs", UNSET))
 
+        def _parse_output_retention_days(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        output_retention_days = _parse_output_retention_days(d.pop("output_retention_days", UNSET))
+
         quotas_patch = cls(
             audit_retention_days=audit_retention_days,
+            bundle_retention_days=bundle_retention_days,
             execs_per_minute=execs_per_minute,
+            max_bundles=max_bundles,
             max_disk_mib=max_disk_mib,
             max_exec_timeout_s=max_exec_timeout_s,
             max_memory_mib=max_memory_mib,
@@ -342,6 +401,7 @@ class QuotasPatch:
             max_vcpus=max_vcpus,
             network_open_allowed=network_open_allowed,
             network_private_cidrs=network_private_cidrs,
+            output_retention_days=output_retention_days,
         )
 
         quotas_patch.additional_properties = d
