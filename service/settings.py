@@ -55,6 +55,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # a private address), and the OpenAI-compatible endpoint that gives the verdict (none: the
     # verdict comes from the tests alone).
     review_allow_local_repos: bool = False
+    # The review fetch's git (service/reviews/confine.py): the disk its repository may take,
+    # each git process's address space, and the uid it runs as when the service is root.
+    review_fetch_max_mib: int = 2048
+    review_fetch_memory_mib: int = 2048
+    review_fetch_uid: int = 65534
     llm_base_url: str = ""
     llm_api_key: str | None = None
     llm_model: str = ""
@@ -130,6 +135,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError("AIRLOCK_POOL_REFILL_INTERVAL_S must be positive")
         if not 0 <= self.pool_refill_after_claim_s <= 60:
             raise ConfigurationError("AIRLOCK_POOL_REFILL_AFTER_CLAIM_S must be within 0-60")
+        if not 1 <= self.review_fetch_max_mib <= 1 << 20:
+            raise ConfigurationError("AIRLOCK_REVIEW_FETCH_MAX_MIB must be within 1-1048576")
+        if not 256 <= self.review_fetch_memory_mib <= 1 << 20:
+            raise ConfigurationError("AIRLOCK_REVIEW_FETCH_MEMORY_MIB must be within 256-1048576")
+        if not 1 <= self.review_fetch_uid < (1 << 32) - 1:
+            raise ConfigurationError("AIRLOCK_REVIEW_FETCH_UID must be a uid other than 0")
         if self.llm_timeout_s <= 0:
             raise ConfigurationError("AIRLOCK_LLM_TIMEOUT_S must be positive")
         if self.llm_base_url and not self.llm_base_url.startswith(("http://", "https://")):

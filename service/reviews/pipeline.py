@@ -26,6 +26,7 @@ from service.db.models import Tenant
 from service.errors import AppError
 from service.execs.runner import ExecRunner
 from service.reviews import gate, inside, model
+from service.reviews.confine import FetchLimits
 from service.reviews.fetch import FetchFailed, HttpAuth, fetch
 from service.reviews.repository import ReviewRepository
 from service.reviews.source import check_local, parse, pin_addresses
@@ -202,7 +203,8 @@ async def _fetch(deps: Deps, job: Job, stages: Stages, tmp: Path) -> Any:
             else:
                 location = str(await _bundle_file(deps.db, job, tmp))
             auth = await _auth(deps, job)
-            fetched = await fetch(source, job.base, job.head, tmp, location, auth)
+            limits = FetchLimits.from_settings(deps.settings)
+            fetched = await fetch(source, job.base, job.head, tmp, location, auth, limits)
         except (FetchFailed, AppError) as exc:
             raise StageFailed(f"fetch: {error_text(exc)}") from exc
         job.facts.update(base_commit=fetched.base_commit, head_commit=fetched.head_commit)

@@ -49,9 +49,10 @@ async def test_the_right_secret_fetches_and_leaves_nothing_behind(
     fetched = await fetch(source, "main", "pr-42", work, source.location, auth)
     assert fetched.bundle.is_file() and len(fetched.head_commit) == 40
     assert git_host.authorizations[-1] == git_host.expected()
-    # Not in the bare repository's config, nor anywhere else the fetch wrote.
+    # Not in the bundle, nor anywhere else the fetch left: its bare repository was in a
+    # workspace of its own, removed at the end.
     needles = [PRIVATE_PASSWORD.encode(), auth.token.encode()]
-    assert (work / "repo.git" / "config").is_file()
+    assert [p.name for p in work.iterdir()] == ["review.bundle"]
     assert on_disk(work, needles) == []
 
 
