@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -15,12 +15,14 @@ T = TypeVar("T", bound="Secret")
 class Secret:
     """
     Attributes:
+        allowed_hosts (list[str]):
         created_at (datetime.datetime):
         created_by (str):
         name (str):
         updated_at (datetime.datetime):
     """
 
+    allowed_hosts: list[str]
     created_at: datetime.datetime
     created_by: str
     name: str
@@ -28,6 +30,8 @@ class Secret:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        allowed_hosts = self.allowed_hosts
+
         created_at = self.created_at.isoformat()
 
         created_by = self.created_by
@@ -40,6 +44,7 @@ class Secret:
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
+                "allowed_hosts": allowed_hosts,
                 "created_at": created_at,
                 "created_by": created_by,
                 "name": name,
@@ -52,6 +57,8 @@ class Secret:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
+        allowed_hosts = cast(list[str], d.pop("allowed_hosts"))
+
         created_at = isoparse(d.pop("created_at"))
 
         created_by = d.pop("created_by")
@@ -61,6 +68,7 @@ class Secret:
         updated_at = isoparse(d.pop("updated_at"))
 
         secret = cls(
+            allowed_hosts=allowed_hosts,
             created_at=created_at,
             created_by=created_by,
             name=name,

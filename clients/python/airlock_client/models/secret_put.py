@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="SecretPut")
 
@@ -14,13 +16,19 @@ class SecretPut:
     """
     Attributes:
         value (str):
+        allowed_hosts (list[str] | Unset):
     """
 
     value: str
+    allowed_hosts: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         value = self.value
+
+        allowed_hosts: list[str] | Unset = UNSET
+        if not isinstance(self.allowed_hosts, Unset):
+            allowed_hosts = self.allowed_hosts
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -29,6 +37,8 @@ class SecretPut:
                 "value": value,
             }
         )
+        if allowed_hosts is not UNSET:
+            field_dict["allowed_hosts"] = allowed_hosts
 
         return field_dict
 
@@ -37,8 +47,11 @@ class SecretPut:
         d = dict(src_dict)
         value = d.pop("value")
 
+        allowed_hosts = cast(list[str], d.pop("allowed_hosts", UNSET))
+
         secret_put = cls(
             value=value,
+            allowed_hosts=allowed_hosts,
         )
 
         secret_put.additional_properties = d
