@@ -13,6 +13,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from service.audit import chain as audit_chain
+from service.audit import key as audit_key
 from service.auth import keyring
 from service.errors import ConfigurationError
 from service.settings import Settings
@@ -84,4 +86,5 @@ def ensure_operator_key(settings: Settings, *, announce: bool = True) -> str:
 def prepare(settings: Settings, *, announce: bool = True) -> Secrets:
     settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     ensure_signing_key(settings, announce=announce)
+    audit_chain.use_key(audit_key.load_or_create(settings.state_dir))
     return Secrets(operator_key=ensure_operator_key(settings, announce=announce))

@@ -68,9 +68,19 @@ class AuditController(Controller):
     @get(
         "/verify",
         operation_id="verify_audit_chain",
-        summary="Recompute the hash chain and report the first broken link",
+        summary="Check the hash chain from its last verified point and report the first broken "
+        "link",
     )
     async def verify_audit_chain(
-        self, db_session: DbSession, principal: CurrentPrincipal, tenant_id: TenantParam = None
+        self,
+        db_session: DbSession,
+        principal: CurrentPrincipal,
+        tenant_id: TenantParam = None,
+        full: Annotated[
+            bool,
+            QueryParameter(
+                description="Walk the whole chain instead of starting at its last verified point"
+            ),
+        ] = False,
     ) -> AuditVerification:
-        return await service.verify_chain(db_session, _chain(principal, tenant_id))
+        return await service.verify_chain(db_session, _chain(principal, tenant_id), full=full)

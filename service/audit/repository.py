@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import datetime
 
-from sqlalchemy import Select, delete, func, select
+from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.models import AuditChainHead, AuditEvent
@@ -43,14 +43,17 @@ class AuditRepository:
         stmt = stmt.order_by(AuditEvent.seq.desc()).limit(limit)
         return list((await self.session.scalars(stmt)).all())
 
-    async def stream(self, batch: int = 1000) -> AsyncIterator[AuditEvent]:
-        after = 0
+    async def stream(
+        self, after: int = 0, through: int | None = None, batch: int = 1000
+    ) -> AsyncIterator[AuditEvent]:
+        """The chain's events after seq `after` (up to `through`), in order, read in batches."""
         while True:
             rows = list(
                 (
                     await self.session.scalars(
                         self._scoped(select(AuditEvent))
                         .where(AuditEvent.seq > after)
+                        .where(AuditEvent.seq <= (through if through is not None else 2**62))
                         .order_by(AuditEvent.seq)
                         .limit(batch)
                     )
@@ -65,6 +68,18 @@ class AuditRepository:
 
     async def head(self) -> AuditChainHead | None:
         return await self.session.get(AuditChainHead, self.chain)
+
+    async def event(self, seq: int) -> AuditEvent | None:
+        return await self.session.scalar(
+            self._scoped(select(AuditEvent)).where(AuditEvent.seq == seq)
+        )
+
+    async def save_verified(self, seq: int, hash_at_seq: str, mac: str) -> None:
+        await self.session.execute(
+            update(AuditChainHead)
+            .where(AuditChainHead.chain == self.chain)
+            .values(verified_seq=seq, verified_hash=hash_at_seq, verified_mac=mac)
+        )
 
     async def purge_before(self, cutoff: datetime) -> tuple[int, int | None]:
         """Delete the oldest events, up to the last one before `cutoff`.

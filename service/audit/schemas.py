@@ -42,3 +42,9 @@ class AuditVerification(msgspec.Struct, kw_only=True):
     # Set when retention removed the oldest events: the first kept event anchors the chain.
     anchored_after_purge: bool
     broken: BrokenLink | None
+    # Where this verify started: the last verified point (the events after it were checked),
+    # or None when it walked the whole chain.
+    checked_from_seq: int | None = None
+    # Events from this seq on carry the audit key's MAC; older ones (recorded before the key
+    # existed) plain SHA-256.
+    keyed_from_seq: int = 1

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hmac
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.audit.chain import GENESIS, row_hash
+from service.audit.chain import GENESIS, checkpoint_mac, row_hash
 from service.audit.recorder import OPERATOR_CHAIN, PURGE_ACTION
 from service.audit.repository import AuditRepository
 from service.audit.schemas import AuditEventOut, AuditPage, AuditVerification, BrokenLink
@@ -51,62 +54,118 @@ async def list_events(
     return AuditPage(items=[to_schema(r) for r in items], next_cursor=next_cursor)
 
 
-async def verify_chain(session: AsyncSession, chain: str) -> AuditVerification:
-    repo = AuditRepository(session, chain)
-    tenant_id = None if chain == OPERATOR_CHAIN else chain
-    checked = 0
+@dataclass
+class _Walk:
+    """What a verify has seen so far."""
+
+    tenant_id: str | None
+    keyed_from: int
+    checked: int = 0
     first_seq: int | None = None
     prev: tuple[int, str] | None = None
-    anchored = False
+    anchored: bool = False
+    from_checkpoint: int | None = None
+
+    def result(self, broken: BrokenLink | None = None) -> AuditVerification:
+        return AuditVerification(
+            tenant_id=self.tenant_id,
+            valid=broken is None,
+            events_checked=self.checked,
+            first_seq=self.first_seq,
+            last_seq=self.prev[0] if self.prev else None,
+            anchored_after_purge=self.anchored,
+            broken=broken,
+            checked_from_seq=self.from_checkpoint,
+            keyed_from_seq=self.keyed_from,
+        )
+
+    def broken(self, seq: int, event_id: int | None, reason: str) -> AuditVerification:
+        return self.result(BrokenLink(seq=seq, event_id=event_id, reason=reason))
+
+    def content_matches(self, row: AuditEvent) -> bool:
+        return hmac.compare_digest(row_hash(row, keyed=row.seq >= self.keyed_from), row.hash)
+
+
+async def verify_chain(
+    session: AsyncSession, chain: str, *, full: bool = False
+) -> AuditVerification:
+    """Check the chain from its last verified point (or, with `full` or none, from its start)
+    to its head, and record the new verified point when it is whole."""
+    repo = AuditRepository(session, chain)
+    head = await repo.head()
+    walk = _Walk(
+        tenant_id=None if chain == OPERATOR_CHAIN else chain,
+        keyed_from=head.keyed_from_seq if head is not None else 1,
+    )
+    head_at = (head.seq, head.hash) if head is not None else None
+    checkpoint = (
+        (head.verified_seq, head.verified_hash, head.verified_mac)
+        if head is not None and head.verified_seq is not None and not full
+        else None
+    )
+    if checkpoint is not None:
+        failed = await _start_at_checkpoint(repo, walk, chain, *checkpoint)
+        if failed is not None:
+            return failed
+    failed = await _walk_events(repo, walk, head_at[0] if head_at is not None else None)
+    if failed is not None:
+        return failed
+    if head_at is not None and head_at[0] > 0:
+        if walk.prev is None or walk.prev != head_at:
+            after = walk.prev[0] + 1 if walk.prev else 1
+            return walk.broken(after, None, "events at the end of the chain are missing")
+        seq, hash_at_seq = walk.prev
+        await repo.save_verified(
+            seq, hash_at_seq, checkpoint_mac(chain, seq, hash_at_seq, walk.keyed_from)
+        )
+    return walk.result()
+
+
+async def _start_at_checkpoint(
+    repo: AuditRepository, walk: _Walk, chain: str, seq: Any, hash_at_seq: Any, mac: Any
+) -> AuditVerification | None:
+    """Continue from the last verified point; a point that was altered is a broken chain. A
+    point the retention purge removed since means a walk from the start."""
+    expected = checkpoint_mac(chain, seq, hash_at_seq, walk.keyed_from)
+    if not hmac.compare_digest(expected, mac or ""):
+        return walk.broken(seq, None, "the chain's last verified point was altered")
+    row = await repo.event(seq)
+    if row is None:
+        return None
+    if row.hash != hash_at_seq or not walk.content_matches(row):
+        return walk.broken(seq, row.id, "event content does not match its hash")
+    walk.prev = (row.seq, row.hash)
+    walk.from_checkpoint = row.seq
+    return None
+
+
+async def _walk_events(
+    repo: AuditRepository, walk: _Walk, through: int | None
+) -> AuditVerification | None:
     # Where recorded purges ended: a chain may start only right after one of them.
     purged_through: set[int] = set()
-
-    def broken(seq: int, event_id: int | None, reason: str) -> AuditVerification:
-        return AuditVerification(
-            tenant_id=tenant_id,
-            valid=False,
-            events_checked=checked,
-            first_seq=first_seq,
-            last_seq=prev[0] if prev else None,
-            anchored_after_purge=anchored,
-            broken=BrokenLink(seq=seq, event_id=event_id, reason=reason),
-        )
-
-    async for row in repo.stream():
-        if prev is None:
-            first_seq = row.seq
+    # Up to the head read first: events appended meanwhile are for the next verify.
+    async for row in repo.stream(after=walk.prev[0] if walk.prev else 0, through=through):
+        if walk.prev is None:
+            walk.first_seq = row.seq
             if row.seq == 1 and row.prev_hash != GENESIS:
-                return broken(row.seq, row.id, "first event does not start the chain")
+                return walk.broken(row.seq, row.id, "first event does not start the chain")
             # Events before this one were removed by the retention purge; this one anchors.
-            anchored = row.seq != 1
+            walk.anchored = row.seq != 1
         else:
-            if row.seq != prev[0] + 1:
-                return broken(prev[0] + 1, None, "event missing from the chain")
-            if row.prev_hash != prev[1]:
-                return broken(row.seq, row.id, "link to the previous event does not match")
-        if row_hash(row) != row.hash:
-            return broken(row.seq, row.id, "event content does not match its hash")
+            if row.seq != walk.prev[0] + 1:
+                return walk.broken(walk.prev[0] + 1, None, "event missing from the chain")
+            if row.prev_hash != walk.prev[1]:
+                return walk.broken(row.seq, row.id, "link to the previous event does not match")
+        if not walk.content_matches(row):
+            return walk.broken(row.seq, row.id, "event content does not match its hash")
         if row.action == PURGE_ACTION and isinstance(row.details.get("purged_through_seq"), int):
             purged_through.add(row.details["purged_through_seq"])
-        checked += 1
-        prev = (row.seq, row.hash)
-
-    if anchored and first_seq is not None and first_seq - 1 not in purged_through:
-        return broken(
-            first_seq - 1, None, "events at the start of the chain were removed without a purge"
+        walk.checked += 1
+        walk.prev = (row.seq, row.hash)
+    first = walk.first_seq
+    if walk.anchored and first is not None and first - 1 not in purged_through:
+        return walk.broken(
+            first - 1, None, "events at the start of the chain were removed without a purge"
         )
-
-    head = await repo.head()
-    if head is not None and head.seq > 0:
-        if prev is None or head.seq != prev[0] or head.hash != prev[1]:
-            after = prev[0] + 1 if prev else 1
-            return broken(after, None, "events at the end of the chain are missing")
-    return AuditVerification(
-        tenant_id=tenant_id,
-        valid=True,
-        events_checked=checked,
-        first_seq=first_seq,
-        last_seq=prev[0] if prev else None,
-        anchored_after_purge=anchored,
-        broken=None,
-    )
+    return None

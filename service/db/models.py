@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -73,6 +74,14 @@ class AuditChainHead(Base):
     chain: Mapped[str] = mapped_column(String(40), primary_key=True)
     seq: Mapped[int] = mapped_column(BigInteger, nullable=False)
     hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    # Events from this seq on are keyed (HMAC under the audit key); older ones plain SHA-256.
+    keyed_from_seq: Mapped[int] = mapped_column(
+        BigInteger, nullable=False, default=1, server_default=text("1")
+    )
+    # The last point a verify found the chain whole up to, with the audit key's MAC over it.
+    verified_seq: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    verified_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    verified_mac: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class AuditEvent(Base):

@@ -55,10 +55,11 @@ async def events(api: Api, tenant_id: str, **params: Any) -> list[dict[str, Any]
         query["cursor"] = r.json()["next_cursor"]
 
 
-async def verify(api: Api, tenant_id: str) -> dict[str, Any]:
-    r = await api.client.get(
-        "/v1/audit/verify", params={"tenant_id": tenant_id}, headers=api.operator
-    )
+async def verify(api: Api, tenant_id: str, full: bool = False) -> dict[str, Any]:
+    params: dict[str, Any] = {"tenant_id": tenant_id}
+    if full:
+        params["full"] = "true"
+    r = await api.client.get("/v1/audit/verify", params=params, headers=api.operator)
     assert r.status_code == 200, r.text
     return r.json()
 
@@ -283,6 +284,8 @@ async def test_fresh_chain_verifies(api: Api, tenant: Tenant) -> None:
         "last_seq": 2,
         "anchored_after_purge": False,
         "broken": None,
+        "checked_from_seq": None,
+        "keyed_from_seq": 1,
     }
 
 
@@ -352,7 +355,9 @@ async def test_changed_details_break_the_chain_at_that_event(api: Api, raw: Asyn
            WHERE chain = :c AND seq = 3""",
         c=tenant.id,
     )
-    result = await verify(api, tenant.id)
+    # Behind the verified point: the next verify starts there; a full one finds it.
+    assert (await verify(api, tenant.id))["valid"] is True
+    result = await verify(api, tenant.id, full=True)
     assert result["valid"] is False
     assert result["broken"]["seq"] == 3
     assert result["broken"]["reason"] == "event content does not match its hash"
@@ -441,6 +446,8 @@ async def test_retention_purges_old_events_and_keeps_the_chain_verifiable(
         "last_seq": 5,
         "anchored_after_purge": True,
         "broken": None,
+        "checked_from_seq": None,
+        "keyed_from_seq": 1,
     }
     # A tenant with a longer retention keeps its 100-day-old events.
     assert [e["seq"] for e in await events(api, long.id)] == [3, 2, 1]
@@ -504,7 +511,7 @@ async def test_long_chains_verify_across_batches(
     assert result["last_seq"] == 1052
 
     await tamper(raw, "DELETE FROM audit_events WHERE chain = :c AND seq = 1001", c=tenant.id)
-    result = await verify(api, tenant.id)
+    result = await verify(api, tenant.id, full=True)
     assert result["valid"] is False
     assert result["broken"]["seq"] == 1001
     assert result["events_checked"] == 1000
@@ -683,3 +690,94 @@ async def test_a_purge_the_database_refuses_for_one_tenant_spares_the_others(
     assert [e["seq"] for e in await events(api, skewed.id)] == [4, 3, 2, 1]
     assert (await verify(api, skewed.id))["valid"] is True
     assert (await verify(api, healthy.id))["anchored_after_purge"] is True
+
+
+def _plain_sha256(row: dict[str, Any], chain: str, prev_hash: str) -> str:
+    """An event's hash as anyone can compute it without the server's audit key."""
+    import hashlib
+    import json
+
+    ts = datetime.fromisoformat(row["ts"])
+    micros = (ts - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+    fields = [
+        chain,
+        row["seq"],
+        micros,
+        row["actor"],
+        row["action"],
+        row["target"],
+        row["request_id"],
+        row["client"],
+        row["outcome"],
+        row["details"],
+        prev_hash,
+    ]
+    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@postgres_only
+async def test_history_rewritten_and_chained_again_without_the_key_is_caught(
+    api: Api, raw: AsyncEngine
+) -> None:
+    """Someone with the database credentials, but not the audit key, changes an event and
+    recomputes every hash after it up to the head: the event they changed no longer checks."""
+    tenant = await tenant_with_events(api, extra_keys=3)  # seq 1..5
+    chain = sorted(await events(api, tenant.id), key=lambda e: e["seq"])
+    prev = chain[0]["hash"]
+    async with raw.begin() as conn:
+        await conn.execute(text("SET LOCAL session_replication_role = replica"))
+        for row in chain[1:]:
+            if row["seq"] == 2:
+                row = {**row, "outcome": "denied"}
+            forged = _plain_sha256(row, tenant.id, prev)
+            await conn.execute(
+                text(
+                    "UPDATE audit_events SET outcome = :o, prev_hash = :p, hash = :h "
+                    "WHERE chain = :c AND seq = :s"
+                ),
+                {"o": row["outcome"], "p": prev, "h": forged, "c": tenant.id, "s": row["seq"]},
+            )
+            prev = forged
+        await conn.execute(
+            text("UPDATE audit_chain_heads SET hash = :h WHERE chain = :c"),
+            {"h": prev, "c": tenant.id},
+        )
+    result = await verify(api, tenant.id, full=True)
+    assert result["valid"] is False, result
+    assert result["broken"]["seq"] == 2
+    assert result["broken"]["reason"] == "event content does not match its hash"
+
+
+@pytest.mark.sqlite
+async def test_a_verify_checks_what_is_new_since_the_last_verified_point(api: Api) -> None:
+    tenant = await tenant_with_events(api, extra_keys=2)  # seq 1..4
+    first = await verify(api, tenant.id)
+    assert (first["valid"], first["events_checked"], first["checked_from_seq"]) == (True, 4, None)
+
+    again = await verify(api, tenant.id)
+    assert (again["valid"], again["events_checked"], again["checked_from_seq"]) == (True, 0, 4)
+
+    await api.key(tenant, ["audit:read"])
+    await api.key(tenant, ["audit:read"])  # seq 5, 6
+    later = await verify(api, tenant.id)
+    assert later["valid"] is True
+    assert (later["events_checked"], later["checked_from_seq"], later["last_seq"]) == (2, 4, 6)
+
+    whole = await verify(api, tenant.id, full=True)
+    assert (whole["valid"], whole["events_checked"], whole["checked_from_seq"]) == (True, 6, None)
+
+
+@postgres_only
+async def test_a_moved_verified_point_is_reported(api: Api, raw: AsyncEngine) -> None:
+    """Moving the verified point (to skip checking what follows it) breaks its MAC."""
+    tenant = await tenant_with_events(api, extra_keys=2)
+    assert (await verify(api, tenant.id))["valid"] is True
+    await tamper(
+        raw,
+        "UPDATE audit_chain_heads SET keyed_from_seq = 100 WHERE chain = :c",
+        c=tenant.id,
+    )
+    result = await verify(api, tenant.id)
+    assert result["valid"] is False
+    assert result["broken"]["reason"] == "the chain's last verified point was altered"

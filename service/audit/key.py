@@ -1,0 +1,34 @@
+"""The audit key: 32 random bytes in `<state dir>/audit.key` (mode 0600), made on first start.
+
+Every replica must share the file, like the secrets key; without it no event can be recorded
+or verified. It never goes to the database.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from service.errors import ConfigurationError
+
+KEY_FILE = "audit.key"
+KEY_BYTES = 32
+
+
+def load_or_create(state_dir: Path) -> bytes:
+    path = state_dir / KEY_FILE
+    try:
+        key = path.read_bytes()
+    except FileNotFoundError:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        key = os.urandom(KEY_BYTES)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it first
+            key = path.read_bytes()
+        else:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(key)
+    if len(key) != KEY_BYTES:
+        raise ConfigurationError(f"{path} must hold {KEY_BYTES} bytes, not {len(key)}")
+    return key
