@@ -6,7 +6,10 @@ its review runner on gVisor and a real HTTPS git host that logs what it is sent.
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
+import ssl
+import threading
+from collections.abc import AsyncIterator, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +120,58 @@ async def test_a_secret_for_the_host_and_port_fetches(
     report = await wait_for(rapi, rtenant, r.json()["id"])
     assert stages(report)["fetch"]["outcome"] == "ok", report
     assert git_host.authorizations[-1] == git_host.expected()
+
+
+@pytest.fixture
+def redirecting(git_host: GitHost, tmp_path: Path) -> Iterator[tuple[str, list[str | None]]]:
+    """A repository URL on an allowed host whose server redirects every request to another
+    host, and what that other host was sent."""
+    elsewhere: list[str | None] = []
+
+    class Elsewhere(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            elsewhere.append(self.headers.get("Authorization"))
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    other = ThreadingHTTPServer(("127.0.0.1", 0), Elsewhere)
+    target = f"http://localhost:{other.server_address[1]}"
+
+    class Redirect(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", target + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    first = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(git_host.ca_file, git_host.ca_file.with_name("git-host.key"))
+    first.socket = context.wrap_socket(first.socket, server_side=True)
+    for server in (first, other):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"https://127.0.0.1:{first.server_address[1]}/moved.git", elsewhere
+    first.shutdown()
+    other.shutdown()
+
+
+async def test_a_redirect_to_another_host_does_not_carry_the_secret(
+    rapi: Api, rtenant: Tenant, redirecting: tuple[str, list[str | None]]
+) -> None:
+    url, elsewhere = redirecting
+    await put_secret(rapi, rtenant, "redirected", allowed_hosts=["127.0.0.1"])
+    body = {"repo": url, "head": "pr-42", "credentials": {"secret": "redirected"}}
+    r = await rapi.client.post("/v1/reviews", json=body, headers=rtenant.headers)
+    assert r.status_code == 202, r.text
+    report = await wait_for(rapi, rtenant, r.json()["id"])
+    assert report["state"] == "failed", report
+    assert stages(report)["fetch"]["outcome"] == "failed"
+    # Redirects are not followed: the other host is sent nothing, the secret least of all.
+    assert elsewhere == []
