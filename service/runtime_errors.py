@@ -16,6 +16,8 @@ def _status(exc: rt.SandboxRuntimeError) -> tuple[int, str, str, dict[str, Any]]
     match exc:
         case rt.RuntimeUnavailable():
             return 503, "runtime_unavailable", "No sandbox runtime", {"runtime": exc.runtime}
+        case rt.ImageNotAllowed():
+            return 422, "image_not_allowed", "The image may not be pulled", {"image": exc.image}
         case rt.ImageNotFound():
             return 422, "image_not_found", "No such image", {"image": exc.image}
         case rt.InvalidImage():

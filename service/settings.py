@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -11,6 +12,11 @@ from pathlib import Path
 import msgspec
 
 from service.errors import ConfigurationError
+
+# A registry host (with an optional port) and optional repository path: `ghcr.io/acme`.
+_REGISTRY_ENTRY = re.compile(
+    r"[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]{1,5})?(?:/[a-z0-9._-]+)*"
+)
 
 
 class Environment(StrEnum):
@@ -43,6 +49,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     pool_targets: str = ""
     # Where sandboxes with a network get their addresses (an IPv4 /28 or larger, private).
     sandbox_network_range: str = "10.231.0.0/16"
+    # Where a tenant's `image` may be pulled from (runtimes that pull: BoxLite), as a comma
+    # list of registries or repository prefixes (`ghcr.io/acme`, `docker.io/library`; `*`: any).
+    # Empty: only the local image store.
+    image_registries: str = ""
     # On gVisor, the memory (MiB) the sandboxes of this host may be promised in total: each
     # counts its memory plus its writable space (tmpfs, held in memory). None: 3/4 of MemTotal.
     host_memory_mib: int | None = None
@@ -69,6 +79,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def is_production(self) -> bool:
         return self.env is Environment.PRODUCTION
+
+    @property
+    def image_registry_list(self) -> tuple[str, ...]:
+        return tuple(e.strip().rstrip("/") for e in self.image_registries.split(",") if e.strip())
 
     @property
     def keys_dir(self) -> Path:
@@ -129,6 +143,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError(
                 "AIRLOCK_SANDBOX_NETWORK_RANGE must be a private IPv4 network of /28 or larger"
             )
+        for entry in self.image_registry_list:
+            if entry != "*" and not _REGISTRY_ENTRY.fullmatch(entry):
+                raise ConfigurationError(
+                    f"AIRLOCK_IMAGE_REGISTRIES: {entry!r} is not a registry or repository prefix "
+                    "(such as ghcr.io/acme) or *"
+                )
         if self.host_memory_mib is not None and self.host_memory_mib < 256:
             raise ConfigurationError("AIRLOCK_HOST_MEMORY_MIB must be at least 256")
         if self.pool_refill_interval_s <= 0:

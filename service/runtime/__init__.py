@@ -3,6 +3,7 @@
 from .errors import (
     ExecNotFound,
     ImageBuildFailed,
+    ImageNotAllowed,
     ImageNotFound,
     InvalidImage,
     InvalidPath,
@@ -39,6 +40,7 @@ __all__ = [
     "FileEntry",
     "ImageBuildFailed",
     "ImageInfo",
+    "ImageNotAllowed",
     "ImageNotFound",
     "InvalidImage",
     "InvalidPath",

@@ -26,6 +26,7 @@ from . import egress, files, gvisor_spec, images
 from .config import RuntimeConfig
 from .errors import (
     ExecNotFound,
+    ImageNotAllowed,
     ImageNotFound,
     InvalidSpec,
     ResourceExhausted,
@@ -111,6 +112,26 @@ def registry_reference(name: str) -> bool:
     if len(name) > 255 or not _REFERENCE.fullmatch(name):
         return False
     return any(mark in name for mark in ":/@")
+
+
+def normalized_reference(name: str) -> str:
+    """`registry/repository` of a reference, as Docker reads it: the first part is a registry
+    when it has a dot or a port or is `localhost`, else Docker Hub (`library/` for one part)."""
+    repository = name.split("@", 1)[0]
+    head, _, last = repository.rpartition("/")
+    repository = f"{head}/{last.split(':', 1)[0]}" if head else last.split(":", 1)[0]
+    first, _, rest = repository.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return repository
+    return f"docker.io/{repository if rest else 'library/' + repository}"
+
+
+def pull_allowed(name: str, registries: tuple[str, ...]) -> bool:
+    """Whether `name` is under one of `registries` (registries or repository prefixes)."""
+    if "*" in registries:
+        return True
+    full = normalized_reference(name)
+    return any(full == entry or full.startswith(entry + "/") for entry in registries)
 
 
 def box_options_kwargs(
@@ -489,8 +510,11 @@ class BoxliteRuntime:
         *,
         home: Path | None = None,
         security: Security = "maximum",
+        image_registries: tuple[str, ...] = (),
     ) -> None:
         self.state_dir = Path(state_dir).resolve()
+        # Where a registry reference may be pulled from (empty: nowhere, local images only).
+        self.image_registries = image_registries
         self.home = Path(home).resolve() if home is not None else self.state_dir / "boxlite"
         self.snapshots_dir = self.home.with_name(self.home.name + "-snapshots")
         self.security: Security = security
@@ -502,16 +526,24 @@ class BoxliteRuntime:
         self._pulled: dict[str, tuple[float, ImageSource]] = {}
 
     @classmethod
-    async def open(cls, state_dir: Path, probe_result: ProbeResult) -> BoxliteRuntime:
+    async def open(
+        cls,
+        state_dir: Path,
+        probe_result: ProbeResult,
+        image_registries: tuple[str, ...] = (),
+    ) -> BoxliteRuntime:
         if not probe_result.ok:
             raise RuntimeUnavailable("boxlite", probe_result.diagnosis)
-        return cls.unchecked(state_dir)
+        runtime = cls.unchecked(state_dir)
+        runtime.image_registries = image_registries
+        return runtime
 
     @classmethod
     async def from_config(cls, config: RuntimeConfig, probe_result: ProbeResult) -> BoxliteRuntime:
         """The runtime as the service's configuration asks for (see config.py); of its fields
-        BoxLite takes the state dir (the gVisor ones have no BoxLite meaning)."""
-        return await cls.open(config.state_dir, probe_result)
+        BoxLite takes the state dir and the registries it may pull from (the gVisor ones have
+        no BoxLite meaning)."""
+        return await cls.open(config.state_dir, probe_result, config.image_registries)
 
     @classmethod
     def unchecked(cls, state_dir: Path, home: Path | None = None) -> BoxliteRuntime:
@@ -552,6 +584,8 @@ class BoxliteRuntime:
         except ImageNotFound:
             if not registry_reference(image):
                 raise
+        if not pull_allowed(image, self.image_registries):
+            raise ImageNotAllowed(image)
         recent = self._pulled.get(image)
         if recent is not None and time.monotonic() - recent[0] < PULL_REUSE_S:
             return recent[1]

@@ -34,6 +34,9 @@ class RuntimeConfig:
     host_memory_mib: int | None = None
     # gVisor: the exec agent as PID 1 where the image has python3.
     use_agent: bool = True
+    # BoxLite: the registries (or repository prefixes) a tenant's image may be pulled from;
+    # empty: none, only local images; "*": any.
+    image_registries: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RuntimeConfig:
@@ -43,4 +46,5 @@ class RuntimeConfig:
             runsc_platform=settings.runsc_platform,
             network_range=settings.sandbox_network_range,
             host_memory_mib=settings.host_memory_mib,
+            image_registries=settings.image_registry_list,
         )

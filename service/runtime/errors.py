@@ -42,6 +42,16 @@ class ImageNotFound(SandboxRuntimeError):
         self.image = image
 
 
+class ImageNotAllowed(SandboxRuntimeError):
+    """A registry reference outside the registries the operator allows (IMAGE_REGISTRIES)."""
+
+    tenant_safe = True
+
+    def __init__(self, image: str) -> None:
+        super().__init__(f"image {image!r} is not in a registry this service may pull from")
+        self.image = image
+
+
 class ImageBuildFailed(SandboxRuntimeError):
     """Building or importing an image failed; the message carries the failing step."""
 

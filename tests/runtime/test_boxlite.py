@@ -24,6 +24,7 @@ import pytest
 
 from service.runtime import (
     ExecRequest,
+    ImageNotAllowed,
     ImageNotFound,
     InvalidSpec,
     PathNotFound,
@@ -47,6 +48,8 @@ from service.runtime.boxlite import (
     ProbeResult,
     _box_options,
     box_options_kwargs,
+    normalized_reference,
+    pull_allowed,
     registry_reference,
     typed_error,
 )
@@ -301,7 +304,9 @@ async def test_image_names(tmp_path: Path, state_dir: Path) -> None:
     class Native:
         images = Images()
 
-    runtime = BoxliteRuntime(state_dir, runtime=Native(), home=tmp_path / "boxlite")
+    runtime = BoxliteRuntime(
+        state_dir, runtime=Native(), home=tmp_path / "boxlite", image_registries=("docker.io",)
+    )
     local = await runtime.resolve_image(images.DEFAULT_IMAGE)
     assert local.rootfs_path is not None and local.reference is None
     assert (local.rootfs_path / "index.json").is_file()
@@ -325,6 +330,7 @@ async def real(
 ) -> AsyncIterator[BoxliteRuntime]:
     """A BoxliteRuntime on the real library with a home of its own, without the probe gate."""
     runtime = BoxliteRuntime.unchecked(state_dir, tmp_path_factory.mktemp("bl") / "boxlite")
+    runtime.image_registries = ("*",)  # the pull tests name registries on this host
     yield runtime
     for info in await runtime._runtime.list_info():
         await runtime._discard(info.id)
@@ -518,3 +524,38 @@ async def test_unbootable_host_refuses_to_open(boxlite_probe: ProbeResult, state
         await BoxliteRuntime.open(state_dir, boxlite_probe)
     assert failure.value.runtime == "boxlite"
     assert failure.value.diagnosis == boxlite_probe.diagnosis
+
+
+def test_references_read_as_docker_reads_them() -> None:
+    assert normalized_reference("python:3.12-slim") == "docker.io/library/python"
+    assert normalized_reference("acme/tool@sha256:" + "a" * 64) == "docker.io/acme/tool"
+    assert normalized_reference("ghcr.io/acme/tool:1") == "ghcr.io/acme/tool"
+    assert normalized_reference("localhost:5000/x/y:2") == "localhost:5000/x/y"
+    assert pull_allowed("ghcr.io/acme/tool:1", ("ghcr.io/acme",))
+    assert not pull_allowed("ghcr.io/acmevil/tool:1", ("ghcr.io/acme",))
+    assert not pull_allowed("ghcr.io.evil.example/acme/tool", ("ghcr.io",))
+    assert pull_allowed("python:3.12", ("docker.io/library",))
+    assert not pull_allowed("python:3.12", ())
+    assert pull_allowed("anything.example/x", ("*",))
+
+
+async def test_a_registry_the_operator_did_not_allow_is_never_pulled(state_dir: Path) -> None:
+    """real: by default (no AIRLOCK_IMAGE_REGISTRIES) a tenant's registry reference is refused
+    before BoxLite is asked to pull it: the host fetches nothing a tenant names."""
+    runtime = BoxliteRuntime.unchecked(state_dir)
+    try:
+        connections: list[int] = []
+        listener = await asyncio.start_server(lambda r, w: connections.append(1), "127.0.0.1", 0)
+        port = listener.sockets[0].getsockname()[1]
+        try:
+            for check in (runtime.check_image, runtime.resolve_image):
+                with pytest.raises(ImageNotAllowed):
+                    await check(f"127.0.0.1:{port}/airlock/tool:1")
+            with pytest.raises(ImageNotAllowed):
+                await runtime.create(f"127.0.0.1:{port}/airlock/tool:1", SandboxSpec())
+        finally:
+            listener.close()
+        assert connections == []  # no connection was made to the registry
+        await runtime.check_image(images.DEFAULT_IMAGE)  # local images are always there
+    finally:
+        await runtime.close()
