@@ -118,12 +118,21 @@ def test_otel_exporter_follows_the_standard_variables() -> None:
         {"AIRLOCK_SANDBOX_NETWORK_RANGE": "8.8.0.0/16"},
         {"AIRLOCK_SANDBOX_NETWORK_RANGE": "10.231.0.1/16"},
         {"AIRLOCK_SANDBOX_NETWORK_RANGE": "fd00::/64"},
+        {"AIRLOCK_IMAGE_REGISTRIES": "https://ghcr.io"},
+        {"AIRLOCK_IMAGE_REGISTRIES": "ghcr.io/Acme"},
     ],
     ids=lambda env: ",".join(f"{k}={v}" for k, v in env.items()),
 )
 def test_invalid_values_are_configuration_errors(environ: dict[str, str]) -> None:
     with pytest.raises(ConfigurationError):
         Settings.from_env(environ)
+
+
+def test_image_registries_are_a_list_of_prefixes() -> None:
+    assert Settings.from_env({}).image_registry_list == ()
+    got = Settings.from_env({"AIRLOCK_IMAGE_REGISTRIES": " ghcr.io/acme/, localhost:5000 ,"})
+    assert got.image_registry_list == ("ghcr.io/acme", "localhost:5000")
+    assert Settings.from_env({"AIRLOCK_IMAGE_REGISTRIES": "*"}).image_registry_list == ("*",)
 
 
 def test_configuration_error_names_the_variable() -> None:
