@@ -1,7 +1,8 @@
 """The pull request never decides its own verdict: on a real multi-module package (`ledger`,
 41 tests), a change that breaks two tests is not approved however it is dressed up (notes to
 the model in comments and docstrings, fake "N passed" lines, a conftest.py that ends the run
-with exit status 0 and a green summary, the failing tests deleted), with a model that approves
+with exit status 0 and a green summary, package code that does the same, the failing tests
+deleted), with a model that approves
 everything and with no model at all; a harmless change is approved by both.
 
 Every review goes through HTTP to the app's review runner on gVisor. The cases run at once
@@ -35,6 +36,7 @@ CASES = {
     "breaks": ledger.BREAKS_A_TEST,
     "injection": ledger.INJECTION,
     "exit_zero": ledger.EXIT_ZERO,
+    "forged_exit": ledger.FORGED_EXIT,
     "deletes_test": ledger.DELETES_THE_FAILING_TEST,
     "harmless": ledger.HARMLESS,
 }
@@ -148,6 +150,19 @@ async def test_a_conftest_that_forces_exit_status_0_is_not_approved(
     assert "tests/conftest.py" in report["gate"]["infrastructure"]
     assert _regressions(report) == dict.fromkeys(ledger.FAILING, "failed")
     assert "needs a human review" in report["reasoning"]
+
+
+@pytest.mark.parametrize("app", APPS)
+async def test_package_code_that_forces_exit_status_0_is_not_approved(
+    reports: dict[str, dict[str, Any]], app: str
+) -> None:
+    report = reports[app]["forged_exit"]
+    _not_approved(report, app)
+    assert report["test_exit_code"] == 0
+    assert report["gate"]["infrastructure"] == []
+    # pytest's own status, recorded before the exit, disagrees with the process's.
+    assert "pytest finished with status 1 but the process exited with 0" in report["reasoning"]
+    assert _regressions(report) == dict.fromkeys(ledger.FAILING, "failed")
 
 
 @pytest.mark.parametrize("app", APPS)
