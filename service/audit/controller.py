@@ -36,7 +36,7 @@ def _chain(principal: CurrentPrincipal, tenant_id: str | None) -> str:
 class AuditController(Controller):
     path = "/v1/audit"
     tags = ["audit"]
-    opt = {"scope": "audit:read", "operator_allowed": True, "unbound_only": True}
+    opt = {"scope": "audit:read", "operator_allowed": True}
 
     @get("/", operation_id="list_audit_events", summary="List audit events, newest first")
     async def list_audit_events(

@@ -47,7 +47,7 @@ def to_schema(row: TenantSecret) -> Secret:
 
 
 def tenant_of(principal: Principal) -> str:
-    # Sandbox-bound tokens are refused by the route (`unbound_only`); the operator by the guard.
+    # The guard refuses sandbox-bound tokens (no `bound_token` route) and the operator.
     assert principal.tenant_id is not None
     return principal.tenant_id
 
