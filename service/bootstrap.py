@@ -83,8 +83,13 @@ def ensure_operator_key(settings: Settings, *, announce: bool = True) -> str:
     return value
 
 
+def load_audit_key(settings: Settings) -> None:
+    """Every process that records or verifies audit events loads the key first."""
+    audit_chain.use_key(audit_key.load_or_create(settings.state_dir))
+
+
 def prepare(settings: Settings, *, announce: bool = True) -> Secrets:
     settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     ensure_signing_key(settings, announce=announce)
-    audit_chain.use_key(audit_key.load_or_create(settings.state_dir))
+    load_audit_key(settings)
     return Secrets(operator_key=ensure_operator_key(settings, announce=announce))

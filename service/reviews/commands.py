@@ -78,6 +78,7 @@ def _repo(repo: str) -> str:
 async def _run(settings: Settings, tenant_name: str, data: Any, *, as_json: bool) -> int:
     from service.audit.recorder import AuditContext
     from service.auth.principal import SCOPES, Principal, PrincipalKind
+    from service.bootstrap import load_audit_key
     from service.db.migrate import ensure_migrated
     from service.db.session import make_engine, make_sessionmaker
     from service.errors import AppError
@@ -89,6 +90,7 @@ async def _run(settings: Settings, tenant_name: str, data: Any, *, as_json: bool
     from service.runtime_holder import RuntimeHolder
 
     settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    load_audit_key(settings)
     engine = make_engine(settings.effective_database_url)
     db = make_sessionmaker(engine)
     holder = RuntimeHolder(lambda: open_runtime(RuntimeConfig.from_settings(settings)))

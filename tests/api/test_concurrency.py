@@ -28,6 +28,6 @@ async def test_concurrent_appends_keep_one_chain(
 
     await asyncio.gather(*[append(n) for n in range(30)])
     async with sessionmaker() as session:
-        result = await verify_chain(session, tenant.id)
+        result = await verify_chain(session, tenant.id, full=True)
     assert result.valid, result.broken
     assert result.events_checked == 2 + 30
