@@ -151,7 +151,7 @@ async def create_review(
         if data.network.mode != "none":
             raise Unprocessable("sandboxes from templates take no network for now")
     if data.credentials is not None:
-        await _check_credentials(session, principal, tenant_id, data.credentials)
+        await _check_credentials(session, principal, tenant_id, data.credentials, data.repo)
     if data.model is not None and not settings.llm_base_url:
         raise Unprocessable("no model endpoint is configured on this server (AIRLOCK_LLM_BASE_URL)")
     now = utcnow()
@@ -206,9 +206,10 @@ async def _check_credentials(
     principal: Principal,
     tenant_id: str,
     credentials: ReviewCredentials,
+    repo: str,
 ) -> None:
     """The secret goes to the host the URL names, so only a caller who may see the tenant's
-    secrets may name one."""
+    secrets may name one, and only for a host the secret allows."""
     if not credentials.username.isprintable():
         # The schema keeps ':' and control characters out; this also catches a final newline.
         raise Unprocessable("the username holds characters a Basic auth header cannot carry")
@@ -217,11 +218,8 @@ async def _check_credentials(
             "fetching with a tenant secret requires the 'secrets:read' scope",
             extra={"required_scope": "secrets:read"},
         )
-    if not await secrets.exists(session, tenant_id, credentials.secret):
-        raise Unprocessable(
-            f"no secret named {credentials.secret!r} (PUT /v1/secrets/{{name}})",
-            extra={"secret": credentials.secret},
-        )
+    # Only to the hosts the secret's owner named: the caller does not choose where it goes.
+    await secrets.check_usable(session, tenant_id, credentials.secret, repo)
 
 
 async def get_review(session: AsyncSession, principal: Principal, review_id: str) -> Review:
