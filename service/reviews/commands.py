@@ -149,6 +149,28 @@ async def _tenant(db: Any, ctx: Any, settings: Settings, name: str) -> str:
         return again.id
 
 
+def _gate_lines(gate: Any) -> list[str]:
+    """The test gate: counts at the base and the head, and what stands in the way."""
+    if gate is None:
+        return []
+
+    def counts(side: Any) -> str:
+        if side is None:
+            return "no trusted results"
+        found = msgspec.to_builtins(side)
+        return ", ".join(f"{n} {name}" for name, n in found.items() if n) or "no tests"
+
+    lines = [
+        "--- test gate ---",
+        f"base: {counts(gate.base)}",
+        f"head: {counts(gate.head)}",
+        f"approvable: {'yes' if gate.approvable else 'no'}",
+    ]
+    lines += [f"  {r.test}: {r.base} at the base, {r.head} at the head" for r in gate.regressions]
+    lines += [f"  test infrastructure: {item}" for item in gate.infrastructure]
+    return lines
+
+
 def render(report: Any) -> str:
     """The report as text: what ran and how long it took, the tests' output, the verdict."""
     lines = [
@@ -179,6 +201,7 @@ def render(report: Any) -> str:
             "--- test output ---",
             (report.test_output or "").rstrip(),
         ]
+    lines += _gate_lines(report.gate)
     lines += ["--- review ---", f"verdict: {report.verdict or 'none'}"]
     if report.model:
         lines.append(f"model: {report.model} (said {report.model_verdict or 'nothing usable'})")

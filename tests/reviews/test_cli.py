@@ -70,9 +70,11 @@ async def test_the_seed_example_from_the_command_line(
     out = done.stdout
     assert "verdict: REQUEST_CHANGES" in out
     assert "1 failed, 1 passed" in out
-    for stage in ("fetch", "sandbox", "upload", "checkout", "diff", "test", "cleanup", "model"):
+    stages = ("fetch", "sandbox", "upload", "checkout", "diff", "baseline", "test", "cleanup")
+    for stage in (*stages, "gate", "model"):
         assert any(line.startswith(stage) for line in out.splitlines()), (stage, out)
     assert "no model is configured" in out
+    assert "base: no tests\nhead: 1 passed, 1 failed\napprovable: no" in out
 
 
 async def test_a_good_change_is_approved_from_the_tests_alone(
