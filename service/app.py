@@ -38,6 +38,7 @@ from service.jobs.reconcile import reconcile
 from service.jobs.retention import RetentionJob
 from service.jobs.templates import TemplateBuilder
 from service.jobs.ttl import TtlReaper
+from service.openapi import correct_allow_header, document_problems
 from service.pool.controller import PoolController
 from service.pool.service import WarmPool
 from service.requestid import add_request_id_header
@@ -123,7 +124,7 @@ def create_app(
             await engine.dispose()
 
     prometheus = prometheus_config()
-    return Litestar(
+    app = Litestar(
         route_handlers=[
             TenantController,
             ApiKeyController,
@@ -184,6 +185,9 @@ def create_app(
         request_max_body_size=DEFAULT_BODY_LIMIT,
         debug=False,
     )
+    document_problems(app)
+    correct_allow_header(app)
+    return app
 
 
 async def _reconcile(

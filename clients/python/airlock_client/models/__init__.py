@@ -39,6 +39,8 @@ from .pool_status_mode_type_2_type_1 import PoolStatusModeType2Type1
 from .pool_status_mode_type_3_type_1 import PoolStatusModeType3Type1
 from .pool_target_set import PoolTargetSet
 from .pool_target_set_size import PoolTargetSetSize
+from .problem import Problem
+from .problem_errors_item import ProblemErrorsItem
 from .quotas import Quotas
 from .quotas_patch import QuotasPatch
 from .regression import Regression
@@ -139,6 +141,8 @@ __all__ = (
     "PoolStatusModeType3Type1",
     "PoolTargetSet",
     "PoolTargetSetSize",
+    "Problem",
+    "ProblemErrorsItem",
     "Quotas",
     "QuotasPatch",
     "Regression",

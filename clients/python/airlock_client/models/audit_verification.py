@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 if TYPE_CHECKING:
     from ..models.broken_link import BrokenLink
 
@@ -24,6 +26,8 @@ class AuditVerification:
         last_seq (int | None):
         tenant_id (None | str):
         valid (bool):
+        checked_from_seq (int | None | Unset):
+        keyed_from_seq (int | Unset):  Default: 1.
     """
 
     anchored_after_purge: bool
@@ -33,6 +37,8 @@ class AuditVerification:
     last_seq: int | None
     tenant_id: None | str
     valid: bool
+    checked_from_seq: int | None | Unset = UNSET
+    keyed_from_seq: int | Unset = 1
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -59,6 +65,14 @@ class AuditVerification:
 
         valid = self.valid
 
+        checked_from_seq: int | None | Unset
+        if isinstance(self.checked_from_seq, Unset):
+            checked_from_seq = UNSET
+        else:
+            checked_from_seq = self.checked_from_seq
+
+        keyed_from_seq = self.keyed_from_seq
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -72,6 +86,10 @@ class AuditVerification:
                 "valid": valid,
             }
         )
+        if checked_from_seq is not UNSET:
+            field_dict["checked_from_seq"] = checked_from_seq
+        if keyed_from_seq is not UNSET:
+            field_dict["keyed_from_seq"] = keyed_from_seq
 
         return field_dict
 
@@ -122,6 +140,17 @@ class AuditVerification:
 
         valid = d.pop("valid")
 
+        def _parse_checked_from_seq(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        checked_from_seq = _parse_checked_from_seq(d.pop("checked_from_seq", UNSET))
+
+        keyed_from_seq = d.pop("keyed_from_seq", UNSET)
+
         audit_verification = cls(
             anchored_after_purge=anchored_after_purge,
             broken=broken,
@@ -130,6 +159,8 @@ class AuditVerification:
             last_seq=last_seq,
             tenant_id=tenant_id,
             valid=valid,
+            checked_from_seq=checked_from_seq,
+            keyed_from_seq=keyed_from_seq,
         )
 
         audit_verification.additional_properties = d

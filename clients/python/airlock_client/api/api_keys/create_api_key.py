@@ -7,6 +7,7 @@ from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.api_key_create import ApiKeyCreate
 from ...models.api_key_created import ApiKeyCreated
+from ...models.problem import Problem
 from ...types import Response
 
 
@@ -29,11 +30,38 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ApiKeyCreated | None:
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ApiKeyCreated | Problem | None:
     if response.status_code == 201:
         response_201 = ApiKeyCreated.from_dict(response.json())
 
         return response_201
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -41,7 +69,9 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ApiKeyCreated]:
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ApiKeyCreated | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -54,7 +84,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: ApiKeyCreate,
-) -> Response[ApiKeyCreated]:
+) -> Response[ApiKeyCreated | Problem]:
     """Create an API key (shown once)
 
     Args:
@@ -65,7 +95,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ApiKeyCreated]
+        Response[ApiKeyCreated | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -83,7 +113,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     body: ApiKeyCreate,
-) -> ApiKeyCreated | None:
+) -> ApiKeyCreated | Problem | None:
     """Create an API key (shown once)
 
     Args:
@@ -94,7 +124,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ApiKeyCreated
+        ApiKeyCreated | Problem
     """
 
     return sync_detailed(
@@ -107,7 +137,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: ApiKeyCreate,
-) -> Response[ApiKeyCreated]:
+) -> Response[ApiKeyCreated | Problem]:
     """Create an API key (shown once)
 
     Args:
@@ -118,7 +148,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ApiKeyCreated]
+        Response[ApiKeyCreated | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -134,7 +164,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     body: ApiKeyCreate,
-) -> ApiKeyCreated | None:
+) -> ApiKeyCreated | Problem | None:
     """Create an API key (shown once)
 
     Args:
@@ -145,7 +175,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ApiKeyCreated
+        ApiKeyCreated | Problem
     """
 
     return (

@@ -6,6 +6,7 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.api_key_page import ApiKeyPage
+from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
 
@@ -37,11 +38,31 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ApiKeyPage | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ApiKeyPage | Problem | None:
     if response.status_code == 200:
         response_200 = ApiKeyPage.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -49,7 +70,9 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ApiKeyPage]:
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ApiKeyPage | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -63,7 +86,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> Response[ApiKeyPage]:
+) -> Response[ApiKeyPage | Problem]:
     """List the tenant's API keys
 
     Args:
@@ -75,7 +98,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ApiKeyPage]
+        Response[ApiKeyPage | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -95,7 +118,7 @@ def sync(
     client: AuthenticatedClient | Client,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> ApiKeyPage | None:
+) -> ApiKeyPage | Problem | None:
     """List the tenant's API keys
 
     Args:
@@ -107,7 +130,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ApiKeyPage
+        ApiKeyPage | Problem
     """
 
     return sync_detailed(
@@ -122,7 +145,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> Response[ApiKeyPage]:
+) -> Response[ApiKeyPage | Problem]:
     """List the tenant's API keys
 
     Args:
@@ -134,7 +157,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ApiKeyPage]
+        Response[ApiKeyPage | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -152,7 +175,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> ApiKeyPage | None:
+) -> ApiKeyPage | Problem | None:
     """List the tenant's API keys
 
     Args:
@@ -164,7 +187,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ApiKeyPage
+        ApiKeyPage | Problem
     """
 
     return (

@@ -7,6 +7,7 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.audit_page import AuditPage
+from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
 
@@ -82,11 +83,36 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> AuditPage | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> AuditPage | Problem | None:
     if response.status_code == 200:
         response_200 = AuditPage.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -94,7 +120,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[AuditPage]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[AuditPage | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -113,7 +139,7 @@ def sync_detailed(
     until: datetime.datetime | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> Response[AuditPage]:
+) -> Response[AuditPage | Problem]:
     """List audit events, newest first
 
     Args:
@@ -131,7 +157,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[AuditPage]
+        Response[AuditPage | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -161,7 +187,7 @@ def sync(
     until: datetime.datetime | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> AuditPage | None:
+) -> AuditPage | Problem | None:
     """List audit events, newest first
 
     Args:
@@ -179,7 +205,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        AuditPage
+        AuditPage | Problem
     """
 
     return sync_detailed(
@@ -204,7 +230,7 @@ async def asyncio_detailed(
     until: datetime.datetime | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> Response[AuditPage]:
+) -> Response[AuditPage | Problem]:
     """List audit events, newest first
 
     Args:
@@ -222,7 +248,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[AuditPage]
+        Response[AuditPage | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -250,7 +276,7 @@ async def asyncio(
     until: datetime.datetime | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> AuditPage | None:
+) -> AuditPage | Problem | None:
     """List audit events, newest first
 
     Args:
@@ -268,7 +294,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        AuditPage
+        AuditPage | Problem
     """
 
     return (

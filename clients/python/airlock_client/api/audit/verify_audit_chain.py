@@ -6,12 +6,14 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.audit_verification import AuditVerification
+from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     *,
     tenant_id: None | str | Unset = UNSET,
+    full: bool | Unset = False,
 ) -> dict[str, Any]:
 
     params: dict[str, Any] = {}
@@ -22,6 +24,8 @@ def _get_kwargs(
     else:
         json_tenant_id = tenant_id
     params["tenant_id"] = json_tenant_id
+
+    params["full"] = full
 
     params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
@@ -34,11 +38,38 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> AuditVerification | None:
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> AuditVerification | Problem | None:
     if response.status_code == 200:
         response_200 = AuditVerification.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -46,7 +77,9 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[AuditVerification]:
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[AuditVerification | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -59,23 +92,27 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     tenant_id: None | str | Unset = UNSET,
-) -> Response[AuditVerification]:
-    """Recompute the hash chain and report the first broken link
+    full: bool | Unset = False,
+) -> Response[AuditVerification | Problem]:
+    """Check the hash chain from its last verified point and report the first broken link
 
     Args:
         tenant_id (None | str | Unset): Operator only: the tenant whose chain to read; `_operator`
             for the operator's own chain.
+        full (bool | Unset): Walk the whole chain instead of starting at its last verified point
+            Default: False.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[AuditVerification]
+        Response[AuditVerification | Problem]
     """
 
     kwargs = _get_kwargs(
         tenant_id=tenant_id,
+        full=full,
     )
 
     response = client.get_httpx_client().request(
@@ -89,24 +126,28 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     tenant_id: None | str | Unset = UNSET,
-) -> AuditVerification | None:
-    """Recompute the hash chain and report the first broken link
+    full: bool | Unset = False,
+) -> AuditVerification | Problem | None:
+    """Check the hash chain from its last verified point and report the first broken link
 
     Args:
         tenant_id (None | str | Unset): Operator only: the tenant whose chain to read; `_operator`
             for the operator's own chain.
+        full (bool | Unset): Walk the whole chain instead of starting at its last verified point
+            Default: False.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        AuditVerification
+        AuditVerification | Problem
     """
 
     return sync_detailed(
         client=client,
         tenant_id=tenant_id,
+        full=full,
     ).parsed
 
 
@@ -114,23 +155,27 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     tenant_id: None | str | Unset = UNSET,
-) -> Response[AuditVerification]:
-    """Recompute the hash chain and report the first broken link
+    full: bool | Unset = False,
+) -> Response[AuditVerification | Problem]:
+    """Check the hash chain from its last verified point and report the first broken link
 
     Args:
         tenant_id (None | str | Unset): Operator only: the tenant whose chain to read; `_operator`
             for the operator's own chain.
+        full (bool | Unset): Walk the whole chain instead of starting at its last verified point
+            Default: False.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[AuditVerification]
+        Response[AuditVerification | Problem]
     """
 
     kwargs = _get_kwargs(
         tenant_id=tenant_id,
+        full=full,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -142,24 +187,28 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     tenant_id: None | str | Unset = UNSET,
-) -> AuditVerification | None:
-    """Recompute the hash chain and report the first broken link
+    full: bool | Unset = False,
+) -> AuditVerification | Problem | None:
+    """Check the hash chain from its last verified point and report the first broken link
 
     Args:
         tenant_id (None | str | Unset): Operator only: the tenant whose chain to read; `_operator`
             for the operator's own chain.
+        full (bool | Unset): Walk the whole chain instead of starting at its last verified point
+            Default: False.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        AuditVerification
+        AuditVerification | Problem
     """
 
     return (
         await asyncio_detailed(
             client=client,
             tenant_id=tenant_id,
+            full=full,
         )
     ).parsed

@@ -8,6 +8,7 @@ from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.exec_ import Exec
 from ...models.exec_create import ExecCreate
+from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
 
@@ -36,7 +37,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Exec | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Exec | Problem | None:
     if response.status_code == 200:
         response_200 = Exec.from_dict(response.json())
 
@@ -47,13 +48,53 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_202
 
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Exec]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Exec | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -68,7 +109,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: ExecCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Response[Exec]:
+) -> Response[Exec | Problem]:
     """Run a command in a sandbox
 
      With `wait` (the default) the answer is the finished exec (200); `wait: false` answers 202 at once.
@@ -85,7 +126,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Exec]
+        Response[Exec | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -107,7 +148,7 @@ def sync(
     client: AuthenticatedClient | Client,
     body: ExecCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Exec | None:
+) -> Exec | Problem | None:
     """Run a command in a sandbox
 
      With `wait` (the default) the answer is the finished exec (200); `wait: false` answers 202 at once.
@@ -124,7 +165,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Exec
+        Exec | Problem
     """
 
     return sync_detailed(
@@ -141,7 +182,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: ExecCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Response[Exec]:
+) -> Response[Exec | Problem]:
     """Run a command in a sandbox
 
      With `wait` (the default) the answer is the finished exec (200); `wait: false` answers 202 at once.
@@ -158,7 +199,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Exec]
+        Response[Exec | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -178,7 +219,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: ExecCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Exec | None:
+) -> Exec | Problem | None:
     """Run a command in a sandbox
 
      With `wait` (the default) the answer is the finished exec (200); `wait: false` answers 202 at once.
@@ -195,7 +236,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Exec
+        Exec | Problem
     """
 
     return (

@@ -7,6 +7,7 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.exec_ import Exec
+from ...models.problem import Problem
 from ...types import Response
 
 
@@ -26,11 +27,41 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Exec | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Exec | Problem | None:
     if response.status_code == 200:
         response_200 = Exec.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -38,7 +69,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Exec]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Exec | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -52,7 +83,7 @@ def sync_detailed(
     exec_id: str,
     *,
     client: AuthenticatedClient | Client,
-) -> Response[Exec]:
+) -> Response[Exec | Problem]:
     """Kill a running exec and its processes
 
     Args:
@@ -64,7 +95,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Exec]
+        Response[Exec | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -84,7 +115,7 @@ def sync(
     exec_id: str,
     *,
     client: AuthenticatedClient | Client,
-) -> Exec | None:
+) -> Exec | Problem | None:
     """Kill a running exec and its processes
 
     Args:
@@ -96,7 +127,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Exec
+        Exec | Problem
     """
 
     return sync_detailed(
@@ -111,7 +142,7 @@ async def asyncio_detailed(
     exec_id: str,
     *,
     client: AuthenticatedClient | Client,
-) -> Response[Exec]:
+) -> Response[Exec | Problem]:
     """Kill a running exec and its processes
 
     Args:
@@ -123,7 +154,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Exec]
+        Response[Exec | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -141,7 +172,7 @@ async def asyncio(
     exec_id: str,
     *,
     client: AuthenticatedClient | Client,
-) -> Exec | None:
+) -> Exec | Problem | None:
     """Kill a running exec and its processes
 
     Args:
@@ -153,7 +184,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Exec
+        Exec | Problem
     """
 
     return (

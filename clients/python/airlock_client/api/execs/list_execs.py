@@ -7,6 +7,7 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.exec_page import ExecPage
+from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
 
@@ -41,11 +42,36 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ExecPage | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ExecPage | Problem | None:
     if response.status_code == 200:
         response_200 = ExecPage.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -53,7 +79,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ExecPage]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ExecPage | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -68,7 +94,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> Response[ExecPage]:
+) -> Response[ExecPage | Problem]:
     """The sandbox's exec history
 
     Args:
@@ -81,7 +107,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ExecPage]
+        Response[ExecPage | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -103,7 +129,7 @@ def sync(
     client: AuthenticatedClient | Client,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> ExecPage | None:
+) -> ExecPage | Problem | None:
     """The sandbox's exec history
 
     Args:
@@ -116,7 +142,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ExecPage
+        ExecPage | Problem
     """
 
     return sync_detailed(
@@ -133,7 +159,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> Response[ExecPage]:
+) -> Response[ExecPage | Problem]:
     """The sandbox's exec history
 
     Args:
@@ -146,7 +172,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ExecPage]
+        Response[ExecPage | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -166,7 +192,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> ExecPage | None:
+) -> ExecPage | Problem | None:
     """The sandbox's exec history
 
     Args:
@@ -179,7 +205,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ExecPage
+        ExecPage | Problem
     """
 
     return (

@@ -1,11 +1,12 @@
 from http import HTTPStatus
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
 
@@ -44,9 +45,44 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Any | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Any | Problem | str | None:
     if response.status_code == 200:
-        return None
+        response_200 = response.text
+        return response_200
+
+    if response.status_code == 204:
+        response_204 = cast(Any, None)
+        return response_204
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -54,7 +90,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Any]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Any | Problem | str]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -70,7 +106,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     after: int | None | Unset = UNSET,
     last_event_id: None | str | Unset = UNSET,
-) -> Response[Any]:
+) -> Response[Any | Problem | str]:
     r"""Stream an exec's output as server-sent events
 
      Events `stdout` and `stderr` carry `{\"text\": ...}`; the last is `exit`. Reconnect with `Last-
@@ -89,7 +125,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any]
+        Response[Any | Problem | str]
     """
 
     kwargs = _get_kwargs(
@@ -106,14 +142,14 @@ def sync_detailed(
     return _build_response(client=client, response=response)
 
 
-async def asyncio_detailed(
+def sync(
     sandbox_id: str,
     exec_id: str,
     *,
     client: AuthenticatedClient | Client,
     after: int | None | Unset = UNSET,
     last_event_id: None | str | Unset = UNSET,
-) -> Response[Any]:
+) -> Any | Problem | str | None:
     r"""Stream an exec's output as server-sent events
 
      Events `stdout` and `stderr` carry `{\"text\": ...}`; the last is `exit`. Reconnect with `Last-
@@ -132,7 +168,45 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any]
+        Any | Problem | str
+    """
+
+    return sync_detailed(
+        sandbox_id=sandbox_id,
+        exec_id=exec_id,
+        client=client,
+        after=after,
+        last_event_id=last_event_id,
+    ).parsed
+
+
+async def asyncio_detailed(
+    sandbox_id: str,
+    exec_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    after: int | None | Unset = UNSET,
+    last_event_id: None | str | Unset = UNSET,
+) -> Response[Any | Problem | str]:
+    r"""Stream an exec's output as server-sent events
+
+     Events `stdout` and `stderr` carry `{\"text\": ...}`; the last is `exit`. Reconnect with `Last-
+    Event-ID` (or `?after=`) to resume without loss. The credential is checked again every few seconds:
+    once it is revoked or expired, or the tenant suspended, the stream ends with an `unauthenticated`
+    event (`{\"code\", \"detail\"}`).
+
+    Args:
+        sandbox_id (str):
+        exec_id (str):
+        after (int | None | Unset): Resume after this event id (as Last-Event-ID)
+        last_event_id (None | str | Unset): Resume after this event id
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | Problem | str]
     """
 
     kwargs = _get_kwargs(
@@ -145,3 +219,43 @@ async def asyncio_detailed(
     response = await client.get_async_httpx_client().request(**kwargs)
 
     return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    sandbox_id: str,
+    exec_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    after: int | None | Unset = UNSET,
+    last_event_id: None | str | Unset = UNSET,
+) -> Any | Problem | str | None:
+    r"""Stream an exec's output as server-sent events
+
+     Events `stdout` and `stderr` carry `{\"text\": ...}`; the last is `exit`. Reconnect with `Last-
+    Event-ID` (or `?after=`) to resume without loss. The credential is checked again every few seconds:
+    once it is revoked or expired, or the tenant suspended, the stream ends with an `unauthenticated`
+    event (`{\"code\", \"detail\"}`).
+
+    Args:
+        sandbox_id (str):
+        exec_id (str):
+        after (int | None | Unset): Resume after this event id (as Last-Event-ID)
+        last_event_id (None | str | Unset): Resume after this event id
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | Problem | str
+    """
+
+    return (
+        await asyncio_detailed(
+            sandbox_id=sandbox_id,
+            exec_id=exec_id,
+            client=client,
+            after=after,
+            last_event_id=last_event_id,
+        )
+    ).parsed

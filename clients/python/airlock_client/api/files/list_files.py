@@ -7,6 +7,7 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.file_list import FileList
+from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
 
@@ -33,11 +34,41 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> FileList | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> FileList | Problem | None:
     if response.status_code == 200:
         response_200 = FileList.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -45,7 +76,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[FileList]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[FileList | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -59,7 +90,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     dir_: str | Unset = "/work",
-) -> Response[FileList]:
+) -> Response[FileList | Problem]:
     """List a directory in a sandbox
 
     Args:
@@ -71,7 +102,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[FileList]
+        Response[FileList | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -91,7 +122,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     dir_: str | Unset = "/work",
-) -> FileList | None:
+) -> FileList | Problem | None:
     """List a directory in a sandbox
 
     Args:
@@ -103,7 +134,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        FileList
+        FileList | Problem
     """
 
     return sync_detailed(
@@ -118,7 +149,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     dir_: str | Unset = "/work",
-) -> Response[FileList]:
+) -> Response[FileList | Problem]:
     """List a directory in a sandbox
 
     Args:
@@ -130,7 +161,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[FileList]
+        Response[FileList | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -148,7 +179,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     dir_: str | Unset = "/work",
-) -> FileList | None:
+) -> FileList | Problem | None:
     """List a directory in a sandbox
 
     Args:
@@ -160,7 +191,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        FileList
+        FileList | Problem
     """
 
     return (

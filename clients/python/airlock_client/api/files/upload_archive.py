@@ -7,6 +7,7 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.archive_written import ArchiveWritten
+from ...models.problem import Problem
 from ...types import UNSET, File, Response, Unset
 
 
@@ -40,11 +41,48 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ArchiveWritten | None:
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ArchiveWritten | Problem | None:
     if response.status_code == 201:
         response_201 = ArchiveWritten.from_dict(response.json())
 
         return response_201
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -52,7 +90,9 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ArchiveWritten]:
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ArchiveWritten | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -67,7 +107,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: File,
     dir_: str | Unset = "/work",
-) -> Response[ArchiveWritten]:
+) -> Response[ArchiveWritten | Problem]:
     """Unpack a tar archive into a sandbox directory
 
      The body is a tar (`application/x-tar`), streamed into the sandbox and unpacked there by the
@@ -84,7 +124,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ArchiveWritten]
+        Response[ArchiveWritten | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -106,7 +146,7 @@ def sync(
     client: AuthenticatedClient | Client,
     body: File,
     dir_: str | Unset = "/work",
-) -> ArchiveWritten | None:
+) -> ArchiveWritten | Problem | None:
     """Unpack a tar archive into a sandbox directory
 
      The body is a tar (`application/x-tar`), streamed into the sandbox and unpacked there by the
@@ -123,7 +163,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ArchiveWritten
+        ArchiveWritten | Problem
     """
 
     return sync_detailed(
@@ -140,7 +180,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: File,
     dir_: str | Unset = "/work",
-) -> Response[ArchiveWritten]:
+) -> Response[ArchiveWritten | Problem]:
     """Unpack a tar archive into a sandbox directory
 
      The body is a tar (`application/x-tar`), streamed into the sandbox and unpacked there by the
@@ -157,7 +197,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ArchiveWritten]
+        Response[ArchiveWritten | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -177,7 +217,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: File,
     dir_: str | Unset = "/work",
-) -> ArchiveWritten | None:
+) -> ArchiveWritten | Problem | None:
     """Unpack a tar archive into a sandbox directory
 
      The body is a tar (`application/x-tar`), streamed into the sandbox and unpacked there by the
@@ -194,7 +234,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ArchiveWritten
+        ArchiveWritten | Problem
     """
 
     return (

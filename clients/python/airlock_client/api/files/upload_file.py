@@ -7,6 +7,7 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.file_written import FileWritten
+from ...models.problem import Problem
 from ...types import UNSET, File, Response, Unset
 
 
@@ -47,11 +48,46 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> FileWritten | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> FileWritten | Problem | None:
     if response.status_code == 201:
         response_201 = FileWritten.from_dict(response.json())
 
         return response_201
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -59,7 +95,9 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[FileWritten]:
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[FileWritten | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -75,7 +113,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: File,
     mode: None | str | Unset = UNSET,
-) -> Response[FileWritten]:
+) -> Response[FileWritten | Problem]:
     """Upload a file into a sandbox
 
      The raw body is the file's content, streamed into the sandbox and limited by the tenant's
@@ -93,7 +131,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[FileWritten]
+        Response[FileWritten | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -117,7 +155,7 @@ def sync(
     client: AuthenticatedClient | Client,
     body: File,
     mode: None | str | Unset = UNSET,
-) -> FileWritten | None:
+) -> FileWritten | Problem | None:
     """Upload a file into a sandbox
 
      The raw body is the file's content, streamed into the sandbox and limited by the tenant's
@@ -135,7 +173,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        FileWritten
+        FileWritten | Problem
     """
 
     return sync_detailed(
@@ -154,7 +192,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: File,
     mode: None | str | Unset = UNSET,
-) -> Response[FileWritten]:
+) -> Response[FileWritten | Problem]:
     """Upload a file into a sandbox
 
      The raw body is the file's content, streamed into the sandbox and limited by the tenant's
@@ -172,7 +210,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[FileWritten]
+        Response[FileWritten | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -194,7 +232,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: File,
     mode: None | str | Unset = UNSET,
-) -> FileWritten | None:
+) -> FileWritten | Problem | None:
     """Upload a file into a sandbox
 
      The raw body is the file's content, streamed into the sandbox and limited by the tenant's
@@ -212,7 +250,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        FileWritten
+        FileWritten | Problem
     """
 
     return (

@@ -6,6 +6,7 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.pool_overview import PoolOverview
+from ...models.problem import Problem
 from ...types import Response
 
 
@@ -19,11 +20,31 @@ def _get_kwargs() -> dict[str, Any]:
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> PoolOverview | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> PoolOverview | Problem | None:
     if response.status_code == 200:
         response_200 = PoolOverview.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -31,7 +52,9 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[PoolOverview]:
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[PoolOverview | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -43,7 +66,7 @@ def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
-) -> Response[PoolOverview]:
+) -> Response[PoolOverview | Problem]:
     """Pool targets, members, claims, misses, refills
 
     Raises:
@@ -51,7 +74,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[PoolOverview]
+        Response[PoolOverview | Problem]
     """
 
     kwargs = _get_kwargs()
@@ -66,7 +89,7 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient | Client,
-) -> PoolOverview | None:
+) -> PoolOverview | Problem | None:
     """Pool targets, members, claims, misses, refills
 
     Raises:
@@ -74,7 +97,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        PoolOverview
+        PoolOverview | Problem
     """
 
     return sync_detailed(
@@ -85,7 +108,7 @@ def sync(
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
-) -> Response[PoolOverview]:
+) -> Response[PoolOverview | Problem]:
     """Pool targets, members, claims, misses, refills
 
     Raises:
@@ -93,7 +116,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[PoolOverview]
+        Response[PoolOverview | Problem]
     """
 
     kwargs = _get_kwargs()
@@ -106,7 +129,7 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient | Client,
-) -> PoolOverview | None:
+) -> PoolOverview | Problem | None:
     """Pool targets, members, claims, misses, refills
 
     Raises:
@@ -114,7 +137,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        PoolOverview
+        PoolOverview | Problem
     """
 
     return (

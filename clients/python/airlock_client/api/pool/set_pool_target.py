@@ -8,6 +8,7 @@ from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.pool_status import PoolStatus
 from ...models.pool_target_set import PoolTargetSet
+from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
 
@@ -46,11 +47,46 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> PoolStatus | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> PoolStatus | Problem | None:
     if response.status_code == 200:
         response_200 = PoolStatus.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -58,7 +94,9 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[PoolStatus]:
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[PoolStatus | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -73,7 +111,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: PoolTargetSet,
     tenant: None | str | Unset = UNSET,
-) -> Response[PoolStatus]:
+) -> Response[PoolStatus | Problem]:
     """Keep N started sandboxes of a template and size
 
     Args:
@@ -86,7 +124,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[PoolStatus]
+        Response[PoolStatus | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -108,7 +146,7 @@ def sync(
     client: AuthenticatedClient | Client,
     body: PoolTargetSet,
     tenant: None | str | Unset = UNSET,
-) -> PoolStatus | None:
+) -> PoolStatus | Problem | None:
     """Keep N started sandboxes of a template and size
 
     Args:
@@ -121,7 +159,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        PoolStatus
+        PoolStatus | Problem
     """
 
     return sync_detailed(
@@ -138,7 +176,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: PoolTargetSet,
     tenant: None | str | Unset = UNSET,
-) -> Response[PoolStatus]:
+) -> Response[PoolStatus | Problem]:
     """Keep N started sandboxes of a template and size
 
     Args:
@@ -151,7 +189,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[PoolStatus]
+        Response[PoolStatus | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -171,7 +209,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: PoolTargetSet,
     tenant: None | str | Unset = UNSET,
-) -> PoolStatus | None:
+) -> PoolStatus | Problem | None:
     """Keep N started sandboxes of a template and size
 
     Args:
@@ -184,7 +222,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        PoolStatus
+        PoolStatus | Problem
     """
 
     return (

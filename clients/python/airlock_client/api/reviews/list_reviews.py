@@ -5,6 +5,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
 from ...models.review_page import ReviewPage
 from ...types import UNSET, Response, Unset
 
@@ -48,11 +49,31 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ReviewPage | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | ReviewPage | None:
     if response.status_code == 200:
         response_200 = ReviewPage.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -60,7 +81,9 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ReviewPage]:
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | ReviewPage]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -75,7 +98,7 @@ def sync_detailed(
     state: list[str] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> Response[ReviewPage]:
+) -> Response[Problem | ReviewPage]:
     """List reviews, newest first
 
     Args:
@@ -88,7 +111,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ReviewPage]
+        Response[Problem | ReviewPage]
     """
 
     kwargs = _get_kwargs(
@@ -110,7 +133,7 @@ def sync(
     state: list[str] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> ReviewPage | None:
+) -> Problem | ReviewPage | None:
     """List reviews, newest first
 
     Args:
@@ -123,7 +146,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ReviewPage
+        Problem | ReviewPage
     """
 
     return sync_detailed(
@@ -140,7 +163,7 @@ async def asyncio_detailed(
     state: list[str] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> Response[ReviewPage]:
+) -> Response[Problem | ReviewPage]:
     """List reviews, newest first
 
     Args:
@@ -153,7 +176,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ReviewPage]
+        Response[Problem | ReviewPage]
     """
 
     kwargs = _get_kwargs(
@@ -173,7 +196,7 @@ async def asyncio(
     state: list[str] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> ReviewPage | None:
+) -> Problem | ReviewPage | None:
     """List reviews, newest first
 
     Args:
@@ -186,7 +209,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ReviewPage
+        Problem | ReviewPage
     """
 
     return (

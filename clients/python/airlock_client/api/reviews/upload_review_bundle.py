@@ -6,6 +6,7 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.bundle import Bundle
+from ...models.problem import Problem
 from ...types import File, Response
 
 
@@ -28,11 +29,41 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Bundle | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Bundle | Problem | None:
     if response.status_code == 201:
         response_201 = Bundle.from_dict(response.json())
 
         return response_201
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -40,7 +71,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Bundle]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Bundle | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -53,7 +84,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: File,
-) -> Response[Bundle]:
+) -> Response[Bundle | Problem]:
     """Upload a git bundle to review (its id goes in a review's `repo`)
 
      The raw body is a bundle made by `git bundle create` holding the base and head refs; limited by the
@@ -67,7 +98,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Bundle]
+        Response[Bundle | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -85,7 +116,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     body: File,
-) -> Bundle | None:
+) -> Bundle | Problem | None:
     """Upload a git bundle to review (its id goes in a review's `repo`)
 
      The raw body is a bundle made by `git bundle create` holding the base and head refs; limited by the
@@ -99,7 +130,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Bundle
+        Bundle | Problem
     """
 
     return sync_detailed(
@@ -112,7 +143,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: File,
-) -> Response[Bundle]:
+) -> Response[Bundle | Problem]:
     """Upload a git bundle to review (its id goes in a review's `repo`)
 
      The raw body is a bundle made by `git bundle create` holding the base and head refs; limited by the
@@ -126,7 +157,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Bundle]
+        Response[Bundle | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -142,7 +173,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     body: File,
-) -> Bundle | None:
+) -> Bundle | Problem | None:
     """Upload a git bundle to review (its id goes in a review's `repo`)
 
      The raw body is a bundle made by `git bundle create` holding the base and head refs; limited by the
@@ -156,7 +187,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Bundle
+        Bundle | Problem
     """
 
     return (

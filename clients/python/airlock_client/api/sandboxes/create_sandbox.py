@@ -5,6 +5,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
 from ...models.sandbox import Sandbox
 from ...models.sandbox_create import SandboxCreate
 from ...types import UNSET, Response, Unset
@@ -32,7 +33,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Sandbox | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | Sandbox | None:
     if response.status_code == 200:
         response_200 = Sandbox.from_dict(response.json())
 
@@ -43,13 +44,53 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_201
 
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Sandbox]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | Sandbox]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -63,7 +104,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: SandboxCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Response[Sandbox]:
+) -> Response[Problem | Sandbox]:
     """Create and start a sandbox
 
     Args:
@@ -76,7 +117,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Sandbox]
+        Response[Problem | Sandbox]
     """
 
     kwargs = _get_kwargs(
@@ -96,7 +137,7 @@ def sync(
     client: AuthenticatedClient | Client,
     body: SandboxCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Sandbox | None:
+) -> Problem | Sandbox | None:
     """Create and start a sandbox
 
     Args:
@@ -109,7 +150,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Sandbox
+        Problem | Sandbox
     """
 
     return sync_detailed(
@@ -124,7 +165,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: SandboxCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Response[Sandbox]:
+) -> Response[Problem | Sandbox]:
     """Create and start a sandbox
 
     Args:
@@ -137,7 +178,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Sandbox]
+        Response[Problem | Sandbox]
     """
 
     kwargs = _get_kwargs(
@@ -155,7 +196,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: SandboxCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Sandbox | None:
+) -> Problem | Sandbox | None:
     """Create and start a sandbox
 
     Args:
@@ -168,7 +209,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Sandbox
+        Problem | Sandbox
     """
 
     return (

@@ -6,6 +6,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
 from ...models.transition import Transition
 from ...types import Response
 
@@ -24,7 +25,9 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> list[Transition] | None:
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | list[Transition] | None:
     if response.status_code == 200:
         response_200 = []
         _response_200 = response.json()
@@ -35,13 +38,40 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[list[Transition]]:
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | list[Transition]]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -54,7 +84,7 @@ def sync_detailed(
     sandbox_id: str,
     *,
     client: AuthenticatedClient | Client,
-) -> Response[list[Transition]]:
+) -> Response[Problem | list[Transition]]:
     """Every state change of a sandbox
 
     Args:
@@ -65,7 +95,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[Transition]]
+        Response[Problem | list[Transition]]
     """
 
     kwargs = _get_kwargs(
@@ -83,7 +113,7 @@ def sync(
     sandbox_id: str,
     *,
     client: AuthenticatedClient | Client,
-) -> list[Transition] | None:
+) -> Problem | list[Transition] | None:
     """Every state change of a sandbox
 
     Args:
@@ -94,7 +124,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[Transition]
+        Problem | list[Transition]
     """
 
     return sync_detailed(
@@ -107,7 +137,7 @@ async def asyncio_detailed(
     sandbox_id: str,
     *,
     client: AuthenticatedClient | Client,
-) -> Response[list[Transition]]:
+) -> Response[Problem | list[Transition]]:
     """Every state change of a sandbox
 
     Args:
@@ -118,7 +148,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[Transition]]
+        Response[Problem | list[Transition]]
     """
 
     kwargs = _get_kwargs(
@@ -134,7 +164,7 @@ async def asyncio(
     sandbox_id: str,
     *,
     client: AuthenticatedClient | Client,
-) -> list[Transition] | None:
+) -> Problem | list[Transition] | None:
     """Every state change of a sandbox
 
     Args:
@@ -145,7 +175,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[Transition]
+        Problem | list[Transition]
     """
 
     return (

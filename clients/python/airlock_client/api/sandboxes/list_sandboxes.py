@@ -5,6 +5,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
 from ...models.sandbox_page import SandboxPage
 from ...types import UNSET, Response, Unset
 
@@ -59,11 +60,31 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> SandboxPage | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | SandboxPage | None:
     if response.status_code == 200:
         response_200 = SandboxPage.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -71,7 +92,9 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[SandboxPage]:
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | SandboxPage]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -87,7 +110,7 @@ def sync_detailed(
     label: list[str] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> Response[SandboxPage]:
+) -> Response[Problem | SandboxPage]:
     """List sandboxes
 
     Args:
@@ -101,7 +124,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[SandboxPage]
+        Response[Problem | SandboxPage]
     """
 
     kwargs = _get_kwargs(
@@ -125,7 +148,7 @@ def sync(
     label: list[str] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> SandboxPage | None:
+) -> Problem | SandboxPage | None:
     """List sandboxes
 
     Args:
@@ -139,7 +162,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        SandboxPage
+        Problem | SandboxPage
     """
 
     return sync_detailed(
@@ -158,7 +181,7 @@ async def asyncio_detailed(
     label: list[str] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> Response[SandboxPage]:
+) -> Response[Problem | SandboxPage]:
     """List sandboxes
 
     Args:
@@ -172,7 +195,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[SandboxPage]
+        Response[Problem | SandboxPage]
     """
 
     kwargs = _get_kwargs(
@@ -194,7 +217,7 @@ async def asyncio(
     label: list[str] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> SandboxPage | None:
+) -> Problem | SandboxPage | None:
     """List sandboxes
 
     Args:
@@ -208,7 +231,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        SandboxPage
+        Problem | SandboxPage
     """
 
     return (

@@ -6,6 +6,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
 from ...models.sandbox import Sandbox
 from ...models.sandbox_update import SandboxUpdate
 from ...types import Response
@@ -33,11 +34,46 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Sandbox | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | Sandbox | None:
     if response.status_code == 200:
         response_200 = Sandbox.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -45,7 +81,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Sandbox]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | Sandbox]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -59,7 +95,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: SandboxUpdate,
-) -> Response[Sandbox]:
+) -> Response[Problem | Sandbox]:
     """Extend a sandbox's TTL or change its network policy
 
     Args:
@@ -71,7 +107,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Sandbox]
+        Response[Problem | Sandbox]
     """
 
     kwargs = _get_kwargs(
@@ -91,7 +127,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     body: SandboxUpdate,
-) -> Sandbox | None:
+) -> Problem | Sandbox | None:
     """Extend a sandbox's TTL or change its network policy
 
     Args:
@@ -103,7 +139,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Sandbox
+        Problem | Sandbox
     """
 
     return sync_detailed(
@@ -118,7 +154,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: SandboxUpdate,
-) -> Response[Sandbox]:
+) -> Response[Problem | Sandbox]:
     """Extend a sandbox's TTL or change its network policy
 
     Args:
@@ -130,7 +166,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Sandbox]
+        Response[Problem | Sandbox]
     """
 
     kwargs = _get_kwargs(
@@ -148,7 +184,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     body: SandboxUpdate,
-) -> Sandbox | None:
+) -> Problem | Sandbox | None:
     """Extend a sandbox's TTL or change its network policy
 
     Args:
@@ -160,7 +196,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Sandbox
+        Problem | Sandbox
     """
 
     return (

@@ -5,6 +5,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
 from ...models.secret_page import SecretPage
 from ...types import UNSET, Response, Unset
 
@@ -37,11 +38,31 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> SecretPage | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | SecretPage | None:
     if response.status_code == 200:
         response_200 = SecretPage.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -49,7 +70,9 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[SecretPage]:
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | SecretPage]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -63,7 +86,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> Response[SecretPage]:
+) -> Response[Problem | SecretPage]:
     """List the tenant's secrets: names and times, never values
 
     Args:
@@ -75,7 +98,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[SecretPage]
+        Response[Problem | SecretPage]
     """
 
     kwargs = _get_kwargs(
@@ -95,7 +118,7 @@ def sync(
     client: AuthenticatedClient | Client,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> SecretPage | None:
+) -> Problem | SecretPage | None:
     """List the tenant's secrets: names and times, never values
 
     Args:
@@ -107,7 +130,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        SecretPage
+        Problem | SecretPage
     """
 
     return sync_detailed(
@@ -122,7 +145,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> Response[SecretPage]:
+) -> Response[Problem | SecretPage]:
     """List the tenant's secrets: names and times, never values
 
     Args:
@@ -134,7 +157,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[SecretPage]
+        Response[Problem | SecretPage]
     """
 
     kwargs = _get_kwargs(
@@ -152,7 +175,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
-) -> SecretPage | None:
+) -> Problem | SecretPage | None:
     """List the tenant's secrets: names and times, never values
 
     Args:
@@ -164,7 +187,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        SecretPage
+        Problem | SecretPage
     """
 
     return (

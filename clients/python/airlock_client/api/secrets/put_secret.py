@@ -6,6 +6,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
 from ...models.secret import Secret
 from ...models.secret_put import SecretPut
 from ...types import Response
@@ -33,11 +34,46 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Secret | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | Secret | None:
     if response.status_code == 200:
         response_200 = Secret.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -45,7 +81,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Secret]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | Secret]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -59,7 +95,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: SecretPut,
-) -> Response[Secret]:
+) -> Response[Problem | Secret]:
     """Create or replace a secret (its value is never returned)
 
      201 when created, 200 when replaced. The value is at most 64 KiB.
@@ -73,7 +109,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Secret]
+        Response[Problem | Secret]
     """
 
     kwargs = _get_kwargs(
@@ -93,7 +129,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     body: SecretPut,
-) -> Secret | None:
+) -> Problem | Secret | None:
     """Create or replace a secret (its value is never returned)
 
      201 when created, 200 when replaced. The value is at most 64 KiB.
@@ -107,7 +143,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Secret
+        Problem | Secret
     """
 
     return sync_detailed(
@@ -122,7 +158,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: SecretPut,
-) -> Response[Secret]:
+) -> Response[Problem | Secret]:
     """Create or replace a secret (its value is never returned)
 
      201 when created, 200 when replaced. The value is at most 64 KiB.
@@ -136,7 +172,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Secret]
+        Response[Problem | Secret]
     """
 
     kwargs = _get_kwargs(
@@ -154,7 +190,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     body: SecretPut,
-) -> Secret | None:
+) -> Problem | Secret | None:
     """Create or replace a secret (its value is never returned)
 
      201 when created, 200 when replaced. The value is at most 64 KiB.
@@ -168,7 +204,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Secret
+        Problem | Secret
     """
 
     return (

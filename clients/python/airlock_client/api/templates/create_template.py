@@ -5,6 +5,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
 from ...models.template import Template
 from ...models.template_create import TemplateCreate
 from ...types import Response
@@ -29,11 +30,46 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Template | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | Template | None:
     if response.status_code == 202:
         response_202 = Template.from_dict(response.json())
 
         return response_202
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -41,7 +77,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Template]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | Template]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -54,7 +90,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: TemplateCreate,
-) -> Response[Template]:
+) -> Response[Problem | Template]:
     """Create a template, or a new version of one; built in the background
 
     Args:
@@ -65,7 +101,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Template]
+        Response[Problem | Template]
     """
 
     kwargs = _get_kwargs(
@@ -83,7 +119,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     body: TemplateCreate,
-) -> Template | None:
+) -> Problem | Template | None:
     """Create a template, or a new version of one; built in the background
 
     Args:
@@ -94,7 +130,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Template
+        Problem | Template
     """
 
     return sync_detailed(
@@ -107,7 +143,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: TemplateCreate,
-) -> Response[Template]:
+) -> Response[Problem | Template]:
     """Create a template, or a new version of one; built in the background
 
     Args:
@@ -118,7 +154,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Template]
+        Response[Problem | Template]
     """
 
     kwargs = _get_kwargs(
@@ -134,7 +170,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     body: TemplateCreate,
-) -> Template | None:
+) -> Problem | Template | None:
     """Create a template, or a new version of one; built in the background
 
     Args:
@@ -145,7 +181,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Template
+        Problem | Template
     """
 
     return (

@@ -6,6 +6,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
 from ...models.template import Template
 from ...types import Response
 
@@ -24,11 +25,36 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Template | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | Template | None:
     if response.status_code == 200:
         response_200 = Template.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -36,7 +62,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Template]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | Template]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -49,7 +75,7 @@ def sync_detailed(
     name: str,
     *,
     client: AuthenticatedClient | Client,
-) -> Response[Template]:
+) -> Response[Problem | Template]:
     """Get a template with its versions and build logs
 
     Args:
@@ -60,7 +86,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Template]
+        Response[Problem | Template]
     """
 
     kwargs = _get_kwargs(
@@ -78,7 +104,7 @@ def sync(
     name: str,
     *,
     client: AuthenticatedClient | Client,
-) -> Template | None:
+) -> Problem | Template | None:
     """Get a template with its versions and build logs
 
     Args:
@@ -89,7 +115,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Template
+        Problem | Template
     """
 
     return sync_detailed(
@@ -102,7 +128,7 @@ async def asyncio_detailed(
     name: str,
     *,
     client: AuthenticatedClient | Client,
-) -> Response[Template]:
+) -> Response[Problem | Template]:
     """Get a template with its versions and build logs
 
     Args:
@@ -113,7 +139,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Template]
+        Response[Problem | Template]
     """
 
     kwargs = _get_kwargs(
@@ -129,7 +155,7 @@ async def asyncio(
     name: str,
     *,
     client: AuthenticatedClient | Client,
-) -> Template | None:
+) -> Problem | Template | None:
     """Get a template with its versions and build logs
 
     Args:
@@ -140,7 +166,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Template
+        Problem | Template
     """
 
     return (

@@ -5,6 +5,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
 from ...models.template_page import TemplatePage
 from ...types import Response
 
@@ -19,11 +20,26 @@ def _get_kwargs() -> dict[str, Any]:
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> TemplatePage | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | TemplatePage | None:
     if response.status_code == 200:
         response_200 = TemplatePage.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -31,7 +47,9 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[TemplatePage]:
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | TemplatePage]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -43,7 +61,7 @@ def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
-) -> Response[TemplatePage]:
+) -> Response[Problem | TemplatePage]:
     """List templates (the tenant's own and the shared ones)
 
     Raises:
@@ -51,7 +69,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[TemplatePage]
+        Response[Problem | TemplatePage]
     """
 
     kwargs = _get_kwargs()
@@ -66,7 +84,7 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient | Client,
-) -> TemplatePage | None:
+) -> Problem | TemplatePage | None:
     """List templates (the tenant's own and the shared ones)
 
     Raises:
@@ -74,7 +92,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        TemplatePage
+        Problem | TemplatePage
     """
 
     return sync_detailed(
@@ -85,7 +103,7 @@ def sync(
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
-) -> Response[TemplatePage]:
+) -> Response[Problem | TemplatePage]:
     """List templates (the tenant's own and the shared ones)
 
     Raises:
@@ -93,7 +111,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[TemplatePage]
+        Response[Problem | TemplatePage]
     """
 
     kwargs = _get_kwargs()
@@ -106,7 +124,7 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient | Client,
-) -> TemplatePage | None:
+) -> Problem | TemplatePage | None:
     """List templates (the tenant's own and the shared ones)
 
     Raises:
@@ -114,7 +132,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        TemplatePage
+        Problem | TemplatePage
     """
 
     return (

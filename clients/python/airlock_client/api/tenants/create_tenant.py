@@ -5,6 +5,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
 from ...models.tenant_create import TenantCreate
 from ...models.tenant_created import TenantCreated
 from ...types import Response
@@ -29,11 +30,43 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> TenantCreated | None:
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | TenantCreated | None:
     if response.status_code == 201:
         response_201 = TenantCreated.from_dict(response.json())
 
         return response_201
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -41,7 +74,9 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[TenantCreated]:
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | TenantCreated]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -54,7 +89,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: TenantCreate,
-) -> Response[TenantCreated]:
+) -> Response[Problem | TenantCreated]:
     """Create a tenant and its first API key
 
     Args:
@@ -65,7 +100,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[TenantCreated]
+        Response[Problem | TenantCreated]
     """
 
     kwargs = _get_kwargs(
@@ -83,7 +118,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     body: TenantCreate,
-) -> TenantCreated | None:
+) -> Problem | TenantCreated | None:
     """Create a tenant and its first API key
 
     Args:
@@ -94,7 +129,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        TenantCreated
+        Problem | TenantCreated
     """
 
     return sync_detailed(
@@ -107,7 +142,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: TenantCreate,
-) -> Response[TenantCreated]:
+) -> Response[Problem | TenantCreated]:
     """Create a tenant and its first API key
 
     Args:
@@ -118,7 +153,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[TenantCreated]
+        Response[Problem | TenantCreated]
     """
 
     kwargs = _get_kwargs(
@@ -134,7 +169,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     body: TenantCreate,
-) -> TenantCreated | None:
+) -> Problem | TenantCreated | None:
     """Create a tenant and its first API key
 
     Args:
@@ -145,7 +180,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        TenantCreated
+        Problem | TenantCreated
     """
 
     return (

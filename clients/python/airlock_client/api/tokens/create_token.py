@@ -5,6 +5,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
 from ...models.token_create import TokenCreate
 from ...models.token_created import TokenCreated
 from ...types import Response
@@ -29,11 +30,36 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> TokenCreated | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | TokenCreated | None:
     if response.status_code == 201:
         response_201 = TokenCreated.from_dict(response.json())
 
         return response_201
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -41,7 +67,9 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[TokenCreated]:
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | TokenCreated]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -54,7 +82,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: TokenCreate,
-) -> Response[TokenCreated]:
+) -> Response[Problem | TokenCreated]:
     """Exchange an API key for a scoped JWT
 
     Args:
@@ -65,7 +93,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[TokenCreated]
+        Response[Problem | TokenCreated]
     """
 
     kwargs = _get_kwargs(
@@ -83,7 +111,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     body: TokenCreate,
-) -> TokenCreated | None:
+) -> Problem | TokenCreated | None:
     """Exchange an API key for a scoped JWT
 
     Args:
@@ -94,7 +122,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        TokenCreated
+        Problem | TokenCreated
     """
 
     return sync_detailed(
@@ -107,7 +135,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: TokenCreate,
-) -> Response[TokenCreated]:
+) -> Response[Problem | TokenCreated]:
     """Exchange an API key for a scoped JWT
 
     Args:
@@ -118,7 +146,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[TokenCreated]
+        Response[Problem | TokenCreated]
     """
 
     kwargs = _get_kwargs(
@@ -134,7 +162,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     body: TokenCreate,
-) -> TokenCreated | None:
+) -> Problem | TokenCreated | None:
     """Exchange an API key for a scoped JWT
 
     Args:
@@ -145,7 +173,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        TokenCreated
+        Problem | TokenCreated
     """
 
     return (
