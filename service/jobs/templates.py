@@ -24,6 +24,7 @@ from service.jobs.periodic import PeriodicJob
 from service.jobs.queues import fair_order, owner_turns
 from service.pool.service import WarmPool
 from service.runtime import SandboxRuntimeError, SnapshotInfo
+from service.runtime.egress import OPERATOR_GRANTS
 from service.runtime_holder import RuntimeHolder
 from service.sandboxes.quotas import Caps, check_room
 from service.sandboxes.repository import SandboxRepository
@@ -91,8 +92,17 @@ async def claim_next(db: Db) -> Claimed | None:
         assert row is not None
         template = await session.get(Template, row.template_id)
         assert template is not None
+        # The build's sandbox reaches private ranges only as granted to the owning tenant (the
+        # operator, who owns no tenant row, is who grants: every range).
+        owner = await session.get(Tenant, template.owner)
+        grants = quotas_of(owner).network_private_cidrs if owner is not None else OPERATOR_GRANTS
         return Claimed(
-            Recipe.of(row), row.attempts, template.id, template.owner, template.name, row.version
+            Recipe.of(row, grants),
+            row.attempts,
+            template.id,
+            template.owner,
+            template.name,
+            row.version,
         )
 
 
