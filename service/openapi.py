@@ -19,8 +19,9 @@ Every problem is `application/problem+json` with one shared `Problem` schema.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
+import msgspec
 from litestar import Litestar
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.spec import (
@@ -72,6 +73,7 @@ def document_problems(app: Litestar) -> None:
     """Completes the app's OpenAPI document (built once, then cached by Litestar) in place."""
     openapi = app.openapi_schema
     _add_problem_schema(openapi)
+    _exact_struct_schemas(app, openapi)
     for route in app.routes:
         if not isinstance(route, HTTPRoute):
             continue
@@ -238,6 +240,43 @@ def _retry_after(*, required: bool) -> Header:
         required=required,
         description="Seconds to wait before retrying",
     )
+
+
+def _exact_struct_schemas(app: Litestar, openapi: OpenAPI) -> None:
+    """Each msgspec Struct's schema as msgspec itself states it (the validator the server runs):
+    Litestar's drops the constraints of list items and unknown fields being refused."""
+    structs: set[type] = set()
+    for route in app.routes:
+        if isinstance(route, HTTPRoute):
+            for handler in route.route_handlers:
+                body = handler.parsed_fn_signature.parameters.get("data")
+                if body is not None:
+                    _collect_structs(body.annotation, structs)
+                _collect_structs(handler.parsed_fn_signature.return_type.annotation, structs)
+                for spec in (handler.responses or {}).values():
+                    _collect_structs(spec.data_container, structs)
+    ordered = sorted(structs, key=lambda t: (t.__module__, t.__qualname__))
+    _, components = msgspec.json.schema_components(
+        ordered, ref_template="#/components/schemas/{name}"
+    )
+    schemas = dict(openapi.components.schemas or {})
+    for name, schema in components.items():
+        schemas[name] = _RawSchema(schema)  # type: ignore[assignment]
+    openapi.components.schemas = schemas
+
+
+def _collect_structs(annotation: Any, into: set[type]) -> None:
+    if isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
+        into.add(annotation)
+    for arg in get_args(annotation):
+        _collect_structs(arg, into)
+
+
+class _RawSchema(dict):  # type: ignore[type-arg]
+    """A schema given as JSON already (Litestar renders `to_schema()` of each component)."""
+
+    def to_schema(self) -> dict[str, Any]:
+        return dict(self)
 
 
 def _add_problem_schema(openapi: OpenAPI) -> None:

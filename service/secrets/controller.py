@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from litestar import Controller, Response, delete, get, put
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, JSONBody
 
 from service.deps import AppSettings, Audit, CurrentPrincipal, Cursor, DbSession, Limit
@@ -19,6 +20,7 @@ class SecretController(Controller):
         summary="Create or replace a secret (its value is never returned)",
         description="201 when created, 200 when replaced. The value is at most 64 KiB.",
         opt={"scope": "secrets:write"},
+        responses={201: ResponseSpec(Secret, description="The secret was created")},
     )
     async def put_secret(
         self,

@@ -40,6 +40,8 @@ def _schemathesis(
     return subprocess.run(
         [
             str(REPO / ".venv/bin/schemathesis"),
+            "--config-file",
+            str(Path(__file__).with_name("schemathesis.toml")),
             "run",
             f"{airlock.server.url}/schema/openapi.json",
             "--checks",

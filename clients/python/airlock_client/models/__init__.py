@@ -34,9 +34,7 @@ from .network_policy_mode import NetworkPolicyMode
 from .pool_overview import PoolOverview
 from .pool_overview_snapshots import PoolOverviewSnapshots
 from .pool_status import PoolStatus
-from .pool_status_mode_type_1 import PoolStatusModeType1
-from .pool_status_mode_type_2_type_1 import PoolStatusModeType2Type1
-from .pool_status_mode_type_3_type_1 import PoolStatusModeType3Type1
+from .pool_status_mode_type_0 import PoolStatusModeType0
 from .pool_target_set import PoolTargetSet
 from .pool_target_set_size import PoolTargetSetSize
 from .problem import Problem
@@ -59,12 +57,8 @@ from .sandbox import Sandbox
 from .sandbox_create import SandboxCreate
 from .sandbox_create_env import SandboxCreateEnv
 from .sandbox_create_labels import SandboxCreateLabels
-from .sandbox_create_preset_type_1 import SandboxCreatePresetType1
-from .sandbox_create_preset_type_2_type_1 import SandboxCreatePresetType2Type1
-from .sandbox_create_preset_type_3_type_1 import SandboxCreatePresetType3Type1
-from .sandbox_create_size_type_1 import SandboxCreateSizeType1
-from .sandbox_create_size_type_2_type_1 import SandboxCreateSizeType2Type1
-from .sandbox_create_size_type_3_type_1 import SandboxCreateSizeType3Type1
+from .sandbox_create_preset_type_0 import SandboxCreatePresetType0
+from .sandbox_create_size_type_0 import SandboxCreateSizeType0
 from .sandbox_env import SandboxEnv
 from .sandbox_labels import SandboxLabels
 from .sandbox_network import SandboxNetwork
@@ -83,9 +77,7 @@ from .template_page import TemplatePage
 from .template_state import TemplateState
 from .template_version import TemplateVersion
 from .template_version_env import TemplateVersionEnv
-from .template_version_start_mode_type_1 import TemplateVersionStartModeType1
-from .template_version_start_mode_type_2_type_1 import TemplateVersionStartModeType2Type1
-from .template_version_start_mode_type_3_type_1 import TemplateVersionStartModeType3Type1
+from .template_version_start_mode_type_0 import TemplateVersionStartModeType0
 from .template_version_state import TemplateVersionState
 from .tenant import Tenant
 from .tenant_create import TenantCreate
@@ -93,9 +85,7 @@ from .tenant_created import TenantCreated
 from .tenant_page import TenantPage
 from .tenant_status import TenantStatus
 from .tenant_update import TenantUpdate
-from .tenant_update_status_type_1 import TenantUpdateStatusType1
-from .tenant_update_status_type_2_type_1 import TenantUpdateStatusType2Type1
-from .tenant_update_status_type_3_type_1 import TenantUpdateStatusType3Type1
+from .tenant_update_status_type_0 import TenantUpdateStatusType0
 from .test_counts import TestCounts
 from .token_create import TokenCreate
 from .token_created import TokenCreated
@@ -136,9 +126,7 @@ __all__ = (
     "PoolOverview",
     "PoolOverviewSnapshots",
     "PoolStatus",
-    "PoolStatusModeType1",
-    "PoolStatusModeType2Type1",
-    "PoolStatusModeType3Type1",
+    "PoolStatusModeType0",
     "PoolTargetSet",
     "PoolTargetSetSize",
     "Problem",
@@ -161,12 +149,8 @@ __all__ = (
     "SandboxCreate",
     "SandboxCreateEnv",
     "SandboxCreateLabels",
-    "SandboxCreatePresetType1",
-    "SandboxCreatePresetType2Type1",
-    "SandboxCreatePresetType3Type1",
-    "SandboxCreateSizeType1",
-    "SandboxCreateSizeType2Type1",
-    "SandboxCreateSizeType3Type1",
+    "SandboxCreatePresetType0",
+    "SandboxCreateSizeType0",
     "SandboxEnv",
     "SandboxLabels",
     "SandboxNetwork",
@@ -185,9 +169,7 @@ __all__ = (
     "TemplateState",
     "TemplateVersion",
     "TemplateVersionEnv",
-    "TemplateVersionStartModeType1",
-    "TemplateVersionStartModeType2Type1",
-    "TemplateVersionStartModeType3Type1",
+    "TemplateVersionStartModeType0",
     "TemplateVersionState",
     "Tenant",
     "TenantCreate",
@@ -195,9 +177,7 @@ __all__ = (
     "TenantPage",
     "TenantStatus",
     "TenantUpdate",
-    "TenantUpdateStatusType1",
-    "TenantUpdateStatusType2Type1",
-    "TenantUpdateStatusType3Type1",
+    "TenantUpdateStatusType0",
     "TestCounts",
     "TokenCreate",
     "TokenCreated",

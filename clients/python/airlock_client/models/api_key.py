@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
 T = TypeVar("T", bound="ApiKey")
 
@@ -15,50 +13,44 @@ T = TypeVar("T", bound="ApiKey")
 class ApiKey:
     """
     Attributes:
-        created_at (datetime.datetime):
+        created_at (str):
         created_by (str):
         id (str):
-        last_used_at (datetime.datetime | None):
+        last_used_at (None | str):
         name (str):
         prefix (str):
-        revoked_at (datetime.datetime | None):
+        revoked_at (None | str):
         scopes (list[str]):
         tenant_id (str):
     """
 
-    created_at: datetime.datetime
+    created_at: str
     created_by: str
     id: str
-    last_used_at: datetime.datetime | None
+    last_used_at: None | str
     name: str
     prefix: str
-    revoked_at: datetime.datetime | None
+    revoked_at: None | str
     scopes: list[str]
     tenant_id: str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        created_at = self.created_at.isoformat()
+        created_at = self.created_at
 
         created_by = self.created_by
 
         id = self.id
 
         last_used_at: None | str
-        if isinstance(self.last_used_at, datetime.datetime):
-            last_used_at = self.last_used_at.isoformat()
-        else:
-            last_used_at = self.last_used_at
+        last_used_at = self.last_used_at
 
         name = self.name
 
         prefix = self.prefix
 
         revoked_at: None | str
-        if isinstance(self.revoked_at, datetime.datetime):
-            revoked_at = self.revoked_at.isoformat()
-        else:
-            revoked_at = self.revoked_at
+        revoked_at = self.revoked_at
 
         scopes = self.scopes
 
@@ -85,24 +77,16 @@ class ApiKey:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
-        created_at = isoparse(d.pop("created_at"))
+        created_at = d.pop("created_at")
 
         created_by = d.pop("created_by")
 
         id = d.pop("id")
 
-        def _parse_last_used_at(data: object) -> datetime.datetime | None:
+        def _parse_last_used_at(data: object) -> None | str:
             if data is None:
                 return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                last_used_at_type_0 = isoparse(data)
-
-                return last_used_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None, data)
+            return cast(None | str, data)
 
         last_used_at = _parse_last_used_at(d.pop("last_used_at"))
 
@@ -110,18 +94,10 @@ class ApiKey:
 
         prefix = d.pop("prefix")
 
-        def _parse_revoked_at(data: object) -> datetime.datetime | None:
+        def _parse_revoked_at(data: object) -> None | str:
             if data is None:
                 return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                revoked_at_type_0 = isoparse(data)
-
-                return revoked_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None, data)
+            return cast(None | str, data)
 
         revoked_at = _parse_revoked_at(d.pop("revoked_at"))
 

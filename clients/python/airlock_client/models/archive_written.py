@@ -11,7 +11,8 @@ T = TypeVar("T", bound="ArchiveWritten")
 
 @_attrs_define
 class ArchiveWritten:
-    """
+    """An archive unpacked into `dir`; `size` is the archive's size in bytes.
+
     Attributes:
         dir_ (str):
         size (int):

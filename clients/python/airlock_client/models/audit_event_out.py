@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
 if TYPE_CHECKING:
     from ..models.audit_event_out_details import AuditEventOutDetails
@@ -31,7 +29,7 @@ class AuditEventOut:
         seq (int):
         target (None | str):
         tenant_id (None | str):
-        ts (datetime.datetime):
+        ts (str):
     """
 
     action: str
@@ -46,7 +44,7 @@ class AuditEventOut:
     seq: int
     target: None | str
     tenant_id: None | str
-    ts: datetime.datetime
+    ts: str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,7 +76,7 @@ class AuditEventOut:
         tenant_id: None | str
         tenant_id = self.tenant_id
 
-        ts = self.ts.isoformat()
+        ts = self.ts
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -151,7 +149,7 @@ class AuditEventOut:
 
         tenant_id = _parse_tenant_id(d.pop("tenant_id"))
 
-        ts = isoparse(d.pop("ts"))
+        ts = d.pop("ts")
 
         audit_event_out = cls(
             action=action,

@@ -1,34 +1,33 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
 T = TypeVar("T", bound="Bundle")
 
 
 @_attrs_define
 class Bundle:
-    """
+    """An uploaded git bundle: give its id as a review's `repo`.
+
     Attributes:
-        created_at (datetime.datetime):
+        created_at (str):
         id (str):
         sha256 (str):
         size (int):
     """
 
-    created_at: datetime.datetime
+    created_at: str
     id: str
     sha256: str
     size: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        created_at = self.created_at.isoformat()
+        created_at = self.created_at
 
         id = self.id
 
@@ -52,7 +51,7 @@ class Bundle:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
-        created_at = isoparse(d.pop("created_at"))
+        created_at = d.pop("created_at")
 
         id = d.pop("id")
 

@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
 from ..models.exec_state import ExecState, check_exec_state
 
@@ -22,18 +20,18 @@ class Exec:
     """
     Attributes:
         cmd (list[str]):
-        created_at (datetime.datetime):
+        created_at (str):
         cwd (str):
         duration_ms (int | None):
         env (ExecEnv):
         error (None | str):
         exit_code (int | None):
-        finished_at (datetime.datetime | None):
+        finished_at (None | str):
         id (str):
         outcome (None | str):
         sandbox_id (str):
         secret_names (list[str]):
-        started_at (datetime.datetime | None):
+        started_at (None | str):
         state (ExecState):
         stderr (None | str):
         stderr_bytes (int):
@@ -46,18 +44,18 @@ class Exec:
     """
 
     cmd: list[str]
-    created_at: datetime.datetime
+    created_at: str
     cwd: str
     duration_ms: int | None
     env: ExecEnv
     error: None | str
     exit_code: int | None
-    finished_at: datetime.datetime | None
+    finished_at: None | str
     id: str
     outcome: None | str
     sandbox_id: str
     secret_names: list[str]
-    started_at: datetime.datetime | None
+    started_at: None | str
     state: ExecState
     stderr: None | str
     stderr_bytes: int
@@ -72,7 +70,7 @@ class Exec:
     def to_dict(self) -> dict[str, Any]:
         cmd = self.cmd
 
-        created_at = self.created_at.isoformat()
+        created_at = self.created_at
 
         cwd = self.cwd
 
@@ -88,10 +86,7 @@ class Exec:
         exit_code = self.exit_code
 
         finished_at: None | str
-        if isinstance(self.finished_at, datetime.datetime):
-            finished_at = self.finished_at.isoformat()
-        else:
-            finished_at = self.finished_at
+        finished_at = self.finished_at
 
         id = self.id
 
@@ -103,10 +98,7 @@ class Exec:
         secret_names = self.secret_names
 
         started_at: None | str
-        if isinstance(self.started_at, datetime.datetime):
-            started_at = self.started_at.isoformat()
-        else:
-            started_at = self.started_at
+        started_at = self.started_at
 
         state: str = self.state
 
@@ -167,7 +159,7 @@ class Exec:
         d = dict(src_dict)
         cmd = cast(list[str], d.pop("cmd"))
 
-        created_at = isoparse(d.pop("created_at"))
+        created_at = d.pop("created_at")
 
         cwd = d.pop("cwd")
 
@@ -194,18 +186,10 @@ class Exec:
 
         exit_code = _parse_exit_code(d.pop("exit_code"))
 
-        def _parse_finished_at(data: object) -> datetime.datetime | None:
+        def _parse_finished_at(data: object) -> None | str:
             if data is None:
                 return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                finished_at_type_0 = isoparse(data)
-
-                return finished_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None, data)
+            return cast(None | str, data)
 
         finished_at = _parse_finished_at(d.pop("finished_at"))
 
@@ -222,18 +206,10 @@ class Exec:
 
         secret_names = cast(list[str], d.pop("secret_names"))
 
-        def _parse_started_at(data: object) -> datetime.datetime | None:
+        def _parse_started_at(data: object) -> None | str:
             if data is None:
                 return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                started_at_type_0 = isoparse(data)
-
-                return started_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None, data)
+            return cast(None | str, data)
 
         started_at = _parse_started_at(d.pop("started_at"))
 

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
@@ -18,17 +17,19 @@ T = TypeVar("T", bound="ExecCreate")
 
 @_attrs_define
 class ExecCreate:
-    """
-    Attributes:
-        cmd (list[str]):
-        cwd (str | Unset):  Default: '/work'.
-        env (ExecCreateEnv | Unset):
-        max_output_bytes (int | Unset):  Default: 1048576.
-        secrets (ExecCreateSecrets | Unset):
-        stdin (None | str | Unset):
-        timeout_s (float | Unset):  Default: 60.0.
-        user (None | str | Unset):
-        wait (bool | Unset):  Default: True.
+    """One command. `secrets` reach the process as environment variables only and are masked
+    in every output; they are never stored.
+
+        Attributes:
+            cmd (list[str]):
+            cwd (str | Unset):  Default: '/work'.
+            env (ExecCreateEnv | Unset):
+            max_output_bytes (int | Unset):  Default: 1048576.
+            secrets (ExecCreateSecrets | Unset):
+            stdin (None | str | Unset):
+            timeout_s (float | Unset):  Default: 60.0.
+            user (None | str | Unset):
+            wait (bool | Unset):  Default: True.
     """
 
     cmd: list[str]
@@ -40,7 +41,6 @@ class ExecCreate:
     timeout_s: float | Unset = 60.0
     user: None | str | Unset = UNSET
     wait: bool | Unset = True
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         cmd = self.cmd
@@ -74,7 +74,7 @@ class ExecCreate:
         wait = self.wait
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update(
             {
                 "cmd": cmd,
@@ -159,21 +159,4 @@ class ExecCreate:
             wait=wait,
         )
 
-        exec_create.additional_properties = d
         return exec_create
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

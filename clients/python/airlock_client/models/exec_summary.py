@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
 from ..models.exec_summary_state import ExecSummaryState, check_exec_summary_state
 
@@ -15,13 +13,14 @@ T = TypeVar("T", bound="ExecSummary")
 
 @_attrs_define
 class ExecSummary:
-    """
+    """An entry of the exec history: no output, argv with secrets masked.
+
     Attributes:
         cmd (list[str]):
-        created_at (datetime.datetime):
+        created_at (str):
         duration_ms (int | None):
         exit_code (int | None):
-        finished_at (datetime.datetime | None):
+        finished_at (None | str):
         id (str):
         outcome (None | str):
         sandbox_id (str):
@@ -31,10 +30,10 @@ class ExecSummary:
     """
 
     cmd: list[str]
-    created_at: datetime.datetime
+    created_at: str
     duration_ms: int | None
     exit_code: int | None
-    finished_at: datetime.datetime | None
+    finished_at: None | str
     id: str
     outcome: None | str
     sandbox_id: str
@@ -46,7 +45,7 @@ class ExecSummary:
     def to_dict(self) -> dict[str, Any]:
         cmd = self.cmd
 
-        created_at = self.created_at.isoformat()
+        created_at = self.created_at
 
         duration_ms: int | None
         duration_ms = self.duration_ms
@@ -55,10 +54,7 @@ class ExecSummary:
         exit_code = self.exit_code
 
         finished_at: None | str
-        if isinstance(self.finished_at, datetime.datetime):
-            finished_at = self.finished_at.isoformat()
-        else:
-            finished_at = self.finished_at
+        finished_at = self.finished_at
 
         id = self.id
 
@@ -98,7 +94,7 @@ class ExecSummary:
         d = dict(src_dict)
         cmd = cast(list[str], d.pop("cmd"))
 
-        created_at = isoparse(d.pop("created_at"))
+        created_at = d.pop("created_at")
 
         def _parse_duration_ms(data: object) -> int | None:
             if data is None:
@@ -114,18 +110,10 @@ class ExecSummary:
 
         exit_code = _parse_exit_code(d.pop("exit_code"))
 
-        def _parse_finished_at(data: object) -> datetime.datetime | None:
+        def _parse_finished_at(data: object) -> None | str:
             if data is None:
                 return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                finished_at_type_0 = isoparse(data)
-
-                return finished_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None, data)
+            return cast(None | str, data)
 
         finished_at = _parse_finished_at(d.pop("finished_at"))
 

@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
 from ..models.file_info_kind import FileInfoKind, check_file_info_kind
 
@@ -19,14 +17,14 @@ class FileInfo:
     Attributes:
         kind (FileInfoKind):
         mode (str):
-        mtime (datetime.datetime):
+        mtime (str):
         name (str):
         size (int):
     """
 
     kind: FileInfoKind
     mode: str
-    mtime: datetime.datetime
+    mtime: str
     name: str
     size: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -36,7 +34,7 @@ class FileInfo:
 
         mode = self.mode
 
-        mtime = self.mtime.isoformat()
+        mtime = self.mtime
 
         name = self.name
 
@@ -63,7 +61,7 @@ class FileInfo:
 
         mode = d.pop("mode")
 
-        mtime = isoparse(d.pop("mtime"))
+        mtime = d.pop("mtime")
 
         name = d.pop("name")
 

@@ -11,7 +11,8 @@ T = TypeVar("T", bound="FileWritten")
 
 @_attrs_define
 class FileWritten:
-    """
+    """A file stored in the sandbox: its absolute path and size in bytes.
+
     Attributes:
         path (str):
         size (int):

@@ -1,16 +1,12 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
-from ..models.pool_status_mode_type_1 import PoolStatusModeType1, check_pool_status_mode_type_1
-from ..models.pool_status_mode_type_2_type_1 import PoolStatusModeType2Type1, check_pool_status_mode_type_2_type_1
-from ..models.pool_status_mode_type_3_type_1 import PoolStatusModeType3Type1, check_pool_status_mode_type_3_type_1
+from ..models.pool_status_mode_type_0 import PoolStatusModeType0, check_pool_status_mode_type_0
 
 T = TypeVar("T", bound="PoolStatus")
 
@@ -21,10 +17,10 @@ class PoolStatus:
     Attributes:
         claims (int):
         fair_share_per_minute (int):
-        last_refill_at (datetime.datetime | None):
+        last_refill_at (None | str):
         last_refill_ms (int | None):
         misses (int):
-        mode (None | PoolStatusModeType1 | PoolStatusModeType2Type1 | PoolStatusModeType3Type1):
+        mode (None | PoolStatusModeType0):
         ready (int):
         size (str):
         starting (int):
@@ -38,10 +34,10 @@ class PoolStatus:
 
     claims: int
     fair_share_per_minute: int
-    last_refill_at: datetime.datetime | None
+    last_refill_at: None | str
     last_refill_ms: int | None
     misses: int
-    mode: None | PoolStatusModeType1 | PoolStatusModeType2Type1 | PoolStatusModeType3Type1
+    mode: None | PoolStatusModeType0
     ready: int
     size: str
     starting: int
@@ -59,10 +55,7 @@ class PoolStatus:
         fair_share_per_minute = self.fair_share_per_minute
 
         last_refill_at: None | str
-        if isinstance(self.last_refill_at, datetime.datetime):
-            last_refill_at = self.last_refill_at.isoformat()
-        else:
-            last_refill_at = self.last_refill_at
+        last_refill_at = self.last_refill_at
 
         last_refill_ms: int | None
         last_refill_ms = self.last_refill_ms
@@ -71,10 +64,6 @@ class PoolStatus:
 
         mode: None | str
         if isinstance(self.mode, str):
-            mode = self.mode
-        elif isinstance(self.mode, str):
-            mode = self.mode
-        elif isinstance(self.mode, str):
             mode = self.mode
         else:
             mode = self.mode
@@ -130,18 +119,10 @@ class PoolStatus:
 
         fair_share_per_minute = d.pop("fair_share_per_minute")
 
-        def _parse_last_refill_at(data: object) -> datetime.datetime | None:
+        def _parse_last_refill_at(data: object) -> None | str:
             if data is None:
                 return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                last_refill_at_type_0 = isoparse(data)
-
-                return last_refill_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None, data)
+            return cast(None | str, data)
 
         last_refill_at = _parse_last_refill_at(d.pop("last_refill_at"))
 
@@ -154,36 +135,18 @@ class PoolStatus:
 
         misses = d.pop("misses")
 
-        def _parse_mode(
-            data: object,
-        ) -> None | PoolStatusModeType1 | PoolStatusModeType2Type1 | PoolStatusModeType3Type1:
+        def _parse_mode(data: object) -> None | PoolStatusModeType0:
             if data is None:
                 return data
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                mode_type_1 = check_pool_status_mode_type_1(data)
+                mode_type_0 = check_pool_status_mode_type_0(data)
 
-                return mode_type_1
+                return mode_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                mode_type_2_type_1 = check_pool_status_mode_type_2_type_1(data)
-
-                return mode_type_2_type_1
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                mode_type_3_type_1 = check_pool_status_mode_type_3_type_1(data)
-
-                return mode_type_3_type_1
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(None | PoolStatusModeType1 | PoolStatusModeType2Type1 | PoolStatusModeType3Type1, data)
+            return cast(None | PoolStatusModeType0, data)
 
         mode = _parse_mode(d.pop("mode"))
 

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..models.pool_target_set_size import PoolTargetSetSize, check_pool_target_set_size
 from ..types import UNSET, Unset
@@ -22,7 +21,6 @@ class PoolTargetSet:
 
     target: int
     size: PoolTargetSetSize | Unset = "small"
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         target = self.target
@@ -32,7 +30,7 @@ class PoolTargetSet:
             size = self.size
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update(
             {
                 "target": target,
@@ -60,21 +58,4 @@ class PoolTargetSet:
             size=size,
         )
 
-        pool_target_set.additional_properties = d
         return pool_target_set
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

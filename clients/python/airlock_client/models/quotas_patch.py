@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
@@ -53,7 +52,6 @@ class QuotasPatch:
     network_open_allowed: bool | None | Unset = UNSET
     network_private_cidrs: list[str] | None | Unset = UNSET
     output_retention_days: int | None | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         audit_retention_days: int | None | Unset
@@ -168,7 +166,7 @@ class QuotasPatch:
             output_retention_days = self.output_retention_days
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update({})
         if audit_retention_days is not UNSET:
             field_dict["audit_retention_days"] = audit_retention_days
@@ -404,21 +402,4 @@ class QuotasPatch:
             output_retention_days=output_retention_days,
         )
 
-        quotas_patch.additional_properties = d
         return quotas_patch
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

@@ -11,7 +11,8 @@ T = TypeVar("T", bound="Regression")
 
 @_attrs_define
 class Regression:
-    """
+    """A test that passes at the base and not at the head.
+
     Attributes:
         base (str):
         head (str):

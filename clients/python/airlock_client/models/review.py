@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
 from ..models.review_state import ReviewState, check_review_state
 
@@ -23,15 +21,16 @@ T = TypeVar("T", bound="Review")
 
 @_attrs_define
 class Review:
-    """
+    """The report.
+
     Attributes:
         base (str):
         base_commit (None | str):
-        created_at (datetime.datetime):
+        created_at (str):
         credentials (None | ReviewCredentials):
         diff (DiffStat | None):
         error (None | str):
-        finished_at (datetime.datetime | None):
+        finished_at (None | str):
         gate (None | ReviewGate):
         head (str):
         head_commit (None | str):
@@ -41,13 +40,15 @@ class Review:
         install_outcome (None | str):
         model (None | str):
         model_verdict (None | str):
-        network (SandboxNetwork):
+        network (SandboxNetwork): Egress of a sandbox: `none` (the default), `allowlist` (only `allow`) or `open` (where
+            the operator allowed it for the tenant). The host, link-local addresses (cloud metadata)
+            and other sandboxes are never reachable.
         reasoning (None | str):
         repo (str):
         sandbox_id (None | str):
         size (str):
         stages (list[Stage]):
-        started_at (datetime.datetime | None):
+        started_at (None | str):
         state (ReviewState):
         template (None | str):
         test (list[str]):
@@ -60,11 +61,11 @@ class Review:
 
     base: str
     base_commit: None | str
-    created_at: datetime.datetime
+    created_at: str
     credentials: None | ReviewCredentials
     diff: DiffStat | None
     error: None | str
-    finished_at: datetime.datetime | None
+    finished_at: None | str
     gate: None | ReviewGate
     head: str
     head_commit: None | str
@@ -80,7 +81,7 @@ class Review:
     sandbox_id: None | str
     size: str
     stages: list[Stage]
-    started_at: datetime.datetime | None
+    started_at: None | str
     state: ReviewState
     template: None | str
     test: list[str]
@@ -101,7 +102,7 @@ class Review:
         base_commit: None | str
         base_commit = self.base_commit
 
-        created_at = self.created_at.isoformat()
+        created_at = self.created_at
 
         credentials: dict[str, Any] | None
         if isinstance(self.credentials, ReviewCredentials):
@@ -119,10 +120,7 @@ class Review:
         error = self.error
 
         finished_at: None | str
-        if isinstance(self.finished_at, datetime.datetime):
-            finished_at = self.finished_at.isoformat()
-        else:
-            finished_at = self.finished_at
+        finished_at = self.finished_at
 
         gate: dict[str, Any] | None
         if isinstance(self.gate, ReviewGate):
@@ -174,10 +172,7 @@ class Review:
             stages.append(stages_item)
 
         started_at: None | str
-        if isinstance(self.started_at, datetime.datetime):
-            started_at = self.started_at.isoformat()
-        else:
-            started_at = self.started_at
+        started_at = self.started_at
 
         state: str = self.state
 
@@ -258,7 +253,7 @@ class Review:
 
         base_commit = _parse_base_commit(d.pop("base_commit"))
 
-        created_at = isoparse(d.pop("created_at"))
+        created_at = d.pop("created_at")
 
         def _parse_credentials(data: object) -> None | ReviewCredentials:
             if data is None:
@@ -297,18 +292,10 @@ class Review:
 
         error = _parse_error(d.pop("error"))
 
-        def _parse_finished_at(data: object) -> datetime.datetime | None:
+        def _parse_finished_at(data: object) -> None | str:
             if data is None:
                 return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                finished_at_type_0 = isoparse(data)
-
-                return finished_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None, data)
+            return cast(None | str, data)
 
         finished_at = _parse_finished_at(d.pop("finished_at"))
 
@@ -408,18 +395,10 @@ class Review:
 
             stages.append(stages_item)
 
-        def _parse_started_at(data: object) -> datetime.datetime | None:
+        def _parse_started_at(data: object) -> None | str:
             if data is None:
                 return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                started_at_type_0 = isoparse(data)
-
-                return started_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None, data)
+            return cast(None | str, data)
 
         started_at = _parse_started_at(d.pop("started_at"))
 

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..models.review_create_size import ReviewCreateSize, check_review_create_size
 from ..types import UNSET, Unset
@@ -19,7 +18,8 @@ T = TypeVar("T", bound="ReviewCreate")
 
 @_attrs_define
 class ReviewCreate:
-    """
+    """A pull request to review: fetched on the host, tested in a fresh sandbox, judged.
+
     Attributes:
         head (str):
         repo (str):
@@ -27,7 +27,10 @@ class ReviewCreate:
         credentials (None | ReviewCredentials | Unset):
         install (list[str] | None | Unset):
         model (None | str | Unset):
-        network (SandboxNetwork | Unset):
+        network (SandboxNetwork | Unset): Egress of a sandbox: `none` (the default), `allowlist` (only `allow`) or
+            `open` (where
+            the operator allowed it for the tenant). The host, link-local addresses (cloud metadata)
+            and other sandboxes are never reachable.
         size (ReviewCreateSize | Unset):  Default: 'small'.
         template (None | str | Unset):
         test (list[str] | Unset):
@@ -45,7 +48,6 @@ class ReviewCreate:
     template: None | str | Unset = UNSET
     test: list[str] | Unset = UNSET
     timeout_s: int | Unset = 300
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.review_credentials import ReviewCredentials
@@ -100,7 +102,7 @@ class ReviewCreate:
         timeout_s = self.timeout_s
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update(
             {
                 "head": head,
@@ -224,21 +226,4 @@ class ReviewCreate:
             timeout_s=timeout_s,
         )
 
-        review_create.additional_properties = d
         return review_create
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
@@ -13,15 +12,17 @@ T = TypeVar("T", bound="ReviewCredentials")
 
 @_attrs_define
 class ReviewCredentials:
-    """
-    Attributes:
-        secret (str):
-        username (str | Unset):  Default: 'x-access-token'.
+    """How to fetch a private https repository: a tenant secret (`PUT /v1/secrets/{name}`)
+    sent as the password of HTTP Basic auth. The value is read on the host at fetch time and
+    given to git through its environment only; nothing of it enters the sandbox.
+
+        Attributes:
+            secret (str):
+            username (str | Unset):  Default: 'x-access-token'.
     """
 
     secret: str
     username: str | Unset = "x-access-token"
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         secret = self.secret
@@ -29,7 +30,7 @@ class ReviewCredentials:
         username = self.username
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update(
             {
                 "secret": secret,
@@ -52,21 +53,4 @@ class ReviewCredentials:
             username=username,
         )
 
-        review_credentials.additional_properties = d
         return review_credentials
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

@@ -16,15 +16,19 @@ T = TypeVar("T", bound="ReviewGate")
 
 @_attrs_define
 class ReviewGate:
-    """
-    Attributes:
-        approvable (bool):
-        base (None | TestCounts):
-        failing (list[str]):
-        findings (list[str]):
-        head (None | TestCounts):
-        infrastructure (list[str]):
-        regressions (list[Regression]):
+    """Whether the tests allow an approval, decided before the model is asked: never when the
+    change touches test infrastructure, when the head's results are missing or odd, when a
+    test fails, or when a test that passes at the base fails, vanishes or is skipped at the
+    head. The head's exit code and output never count.
+
+        Attributes:
+            approvable (bool):
+            base (None | TestCounts):
+            failing (list[str]):
+            findings (list[str]):
+            head (None | TestCounts):
+            infrastructure (list[str]):
+            regressions (list[Regression]):
     """
 
     approvable: bool

@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
 from ..models.review_summary_state import ReviewSummaryState, check_review_summary_state
 
@@ -18,8 +16,8 @@ class ReviewSummary:
     """
     Attributes:
         base (str):
-        created_at (datetime.datetime):
-        finished_at (datetime.datetime | None):
+        created_at (str):
+        finished_at (None | str):
         head (str):
         id (str):
         repo (str):
@@ -29,8 +27,8 @@ class ReviewSummary:
     """
 
     base: str
-    created_at: datetime.datetime
-    finished_at: datetime.datetime | None
+    created_at: str
+    finished_at: None | str
     head: str
     id: str
     repo: str
@@ -42,13 +40,10 @@ class ReviewSummary:
     def to_dict(self) -> dict[str, Any]:
         base = self.base
 
-        created_at = self.created_at.isoformat()
+        created_at = self.created_at
 
         finished_at: None | str
-        if isinstance(self.finished_at, datetime.datetime):
-            finished_at = self.finished_at.isoformat()
-        else:
-            finished_at = self.finished_at
+        finished_at = self.finished_at
 
         head = self.head
 
@@ -87,20 +82,12 @@ class ReviewSummary:
         d = dict(src_dict)
         base = d.pop("base")
 
-        created_at = isoparse(d.pop("created_at"))
+        created_at = d.pop("created_at")
 
-        def _parse_finished_at(data: object) -> datetime.datetime | None:
+        def _parse_finished_at(data: object) -> None | str:
             if data is None:
                 return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                finished_at_type_0 = isoparse(data)
-
-                return finished_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None, data)
+            return cast(None | str, data)
 
         finished_at = _parse_finished_at(d.pop("finished_at"))
 

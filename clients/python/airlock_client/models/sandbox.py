@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
 if TYPE_CHECKING:
     from ..models.sandbox_env import SandboxEnv
@@ -22,31 +20,33 @@ class Sandbox:
     """
     Attributes:
         cpus (int):
-        created_at (datetime.datetime):
+        created_at (str):
         disk_mib (int):
         env (SandboxEnv):
-        expires_at (datetime.datetime):
+        expires_at (str):
         failure_reason (None | str):
         id (str):
         image (str):
         labels (SandboxLabels):
         memory_mib (int):
-        network (SandboxNetwork):
+        network (SandboxNetwork): Egress of a sandbox: `none` (the default), `allowlist` (only `allow`) or `open` (where
+            the operator allowed it for the tenant). The host, link-local addresses (cloud metadata)
+            and other sandboxes are never reachable.
         runtime (None | str):
         size (str):
         started_from (None | str):
         state (str):
-        stopped_at (datetime.datetime | None):
+        stopped_at (None | str):
         template (None | str):
         template_version (int | None):
         ttl_s (int):
     """
 
     cpus: int
-    created_at: datetime.datetime
+    created_at: str
     disk_mib: int
     env: SandboxEnv
-    expires_at: datetime.datetime
+    expires_at: str
     failure_reason: None | str
     id: str
     image: str
@@ -57,7 +57,7 @@ class Sandbox:
     size: str
     started_from: None | str
     state: str
-    stopped_at: datetime.datetime | None
+    stopped_at: None | str
     template: None | str
     template_version: int | None
     ttl_s: int
@@ -66,13 +66,13 @@ class Sandbox:
     def to_dict(self) -> dict[str, Any]:
         cpus = self.cpus
 
-        created_at = self.created_at.isoformat()
+        created_at = self.created_at
 
         disk_mib = self.disk_mib
 
         env = self.env.to_dict()
 
-        expires_at = self.expires_at.isoformat()
+        expires_at = self.expires_at
 
         failure_reason: None | str
         failure_reason = self.failure_reason
@@ -98,10 +98,7 @@ class Sandbox:
         state = self.state
 
         stopped_at: None | str
-        if isinstance(self.stopped_at, datetime.datetime):
-            stopped_at = self.stopped_at.isoformat()
-        else:
-            stopped_at = self.stopped_at
+        stopped_at = self.stopped_at
 
         template: None | str
         template = self.template
@@ -148,13 +145,13 @@ class Sandbox:
         d = dict(src_dict)
         cpus = d.pop("cpus")
 
-        created_at = isoparse(d.pop("created_at"))
+        created_at = d.pop("created_at")
 
         disk_mib = d.pop("disk_mib")
 
         env = SandboxEnv.from_dict(d.pop("env"))
 
-        expires_at = isoparse(d.pop("expires_at"))
+        expires_at = d.pop("expires_at")
 
         def _parse_failure_reason(data: object) -> None | str:
             if data is None:
@@ -191,18 +188,10 @@ class Sandbox:
 
         state = d.pop("state")
 
-        def _parse_stopped_at(data: object) -> datetime.datetime | None:
+        def _parse_stopped_at(data: object) -> None | str:
             if data is None:
                 return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                stopped_at_type_0 = isoparse(data)
-
-                return stopped_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None, data)
+            return cast(None | str, data)
 
         stopped_at = _parse_stopped_at(d.pop("stopped_at"))
 

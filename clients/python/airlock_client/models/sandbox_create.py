@@ -4,26 +4,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
-from ..models.sandbox_create_preset_type_1 import SandboxCreatePresetType1, check_sandbox_create_preset_type_1
-from ..models.sandbox_create_preset_type_2_type_1 import (
-    SandboxCreatePresetType2Type1,
-    check_sandbox_create_preset_type_2_type_1,
-)
-from ..models.sandbox_create_preset_type_3_type_1 import (
-    SandboxCreatePresetType3Type1,
-    check_sandbox_create_preset_type_3_type_1,
-)
-from ..models.sandbox_create_size_type_1 import SandboxCreateSizeType1, check_sandbox_create_size_type_1
-from ..models.sandbox_create_size_type_2_type_1 import (
-    SandboxCreateSizeType2Type1,
-    check_sandbox_create_size_type_2_type_1,
-)
-from ..models.sandbox_create_size_type_3_type_1 import (
-    SandboxCreateSizeType3Type1,
-    check_sandbox_create_size_type_3_type_1,
-)
+from ..models.sandbox_create_preset_type_0 import SandboxCreatePresetType0, check_sandbox_create_preset_type_0
+from ..models.sandbox_create_size_type_0 import SandboxCreateSizeType0, check_sandbox_create_size_type_0
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
@@ -37,20 +20,21 @@ T = TypeVar("T", bound="SandboxCreate")
 
 @_attrs_define
 class SandboxCreate:
-    """
-    Attributes:
-        cpus (int | None | Unset):
-        disk_mib (int | None | Unset):
-        env (SandboxCreateEnv | Unset):
-        image (None | str | Unset):
-        labels (SandboxCreateLabels | Unset):
-        memory_mib (int | None | Unset):
-        network (None | SandboxNetwork | Unset):
-        preset (None | SandboxCreatePresetType1 | SandboxCreatePresetType2Type1 | SandboxCreatePresetType3Type1 |
-            Unset):
-        size (None | SandboxCreateSizeType1 | SandboxCreateSizeType2Type1 | SandboxCreateSizeType3Type1 | Unset):
-        template (None | str | Unset):
-        ttl_s (int | Unset):  Default: 600.
+    """`image` or `template` (neither: the default image); a size, a preset and/or explicit
+    caps. Without `network` (and without a preset that gives one) there is no network.
+
+        Attributes:
+            cpus (int | None | Unset):
+            disk_mib (int | None | Unset):
+            env (SandboxCreateEnv | Unset):
+            image (None | str | Unset):
+            labels (SandboxCreateLabels | Unset):
+            memory_mib (int | None | Unset):
+            network (None | SandboxNetwork | Unset):
+            preset (None | SandboxCreatePresetType0 | Unset):
+            size (None | SandboxCreateSizeType0 | Unset):
+            template (None | str | Unset):
+            ttl_s (int | Unset):  Default: 600.
     """
 
     cpus: int | None | Unset = UNSET
@@ -60,13 +44,10 @@ class SandboxCreate:
     labels: SandboxCreateLabels | Unset = UNSET
     memory_mib: int | None | Unset = UNSET
     network: None | SandboxNetwork | Unset = UNSET
-    preset: None | SandboxCreatePresetType1 | SandboxCreatePresetType2Type1 | SandboxCreatePresetType3Type1 | Unset = (
-        UNSET
-    )
-    size: None | SandboxCreateSizeType1 | SandboxCreateSizeType2Type1 | SandboxCreateSizeType3Type1 | Unset = UNSET
+    preset: None | SandboxCreatePresetType0 | Unset = UNSET
+    size: None | SandboxCreateSizeType0 | Unset = UNSET
     template: None | str | Unset = UNSET
     ttl_s: int | Unset = 600
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.sandbox_network import SandboxNetwork
@@ -116,20 +97,12 @@ class SandboxCreate:
             preset = UNSET
         elif isinstance(self.preset, str):
             preset = self.preset
-        elif isinstance(self.preset, str):
-            preset = self.preset
-        elif isinstance(self.preset, str):
-            preset = self.preset
         else:
             preset = self.preset
 
         size: None | str | Unset
         if isinstance(self.size, Unset):
             size = UNSET
-        elif isinstance(self.size, str):
-            size = self.size
-        elif isinstance(self.size, str):
-            size = self.size
         elif isinstance(self.size, str):
             size = self.size
         else:
@@ -144,7 +117,7 @@ class SandboxCreate:
         ttl_s = self.ttl_s
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update({})
         if cpus is not UNSET:
             field_dict["cpus"] = cpus
@@ -246,9 +219,7 @@ class SandboxCreate:
 
         network = _parse_network(d.pop("network", UNSET))
 
-        def _parse_preset(
-            data: object,
-        ) -> None | SandboxCreatePresetType1 | SandboxCreatePresetType2Type1 | SandboxCreatePresetType3Type1 | Unset:
+        def _parse_preset(data: object) -> None | SandboxCreatePresetType0 | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -256,37 +227,16 @@ class SandboxCreate:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                preset_type_1 = check_sandbox_create_preset_type_1(data)
+                preset_type_0 = check_sandbox_create_preset_type_0(data)
 
-                return preset_type_1
+                return preset_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                preset_type_2_type_1 = check_sandbox_create_preset_type_2_type_1(data)
-
-                return preset_type_2_type_1
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                preset_type_3_type_1 = check_sandbox_create_preset_type_3_type_1(data)
-
-                return preset_type_3_type_1
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(
-                None | SandboxCreatePresetType1 | SandboxCreatePresetType2Type1 | SandboxCreatePresetType3Type1 | Unset,
-                data,
-            )
+            return cast(None | SandboxCreatePresetType0 | Unset, data)
 
         preset = _parse_preset(d.pop("preset", UNSET))
 
-        def _parse_size(
-            data: object,
-        ) -> None | SandboxCreateSizeType1 | SandboxCreateSizeType2Type1 | SandboxCreateSizeType3Type1 | Unset:
+        def _parse_size(data: object) -> None | SandboxCreateSizeType0 | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -294,30 +244,12 @@ class SandboxCreate:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                size_type_1 = check_sandbox_create_size_type_1(data)
+                size_type_0 = check_sandbox_create_size_type_0(data)
 
-                return size_type_1
+                return size_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                size_type_2_type_1 = check_sandbox_create_size_type_2_type_1(data)
-
-                return size_type_2_type_1
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                size_type_3_type_1 = check_sandbox_create_size_type_3_type_1(data)
-
-                return size_type_3_type_1
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(
-                None | SandboxCreateSizeType1 | SandboxCreateSizeType2Type1 | SandboxCreateSizeType3Type1 | Unset, data
-            )
+            return cast(None | SandboxCreateSizeType0 | Unset, data)
 
         size = _parse_size(d.pop("size", UNSET))
 
@@ -346,21 +278,4 @@ class SandboxCreate:
             ttl_s=ttl_s,
         )
 
-        sandbox_create.additional_properties = d
         return sandbox_create
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

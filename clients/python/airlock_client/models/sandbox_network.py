@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..models.sandbox_network_mode import SandboxNetworkMode, check_sandbox_network_mode
 from ..types import UNSET, Unset
@@ -14,15 +13,17 @@ T = TypeVar("T", bound="SandboxNetwork")
 
 @_attrs_define
 class SandboxNetwork:
-    """
-    Attributes:
-        allow (list[str] | Unset):
-        mode (SandboxNetworkMode | Unset):  Default: 'none'.
+    """Egress of a sandbox: `none` (the default), `allowlist` (only `allow`) or `open` (where
+    the operator allowed it for the tenant). The host, link-local addresses (cloud metadata)
+    and other sandboxes are never reachable.
+
+        Attributes:
+            allow (list[str] | Unset):
+            mode (SandboxNetworkMode | Unset):  Default: 'none'.
     """
 
     allow: list[str] | Unset = UNSET
     mode: SandboxNetworkMode | Unset = "none"
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         allow: list[str] | Unset = UNSET
@@ -34,7 +35,7 @@ class SandboxNetwork:
             mode = self.mode
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update({})
         if allow is not UNSET:
             field_dict["allow"] = allow
@@ -60,21 +61,4 @@ class SandboxNetwork:
             mode=mode,
         )
 
-        sandbox_network.additional_properties = d
         return sandbox_network
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

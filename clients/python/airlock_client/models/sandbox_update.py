@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
@@ -25,7 +24,6 @@ class SandboxUpdate:
 
     network: None | SandboxNetwork | Unset = UNSET
     ttl_s: int | None | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.sandbox_network import SandboxNetwork
@@ -45,7 +43,7 @@ class SandboxUpdate:
             ttl_s = self.ttl_s
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update({})
         if network is not UNSET:
             field_dict["network"] = network
@@ -91,21 +89,4 @@ class SandboxUpdate:
             ttl_s=ttl_s,
         )
 
-        sandbox_update.additional_properties = d
         return sandbox_update
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

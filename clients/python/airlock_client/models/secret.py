@@ -1,44 +1,43 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
 T = TypeVar("T", bound="Secret")
 
 
 @_attrs_define
 class Secret:
-    """
+    """A secret's name and times; its value is write-only.
+
     Attributes:
         allowed_hosts (list[str]):
-        created_at (datetime.datetime):
+        created_at (str):
         created_by (str):
         name (str):
-        updated_at (datetime.datetime):
+        updated_at (str):
     """
 
     allowed_hosts: list[str]
-    created_at: datetime.datetime
+    created_at: str
     created_by: str
     name: str
-    updated_at: datetime.datetime
+    updated_at: str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         allowed_hosts = self.allowed_hosts
 
-        created_at = self.created_at.isoformat()
+        created_at = self.created_at
 
         created_by = self.created_by
 
         name = self.name
 
-        updated_at = self.updated_at.isoformat()
+        updated_at = self.updated_at
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -59,13 +58,13 @@ class Secret:
         d = dict(src_dict)
         allowed_hosts = cast(list[str], d.pop("allowed_hosts"))
 
-        created_at = isoparse(d.pop("created_at"))
+        created_at = d.pop("created_at")
 
         created_by = d.pop("created_by")
 
         name = d.pop("name")
 
-        updated_at = isoparse(d.pop("updated_at"))
+        updated_at = d.pop("updated_at")
 
         secret = cls(
             allowed_hosts=allowed_hosts,

@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
 from ..types import UNSET, Unset
 
@@ -20,14 +18,14 @@ class Stage:
         duration_ms (int):
         name (str):
         outcome (str):
-        started_at (datetime.datetime):
+        started_at (str):
         detail (None | str | Unset):
     """
 
     duration_ms: int
     name: str
     outcome: str
-    started_at: datetime.datetime
+    started_at: str
     detail: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -38,7 +36,7 @@ class Stage:
 
         outcome = self.outcome
 
-        started_at = self.started_at.isoformat()
+        started_at = self.started_at
 
         detail: None | str | Unset
         if isinstance(self.detail, Unset):
@@ -70,7 +68,7 @@ class Stage:
 
         outcome = d.pop("outcome")
 
-        started_at = isoparse(d.pop("started_at"))
+        started_at = d.pop("started_at")
 
         def _parse_detail(data: object) -> None | str | Unset:
             if data is None:

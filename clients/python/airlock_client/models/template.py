@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
 from ..models.template_state import TemplateState, check_template_state
 from ..types import UNSET, Unset
@@ -22,32 +20,32 @@ T = TypeVar("T", bound="Template")
 class Template:
     """
     Attributes:
-        created_at (datetime.datetime):
+        created_at (str):
         id (str):
         latest_version (int):
         name (str):
         shared (bool):
         snapshot_bytes (int | None):
         state (TemplateState):
-        updated_at (datetime.datetime):
+        updated_at (str):
         version (int | None):
         versions (list[TemplateVersion] | None | Unset):
     """
 
-    created_at: datetime.datetime
+    created_at: str
     id: str
     latest_version: int
     name: str
     shared: bool
     snapshot_bytes: int | None
     state: TemplateState
-    updated_at: datetime.datetime
+    updated_at: str
     version: int | None
     versions: list[TemplateVersion] | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        created_at = self.created_at.isoformat()
+        created_at = self.created_at
 
         id = self.id
 
@@ -62,7 +60,7 @@ class Template:
 
         state: str = self.state
 
-        updated_at = self.updated_at.isoformat()
+        updated_at = self.updated_at
 
         version: int | None
         version = self.version
@@ -104,7 +102,7 @@ class Template:
         from ..models.template_version import TemplateVersion
 
         d = dict(src_dict)
-        created_at = isoparse(d.pop("created_at"))
+        created_at = d.pop("created_at")
 
         id = d.pop("id")
 
@@ -123,7 +121,7 @@ class Template:
 
         state = check_template_state(d.pop("state"))
 
-        updated_at = isoparse(d.pop("updated_at"))
+        updated_at = d.pop("updated_at")
 
         def _parse_version(data: object) -> int | None:
             if data is None:

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..models.template_create_size import TemplateCreateSize, check_template_create_size
 from ..types import UNSET, Unset
@@ -19,12 +18,15 @@ T = TypeVar("T", bound="TemplateCreate")
 
 @_attrs_define
 class TemplateCreate:
-    """
+    """A new template, or a new version of an existing one (same name): built as a job.
+
     Attributes:
         name (str):
         env (TemplateCreateEnv | Unset):
         image (str | Unset):  Default: 'default'.
-        network (NetworkPolicy | Unset):
+        network (NetworkPolicy | Unset): A template's network, the same policy as a sandbox's: its setup steps run under
+            it.
+            Sandboxes started from the template choose their own (`none` unless asked).
         setup (list[list[str]] | Unset):
         size (TemplateCreateSize | Unset):  Default: 'small'.
     """
@@ -35,7 +37,6 @@ class TemplateCreate:
     network: NetworkPolicy | Unset = UNSET
     setup: list[list[str]] | Unset = UNSET
     size: TemplateCreateSize | Unset = "small"
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         name = self.name
@@ -63,7 +64,7 @@ class TemplateCreate:
             size = self.size
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update(
             {
                 "name": name,
@@ -131,21 +132,4 @@ class TemplateCreate:
             size=size,
         )
 
-        template_create.additional_properties = d
         return template_create
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

@@ -1,24 +1,14 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
-from ..models.template_version_start_mode_type_1 import (
-    TemplateVersionStartModeType1,
-    check_template_version_start_mode_type_1,
-)
-from ..models.template_version_start_mode_type_2_type_1 import (
-    TemplateVersionStartModeType2Type1,
-    check_template_version_start_mode_type_2_type_1,
-)
-from ..models.template_version_start_mode_type_3_type_1 import (
-    TemplateVersionStartModeType3Type1,
-    check_template_version_start_mode_type_3_type_1,
+from ..models.template_version_start_mode_type_0 import (
+    TemplateVersionStartModeType0,
+    check_template_version_start_mode_type_0,
 )
 from ..models.template_version_state import TemplateVersionState, check_template_version_state
 
@@ -35,36 +25,34 @@ class TemplateVersion:
     """
     Attributes:
         build_log (str):
-        created_at (datetime.datetime):
+        created_at (str):
         env (TemplateVersionEnv):
         error (None | str):
-        finished_at (datetime.datetime | None):
+        finished_at (None | str):
         image (str):
-        network (NetworkPolicy):
+        network (NetworkPolicy): A template's network, the same policy as a sandbox's: its setup steps run under it.
+            Sandboxes started from the template choose their own (`none` unless asked).
         setup (list[list[str]]):
         size (str):
         snapshot_bytes (int | None):
-        start_mode (None | TemplateVersionStartModeType1 | TemplateVersionStartModeType2Type1 |
-            TemplateVersionStartModeType3Type1):
-        started_at (datetime.datetime | None):
+        start_mode (None | TemplateVersionStartModeType0):
+        started_at (None | str):
         state (TemplateVersionState):
         version (int):
     """
 
     build_log: str
-    created_at: datetime.datetime
+    created_at: str
     env: TemplateVersionEnv
     error: None | str
-    finished_at: datetime.datetime | None
+    finished_at: None | str
     image: str
     network: NetworkPolicy
     setup: list[list[str]]
     size: str
     snapshot_bytes: int | None
-    start_mode: (
-        None | TemplateVersionStartModeType1 | TemplateVersionStartModeType2Type1 | TemplateVersionStartModeType3Type1
-    )
-    started_at: datetime.datetime | None
+    start_mode: None | TemplateVersionStartModeType0
+    started_at: None | str
     state: TemplateVersionState
     version: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -72,7 +60,7 @@ class TemplateVersion:
     def to_dict(self) -> dict[str, Any]:
         build_log = self.build_log
 
-        created_at = self.created_at.isoformat()
+        created_at = self.created_at
 
         env = self.env.to_dict()
 
@@ -80,10 +68,7 @@ class TemplateVersion:
         error = self.error
 
         finished_at: None | str
-        if isinstance(self.finished_at, datetime.datetime):
-            finished_at = self.finished_at.isoformat()
-        else:
-            finished_at = self.finished_at
+        finished_at = self.finished_at
 
         image = self.image
 
@@ -103,18 +88,11 @@ class TemplateVersion:
         start_mode: None | str
         if isinstance(self.start_mode, str):
             start_mode = self.start_mode
-        elif isinstance(self.start_mode, str):
-            start_mode = self.start_mode
-        elif isinstance(self.start_mode, str):
-            start_mode = self.start_mode
         else:
             start_mode = self.start_mode
 
         started_at: None | str
-        if isinstance(self.started_at, datetime.datetime):
-            started_at = self.started_at.isoformat()
-        else:
-            started_at = self.started_at
+        started_at = self.started_at
 
         state: str = self.state
 
@@ -151,7 +129,7 @@ class TemplateVersion:
         d = dict(src_dict)
         build_log = d.pop("build_log")
 
-        created_at = isoparse(d.pop("created_at"))
+        created_at = d.pop("created_at")
 
         env = TemplateVersionEnv.from_dict(d.pop("env"))
 
@@ -162,18 +140,10 @@ class TemplateVersion:
 
         error = _parse_error(d.pop("error"))
 
-        def _parse_finished_at(data: object) -> datetime.datetime | None:
+        def _parse_finished_at(data: object) -> None | str:
             if data is None:
                 return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                finished_at_type_0 = isoparse(data)
-
-                return finished_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None, data)
+            return cast(None | str, data)
 
         finished_at = _parse_finished_at(d.pop("finished_at"))
 
@@ -197,62 +167,25 @@ class TemplateVersion:
 
         snapshot_bytes = _parse_snapshot_bytes(d.pop("snapshot_bytes"))
 
-        def _parse_start_mode(
-            data: object,
-        ) -> (
-            None
-            | TemplateVersionStartModeType1
-            | TemplateVersionStartModeType2Type1
-            | TemplateVersionStartModeType3Type1
-        ):
+        def _parse_start_mode(data: object) -> None | TemplateVersionStartModeType0:
             if data is None:
                 return data
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                start_mode_type_1 = check_template_version_start_mode_type_1(data)
+                start_mode_type_0 = check_template_version_start_mode_type_0(data)
 
-                return start_mode_type_1
+                return start_mode_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                start_mode_type_2_type_1 = check_template_version_start_mode_type_2_type_1(data)
-
-                return start_mode_type_2_type_1
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                start_mode_type_3_type_1 = check_template_version_start_mode_type_3_type_1(data)
-
-                return start_mode_type_3_type_1
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(
-                None
-                | TemplateVersionStartModeType1
-                | TemplateVersionStartModeType2Type1
-                | TemplateVersionStartModeType3Type1,
-                data,
-            )
+            return cast(None | TemplateVersionStartModeType0, data)
 
         start_mode = _parse_start_mode(d.pop("start_mode"))
 
-        def _parse_started_at(data: object) -> datetime.datetime | None:
+        def _parse_started_at(data: object) -> None | str:
             if data is None:
                 return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                started_at_type_0 = isoparse(data)
-
-                return started_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None, data)
+            return cast(None | str, data)
 
         started_at = _parse_started_at(d.pop("started_at"))
 

@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
 from ..models.tenant_status import TenantStatus, check_tenant_status
 
@@ -21,24 +19,24 @@ T = TypeVar("T", bound="Tenant")
 class Tenant:
     """
     Attributes:
-        created_at (datetime.datetime):
+        created_at (str):
         id (str):
         name (str):
         quotas (Quotas):
         status (TenantStatus):
-        updated_at (datetime.datetime):
+        updated_at (str):
     """
 
-    created_at: datetime.datetime
+    created_at: str
     id: str
     name: str
     quotas: Quotas
     status: TenantStatus
-    updated_at: datetime.datetime
+    updated_at: str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        created_at = self.created_at.isoformat()
+        created_at = self.created_at
 
         id = self.id
 
@@ -48,7 +46,7 @@ class Tenant:
 
         status: str = self.status
 
-        updated_at = self.updated_at.isoformat()
+        updated_at = self.updated_at
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -70,7 +68,7 @@ class Tenant:
         from ..models.quotas import Quotas
 
         d = dict(src_dict)
-        created_at = isoparse(d.pop("created_at"))
+        created_at = d.pop("created_at")
 
         id = d.pop("id")
 
@@ -80,7 +78,7 @@ class Tenant:
 
         status = check_tenant_status(d.pop("status"))
 
-        updated_at = isoparse(d.pop("updated_at"))
+        updated_at = d.pop("updated_at")
 
         tenant = cls(
             created_at=created_at,

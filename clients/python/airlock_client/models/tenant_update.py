@@ -4,17 +4,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
-from ..models.tenant_update_status_type_1 import TenantUpdateStatusType1, check_tenant_update_status_type_1
-from ..models.tenant_update_status_type_2_type_1 import (
-    TenantUpdateStatusType2Type1,
-    check_tenant_update_status_type_2_type_1,
-)
-from ..models.tenant_update_status_type_3_type_1 import (
-    TenantUpdateStatusType3Type1,
-    check_tenant_update_status_type_3_type_1,
-)
+from ..models.tenant_update_status_type_0 import TenantUpdateStatusType0, check_tenant_update_status_type_0
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
@@ -29,12 +20,11 @@ class TenantUpdate:
     """
     Attributes:
         quotas (None | QuotasPatch | Unset):
-        status (None | TenantUpdateStatusType1 | TenantUpdateStatusType2Type1 | TenantUpdateStatusType3Type1 | Unset):
+        status (None | TenantUpdateStatusType0 | Unset):
     """
 
     quotas: None | QuotasPatch | Unset = UNSET
-    status: None | TenantUpdateStatusType1 | TenantUpdateStatusType2Type1 | TenantUpdateStatusType3Type1 | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+    status: None | TenantUpdateStatusType0 | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.quotas_patch import QuotasPatch
@@ -52,15 +42,11 @@ class TenantUpdate:
             status = UNSET
         elif isinstance(self.status, str):
             status = self.status
-        elif isinstance(self.status, str):
-            status = self.status
-        elif isinstance(self.status, str):
-            status = self.status
         else:
             status = self.status
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update({})
         if quotas is not UNSET:
             field_dict["quotas"] = quotas
@@ -92,9 +78,7 @@ class TenantUpdate:
 
         quotas = _parse_quotas(d.pop("quotas", UNSET))
 
-        def _parse_status(
-            data: object,
-        ) -> None | TenantUpdateStatusType1 | TenantUpdateStatusType2Type1 | TenantUpdateStatusType3Type1 | Unset:
+        def _parse_status(data: object) -> None | TenantUpdateStatusType0 | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -102,31 +86,12 @@ class TenantUpdate:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                status_type_1 = check_tenant_update_status_type_1(data)
+                status_type_0 = check_tenant_update_status_type_0(data)
 
-                return status_type_1
+                return status_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                status_type_2_type_1 = check_tenant_update_status_type_2_type_1(data)
-
-                return status_type_2_type_1
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                status_type_3_type_1 = check_tenant_update_status_type_3_type_1(data)
-
-                return status_type_3_type_1
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(
-                None | TenantUpdateStatusType1 | TenantUpdateStatusType2Type1 | TenantUpdateStatusType3Type1 | Unset,
-                data,
-            )
+            return cast(None | TenantUpdateStatusType0 | Unset, data)
 
         status = _parse_status(d.pop("status", UNSET))
 
@@ -135,21 +100,4 @@ class TenantUpdate:
             status=status,
         )
 
-        tenant_update.additional_properties = d
         return tenant_update
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

@@ -11,7 +11,8 @@ T = TypeVar("T", bound="TestCounts")
 
 @_attrs_define
 class TestCounts:
-    """
+    """Tests by outcome, as the review's pytest plugin recorded them.
+
     Attributes:
         error (int):
         failed (int):

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
@@ -23,7 +22,6 @@ class TokenCreate:
     sandbox_id: None | str | Unset = UNSET
     scopes: list[str] | None | Unset = UNSET
     ttl_s: int | None | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         sandbox_id: None | str | Unset
@@ -48,7 +46,7 @@ class TokenCreate:
             ttl_s = self.ttl_s
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update({})
         if sandbox_id is not UNSET:
             field_dict["sandbox_id"] = sandbox_id
@@ -104,21 +102,4 @@ class TokenCreate:
             ttl_s=ttl_s,
         )
 
-        token_create.additional_properties = d
         return token_create
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

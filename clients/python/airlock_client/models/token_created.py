@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
 from ..types import UNSET, Unset
 
@@ -17,7 +15,7 @@ T = TypeVar("T", bound="TokenCreated")
 class TokenCreated:
     """
     Attributes:
-        expires_at (datetime.datetime):
+        expires_at (str):
         jti (str):
         sandbox_id (None | str):
         scopes (list[str]):
@@ -25,7 +23,7 @@ class TokenCreated:
         token_type (str | Unset):  Default: 'Bearer'.
     """
 
-    expires_at: datetime.datetime
+    expires_at: str
     jti: str
     sandbox_id: None | str
     scopes: list[str]
@@ -34,7 +32,7 @@ class TokenCreated:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        expires_at = self.expires_at.isoformat()
+        expires_at = self.expires_at
 
         jti = self.jti
 
@@ -66,7 +64,7 @@ class TokenCreated:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
-        expires_at = isoparse(d.pop("expires_at"))
+        expires_at = d.pop("expires_at")
 
         jti = d.pop("jti")
 

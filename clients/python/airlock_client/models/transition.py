@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-from dateutil.parser import isoparse
 
 T = TypeVar("T", bound="Transition")
 
@@ -15,20 +13,20 @@ T = TypeVar("T", bound="Transition")
 class Transition:
     """
     Attributes:
-        at (datetime.datetime):
+        at (str):
         from_state (None | str):
         reason (None | str):
         to_state (str):
     """
 
-    at: datetime.datetime
+    at: str
     from_state: None | str
     reason: None | str
     to_state: str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        at = self.at.isoformat()
+        at = self.at
 
         from_state: None | str
         from_state = self.from_state
@@ -54,7 +52,7 @@ class Transition:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
-        at = isoparse(d.pop("at"))
+        at = d.pop("at")
 
         def _parse_from_state(data: object) -> None | str:
             if data is None:

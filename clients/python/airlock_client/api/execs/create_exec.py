@@ -119,7 +119,9 @@ def sync_detailed(
         sandbox_id (str):
         idempotency_key (None | str | Unset): A retry with the same key returns the first result
             and starts nothing new
-        body (ExecCreate):
+        body (ExecCreate): One command. `secrets` reach the process as environment variables only
+            and are masked
+            in every output; they are never stored.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -158,7 +160,9 @@ def sync(
         sandbox_id (str):
         idempotency_key (None | str | Unset): A retry with the same key returns the first result
             and starts nothing new
-        body (ExecCreate):
+        body (ExecCreate): One command. `secrets` reach the process as environment variables only
+            and are masked
+            in every output; they are never stored.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -192,7 +196,9 @@ async def asyncio_detailed(
         sandbox_id (str):
         idempotency_key (None | str | Unset): A retry with the same key returns the first result
             and starts nothing new
-        body (ExecCreate):
+        body (ExecCreate): One command. `secrets` reach the process as environment variables only
+            and are masked
+            in every output; they are never stored.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -229,7 +235,9 @@ async def asyncio(
         sandbox_id (str):
         idempotency_key (None | str | Unset): A retry with the same key returns the first result
             and starts nothing new
-        body (ExecCreate):
+        body (ExecCreate): One command. `secrets` reach the process as environment variables only
+            and are masked
+            in every output; they are never stored.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

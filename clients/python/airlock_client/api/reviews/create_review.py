@@ -93,7 +93,8 @@ def sync_detailed(
     """Review a pull request: fetch, test in a fresh sandbox, judge; runs as a job
 
     Args:
-        body (ReviewCreate):
+        body (ReviewCreate): A pull request to review: fetched on the host, tested in a fresh
+            sandbox, judged.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -122,7 +123,8 @@ def sync(
     """Review a pull request: fetch, test in a fresh sandbox, judge; runs as a job
 
     Args:
-        body (ReviewCreate):
+        body (ReviewCreate): A pull request to review: fetched on the host, tested in a fresh
+            sandbox, judged.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -146,7 +148,8 @@ async def asyncio_detailed(
     """Review a pull request: fetch, test in a fresh sandbox, judge; runs as a job
 
     Args:
-        body (ReviewCreate):
+        body (ReviewCreate): A pull request to review: fetched on the host, tested in a fresh
+            sandbox, judged.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -173,7 +176,8 @@ async def asyncio(
     """Review a pull request: fetch, test in a fresh sandbox, judge; runs as a job
 
     Args:
-        body (ReviewCreate):
+        body (ReviewCreate): A pull request to review: fetched on the host, tested in a fresh
+            sandbox, judged.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -110,7 +110,9 @@ def sync_detailed(
     Args:
         idempotency_key (None | str | Unset): A retry with the same key returns the first result
             and starts nothing new
-        body (SandboxCreate):
+        body (SandboxCreate): `image` or `template` (neither: the default image); a size, a preset
+            and/or explicit
+            caps. Without `network` (and without a preset that gives one) there is no network.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -143,7 +145,9 @@ def sync(
     Args:
         idempotency_key (None | str | Unset): A retry with the same key returns the first result
             and starts nothing new
-        body (SandboxCreate):
+        body (SandboxCreate): `image` or `template` (neither: the default image); a size, a preset
+            and/or explicit
+            caps. Without `network` (and without a preset that gives one) there is no network.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -171,7 +175,9 @@ async def asyncio_detailed(
     Args:
         idempotency_key (None | str | Unset): A retry with the same key returns the first result
             and starts nothing new
-        body (SandboxCreate):
+        body (SandboxCreate): `image` or `template` (neither: the default image); a size, a preset
+            and/or explicit
+            caps. Without `network` (and without a preset that gives one) there is no network.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -202,7 +208,9 @@ async def asyncio(
     Args:
         idempotency_key (None | str | Unset): A retry with the same key returns the first result
             and starts nothing new
-        body (SandboxCreate):
+        body (SandboxCreate): `image` or `template` (neither: the default image); a size, a preset
+            and/or explicit
+            caps. Without `network` (and without a preset that gives one) there is no network.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -40,6 +40,11 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 201:
+        response_201 = Secret.from_dict(response.json())
+
+        return response_201
+
     if response.status_code == 401:
         response_401 = Problem.from_dict(response.json())
 

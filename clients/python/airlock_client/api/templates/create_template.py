@@ -94,7 +94,8 @@ def sync_detailed(
     """Create a template, or a new version of one; built in the background
 
     Args:
-        body (TemplateCreate):
+        body (TemplateCreate): A new template, or a new version of an existing one (same name):
+            built as a job.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -123,7 +124,8 @@ def sync(
     """Create a template, or a new version of one; built in the background
 
     Args:
-        body (TemplateCreate):
+        body (TemplateCreate): A new template, or a new version of an existing one (same name):
+            built as a job.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -147,7 +149,8 @@ async def asyncio_detailed(
     """Create a template, or a new version of one; built in the background
 
     Args:
-        body (TemplateCreate):
+        body (TemplateCreate): A new template, or a new version of an existing one (same name):
+            built as a job.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -174,7 +177,8 @@ async def asyncio(
     """Create a template, or a new version of one; built in the background
 
     Args:
-        body (TemplateCreate):
+        body (TemplateCreate): A new template, or a new version of an existing one (same name):
+            built as a job.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
