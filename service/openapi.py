@@ -29,6 +29,7 @@ from litestar.openapi.spec import (
     OpenAPI,
     OpenAPIResponse,
     Operation,
+    Parameter,
     Reference,
     Schema,
 )
@@ -38,6 +39,7 @@ from litestar.openapi.spec import (
 from litestar.openapi.spec import (
     OpenAPIMediaType as MediaType,
 )
+from litestar.openapi.spec.enums import OpenAPIType
 from litestar.routes import HTTPRoute
 from litestar.utils import ensure_async_callable
 
@@ -194,9 +196,36 @@ def _document(operation: Operation, handler: HTTPRouteHandler, path_params: set[
     for status, description in problems_for(handler, path_params).items():
         responses[str(status)] = _problem_response(status, description)
     operation.responses = dict(sorted(responses.items()))
+    for parameter in operation.parameters or []:
+        if isinstance(parameter, Parameter) and isinstance(parameter.schema, Schema):
+            _constraints_where_they_apply(parameter.schema)
     if handler.opt.get("public"):
         operation.security = []
     _document_media(operation, handler)
+
+
+_STRING_RULES = ("pattern", "min_length", "max_length")
+_ARRAY_RULES = ("min_items", "max_items")
+
+
+def _constraints_where_they_apply(schema: Schema) -> None:
+    """Litestar puts an optional parameter's constraints beside its `oneOf`, where they bind
+    nothing for an array: each goes to the string (an array's items) it is about."""
+    for branch in schema.one_of or []:
+        if not isinstance(branch, Schema):
+            continue
+        target = branch.items if branch.type == OpenAPIType.ARRAY else branch
+        if isinstance(target, Schema) and target.type == OpenAPIType.STRING:
+            for rule in _STRING_RULES:
+                if getattr(schema, rule) is not None:
+                    setattr(target, rule, getattr(schema, rule))
+        if branch.type == OpenAPIType.ARRAY:
+            for rule in _ARRAY_RULES:
+                if getattr(schema, rule) is not None:
+                    setattr(branch, rule, getattr(schema, rule))
+    if schema.one_of:
+        for rule in (*_STRING_RULES, *_ARRAY_RULES):
+            setattr(schema, rule, None)
 
 
 def _document_media(operation: Operation, handler: HTTPRouteHandler) -> None:

@@ -16,15 +16,18 @@ from service.errors import Unprocessable
 from service.files import archives, service
 from service.files.schemas import ArchiveWritten, FileList, FileWritten
 
+_MODE = re.compile(r"^0?[0-7]{3,4}$")
 DirParam = Annotated[
     str,
     QueryParameter(name="dir", min_length=1, max_length=4096, description="An absolute directory"),
 ]
 ModeParam = Annotated[
     str | None,
-    QueryParameter(description="Octal permission bits of the new file, e.g. `0644` (default)"),
+    QueryParameter(
+        pattern=_MODE.pattern,
+        description="Octal permission bits of the new file, e.g. `0644` (default)",
+    ),
 ]
-_MODE = re.compile(r"^0?[0-7]{3,4}$")
 
 
 def _binary_operation(media_type: str) -> type[Operation]:
