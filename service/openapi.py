@@ -151,6 +151,7 @@ HANDLER_PROBLEMS: dict[str, dict[int, str]] = {
     "update_tenant": {409: "A tenant of that name exists"},
     "put_secret": {409: "The secret was created at the same time; retry"},
     "kill_exec": {409: "The exec has ended"},
+    "create_token": {404: "No such sandbox to bind the token to"},
 }
 
 
@@ -234,7 +235,7 @@ def _document_media(operation: Operation, handler: HTTPRouteHandler) -> None:
     if handler.operation_id == "stream_exec_events":
         responses["200"] = OpenAPIResponse(
             description="Server-sent events: `stdout`, `stderr`, then `exit`",
-            content={"text/event-stream": MediaType(schema=Schema(type="string"))},
+            content={"text/event-stream": MediaType(schema=Schema())},
         )
         responses["204"] = OpenAPIResponse(description="The reader already has every event")
     if handler.operation_id == "get_readiness":

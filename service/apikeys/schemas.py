@@ -6,8 +6,11 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
+from service.auth.principal import SCOPES
+
 KeyName = Annotated[str, Meta(min_length=1, max_length=100)]
-Scope = Annotated[str, Meta(min_length=1, max_length=40)]
+# The document names the scopes; the service refuses any other with the list of known ones.
+Scope = Annotated[str, Meta(min_length=1, max_length=40, extra_json_schema={"enum": list(SCOPES)})]
 
 
 class ApiKeyCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

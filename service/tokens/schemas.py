@@ -6,12 +6,13 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
+from service.apikeys.schemas import Scope
 from service.tenants.schemas import TOKEN_TTL_HARD_CAP_S
 
 
 class TokenCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # Omitted: every scope of the API key.
-    scopes: Annotated[list[Annotated[str, Meta(max_length=40)]], Meta(max_length=32)] | None = None
+    scopes: Annotated[list[Scope], Meta(min_length=1, max_length=32)] | None = None
     sandbox_id: Annotated[str, Meta(min_length=1, max_length=64)] | None = None
     # Omitted: the tenant's maximum token lifetime.
     ttl_s: Annotated[int, Meta(ge=1, le=TOKEN_TTL_HARD_CAP_S)] | None = None

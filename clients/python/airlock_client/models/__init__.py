@@ -2,6 +2,7 @@
 
 from .api_key import ApiKey
 from .api_key_create import ApiKeyCreate
+from .api_key_create_scopes_type_0_item import ApiKeyCreateScopesType0Item
 from .api_key_created import ApiKeyCreated
 from .api_key_page import ApiKeyPage
 from .archive_written import ArchiveWritten
@@ -88,6 +89,7 @@ from .tenant_update import TenantUpdate
 from .tenant_update_status_type_0 import TenantUpdateStatusType0
 from .test_counts import TestCounts
 from .token_create import TokenCreate
+from .token_create_scopes_type_0_item import TokenCreateScopesType0Item
 from .token_created import TokenCreated
 from .transition import Transition
 
@@ -95,6 +97,7 @@ __all__ = (
     "ApiKey",
     "ApiKeyCreate",
     "ApiKeyCreated",
+    "ApiKeyCreateScopesType0Item",
     "ApiKeyPage",
     "ArchiveWritten",
     "AuditEventOut",
@@ -181,5 +184,6 @@ __all__ = (
     "TestCounts",
     "TokenCreate",
     "TokenCreated",
+    "TokenCreateScopesType0Item",
     "Transition",
 )

@@ -5,6 +5,10 @@ from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 
+from ..models.api_key_create_scopes_type_0_item import (
+    ApiKeyCreateScopesType0Item,
+    check_api_key_create_scopes_type_0_item,
+)
 from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="ApiKeyCreate")
@@ -15,11 +19,11 @@ class ApiKeyCreate:
     """
     Attributes:
         name (str):
-        scopes (list[str] | None | Unset):
+        scopes (list[ApiKeyCreateScopesType0Item] | None | Unset):
     """
 
     name: str
-    scopes: list[str] | None | Unset = UNSET
+    scopes: list[ApiKeyCreateScopesType0Item] | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         name = self.name
@@ -28,7 +32,10 @@ class ApiKeyCreate:
         if isinstance(self.scopes, Unset):
             scopes = UNSET
         elif isinstance(self.scopes, list):
-            scopes = self.scopes
+            scopes = []
+            for scopes_type_0_item_data in self.scopes:
+                scopes_type_0_item: str = scopes_type_0_item_data
+                scopes.append(scopes_type_0_item)
 
         else:
             scopes = self.scopes
@@ -50,7 +57,7 @@ class ApiKeyCreate:
         d = dict(src_dict)
         name = d.pop("name")
 
-        def _parse_scopes(data: object) -> list[str] | None | Unset:
+        def _parse_scopes(data: object) -> list[ApiKeyCreateScopesType0Item] | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -58,12 +65,17 @@ class ApiKeyCreate:
             try:
                 if not isinstance(data, list):
                     raise TypeError()
-                scopes_type_0 = cast(list[str], data)
+                scopes_type_0 = []
+                _scopes_type_0 = data
+                for scopes_type_0_item_data in _scopes_type_0:
+                    scopes_type_0_item = check_api_key_create_scopes_type_0_item(scopes_type_0_item_data)
+
+                    scopes_type_0.append(scopes_type_0_item)
 
                 return scopes_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(list[str] | None | Unset, data)
+            return cast(list[ApiKeyCreateScopesType0Item] | None | Unset, data)
 
         scopes = _parse_scopes(d.pop("scopes", UNSET))
 

@@ -5,6 +5,7 @@ from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 
+from ..models.token_create_scopes_type_0_item import TokenCreateScopesType0Item, check_token_create_scopes_type_0_item
 from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="TokenCreate")
@@ -15,12 +16,12 @@ class TokenCreate:
     """
     Attributes:
         sandbox_id (None | str | Unset):
-        scopes (list[str] | None | Unset):
+        scopes (list[TokenCreateScopesType0Item] | None | Unset):
         ttl_s (int | None | Unset):
     """
 
     sandbox_id: None | str | Unset = UNSET
-    scopes: list[str] | None | Unset = UNSET
+    scopes: list[TokenCreateScopesType0Item] | None | Unset = UNSET
     ttl_s: int | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
@@ -34,7 +35,10 @@ class TokenCreate:
         if isinstance(self.scopes, Unset):
             scopes = UNSET
         elif isinstance(self.scopes, list):
-            scopes = self.scopes
+            scopes = []
+            for scopes_type_0_item_data in self.scopes:
+                scopes_type_0_item: str = scopes_type_0_item_data
+                scopes.append(scopes_type_0_item)
 
         else:
             scopes = self.scopes
@@ -70,7 +74,7 @@ class TokenCreate:
 
         sandbox_id = _parse_sandbox_id(d.pop("sandbox_id", UNSET))
 
-        def _parse_scopes(data: object) -> list[str] | None | Unset:
+        def _parse_scopes(data: object) -> list[TokenCreateScopesType0Item] | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -78,12 +82,17 @@ class TokenCreate:
             try:
                 if not isinstance(data, list):
                     raise TypeError()
-                scopes_type_0 = cast(list[str], data)
+                scopes_type_0 = []
+                _scopes_type_0 = data
+                for scopes_type_0_item_data in _scopes_type_0:
+                    scopes_type_0_item = check_token_create_scopes_type_0_item(scopes_type_0_item_data)
+
+                    scopes_type_0.append(scopes_type_0_item)
 
                 return scopes_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(list[str] | None | Unset, data)
+            return cast(list[TokenCreateScopesType0Item] | None | Unset, data)
 
         scopes = _parse_scopes(d.pop("scopes", UNSET))
 

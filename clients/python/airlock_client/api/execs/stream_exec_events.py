@@ -45,9 +45,9 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Any | Problem | str | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Any | Problem | None:
     if response.status_code == 200:
-        response_200 = response.text
+        response_200 = cast(Any, response.text)
         return response_200
 
     if response.status_code == 204:
@@ -90,7 +90,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Any | Problem | str]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Any | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -106,7 +106,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     after: int | None | Unset = UNSET,
     last_event_id: None | str | Unset = UNSET,
-) -> Response[Any | Problem | str]:
+) -> Response[Any | Problem]:
     r"""Stream an exec's output as server-sent events
 
      Events `stdout` and `stderr` carry `{\"text\": ...}`; the last is `exit`. Reconnect with `Last-
@@ -125,7 +125,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any | Problem | str]
+        Response[Any | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -149,7 +149,7 @@ def sync(
     client: AuthenticatedClient | Client,
     after: int | None | Unset = UNSET,
     last_event_id: None | str | Unset = UNSET,
-) -> Any | Problem | str | None:
+) -> Any | Problem | None:
     r"""Stream an exec's output as server-sent events
 
      Events `stdout` and `stderr` carry `{\"text\": ...}`; the last is `exit`. Reconnect with `Last-
@@ -168,7 +168,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Any | Problem | str
+        Any | Problem
     """
 
     return sync_detailed(
@@ -187,7 +187,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     after: int | None | Unset = UNSET,
     last_event_id: None | str | Unset = UNSET,
-) -> Response[Any | Problem | str]:
+) -> Response[Any | Problem]:
     r"""Stream an exec's output as server-sent events
 
      Events `stdout` and `stderr` carry `{\"text\": ...}`; the last is `exit`. Reconnect with `Last-
@@ -206,7 +206,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any | Problem | str]
+        Response[Any | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -228,7 +228,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     after: int | None | Unset = UNSET,
     last_event_id: None | str | Unset = UNSET,
-) -> Any | Problem | str | None:
+) -> Any | Problem | None:
     r"""Stream an exec's output as server-sent events
 
      Events `stdout` and `stderr` carry `{\"text\": ...}`; the last is `exit`. Reconnect with `Last-
@@ -247,7 +247,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Any | Problem | str
+        Any | Problem
     """
 
     return (
