@@ -9,14 +9,24 @@
 - every other route takes at most its `request_max_body_size` (the app's default, 1 MiB, or
   the route's own): a larger `Content-Length` is a 413 at once, with nothing read; a body that
   streams past the limit is a 413 as soon as it does; a NUL byte or a `\\u0000` escape is a 422.
-  Both are checked chunk by chunk as the handler reads the body.
+  Both are checked chunk by chunk as the handler reads the body;
+- a JSON body bound to a msgspec Struct is decoded strictly against the handler's `data` type
+  once it is whole (Litestar converts leniently, which takes a JSON 0 for a bool and "5" for an
+  int): a value of the wrong JSON type is a 422 naming the field. Malformed JSON is left to
+  Litestar's own 422.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
+
+import msgspec
+from litestar.enums import RequestEncodingType
+from litestar.exceptions import ValidationException
+from litestar.params import BodyKwarg
 
 from service.errors import AppError, Unprocessable
 from service.requestid import request_id_for
@@ -79,6 +89,42 @@ def body_limit(handler: Any) -> int | None:
     return (resolve() if resolve is not None else None) or DEFAULT_BODY_LIMIT
 
 
+def _is_struct(field: Any) -> bool:
+    return field.is_subclass_of(msgspec.Struct)
+
+
+@functools.cache
+def _strict_decoder(annotation: Any) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(annotation, strict=True)
+
+
+def strict_body_decoder(handler: Any) -> msgspec.json.Decoder[Any] | None:
+    """A strict decoder for the route's JSON body when it binds a msgspec Struct (alone, in an
+    Optional or in a collection), else None."""
+    field = getattr(handler, "parsed_data_field", None)
+    if field is None:
+        return None
+    kwarg = field.kwarg_definition
+    if isinstance(kwarg, BodyKwarg) and kwarg.media_type != RequestEncodingType.JSON:
+        return None
+    if not field.match_predicate_recursively(_is_struct):
+        return None
+    return _strict_decoder(field.annotation)
+
+
+def _strict_refusal(scope: Any, error: msgspec.ValidationError) -> ValidationException:
+    """The same problem Litestar gives for a body that does not validate: a message and the
+    field's dotted path (msgspec says `Expected `bool`, got `int` - at `$.wait``)."""
+    message, _, where = str(error).partition(" - at ")
+    entry: dict[str, str] = {"message": message, "source": "body"}
+    key = where.strip("`").removeprefix("$").removeprefix(".")
+    if key:
+        entry["key"] = key
+    return ValidationException(
+        detail=f"Validation failed for {scope.get('method')} {scope.get('path')}", extra=[entry]
+    )
+
+
 def _has_nul(part: bytes) -> bool:
     return b"\x00" in part or b"%00" in part.lower()
 
@@ -126,11 +172,18 @@ def _nul_refusal(where: str) -> Unprocessable:
     return error
 
 
-def checked_receive(receive: Any, limit: int) -> Any:
+def checked_receive(
+    receive: Any,
+    limit: int,
+    decoder: msgspec.json.Decoder[Any] | None = None,
+    scope: Any = None,
+) -> Any:
     """`receive` that raises BodyTooLarge past `limit` bytes and a 422 on a NUL, chunk by
-    chunk; the handler's own exception handling renders either as a problem response."""
+    chunk, and, given a strict `decoder`, a 422 when the whole body has a value of the wrong
+    type; the handler's own exception handling renders each as a problem response."""
     scanner = NulScanner()
     seen = 0
+    chunks: list[bytes] = []
 
     async def receive_checked() -> Any:
         nonlocal seen
@@ -142,9 +195,22 @@ def checked_receive(receive: Any, limit: int) -> Any:
                 raise BodyTooLarge(limit)
             if scanner.found(chunk):
                 raise _nul_refusal("request body")
+            if decoder is not None:
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    _check_types(decoder, b"".join(chunks), scope)
         return message
 
     return receive_checked
+
+
+def _check_types(decoder: msgspec.json.Decoder[Any], body: bytes, scope: Any) -> None:
+    try:
+        decoder.decode(body)
+    except msgspec.ValidationError as error:
+        raise _strict_refusal(scope, error) from None
+    except msgspec.DecodeError:
+        pass  # not JSON at all: Litestar's own refusal says so
 
 
 class InputPolicy:
@@ -165,7 +231,8 @@ class InputPolicy:
         if _has_nul(scope.get("query_string", b"")):
             await _refuse(scope, send, _nul_refusal("query"))
             return
-        limit = body_limit(scope.get("route_handler"))
+        handler = scope.get("route_handler")
+        limit = body_limit(handler)
         if limit is None:
             await self.app(scope, receive, send)
             return
@@ -173,4 +240,5 @@ class InputPolicy:
         if declared is not None and declared > limit:
             await _refuse(scope, send, BodyTooLarge(limit))
             return
-        await self.app(scope, checked_receive(receive, limit), send)
+        decoder = strict_body_decoder(handler)
+        await self.app(scope, checked_receive(receive, limit, decoder, scope), send)
