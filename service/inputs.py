@@ -12,8 +12,9 @@
   Both are checked chunk by chunk as the handler reads the body;
 - a JSON body bound to a msgspec Struct is decoded strictly against the handler's `data` type
   once it is whole (Litestar converts leniently, which takes a JSON 0 for a bool and "5" for an
-  int): a value of the wrong JSON type is a 422 naming the field. Malformed JSON is left to
-  Litestar's own 422.
+  int): a value of the wrong JSON type is a 422 naming the field. A number is one JSON type,
+  so 118.0 is an int (as the document's `integer` says) and 118.5 is not. Malformed JSON is
+  left to Litestar's own 422.
 """
 
 from __future__ import annotations
@@ -98,9 +99,9 @@ def _strict_decoder(annotation: Any) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(annotation, strict=True)
 
 
-def strict_body_decoder(handler: Any) -> msgspec.json.Decoder[Any] | None:
-    """A strict decoder for the route's JSON body when it binds a msgspec Struct (alone, in an
-    Optional or in a collection), else None."""
+def strict_body_type(handler: Any) -> Any:
+    """The type the route's JSON body is decoded strictly into when it binds a msgspec Struct
+    (alone, in an Optional or in a collection), else None."""
     field = getattr(handler, "parsed_data_field", None)
     if field is None:
         return None
@@ -109,7 +110,44 @@ def strict_body_decoder(handler: Any) -> msgspec.json.Decoder[Any] | None:
         return None
     if not field.match_predicate_recursively(_is_struct):
         return None
-    return _strict_decoder(field.annotation)
+    return field.annotation
+
+
+def _integral(value: Any) -> Any:
+    """`value` with each float that has no fraction made an int: JSON has one number type, and
+    the document's `integer` (JSON Schema's) is any number with a zero fractional part."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_integral(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _integral(item) for key, item in value.items()}
+    return value
+
+
+def _check_types(annotation: Any, body: bytes, scope: Any) -> None:
+    try:
+        _strict_decoder(annotation).decode(body)
+        return
+    except msgspec.ValidationError:
+        pass  # judged again below, where 118.0 is 118 (the fast path above takes only 118)
+    except msgspec.DecodeError:
+        return  # not JSON at all: Litestar's own refusal says so
+    except RecursionError:
+        raise _nested_refusal(scope) from None
+    try:
+        msgspec.convert(_integral(msgspec.json.decode(body)), annotation, strict=True)
+    except msgspec.ValidationError as error:
+        raise _strict_refusal(scope, error) from None
+    except RecursionError:
+        raise _nested_refusal(scope) from None
+
+
+def _nested_refusal(scope: Any) -> ValidationException:
+    return ValidationException(
+        detail=f"Validation failed for {scope.get('method')} {scope.get('path')}",
+        extra=[{"message": "the body is nested too deeply", "source": "body"}],
+    )
 
 
 def _strict_refusal(scope: Any, error: msgspec.ValidationError) -> ValidationException:
@@ -175,11 +213,11 @@ def _nul_refusal(where: str) -> Unprocessable:
 def checked_receive(
     receive: Any,
     limit: int,
-    decoder: msgspec.json.Decoder[Any] | None = None,
+    strict_type: Any = None,
     scope: Any = None,
 ) -> Any:
     """`receive` that raises BodyTooLarge past `limit` bytes and a 422 on a NUL, chunk by
-    chunk, and, given a strict `decoder`, a 422 when the whole body has a value of the wrong
+    chunk, and, given a `strict_type`, a 422 when the whole body has a value of the wrong
     type; the handler's own exception handling renders each as a problem response."""
     scanner = NulScanner()
     seen = 0
@@ -195,22 +233,13 @@ def checked_receive(
                 raise BodyTooLarge(limit)
             if scanner.found(chunk):
                 raise _nul_refusal("request body")
-            if decoder is not None:
+            if strict_type is not None:
                 chunks.append(chunk)
                 if not message.get("more_body", False):
-                    _check_types(decoder, b"".join(chunks), scope)
+                    _check_types(strict_type, b"".join(chunks), scope)
         return message
 
     return receive_checked
-
-
-def _check_types(decoder: msgspec.json.Decoder[Any], body: bytes, scope: Any) -> None:
-    try:
-        decoder.decode(body)
-    except msgspec.ValidationError as error:
-        raise _strict_refusal(scope, error) from None
-    except msgspec.DecodeError:
-        pass  # not JSON at all: Litestar's own refusal says so
 
 
 class InputPolicy:
@@ -240,5 +269,5 @@ class InputPolicy:
         if declared is not None and declared > limit:
             await _refuse(scope, send, BodyTooLarge(limit))
             return
-        decoder = strict_body_decoder(handler)
-        await self.app(scope, checked_receive(receive, limit, decoder, scope), send)
+        strict_type = strict_body_type(handler)
+        await self.app(scope, checked_receive(receive, limit, strict_type, scope), send)

@@ -1,6 +1,7 @@
-"""A JSON body takes each field in its own JSON type: a 0 is no bool, "5" and 5.0 are no int.
-The wrong type is a 422 naming the field, and nothing is written. Query parameters, strings
-on the wire, are still converted."""
+"""A JSON body takes each field in its own JSON type: a 0 is no bool, "5" and 5.5 are no int
+(5.0 is: JSON has one number type, and the document's `integer` is any number without a
+fraction). The wrong type is a 422 naming the field, and nothing is written. Query parameters,
+strings on the wire, are still converted."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.sqlite
 WRONG_QUOTAS = [
     ({"network_open_allowed": 0}, "quotas.network_open_allowed"),
     ({"max_sandboxes": "5"}, "quotas.max_sandboxes"),
-    ({"max_sandboxes": 5.0}, "quotas.max_sandboxes"),
+    ({"max_sandboxes": 5.5}, "quotas.max_sandboxes"),
 ]
 IDS = ["int-for-bool", "string-for-int", "float-for-int"]
 
@@ -62,16 +63,28 @@ async def test_the_type_is_judged_on_the_whole_body_however_it_is_cut(api: Api) 
 
 
 async def test_right_types_and_query_strings_still_pass(api: Api) -> None:
-    r = await api.client.post(
-        "/v1/tenants",
-        json={
-            "name": f"typed-ok-{secrets.token_hex(4)}",
-            "quotas": {"max_sandboxes": 5, "network_open_allowed": False},
-        },
-        headers=api.operator,
-    )
-    assert r.status_code == 201, r.text
-    assert r.json()["tenant"]["quotas"]["max_sandboxes"] == 5
+    for count in (5, 6.0):
+        r = await api.client.post(
+            "/v1/tenants",
+            json={
+                "name": f"typed-ok-{secrets.token_hex(4)}",
+                "quotas": {"max_sandboxes": count, "network_open_allowed": False},
+            },
+            headers=api.operator,
+        )
+        assert r.status_code == 201, r.text
+        assert r.json()["tenant"]["quotas"]["max_sandboxes"] == count
     r = await api.client.get("/v1/tenants", params={"limit": "1"}, headers=api.operator)
     assert r.status_code == 200, r.text
     assert len(r.json()["items"]) == 1
+
+
+async def test_a_deeply_nested_body_is_a_client_error(api: Api) -> None:
+    depth = 100_000
+    for body in (b"[" * depth + b"]" * depth, b'{"name": "x", "quotas": ' + b"[" * depth):
+        r = await api.client.post(
+            "/v1/tenants",
+            content=body,
+            headers={**api.operator, "content-type": "application/json"},
+        )
+        assert_problem(r, 422, "validation_failed")
