@@ -47,18 +47,11 @@ class AuditRepository:
         self, after: int = 0, through: int | None = None, batch: int = 1000
     ) -> AsyncIterator[AuditEvent]:
         """The chain's events after seq `after` (up to `through`), in order, read in batches."""
+        stmt = self._scoped(select(AuditEvent)).order_by(AuditEvent.seq).limit(batch)
+        if through is not None:
+            stmt = stmt.where(AuditEvent.seq <= through)
         while True:
-            rows = list(
-                (
-                    await self.session.scalars(
-                        self._scoped(select(AuditEvent))
-                        .where(AuditEvent.seq > after)
-                        .where(AuditEvent.seq <= (through if through is not None else 2**62))
-                        .order_by(AuditEvent.seq)
-                        .limit(batch)
-                    )
-                ).all()
-            )
+            rows = list((await self.session.scalars(stmt.where(AuditEvent.seq > after))).all())
             for row in rows:
                 yield row
             if len(rows) < batch:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -13,7 +12,7 @@ from service.audit.chain import GENESIS, checkpoint_mac, row_hash
 from service.audit.recorder import OPERATOR_CHAIN, PURGE_ACTION
 from service.audit.repository import AuditRepository
 from service.audit.schemas import AuditEventOut, AuditPage, AuditVerification, BrokenLink
-from service.db.models import AuditEvent
+from service.db.models import AuditChainHead, AuditEvent
 from service.pagination import decode_cursor, page_of
 
 
@@ -98,13 +97,8 @@ async def verify_chain(
         keyed_from=head.keyed_from_seq if head is not None else 1,
     )
     head_at = (head.seq, head.hash) if head is not None else None
-    checkpoint = (
-        (head.verified_seq, head.verified_hash, head.verified_mac)
-        if head is not None and head.verified_seq is not None and not full
-        else None
-    )
-    if checkpoint is not None:
-        failed = await _start_at_checkpoint(repo, walk, chain, *checkpoint)
+    if head is not None and head.verified_seq is not None and not full:
+        failed = await _start_at_checkpoint(repo, walk, head)
         if failed is not None:
             return failed
     failed = await _walk_events(repo, walk, head_at[0] if head_at is not None else None)
@@ -122,12 +116,13 @@ async def verify_chain(
 
 
 async def _start_at_checkpoint(
-    repo: AuditRepository, walk: _Walk, chain: str, seq: Any, hash_at_seq: Any, mac: Any
+    repo: AuditRepository, walk: _Walk, head: AuditChainHead
 ) -> AuditVerification | None:
-    """Continue from the last verified point; a point that was altered is a broken chain. A
-    point the retention purge removed since means a walk from the start."""
-    expected = checkpoint_mac(chain, seq, hash_at_seq, walk.keyed_from)
-    if not hmac.compare_digest(expected, mac or ""):
+    """Continue from the head's last verified point; a point that was altered is a broken
+    chain. A point the retention purge removed since means a walk from the start."""
+    seq, hash_at_seq = int(head.verified_seq or 0), head.verified_hash or ""
+    expected = checkpoint_mac(head.chain, seq, hash_at_seq, walk.keyed_from)
+    if not hmac.compare_digest(expected, head.verified_mac or ""):
         return walk.broken(seq, None, "the chain's last verified point was altered")
     row = await repo.event(seq)
     if row is None:
