@@ -534,9 +534,7 @@ class BoxliteRuntime:
     ) -> BoxliteRuntime:
         if not probe_result.ok:
             raise RuntimeUnavailable("boxlite", probe_result.diagnosis)
-        runtime = cls.unchecked(state_dir)
-        runtime.image_registries = image_registries
-        return runtime
+        return cls.unchecked(state_dir, image_registries=image_registries)
 
     @classmethod
     async def from_config(cls, config: RuntimeConfig, probe_result: ProbeResult) -> BoxliteRuntime:
@@ -546,14 +544,16 @@ class BoxliteRuntime:
         return await cls.open(config.state_dir, probe_result, config.image_registries)
 
     @classmethod
-    def unchecked(cls, state_dir: Path, home: Path | None = None) -> BoxliteRuntime:
+    def unchecked(
+        cls, state_dir: Path, home: Path | None = None, image_registries: tuple[str, ...] = ()
+    ) -> BoxliteRuntime:
         """A runtime without the boot probe (tests up to the boot boundary, tools)."""
         import boxlite
 
         home = Path(home) if home is not None else _home(state_dir)
         home.mkdir(parents=True, exist_ok=True)
         native = boxlite.Boxlite(boxlite.Options(home_dir=str(home)))
-        return cls(state_dir, native, home=home)
+        return cls(state_dir, native, home=home, image_registries=image_registries)
 
     # -- sandboxes ------------------------------------------------------------------------
 

@@ -437,27 +437,27 @@ class GVisorRuntime:
         limit = gvisor_spec.memory_limit_mib(spec, _home_of(rootfs) is not None)
         self.host_memory.admit(sandbox_id, limit)  # before anything is made
         directory = self.root / "sandboxes" / sandbox_id
-        try:
+        try:  # nothing is tracked until it is saved: a failure before gives the room back
             (directory / "exec").mkdir(parents=True)
+            meta = {
+                "id": sandbox_id,
+                "image": image.name,
+                "image_digest": image.digest,
+                "spec": msgspec.to_builtins(spec),
+                "path_env": path_env,
+                "created_at": _now(),
+                "owner": self._owner,
+                "from_snapshot": snapshot,
+                "cgroup": self.cgroup_path(sandbox_id),
+                "agent": agent,
+                "memory_limit_mib": limit,
+            }
+            sandbox = _Sandbox(sandbox_id, directory, meta, meta["cgroup"])
+            sandbox.save()
+            return sandbox
         except BaseException:
             self.host_memory.release(sandbox_id)
             raise
-        meta = {
-            "id": sandbox_id,
-            "image": image.name,
-            "image_digest": image.digest,
-            "spec": msgspec.to_builtins(spec),
-            "path_env": path_env,
-            "created_at": _now(),
-            "owner": self._owner,
-            "from_snapshot": snapshot,
-            "cgroup": self.cgroup_path(sandbox_id),
-            "agent": agent,
-            "memory_limit_mib": limit,
-        }
-        sandbox = _Sandbox(sandbox_id, directory, meta, meta["cgroup"])
-        sandbox.save()
-        return sandbox
 
     async def _launch(self, sandbox: _Sandbox, *args: str) -> tuple[int, str]:
         """`runsc run|restore --detach` the bundle. A sandbox with the exec agent gets two

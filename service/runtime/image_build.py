@@ -39,6 +39,7 @@ from .images import (
     check_name,
     get_image,
 )
+from .network import HOSTS_BASE
 from .types import ImageInfo
 
 _SOURCES = Path(__file__).resolve().parents[2] / "images"
@@ -180,7 +181,7 @@ def _chroot_env() -> dict[str, str]:
 # The image's own identity: the rootfs is made on the build host and would keep its name.
 _IDENTITY = {
     "etc/hostname": "sandbox\n",
-    "etc/hosts": "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+    "etc/hosts": HOSTS_BASE,
     "etc/mailname": None,
     "etc/machine-id": None,
 }
