@@ -12,16 +12,18 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Select, Subquery, case, func
 
-from service.errors import QuotaExceeded
+from service.sandboxes.quotas import over
 
 
 def check_queued(quota: str, limit: int, queued: int) -> None:
     """429 once an owner has `limit` jobs of a kind waiting."""
     if queued >= limit:
-        raise QuotaExceeded(
+        raise over(
+            quota,
+            limit,
+            queued,
             f"{queued} jobs are already waiting for this tenant (limit {limit})",
             retry_after_s=30,
-            extra={"quota": quota, "limit": limit, "in_use": queued},
         )
 
 
@@ -29,10 +31,12 @@ def check_bundles(limit: int, held: int) -> None:
     """429 once a tenant holds `limit` review bundles (each up to max_upload_mib, stored
     until `bundle_retention_days`)."""
     if held >= limit:
-        raise QuotaExceeded(
+        raise over(
+            "max_bundles",
+            limit,
+            held,
             f"the tenant holds {held} review bundles (limit {limit}); older ones expire",
             retry_after_s=3600,
-            extra={"quota": "max_bundles", "limit": limit, "in_use": held},
         )
 
 

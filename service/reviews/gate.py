@@ -71,10 +71,6 @@ class Gate:
     def approvable(self) -> bool:
         return not self.findings
 
-    @property
-    def needs_human(self) -> bool:
-        return bool(self.infrastructure)
-
     def document(self) -> dict[str, Any]:
         return {
             "approvable": self.approvable,
@@ -177,7 +173,7 @@ def evaluate(infra: list[str], base: TestRun | None, head: TestRun | None, head_
             f"It changes the test infrastructure ({_names(gate.infrastructure)}): a change to "
             "how the tests run needs a human review, whatever the tests report."
         )
-    if not head_run.passed and head_run.outcome != "exited":
+    if head_run.outcome != "exited":
         gate.findings.append(f"{_capital(head_run.describe('test run'))}.")
     if head is None:
         gate.findings.append("The head's tests left no results.")

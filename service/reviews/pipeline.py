@@ -350,12 +350,13 @@ async def _gate(stages: Stages, job: Job, ran: Inside) -> gate.Gate:
     assert ran.tests is not None
     async with stages.timed("gate") as clock:
         decided = gate.evaluate(ran.infrastructure, ran.base, ran.head, ran.tests)
-        job.facts["gate"] = decided.document()
+        document = decided.document()
+        job.facts["gate"] = document
         clock.note(
             "ok" if decided.approvable else "failed",
             " ".join(decided.findings) or "approvable: no finding",
         )
-        clock.record(gate=decided.document())
+        clock.record(gate=document)
     return decided
 
 

@@ -118,7 +118,6 @@ async def _diff(job: Job, stages: Stages, box: inside.Box, merge_base: str) -> l
             if path.rsplit("/", 1)[-1] in gate.SECTIONED:
                 configs[path] = await _versions(box, merge_base, path)
         infra = gate.infrastructure(changed, configs)
-        job.facts["infrastructure"] = infra
         clock.note(
             detail=f"{files} files, +{plus} -{minus}; test infrastructure changed: "
             f"{', '.join(infra) or 'none'}",
@@ -177,7 +176,7 @@ def _summary(run: TestRun) -> str:
 
 
 def _stage_outcome(run: TestRun) -> str:
-    return "ok" if run.trusted and not run.with_outcome("failed", "error") else "failed"
+    return "ok" if run.trusted and not run.with_outcome(results.FAILED, results.ERROR) else "failed"
 
 
 def _outcome(outcome: str | None) -> str:

@@ -28,9 +28,14 @@ class Caps(NamedTuple):
     disk_mib: int
 
 
-def _over(quota: str, limit: int, in_use: int, detail: str) -> QuotaExceeded:
+def over(
+    quota: str, limit: int, in_use: int, detail: str, retry_after_s: int = 10
+) -> QuotaExceeded:
+    """The 429 of a tenant quota, naming it, its limit and what is in use."""
     return QuotaExceeded(
-        detail, retry_after_s=10, extra={"quota": quota, "limit": limit, "in_use": in_use}
+        detail,
+        retry_after_s=retry_after_s,
+        extra={"quota": quota, "limit": limit, "in_use": in_use},
     )
 
 
@@ -48,28 +53,28 @@ def check_room(quotas: Quotas, usage: Usage, caps: Caps) -> None:
     """Raise unless one more sandbox of these caps fits beside `usage` (a template build's
     sandbox is checked with this too: it has no TTL of the tenant's)."""
     if usage.sandboxes + 1 > quotas.max_sandboxes:
-        raise _over(
+        raise over(
             "max_sandboxes",
             quotas.max_sandboxes,
             usage.sandboxes,
             f"the tenant has {usage.sandboxes} of {quotas.max_sandboxes} sandboxes",
         )
     if usage.cpus + caps.cpus > quotas.max_vcpus:
-        raise _over(
+        raise over(
             "max_vcpus",
             quotas.max_vcpus,
             usage.cpus,
             f"{caps.cpus} more vCPUs would exceed the tenant's {quotas.max_vcpus}",
         )
     if usage.memory_mib + caps.memory_mib > quotas.max_memory_mib:
-        raise _over(
+        raise over(
             "max_memory_mib",
             quotas.max_memory_mib,
             usage.memory_mib,
             f"{caps.memory_mib} MiB more would exceed the tenant's {quotas.max_memory_mib} MiB",
         )
     if usage.disk_mib + caps.disk_mib > quotas.max_disk_mib:
-        raise _over(
+        raise over(
             "max_disk_mib",
             quotas.max_disk_mib,
             usage.disk_mib,
