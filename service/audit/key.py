@@ -20,7 +20,7 @@ def load_or_create(state_dir: Path) -> bytes:
     try:
         key = path.read_bytes()
     except FileNotFoundError:
-        state_dir.mkdir(parents=True, exist_ok=True)
+        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         key = os.urandom(KEY_BYTES)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -96,16 +96,15 @@ async def verify_chain(
         tenant_id=None if chain == OPERATOR_CHAIN else chain,
         keyed_from=head.keyed_from_seq if head is not None else 1,
     )
-    head_at = (head.seq, head.hash) if head is not None else None
     if head is not None and head.verified_seq is not None and not full:
         failed = await _start_at_checkpoint(repo, walk, head)
         if failed is not None:
             return failed
-    failed = await _walk_events(repo, walk, head_at[0] if head_at is not None else None)
+    failed = await _walk_events(repo, walk, head.seq if head is not None else None)
     if failed is not None:
         return failed
-    if head_at is not None and head_at[0] > 0:
-        if walk.prev is None or walk.prev != head_at:
+    if head is not None and head.seq > 0:
+        if walk.prev != (head.seq, head.hash):
             after = walk.prev[0] + 1 if walk.prev else 1
             return walk.broken(after, None, "events at the end of the chain are missing")
         seq, hash_at_seq = walk.prev

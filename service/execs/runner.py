@@ -306,7 +306,7 @@ class ExecRunner:
             await sandboxes.mark_failed(self.db, tenant_id, sandbox_id, SYSTEM, exc.reason)
         except SandboxRuntimeError as exc:
             error = exc.public()[:500]
-            if error != str(exc):
+            if exc.public() != str(exc):
                 log.warning("exec %s in %s: %s", exec_id, sandbox_id, exc)
         except asyncio.CancelledError:
             error = "the service stopped while this exec ran"
