@@ -24,8 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service.runtime import ExecRequest, SandboxSpec, gvisor_spec, images, reaper, select
-from service.runtime.gvisor import GVisorRuntime
+from service.runtime import ExecRequest, SandboxSpec, images, select
+from service.runtime.gvisor import GVisorRuntime, reaper
+from service.runtime.gvisor import bundle as gvisor_bundle
 
 SPEC = SandboxSpec(memory_mib=256, disk_mib=64, pids=64)
 OPS = ("create", "first exec", "exec true", "exec python3 -c pass", "destroy")
@@ -70,7 +71,7 @@ class RawRunsc:
         cid = "raw-" + secrets.token_hex(12)
         bundle = self.work / cid
         bundle.mkdir()
-        config = gvisor_spec.bundle_config(
+        config = gvisor_bundle.bundle_config(
             sandbox_id=cid,
             rootfs=self.rootfs,
             spec=SPEC,

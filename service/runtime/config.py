@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from .network import DEFAULT_RANGE
+from .gvisor.network import DEFAULT_RANGE
 
 if TYPE_CHECKING:
     from service.settings import Settings

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import cgroups, images, select
+from . import images, select
 from .errors import SandboxRuntimeError
-from .gvisor import GVisorRuntime, detect_platform
+from .gvisor import GVisorRuntime, cgroups, detect_platform
 from .types import ExecRequest, SandboxSpec
 
 DatabaseCheck = Callable[[], Awaitable[str]]

@@ -107,6 +107,18 @@ class SandboxBusy(SandboxRuntimeError):
     tenant_safe = True
 
 
+class NotSupported(SandboxRuntimeError):
+    """This runtime lacks an optional capability (see `protocol.Capability`); callers ask
+    `runtime.supports(...)` first, so this reaches a tenant only as a 501."""
+
+    tenant_safe = True
+
+    def __init__(self, runtime: str, capability: str) -> None:
+        super().__init__(f"the {runtime} runtime cannot {capability}")
+        self.runtime = runtime
+        self.capability = capability
+
+
 class ResourceExhausted(SandboxRuntimeError):
     """The host cannot take more (disk, processes) or a request exceeds a hard runtime limit."""
 

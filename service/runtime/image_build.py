@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import apt, oci
 from .errors import ImageBuildFailed
+from .gvisor.network import HOSTS_BASE
 from .images import (
     DEFAULT_IMAGE,
     IMAGE_PATH,
@@ -39,7 +40,6 @@ from .images import (
     check_name,
     get_image,
 )
-from .network import HOSTS_BASE
 from .types import ImageInfo
 
 _SOURCES = Path(__file__).resolve().parents[2] / "images"

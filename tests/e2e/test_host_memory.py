@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from service.db import migrate
-from service.runtime import gvisor_spec
-from service.runtime.host_memory import DEFAULT_FRACTION, mem_total_mib
+from service.runtime.gvisor import bundle
+from service.runtime.gvisor.host_memory import DEFAULT_FRACTION, mem_total_mib
 from service.runtime.types import SandboxSpec
 from tests.conftest import create_pg_database
 from tests.e2e.conftest import Airlock, Server, Tenant, free_port, run_exec
@@ -23,7 +23,7 @@ from tests.e2e.conftest import Airlock, Server, Tenant, free_port, run_exec
 MIB = 1 << 20
 # What a sandbox of this size promises on the default image (it has /home/sandbox).
 SMALL = {"cpus": 1, "memory_mib": 256, "disk_mib": 512}
-SMALL_LIMIT = gvisor_spec.memory_limit_mib(
+SMALL_LIMIT = bundle.memory_limit_mib(
     SandboxSpec(memory_mib=SMALL["memory_mib"], disk_mib=SMALL["disk_mib"]), with_home=True
 )
 BUDGET_MIB = 2 * SMALL_LIMIT + SMALL_LIMIT // 2  # two such sandboxes fit, a third does not
@@ -108,7 +108,7 @@ async def test_default_budget_refuses_a_sandbox_larger_than_the_host(
     """Even where the operator's quotas allow it, 256 GiB of writable space is refused on a
     host that does not have it for sandboxes (the default budget is a share of MemTotal)."""
     huge = SandboxSpec(memory_mib=128, disk_mib=262_144)
-    assert gvisor_spec.memory_limit_mib(huge, with_home=False) > mem_total_mib() * DEFAULT_FRACTION
+    assert bundle.memory_limit_mib(huge, with_home=False) > mem_total_mib() * DEFAULT_FRACTION
     tenant = await airlock.tenant(max_disk_mib=262_144)
     async with airlock.http(tenant.key) as http:
         r = await http.post("/v1/sandboxes", json={"memory_mib": 128, "disk_mib": 262_144})
@@ -136,9 +136,7 @@ async def test_disk_fill_ends_in_enospc_within_the_hosts_memory(airlock: Airlock
     disk_mib = 1024
     tenant = await airlock.tenant(max_disk_mib=disk_mib)
     sandbox = await airlock.sandbox(tenant, memory_mib=256, disk_mib=disk_mib)
-    limit = gvisor_spec.memory_limit_mib(
-        SandboxSpec(memory_mib=256, disk_mib=disk_mib), with_home=True
-    )
+    limit = bundle.memory_limit_mib(SandboxSpec(memory_mib=256, disk_mib=disk_mib), with_home=True)
     before = mem_available_mib()
     result = await _fill(airlock, tenant, sandbox.id)
     during = mem_available_mib()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from service.runtime import network
+from service.runtime.gvisor import network
 from tests.runtime.test_network import SERVER, Peer, _make_host, _remove_host, _wait_listening
 
 

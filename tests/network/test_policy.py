@@ -8,10 +8,10 @@ import ipaddress
 import msgspec
 import pytest
 
-from service.runtime import SandboxSpec, egress, gvisor_spec
+from service.runtime import SandboxSpec, egress, specs
 from service.runtime.egress import PolicyRefused
 from service.runtime.errors import InvalidSpec
-from service.runtime.network import Networks, Slot, parse_allow, parse_entry
+from service.runtime.gvisor.network import Networks, Slot, parse_allow, parse_entry
 
 
 @pytest.mark.parametrize(
@@ -41,15 +41,15 @@ def test_bad_entries_are_refused(entry: str) -> None:
 
 
 def test_spec_validation() -> None:
-    gvisor_spec.validate(SandboxSpec(network="allowlist", network_allow=["a.example:443"]))
-    gvisor_spec.validate(SandboxSpec(network="open"))
+    specs.validate(SandboxSpec(network="allowlist", network_allow=["a.example:443"]))
+    specs.validate(SandboxSpec(network="open"))
     for bad in (
         SandboxSpec(network_allow=["a.example"]),  # an allowlist without mode "allowlist"
         SandboxSpec(network="open", network_allow=["a.example"]),
         SandboxSpec(network="allowlist", network_allow=["a.example:99999"]),
     ):
         with pytest.raises(InvalidSpec):
-            gvisor_spec.validate(bad)
+            specs.validate(bad)
 
 
 def test_names_resolve_to_rules_and_hosts_entries() -> None:
@@ -157,8 +157,8 @@ def test_grants_open_private_ranges_but_never_metadata() -> None:
 def test_spec_grants_are_checked_by_the_runtime_too() -> None:
     private = SandboxSpec(network="allowlist", network_allow=["10.20.0.0/24"])
     with pytest.raises(PolicyRefused):
-        gvisor_spec.validate(private)
-    gvisor_spec.validate(msgspec.structs.replace(private, network_private=["10.20.0.0/16"]))
+        specs.validate(private)
+    specs.validate(msgspec.structs.replace(private, network_private=["10.20.0.0/16"]))
 
 
 def test_presets_bundle_a_valid_policy() -> None:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from service.runtime import ExecRequest, SandboxSpec, agent_link
-from service.runtime.agent_link import EXIT, HEADER, STARTED, STDOUT, AgentLink, AgentLost
-from service.runtime.gvisor import GVisorRuntime
+from service.runtime import ExecRequest, SandboxSpec
+from service.runtime.gvisor import GVisorRuntime, agent_link
+from service.runtime.gvisor.agent_link import EXIT, HEADER, STARTED, STDOUT, AgentLink, AgentLost
 
 from .conftest import REPO
 from .helpers import host_processes_mentioning, sh
@@ -121,7 +121,8 @@ async def test_restored_sandboxes_talk_to_their_agent(gvisor: GVisorRuntime, box
 LEAVING_OWNER = """
 import asyncio, os, sys
 from service.runtime.gvisor import GVisorRuntime
-from service.runtime import ExecRequest, SandboxSpec, agent_link
+from service.runtime import ExecRequest, SandboxSpec
+from service.runtime.gvisor import agent_link
 
 async def main():
     rt = await GVisorRuntime.open(sys.argv[1])

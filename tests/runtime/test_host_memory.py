@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from service.runtime import ResourceExhausted, gvisor_spec, images
-from service.runtime.gvisor import GVisorRuntime
+from service.runtime import ResourceExhausted, images
+from service.runtime.gvisor import GVisorRuntime, bundle
 from service.runtime.types import SandboxSpec
 
 SPEC = SandboxSpec(memory_mib=128, disk_mib=64, pids=64)
-LIMIT = gvisor_spec.memory_limit_mib(SPEC, with_home=True)  # the default image has a home
+LIMIT = bundle.memory_limit_mib(SPEC, with_home=True)  # the default image has a home
 
 
 @pytest.fixture

@@ -13,9 +13,8 @@ from service.runtime import (
     SandboxNotFound,
     SandboxRuntime,
     SandboxSpec,
-    cgroups,
 )
-from service.runtime.gvisor import GVisorRuntime
+from service.runtime.gvisor import GVisorRuntime, cgroups
 
 from .conftest import REPO, SandboxFactory
 from .helpers import host_processes_mentioning, sh

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from service.runtime import ExecRequest, SandboxFailed, SandboxRuntime, SandboxSpec, cgroups
-from service.runtime.gvisor import GVisorRuntime
+from service.runtime import ExecRequest, SandboxFailed, SandboxRuntime, SandboxSpec
+from service.runtime.gvisor import GVisorRuntime, cgroups
 
 from .conftest import SandboxFactory, init_name
 from .helpers import sh

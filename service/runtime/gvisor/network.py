@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import egress
-from .egress import Allow, Resolver, parse_allow, parse_entry, system_resolver
-from .errors import InvalidSpec, SandboxRuntimeError
+from .. import egress
+from ..egress import Allow, Resolver, parse_allow, parse_entry, system_resolver
+from ..errors import InvalidSpec, SandboxRuntimeError
 
 __all__ = ["Allow", "Networks", "Slot", "parse_allow", "parse_entry", "system_resolver"]
 

@@ -8,12 +8,19 @@ exec) make a single runaway process fail gracefully before the sandbox does.
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import egress
-from .errors import InvalidSpec
-from .types import SandboxSpec
+from .. import images
+from ..errors import InvalidSpec
+from ..specs import parse_user
+from ..types import SandboxSpec
+from . import agent_link
+
+if TYPE_CHECKING:
+    from .store import Sandbox
 
 MIB = 1 << 20
 DEFAULT_PATH = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -24,36 +31,6 @@ INIT_FALLBACK = ["/bin/sh", "-c", "trap '' TERM INT HUP; while :; do sleep 3600 
 NO_CAPS: dict[str, list[str]] = {
     k: [] for k in ("bounding", "effective", "inheritable", "permitted", "ambient")
 }
-
-
-def parse_user(user: str) -> tuple[int, int]:
-    """`uid[:gid]` (digits) or `root`; gid defaults to uid."""
-    if user == "root":
-        return 0, 0
-    uid, _, gid = user.partition(":")
-    if not uid.isdigit() or (gid and not gid.isdigit()):
-        raise InvalidSpec(f"user must be 'uid[:gid]' in digits, got {user!r}")
-    return int(uid), int(gid or uid)
-
-
-def validate(spec: SandboxSpec) -> None:
-    if not 0.01 <= spec.vcpus <= 64:
-        raise InvalidSpec("vcpus must be between 0.01 and 64")
-    if not 32 <= spec.memory_mib <= 256 * 1024:
-        raise InvalidSpec("memory_mib must be between 32 and 262144")
-    if not 8 <= spec.pids <= 4096:
-        raise InvalidSpec("pids must be between 8 and 4096")
-    if not 4 <= spec.disk_mib <= 256 * 1024:
-        raise InvalidSpec("disk_mib must be between 4 and 262144")
-    if spec.network == "none" and spec.network_allow:
-        raise InvalidSpec("network_allow needs network 'allowlist'")
-    if spec.network == "open" and spec.network_allow:
-        raise InvalidSpec("network 'open' takes no allowlist")
-    egress.check(spec.network_allow, spec.network_private)
-    parse_user(spec.user)
-    for key in spec.env:
-        if not key or "=" in key or "\x00" in key:
-            raise InvalidSpec(f"invalid environment variable name {key!r}")
 
 
 def scratch_mib(spec: SandboxSpec) -> int:
@@ -213,3 +190,29 @@ def exec_process(
         "capabilities": capabilities,
         "noNewPrivileges": True,
     }
+
+
+def home_of(rootfs: Path) -> str | None:
+    return "/home/sandbox" if (rootfs / "home" / "sandbox").is_dir() else None
+
+
+def write(sandbox: Sandbox, rootfs: Path) -> None:
+    """Write the sandbox's bundle (`config.json`) for `rootfs`; the record notes the rootfs."""
+    init_argv = [images.INIT_PATH] if os.path.lexists(rootfs / images.INIT_PATH.lstrip("/")) else []
+    init_argv = init_argv or INIT_FALLBACK
+    agent = bool(sandbox.meta.get("agent"))
+    config = bundle_config(
+        sandbox_id=sandbox.id,
+        rootfs=rootfs,
+        spec=sandbox.spec,
+        cgroups_path=sandbox.cgroup.path,
+        home=home_of(rootfs),
+        init_argv=agent_link.init_argv(init_argv) if agent else init_argv,
+        net_dir=sandbox.dir / "net" if sandbox.meta.get("net") else None,
+        init_caps=agent_link.CAPS if agent else None,
+        extra_mounts=[agent_link.mount()] if agent else None,
+    )
+    sandbox.bundle.mkdir(parents=True, exist_ok=True)
+    sandbox.meta["rootfs"] = str(rootfs)
+    sandbox.save()
+    (sandbox.bundle / "config.json").write_text(json.dumps(config, indent=1))

@@ -1,7 +1,7 @@
 """Admission of gVisor sandboxes against the host's memory.
 
 A gVisor sandbox's writable space is tmpfs in the sandbox kernel's memory, so its memory cgroup
-limit (memory + writable space + the kernel, `gvisor_spec.memory_limit_mib`) is what it can
+limit (memory + writable space + the kernel, `bundle.memory_limit_mib`) is what it can
 take from the host. The sum of those limits over the sandboxes this runtime holds may not
 exceed the budget: a start that would go over it is refused (`HostMemoryExhausted`, a 503 with
 Retry-After at the edge) instead of letting the host's OOM killer choose among the database,
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import msgspec
 
-from . import gvisor_spec
-from .errors import ResourceExhausted
-from .types import SandboxSpec
+from ..errors import ResourceExhausted
+from ..types import SandboxSpec
+from . import bundle
 
 log = logging.getLogger("airlock.runtime.gvisor")
 
@@ -82,7 +82,7 @@ class HostMemory:
         for record in sandboxes_dir.glob("*/sandbox.json"):
             try:
                 meta = json.loads(record.read_text())
-                limit = meta.get("memory_limit_mib") or gvisor_spec.memory_limit_mib(
+                limit = meta.get("memory_limit_mib") or bundle.memory_limit_mib(
                     msgspec.convert(meta["spec"], SandboxSpec), with_home=True
                 )
             except (OSError, ValueError, KeyError, TypeError, msgspec.ValidationError):

@@ -26,8 +26,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from .execution import Classify, ExecutionBase, KillTree
-from .types import ExecResult, Outcome, OutputChunk
+from ..execution import Classify, ExecutionBase, KillTree
+from ..types import ExecResult, Outcome, OutputChunk
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,22 @@
+"""The gVisor runtime: one `runsc` sandbox per Airlock sandbox. See ../README.md.
+
+| module | part |
+| --- | --- |
+| `runtime.py` | `GVisorRuntime`: open, create, get, list, stats, close; assembled from the parts |
+| `runsc.py` | runsc command lines, running them, reaping its helpers, the platform probe |
+| `store.py` | the sandbox record store (`sandbox.json`) and the live handles |
+| `bundle.py` | the OCI bundle (`config.json`) and exec process documents |
+| `lifecycle.py` | launch, teardown, orphans of a previous run |
+| `execs.py`, `files.py` | execs (agent or `runsc exec`); files in, out and between sandboxes |
+| `snapshots.py`, `policy.py` | checkpoint/restore; a running sandbox's network policy |
+| `network.py` | namespaces, veth pairs, iptables chains |
+| `agent.py`, `agent_link.py` | the exec agent (PID 1 inside) and its host side |
+| `cgroups.py`, `host_memory.py` | host cgroups; the host memory all sandboxes may hold |
+| `reaper.py`, `hostproc.py` | child-subreaper reaping; host process helpers |
+| `inside.py` | scripts run inside a sandbox (kill a tree, find held pipes) |
+"""
+
+from .runsc import detect_platform
+from .runtime import GVisorRuntime
+
+__all__ = ["GVisorRuntime", "detect_platform"]

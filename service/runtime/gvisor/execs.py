@@ -1,0 +1,291 @@
+"""Execs in gVisor sandboxes: through the exec agent where it answers, else `runsc exec`.
+
+Either way an exec has the same kill (its tree, from outside, through its pid file), the same
+outcome rules (`oom` when the cgroup's OOM counter rose, `killed` when the sandbox died) and
+the same end (its process and pid files removed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import os
+import re
+import secrets
+import time
+from collections.abc import AsyncIterable, Callable
+from typing import Any, TypeVar
+
+from ..errors import ExecNotFound, InvalidSpec, SandboxNotFound
+from ..execution import Classify, ExecutionBase, KillTree, Spawned, SupervisedExecution, spawn
+from ..paths import sandbox_path
+from ..specs import parse_user
+from ..types import ExecRequest, ExecResult, Outcome, new_exec_id
+from . import bundle, reaper
+from .agent_link import AgentExecution, AgentLost
+from .core import Core
+from .inside import KILL_SCRIPT
+from .runsc import KILL_TIMEOUT_S
+from .store import Sandbox
+
+log = logging.getLogger(__name__)
+
+_E = TypeVar("_E", bound=ExecutionBase)
+
+EXEC_ID = re.compile(r"exec-[0-9a-f]{16}")
+
+
+class Execs(Core):
+    async def agent_ready(self, sandbox_id: str, timeout_s: float = 10.0) -> bool:
+        """Whether execs in this sandbox go through its exec agent, waiting up to `timeout_s`
+        for a freshly started agent to say hello (until then execs use `runsc exec`)."""
+        link = self.store.load(sandbox_id).link
+        return link is not None and await link.wait_ready(timeout_s)
+
+    async def exec(self, sandbox_id: str, request: ExecRequest) -> ExecutionBase:
+        sandbox = await self.store.ready(sandbox_id)
+        return await self._start_exec(
+            sandbox,
+            list(request.argv),
+            cwd=request.cwd,
+            env=request.env,
+            user=request.user,
+            stdin=request.stdin,
+            timeout_s=request.timeout_s,
+            helper=request.helper,
+            output_cap=request.output_cap,
+            exec_id=request.exec_id,
+        )
+
+    async def run(self, sandbox_id: str, request: ExecRequest) -> ExecResult:
+        return await (await self.exec(sandbox_id, request)).wait()
+
+    async def kill_exec(self, sandbox_id: str, exec_id: str) -> None:
+        """Kill a running exec. Works for execs started by an earlier process too (after a
+        restart) while their pid file is still there; unknown or finished: ExecNotFound."""
+        sandbox = self.store.load(sandbox_id)
+        execution = sandbox.execs.get(exec_id)
+        if execution is not None:
+            await execution.kill()
+            return
+        pid_file = sandbox.dir / "exec" / f"{exec_id}.pid"
+        if not EXEC_ID.fullmatch(exec_id) or not pid_file.exists():
+            raise ExecNotFound(exec_id)
+        await self._kill_tree(sandbox, exec_id)
+        self._exec_done(sandbox, exec_id)
+
+    async def _spawn_exec(
+        self, sandbox: Sandbox, exec_id: str, process: dict[str, Any], with_stdin: bool
+    ) -> Spawned:
+        base = sandbox.dir / "exec" / exec_id
+        process_file = base.with_suffix(".json")
+        try:
+            # 0600: the process carries the exec's environment, secrets included.
+            fd = os.open(process_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(json.dumps(process))
+        except FileNotFoundError as exc:  # destroyed meanwhile
+            raise SandboxNotFound(sandbox.id) from exc
+        argv = self.cli.command(
+            "exec",
+            f"--process={process_file}",
+            f"--internal-pid-file={base.with_suffix('.pid')}",
+            sandbox.id,
+            meta=sandbox.meta,
+        )
+        return await spawn(argv, with_stdin=with_stdin)
+
+    def _exec_env(self, sandbox: Sandbox, extra: dict[str, str]) -> list[str]:
+        env = {"PATH": sandbox.meta.get("path_env") or bundle.DEFAULT_PATH}
+        env.update(sandbox.spec.env)
+        env.update(extra)
+        return bundle.env_list(env)
+
+    async def _start_exec(
+        self,
+        sandbox: Sandbox,
+        argv: list[str],
+        *,
+        cwd: str = "/",
+        env: dict[str, str] | None = None,
+        user: str | None = None,
+        stdin: bytes | AsyncIterable[bytes] | None = None,
+        timeout_s: float = 60.0,
+        output_cap: int = 1 << 20,
+        helper: bool = False,
+        exec_id: str | None = None,
+    ) -> ExecutionBase:
+        requested = time.monotonic()
+        if not argv or not all(isinstance(a, str) and "\x00" not in a for a in argv):
+            raise InvalidSpec("argv must be a non-empty list of strings without NUL")
+        exec_id = exec_id or new_exec_id()
+        if not EXEC_ID.fullmatch(exec_id) or exec_id in sandbox.execs:
+            raise InvalidSpec(f"exec id {exec_id!r} is malformed or in use")
+        if timeout_s <= 0 or output_cap < 0:
+            raise InvalidSpec("timeout_s must be positive and output_cap not negative")
+        uid, gid = parse_user(user or sandbox.spec.user)
+        process = bundle.exec_process(
+            argv=argv,
+            cwd=sandbox_path(cwd),
+            env=self.HELPER_ENV if helper else self._exec_env(sandbox, env or {}),
+            uid=uid,
+            gid=gid,
+        )
+        if sandbox.agent is not None:
+            with contextlib.suppress(AgentLost):  # lost on the way: `runsc exec` takes over
+                return await self._agent_exec(
+                    sandbox,
+                    process,
+                    exec_id=exec_id,
+                    stdin=stdin,
+                    timeout_s=timeout_s,
+                    output_cap=output_cap,
+                    requested=requested,
+                )
+        spawned = await self._spawn_exec(sandbox, exec_id, process, stdin is not None)
+        kill_tree, classify, on_done = self._hooks(sandbox, exec_id)
+        return self._track(
+            sandbox,
+            SupervisedExecution(
+                exec_id,
+                spawned,
+                stdin=stdin,
+                timeout_s=timeout_s,
+                output_cap=output_cap,
+                kill_tree=kill_tree,
+                classify=classify,
+                requested_at=requested,
+                on_done=on_done,
+            ),
+        )
+
+    async def _agent_exec(
+        self,
+        sandbox: Sandbox,
+        process: dict[str, Any],
+        *,
+        stdin: bytes | AsyncIterable[bytes] | None,
+        timeout_s: float,
+        output_cap: int,
+        requested: float,
+        stream: bool = False,
+        exec_id: str | None = None,
+    ) -> AgentExecution:
+        """Start `process` through the sandbox's exec agent (AgentLost: use `runsc exec`)."""
+        link = sandbox.link
+        if link is None:
+            raise AgentLost("no agent")
+        channel, pid = await link.start(
+            {
+                "argv": process["args"],
+                "cwd": process["cwd"],
+                "env": process["env"],
+                "uid": process["user"]["uid"],
+                "gid": process["user"]["gid"],
+                "stdin": stdin is not None,
+                "cap": None if stream else output_cap,
+            }
+        )
+        exec_id = exec_id or new_exec_id()
+        if pid is not None:  # so `kill_exec` works from another process too (after a restart)
+            with contextlib.suppress(OSError):
+                (sandbox.dir / "exec" / f"{exec_id}.pid").write_text(str(pid))
+        kill_tree, classify, on_done = self._hooks(sandbox, exec_id)
+        return self._track(
+            sandbox,
+            AgentExecution(
+                exec_id,
+                channel,
+                pid,
+                stdin=stdin,
+                timeout_s=timeout_s,
+                output_cap=output_cap,
+                kill_fallback=kill_tree,
+                classify=classify,
+                requested_at=requested,
+                stream=stream,
+                on_done=on_done,
+            ),
+        )
+
+    def _hooks(
+        self, sandbox: Sandbox, exec_id: str
+    ) -> tuple[KillTree, Classify, Callable[[ExecutionBase], None]]:
+        """An exec's kill (its tree, from outside), outcome and end callbacks."""
+        return (
+            functools.partial(self._kill_tree, sandbox, exec_id),
+            functools.partial(self._classify, sandbox),
+            lambda execution: self._exec_done(sandbox, execution.id),
+        )
+
+    def _track(self, sandbox: Sandbox, execution: _E) -> _E:
+        sandbox.execs[execution.id] = execution
+        return execution
+
+    def _exec_done(self, sandbox: Sandbox, exec_id: str) -> None:
+        sandbox.execs.pop(exec_id, None)
+        base = sandbox.dir / "exec" / exec_id
+        for suffix in (".json", ".pid"):
+            with contextlib.suppress(OSError):
+                base.with_suffix(suffix).unlink()
+
+    async def _kill_tree(self, sandbox: Sandbox, exec_id: str) -> None:
+        """Kill an exec's process tree inside the sandbox (see KILL_SCRIPT)."""
+        pid = 0
+        for _ in range(20):  # the pid file appears once runsc has started the process
+            try:
+                pid = int((sandbox.dir / "exec" / f"{exec_id}.pid").read_text().strip())
+                break
+            except (OSError, ValueError):
+                await asyncio.sleep(0.05)
+        if not pid:
+            log.warning("sandbox %s: no pid for exec %s, cannot kill its tree", sandbox.id, exec_id)
+            return
+        await self._root_helper(
+            sandbox, "kill", ["/bin/sh", "-c", KILL_SCRIPT, "sh", str(pid)], "CAP_KILL"
+        )
+
+    async def _root_helper(
+        self, sandbox: Sandbox, kind: str, argv: list[str], capability: str
+    ) -> int | None:
+        """Run a short root process inside the sandbox holding just `capability`; its exit
+        code, or None when it did not finish within the kill timeout."""
+        process = bundle.exec_process(
+            argv=argv,
+            cwd="/",
+            env=self.HELPER_ENV,
+            uid=0,
+            gid=0,
+            caps=[capability],
+        )
+        helper_id = f"{kind}-{secrets.token_hex(8)}"
+        spawned = await self._spawn_exec(sandbox, helper_id, process, with_stdin=False)
+        try:
+            return await asyncio.wait_for(spawned.proc.wait(), KILL_TIMEOUT_S)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                spawned.proc.kill()
+            return None
+        finally:
+            spawned.close()
+            self._exec_done(sandbox, helper_id)
+
+    async def _classify(self, sandbox: Sandbox, code: int | None) -> Outcome:
+        if sandbox.cgroup.oom_kills() > sandbox.oom_baseline:
+            reaper.reap_adopted()
+            if await self._state(sandbox.id) != "running":
+                sandbox.mark_failed("oom")
+            return "oom"
+        if code is None or code >= 128:
+            reaper.reap_adopted()
+            if await self._state(sandbox.id) != "running":
+                sandbox.mark_failed("pids" if sandbox.cgroup.pids_max_hits() else "crashed")
+                return "killed"
+        return "exited"
+
+    async def _state(self, sandbox_id: str) -> str | None:
+        """runsc's state of the container (`running`, `stopped`...), None if it has none."""
+        return await self.cli.state(sandbox_id, self.store.meta_of(sandbox_id))

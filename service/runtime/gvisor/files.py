@@ -1,0 +1,215 @@
+"""Files in and out of gVisor sandboxes, and between two of them, through the sandbox itself.
+
+The scripts (`service/runtime/files.py`) run inside as the sandbox's user; uploads stream
+into their stdin, downloads out of their stdout (through the agent where it answers), so the
+host never resolves a sandbox path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+
+from .. import files as scripts
+from .. import transfers
+from ..errors import InvalidSpec, SandboxRuntimeError
+from ..paths import sandbox_path
+from ..specs import parse_user
+from ..types import FileEntry
+from . import bundle
+from .agent_link import AgentExecution, AgentLost
+from .core import TRANSFER_TIMEOUT_S
+from .execs import Execs
+from .store import Sandbox
+
+# What a sandbox wrote lives in its tmpfs mounts (the root is read-only); `copy_files` moves
+# them with tar inside both sandboxes. The mounts' own directories are not in the archive, so
+# the target's keep their owner and mode.
+PACK_SCRIPT = r"""
+cd / || exit 1
+for d in work home/sandbox tmp var/tmp; do
+  [ -d "$d" ] && find "$d" -mindepth 1 -maxdepth 1 -print0
+done | tar -cf - --null -T -
+"""
+# tar stops reading at the archive's end marker; the rest is read too, so the source's tar is
+# always read to its end and its exit status (a file it could not read) is never missed.
+UNPACK_SCRIPT = "cd / && tar -xpf - --no-overwrite-dir && exec cat >/dev/null"
+
+Finish = Callable[[int | None, bytes], None]
+
+
+class Files(Execs):
+    async def write_file(
+        self,
+        sandbox_id: str,
+        path: str,
+        data: bytes | AsyncIterable[bytes],
+        *,
+        mode: int = 0o644,
+        user: str | None = None,
+    ) -> int:
+        target = sandbox_path(path)
+        sandbox = await self.store.ready(sandbox_id)
+        if not 0 <= mode <= 0o7777:
+            raise InvalidSpec("mode must be between 0 and 0o7777")
+        upload = transfers.Counted(data)
+        token = secrets.token_hex(8)
+        execution = await self._start_exec(
+            sandbox,
+            transfers.write_argv(target, mode, token),
+            user=user,
+            stdin=upload.chunks(),
+            timeout_s=TRANSFER_TIMEOUT_S,
+            output_cap=transfers.SCRIPT_OUTPUT_CAP,
+            helper=True,
+        )
+        result = await execution.wait()
+        if execution.feed_error is not None or result.outcome != "exited":
+            with contextlib.suppress(SandboxRuntimeError):
+                cleanup = await self._start_exec(
+                    sandbox,
+                    ["rm", "-f", "--", scripts.upload_temp_path(target, token)],
+                    user=user,
+                    helper=True,
+                )
+                await cleanup.wait()
+        if execution.feed_error is not None:
+            raise execution.feed_error
+        scripts.raise_for(result.exit_code, target, result.stderr)
+        return upload.count
+
+    async def read_file(
+        self, sandbox_id: str, path: str, *, user: str | None = None
+    ) -> AsyncIterator[bytes]:
+        target = sandbox_path(path)
+        sandbox = await self.store.ready(sandbox_id)
+
+        def finish(code: int | None, errors: bytes) -> None:
+            scripts.raise_for(code, target, errors)
+
+        argv = ["/bin/sh", "-c", scripts.READ_SCRIPT, "sh", target]
+        async for chunk in self._stream_out(sandbox, argv, user, repr(target), finish):
+            yield chunk
+
+    async def list_files(
+        self, sandbox_id: str, path: str, *, user: str | None = None
+    ) -> list[FileEntry]:
+        target = sandbox_path(path)
+        sandbox = await self.store.ready(sandbox_id)
+        execution = await self._start_exec(
+            sandbox,
+            transfers.list_argv(target),
+            user=user,
+            timeout_s=transfers.LIST_TIMEOUT_S,
+            output_cap=transfers.LIST_OUTPUT_CAP,
+            helper=True,
+        )
+        result = await execution.wait()
+        scripts.raise_for(result.exit_code, target, result.stderr)
+        if result.stdout_truncated:
+            raise SandboxRuntimeError(f"directory listing of {target!r} is too large")
+        return scripts.parse_listing(result.stdout)
+
+    async def copy_files(self, source_id: str, target_id: str) -> int:
+        """Copy what the source sandbox wrote into the target: everything under its writable
+        mounts (the root is read-only), streamed from a `tar` in one into a `tar` in the
+        other, each as its sandbox's user. The host only passes bytes along; it never opens
+        the archive. Returns the bytes moved; SandboxRuntimeError with tar's words if either
+        end fails. Processes and memory are not carried, only files."""
+        source = await self.store.ready(source_id)
+        target = await self.store.ready(target_id)
+
+        def finish(code: int | None, errors: bytes) -> None:
+            if code != 0:
+                text = errors.decode(errors="replace").strip()[-400:]
+                raise SandboxRuntimeError(f"packing the files of {source_id} failed: {text}")
+
+        moved = 0
+
+        async def packed() -> AsyncIterator[bytes]:
+            nonlocal moved
+            argv = ["/bin/sh", "-c", PACK_SCRIPT]
+            async for chunk in self._stream_out(source, argv, None, "the packed files", finish):
+                moved += len(chunk)
+                yield chunk
+
+        execution = await self._start_exec(
+            target,
+            ["/bin/sh", "-c", UNPACK_SCRIPT],
+            stdin=packed(),
+            timeout_s=TRANSFER_TIMEOUT_S,
+            helper=True,
+        )
+        result = await execution.wait()
+        if execution.feed_error is not None:
+            raise execution.feed_error
+        if result.outcome != "exited" or result.exit_code != 0:
+            text = result.stderr.decode(errors="replace").strip()[-400:]
+            raise SandboxRuntimeError(
+                f"unpacking files into {target_id} ended {result.outcome} "
+                f"{result.exit_code}: {text}"
+            )
+        return moved
+
+    async def _stream_out(
+        self, sandbox: Sandbox, argv: list[str], user: str | None, what: str, finish: Finish
+    ) -> AsyncIterator[bytes]:
+        """The stdout of `argv` run in the sandbox, as it comes; `finish(exit code, stderr)`
+        raises for a failed end once the output is read."""
+        uid, gid = parse_user(user or sandbox.spec.user)
+        process = bundle.exec_process(argv=argv, cwd="/", env=self.HELPER_ENV, uid=uid, gid=gid)
+        if sandbox.agent is not None:
+            try:
+                execution = await self._agent_exec(
+                    sandbox,
+                    process,
+                    stdin=None,
+                    timeout_s=TRANSFER_TIMEOUT_S,
+                    output_cap=0,
+                    requested=time.monotonic(),
+                    stream=True,
+                )
+            except AgentLost:
+                pass
+            else:
+                async for chunk in _read_through_agent(execution, what, finish):
+                    yield chunk
+                return
+        read_id = "read-" + secrets.token_hex(8)
+        spawned = await self._spawn_exec(sandbox, read_id, process, with_stdin=False)
+        errors = asyncio.create_task(spawned.stderr.read(64 * 1024))
+        try:
+            while chunk := await spawned.stdout.read(256 * 1024):
+                yield chunk
+            code = await spawned.proc.wait()
+            finish(code, await errors)
+        finally:
+            errors.cancel()
+            if spawned.proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    spawned.proc.kill()
+                await spawned.proc.wait()
+            spawned.close()
+            self._exec_done(sandbox, read_id)
+
+
+async def _read_through_agent(
+    execution: AgentExecution, what: str, finish: Finish
+) -> AsyncIterator[bytes]:
+    errors = bytearray()
+    try:
+        async for chunk in execution.output():
+            if chunk.stream == "stdout":
+                yield chunk.data
+            elif len(errors) < 64 * 1024:
+                errors += chunk.data
+        result = await execution.wait()
+        if result.outcome != "exited":
+            raise SandboxRuntimeError(f"reading {what} ended: {result.outcome}")
+        finish(result.exit_code, bytes(errors))
+    finally:
+        if not execution.done:  # the reader went away early
+            await execution.kill()

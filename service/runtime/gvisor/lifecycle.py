@@ -1,0 +1,199 @@
+"""Launch and teardown of gVisor sandboxes, and the orphans a previous run left.
+
+A sandbox's memory is admitted against the host budget before anything is made; `runsc
+run|restore --detach` starts its bundle with the exec agent's pipes as PID 1's stdio; teardown
+removes the container, its processes, network, cgroup and directory, and gives the memory back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from .. import images
+from ..errors import SandboxNotFound, SandboxRuntimeError
+from ..types import SandboxSpec
+from . import bundle, cgroups, hostproc, reaper
+from .agent_link import AgentLink
+from .core import Core
+from .runsc import KILL_TIMEOUT_S, reap_while
+from .store import ID_PREFIX, Sandbox
+
+log = logging.getLogger(__name__)
+
+
+class Lifecycle(Core):
+    def _new_sandbox(
+        self,
+        image: images.ImageInfo,
+        spec: SandboxSpec,
+        path_env: str,
+        snapshot: str | None,
+        rootfs: Path,
+        agent: bool,
+    ) -> Sandbox:
+        sandbox_id = self.store.new_id()
+        limit = bundle.memory_limit_mib(spec, bundle.home_of(rootfs) is not None)
+        self.host_memory.admit(sandbox_id, limit)  # before anything is made
+        directory = self.store.dir_of(sandbox_id)
+        try:  # nothing is tracked until it is saved: a failure before gives the room back
+            (directory / "exec").mkdir(parents=True)
+            meta = {
+                "id": sandbox_id,
+                "image": image.name,
+                "image_digest": image.digest,
+                "spec": msgspec.to_builtins(spec),
+                "path_env": path_env,
+                "created_at": time.time(),
+                "owner": self.store.owner,
+                "from_snapshot": snapshot,
+                "cgroup": self.store.cgroup_path(sandbox_id),
+                "agent": agent,
+                "memory_limit_mib": limit,
+            }
+            sandbox = Sandbox(sandbox_id, directory, meta, meta["cgroup"])
+            sandbox.save()
+            return sandbox
+        except BaseException:
+            self.host_memory.release(sandbox_id)
+            raise
+
+    async def _launch(self, sandbox: Sandbox, *args: str) -> tuple[int, str]:
+        """`runsc run|restore --detach` the bundle. A sandbox with the exec agent gets two
+        pipes as PID 1's stdin/stdout: its link. After a restore, a ping proves the agent
+        answers on the new pipes (else its execs go through `runsc exec`)."""
+        stdio: tuple[int, int] | None = None  # the agent's ends: runsc hands them to PID 1
+        ours: tuple[int, int] | None = None  # the link's ends: what it reads, where it writes
+        if sandbox.meta.get("agent"):
+            agent_stdin, to_agent = os.pipe()
+            from_agent, agent_stdout = os.pipe()
+            stdio, ours = (agent_stdin, agent_stdout), (from_agent, to_agent)
+        try:
+            code, out = await reap_while(
+                self.cli.run(
+                    *args,
+                    "--detach",
+                    f"--bundle={sandbox.bundle}",
+                    sandbox.id,
+                    log_file=sandbox.dir / "runsc.log",
+                    meta=sandbox.meta,
+                    stdio=stdio,
+                )
+            )
+        finally:
+            for fd in stdio or ():
+                os.close(fd)
+        if ours is None or code != 0:
+            for fd in ours or ():
+                os.close(fd)
+            return code, out
+        sandbox.link = await AgentLink.connect(sandbox.id, *ours)
+        if args[0] == "restore":
+            await sandbox.link.ping()
+        return code, out
+
+    async def _start(self, sandbox: Sandbox, *args: str) -> None:
+        """`runsc run|restore --detach` the bundle; on failure clean up and raise."""
+        self.reaper.ensure()
+        code, out = await self._launch(sandbox, *args)
+        if code != 0:
+            await self._teardown(sandbox)
+            raise SandboxRuntimeError(f"runsc {args[0]} failed for {sandbox.id}: {out.strip()}")
+        self._note_oom_baseline(sandbox)
+
+    def _note_oom_baseline(self, sandbox: Sandbox) -> None:
+        """OOM kills counted from here on are this sandbox's (a restore keeps the cgroup)."""
+        sandbox.oom_baseline = sandbox.cgroup.oom_kills()
+        sandbox.meta["oom_baseline"] = sandbox.oom_baseline
+        sandbox.save()
+
+    async def _teardown(self, sandbox: Sandbox) -> None:
+        """Remove the runsc container, its processes, cgroup and directory."""
+        sandbox.close_link()
+        meta = sandbox.meta
+        has_netns = await asyncio.to_thread(os.path.exists, f"/run/netns/{sandbox.id}")
+        if has_netns and not meta.get("net"):  # its record was lost: still run in its namespace
+            meta = {**meta, "id": sandbox.id, "net": {"record": "lost"}}
+        kill = self.cli.run("kill", sandbox.id, "KILL", limit_s=KILL_TIMEOUT_S, meta=meta)
+        await reap_while(kill)
+        await reap_while(self.cli.run("delete", "--force", sandbox.id, limit_s=30, meta=meta))
+        hostproc.kill_mentioning(str(sandbox.dir))
+        reaper.reap_adopted()
+        if "net" in meta:
+            await asyncio.to_thread(self.networks.remove, sandbox.id)
+        left = await asyncio.to_thread(sandbox.cgroup.remove)
+        if left:
+            log.warning("sandbox %s: cgroup directories left: %s", sandbox.id, left)
+        cgroups.remove_if_empty(self.store.cgroup_parent)
+        shutil.rmtree(sandbox.dir, ignore_errors=True)
+        self.store.live.pop(sandbox.id, None)
+        self.host_memory.release(sandbox.id)
+
+    async def destroy(self, sandbox_id: str) -> None:
+        try:
+            sandbox = self.store.load(sandbox_id)
+        except SandboxNotFound:
+            return
+        async with sandbox.lock:
+            for execution in list(sandbox.execs.values()):
+                with contextlib.suppress(Exception):
+                    await execution.kill()
+            await self._teardown(sandbox)
+
+    async def reap_orphans(self) -> list[str]:
+        """Destroy sandboxes whose owning process is gone, and runsc leftovers without one."""
+        removed = []
+        for directory in self.store.dirs():
+            try:
+                meta = _read_json(directory / "sandbox.json")
+            except (OSError, ValueError):
+                meta = {}
+            if self.store.owned_by_live_process(meta):
+                continue
+            sandbox = self.store.handle(directory.name, meta)
+            self.store.live.pop(sandbox.id, None)
+            await self._teardown(sandbox)
+            removed.append(sandbox.id)
+        containers = await self.cli.containers()
+        with contextlib.suppress(ValueError, TypeError):
+            for container in containers or []:
+                cid = container["id"]
+                if cid.startswith(ID_PREFIX) and not self.store.dir_of(cid).exists():
+                    await self._teardown(self.store.handle(cid, {}))
+                    removed.append(cid)
+        for kind in cgroups.Cgroup(self.store.cgroup_parent).dirs():
+            for leftover in kind.glob(f"{ID_PREFIX}*") if kind.is_dir() else []:
+                if not self.store.dir_of(leftover.name).exists():
+                    cgroups.Cgroup(self.store.cgroup_path(leftover.name)).remove()
+        await asyncio.to_thread(self._prune_rootfs)
+        return sorted(set(removed))
+
+    def _prune_rootfs(self) -> list[str]:
+        """Remove unpacked root filesystems no image, sandbox or snapshot refers to."""
+        in_use = {info.digest for info in images.list_images(self.state_dir)}
+        for kind, name in (("sandboxes", "sandbox.json"), ("snapshots", "snapshot.json")):
+            for meta_file in (self.root / kind).glob(f"*/{name}"):
+                with contextlib.suppress(OSError, ValueError, KeyError):
+                    in_use.add(_read_json(meta_file)["image_digest"])
+        keep = {digest.split(":", 1)[1] for digest in in_use}
+        pruned = []
+        for marker in (self.state_dir / "rootfs").glob("*.complete"):
+            hexpart = marker.name.removesuffix(".complete")
+            if hexpart not in keep:
+                marker.unlink()
+                shutil.rmtree(marker.with_name(hexpart), ignore_errors=True)
+                pruned.append(hexpart)
+        return pruned
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())

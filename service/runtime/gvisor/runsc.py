@@ -1,0 +1,150 @@
+"""runsc command lines, running them, and reaping the helpers runsc leaves behind.
+
+The only module that starts `runsc`. A sandbox with a network runs in its own namespace
+(made by network.py) on that namespace's host stack, so every runsc call for it runs there
+too (runsc's control socket is an abstract unix socket).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import subprocess
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from . import hostproc, network, reaper
+
+RUNSC_TIMEOUT_S = 60.0
+KILL_TIMEOUT_S = 10.0
+
+_T = TypeVar("_T")
+
+
+def detect_platform(runsc: str, configured: str | None = None) -> str:
+    """systrap when this runsc offers it, else ptrace (kvm only when configured)."""
+    if configured:
+        return configured
+    try:
+        out = subprocess.run(
+            [runsc, "flags"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "ptrace"
+    return "systrap" if "systrap" in (out.stdout + out.stderr) else "ptrace"
+
+
+class Runsc:
+    """One runsc binary on one `--root` and platform."""
+
+    def __init__(self, binary: str, root: Path, platform: str) -> None:
+        self.binary = binary
+        self.root = root
+        self.platform = platform
+
+    def command(self, *args: str, meta: dict[str, Any] | None = None) -> list[str]:
+        """A runsc command line. A sandbox with a network runs in its own namespace on the
+        host stack of that namespace: this runsc cannot take a namespace's interfaces into
+        its own stack on kernels that show net sysctls in every namespace."""
+        prefix = network.netns_prefix(meta or {})
+        return [
+            *prefix,
+            self.binary,
+            f"--root={self.root}",
+            f"--platform={self.platform}",
+            "--network=host" if prefix else "--network=none",
+            "--cpu-num-from-quota",
+            *args,
+        ]
+
+    async def run(
+        self,
+        *args: str,
+        limit_s: float = RUNSC_TIMEOUT_S,
+        log_file: Path | None = None,
+        meta: dict[str, Any] | None = None,
+        stdio: tuple[int, int] | None = None,
+    ) -> tuple[int, str]:
+        """Run a runsc command; returns (exit code, combined output).
+
+        Commands that start a sandbox hand their stdio to it, so they write to a file, or
+        (`stdio`: the agent's stdin and stdout) to the exec agent's pipes.
+        """
+        if log_file is not None:
+            with log_file.open("ab") as out:
+                proc = await asyncio.create_subprocess_exec(
+                    *self.command(*args, meta=meta),
+                    stdin=stdio[0] if stdio else asyncio.subprocess.DEVNULL,
+                    stdout=stdio[1] if stdio else out,
+                    stderr=out,
+                )
+        else:
+            proc = await asyncio.create_subprocess_exec(
+                *self.command(*args, meta=meta),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+        try:
+            raw, _ = await asyncio.wait_for(proc.communicate(), limit_s)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            return -1, f"runsc {args[0]} timed out after {limit_s:.0f} s"
+        text = (raw or b"").decode(errors="replace")
+        if log_file is not None:
+            text = hostproc.tail(log_file)
+        return proc.returncode or 0, text
+
+    async def state(self, sandbox_id: str, meta: dict[str, Any]) -> str | None:
+        code, out = await self.run("state", sandbox_id, limit_s=10, meta=meta)
+        if code != 0:
+            return None
+        with contextlib.suppress(ValueError):
+            return json.loads(out).get("status")
+        return None
+
+    async def containers(self) -> list[dict[str, Any]] | None:
+        """`runsc list` (every container under the root), None when it failed."""
+        code, out = await self.run("list", "--format=json", limit_s=20)
+        if code != 0:
+            return None
+        try:
+            return json.loads(out) or []
+        except ValueError:
+            return None
+
+
+async def reap_while(awaitable: Awaitable[_T]) -> _T:
+    """Await while reaping adopted runsc helpers, so runsc's waits end promptly."""
+    task = asyncio.ensure_future(awaitable)
+    while not task.done():
+        reaper.reap_adopted()
+        await asyncio.wait([task], timeout=0.01)
+    reaper.reap_adopted()
+    return task.result()
+
+
+class BackgroundReaper:
+    """Reaps adopted helpers every two seconds while sandboxes run."""
+
+    def __init__(self) -> None:
+        self._task: asyncio.Task[None] | None = None
+
+    def ensure(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._forever())
+
+    async def _forever(self) -> None:
+        while True:
+            reaper.reap_adopted()
+            await asyncio.sleep(2.0)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

@@ -1,0 +1,207 @@
+"""`GVisorRuntime`: the SandboxRuntime on gVisor, one `runsc` sandbox per Airlock sandbox.
+
+The class is assembled from parts by responsibility: lifecycle.py (launch, teardown,
+orphans), execs.py, files.py, snapshots.py, policy.py (a running sandbox's network); it holds
+the collaborators core.py declares: the runsc command line (runsc.py), the record store
+(store.py), the network (network.py) and the host memory budget (host_memory.py).
+
+State under `<state_dir>/gvisor/`: `runsc/` (runsc's --root), `sandboxes/<id>/` (bundle,
+record, exec process files), `snapshots/<id>/` (checkpoint images). See README.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import resource
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import images
+from ..errors import RuntimeUnavailable, SandboxFailed, SandboxNotFound
+from ..specs import validate
+from ..types import SandboxInfo, SandboxSpec, SandboxStats
+from . import agent_link, bundle, cgroups, network, reaper
+from .files import Files
+from .host_memory import HostMemory, default_budget_mib
+from .policy import Policy
+from .runsc import BackgroundReaper, Runsc, detect_platform
+from .snapshots import Snapshots
+from .store import Store
+
+if TYPE_CHECKING:
+    from ..config import RuntimeConfig
+
+log = logging.getLogger(__name__)
+
+CGROUP_PARENT = "/airlock"
+
+
+class GVisorRuntime(Snapshots, Files, Policy):
+    """`SandboxRuntime` on gVisor. Build with `GVisorRuntime.open(state_dir, platform=None)`."""
+
+    name = "gvisor"
+    snapshots_memory = True
+
+    def __init__(
+        self,
+        state_dir: Path,
+        runsc: str,
+        platform: str,
+        network_range: str | None = None,
+        use_agent: bool = True,
+        host_memory_mib: int | None = None,
+    ) -> None:
+        self.state_dir = Path(state_dir).resolve()
+        self.use_agent = use_agent
+        self.root = self.state_dir / "gvisor"
+        self.runsc = runsc
+        self.platform = platform
+        self.cli = Runsc(runsc, self.root / "runsc", platform)
+        # Sandboxes of this state dir live under their own cgroup, so reaping leftovers here
+        # never touches another state dir's (another service or test run on the same host).
+        key = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:12]
+        self.store = Store(self.root / "sandboxes", f"{CGROUP_PARENT}/{key}")
+        self._sandboxes = self.store.live
+        self.reaper = BackgroundReaper()
+        self.networks = network.Networks(network_range or network.DEFAULT_RANGE)
+        self.host_memory = HostMemory(host_memory_mib or default_budget_mib())
+
+    @property
+    def cgroup_parent(self) -> str:
+        return self.store.cgroup_parent
+
+    def cgroup_path(self, sandbox_id: str) -> str:
+        return self.store.cgroup_path(sandbox_id)
+
+    @classmethod
+    async def open(
+        cls,
+        state_dir: Path,
+        platform: str | None = None,
+        network_range: str | None = None,
+        use_agent: bool = True,
+        host_memory_mib: int | None = None,
+    ) -> GVisorRuntime:
+        """Check the host can run gVisor sandboxes; raise RuntimeUnavailable with why not."""
+        runsc = shutil.which("runsc")
+        if runsc is None:
+            raise RuntimeUnavailable(
+                "gvisor", "runsc not found on PATH; fix: apt-get install runsc"
+            )
+        if os.geteuid() != 0:
+            raise RuntimeUnavailable("gvisor", "runsc with cgroup caps needs root")
+        if cgroups.detect() == "none":
+            raise RuntimeUnavailable("gvisor", "no cgroup filesystem at /sys/fs/cgroup")
+        chosen = await asyncio.to_thread(detect_platform, runsc, platform)
+        runtime = cls(Path(state_dir), runsc, chosen, network_range, use_agent, host_memory_mib)
+        _raise_open_files_limit()
+        for sub in ("runsc", "sandboxes", "snapshots"):
+            (runtime.root / sub).mkdir(parents=True, exist_ok=True)
+        # Exec process files carry secrets in their environment: only root may look in.
+        runtime.root.chmod(0o700)
+        runtime.host_memory.load(runtime.root / "sandboxes")
+        reaper.become_subreaper()
+        cgroups.cap_parent_pids(CGROUP_PARENT)
+        log.info(
+            "gvisor runtime ready: %s, platform %s, cgroup %s, sandbox memory budget %d MiB",
+            runsc,
+            chosen,
+            cgroups.detect(),
+            runtime.host_memory.budget_mib,
+        )
+        return runtime
+
+    @classmethod
+    async def from_config(cls, config: RuntimeConfig) -> GVisorRuntime:
+        """The runtime as the service's configuration asks for (see config.py)."""
+        return await cls.open(
+            config.state_dir,
+            config.runsc_platform,
+            network_range=config.network_range,
+            use_agent=config.use_agent,
+            host_memory_mib=config.host_memory_mib,
+        )
+
+    async def check_image(self, image: str) -> None:
+        """Raise ImageNotFound (or InvalidImage) unless `create` could use `image`."""
+        await asyncio.to_thread(images.get_image, self.state_dir, image)
+
+    async def create(self, image: str, spec: SandboxSpec) -> SandboxInfo:
+        validate(spec)
+        info, rootfs = await asyncio.to_thread(images.ensure_rootfs, self.state_dir, image)
+        path_env = next(
+            (e[5:] for e in info.config.get("Env", []) or [] if str(e).startswith("PATH=")),
+            bundle.DEFAULT_PATH,
+        )
+        agent = self.use_agent and agent_link.available(rootfs)
+        sandbox = self._new_sandbox(info, spec, str(path_env), None, rootfs, agent)
+        self.store.live[sandbox.id] = sandbox
+        if spec.network != "none":
+            try:
+                slot = await asyncio.to_thread(
+                    self.networks.setup,
+                    sandbox.id,
+                    sandbox.dir,
+                    spec.network,
+                    spec.network_allow,
+                    spec.network_private,
+                )
+            except BaseException:
+                await self._teardown(sandbox)
+                raise
+            sandbox.meta["net"] = slot.to_meta()
+            sandbox.save()
+        bundle.write(sandbox, rootfs)
+        await self._start(sandbox, "run")
+        return sandbox.info()
+
+    async def get(self, sandbox_id: str) -> SandboxInfo:
+        sandbox = self.store.load(sandbox_id)
+        if sandbox.meta.get("failure_reason"):
+            return sandbox.info()
+        self.store.adopt(sandbox)
+        state = await self._state(sandbox_id)
+        return sandbox.info("running" if state == "running" else "stopped")
+
+    async def list_sandboxes(self) -> list[SandboxInfo]:
+        states: dict[str, str] = {}
+        containers = await self.cli.containers()
+        with contextlib.suppress(ValueError, TypeError):
+            states = {c["id"]: c["status"] for c in containers or []}
+        found = []
+        for directory in self.store.dirs():
+            with contextlib.suppress(SandboxNotFound, KeyError):
+                sandbox = self.store.load(directory.name)
+                status = states.get(sandbox.id)
+                found.append(sandbox.info("running" if status == "running" else "stopped"))
+        return found
+
+    async def stats(self, sandbox_id: str) -> SandboxStats:
+        sandbox = self.store.load(sandbox_id)
+        if not sandbox.cgroup.exists():
+            raise SandboxFailed(sandbox_id, sandbox.meta.get("failure_reason") or "stopped")
+        usage = await asyncio.to_thread(sandbox.cgroup.usage)
+        return SandboxStats(
+            cpu_seconds=usage.cpu_seconds,
+            memory_bytes=usage.memory_bytes,
+            memory_limit_bytes=usage.memory_limit_bytes,
+            pids=usage.pids,
+            pids_limit=usage.pids_limit,
+        )
+
+    async def close(self) -> None:
+        await self.reaper.close()
+        self.store.close()
+
+
+def _raise_open_files_limit() -> None:
+    """Each sandbox's agent link holds two pipe ends in this process."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

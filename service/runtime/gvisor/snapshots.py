@@ -1,0 +1,161 @@
+"""Snapshots of gVisor sandboxes: `runsc checkpoint`, then `restore` in place so the sandbox
+keeps running; `create_from_snapshot` restores the image into a new sandbox.
+
+Images live in `<root>/snapshots/<id>/image/` beside `snapshot.json` (see README.md for why
+sandboxes with a network are refused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from .. import images, records
+from ..errors import InvalidSpec, SandboxBusy, SandboxFailed, SandboxRuntimeError, SnapshotNotFound
+from ..types import SandboxInfo, SandboxSpec, SnapshotInfo
+from . import bundle
+from .execs import Execs
+from .inside import HELD_PIPES_SCRIPT
+from .lifecycle import Lifecycle
+from .runsc import reap_while
+from .store import Sandbox
+
+log = logging.getLogger(__name__)
+
+
+class Snapshots(Lifecycle, Execs):
+    async def snapshot(self, sandbox_id: str) -> SnapshotInfo:
+        """Checkpoint the sandbox, then restore it in place so it keeps running."""
+        sandbox = self.store.usable(sandbox_id)
+        if sandbox.meta.get("net"):
+            # runsc: "checkpoint not supported when using hostinet" (see README.md).
+            raise InvalidSpec(
+                "a gVisor sandbox with a network cannot be snapshotted: it runs on the host "
+                "network stack of its namespace, which runsc cannot checkpoint"
+            )
+        async with sandbox.lock:
+            # New work waits from here until the sandbox runs again.
+            sandbox.ready.clear()
+            try:
+                await self._check_quiet(sandbox)
+                return await self._checkpoint_and_resume(sandbox)
+            finally:
+                sandbox.ready.set()
+
+    async def create_from_snapshot(self, snapshot_id: str) -> SandboxInfo:
+        meta, directory = self._load_snapshot(snapshot_id)
+        # Restore on the very root filesystem the checkpoint was taken on.
+        rootfs = Path(meta.get("rootfs") or images.rootfs_dir(self.state_dir, meta["image_digest"]))
+        if not (rootfs.parent / f"{rootfs.name}.complete").exists():
+            info, rootfs = await asyncio.to_thread(
+                images.ensure_rootfs, self.state_dir, meta["image"]
+            )
+            if info.digest != meta["image_digest"]:
+                raise SnapshotNotFound(f"{snapshot_id} (its image {meta['image']} changed)")
+        image = images.ImageInfo(
+            name=meta["image"], digest=meta["image_digest"], size_bytes=0, created_at=0, path=""
+        )
+        spec = msgspec.convert(meta["spec"], SandboxSpec)
+        path_env = meta.get("path_env") or bundle.DEFAULT_PATH
+        agent = bool(meta.get("agent"))
+        sandbox = self._new_sandbox(image, spec, path_env, snapshot_id, rootfs, agent)
+        self.store.live[sandbox.id] = sandbox
+        bundle.write(sandbox, rootfs)
+        await self._start(sandbox, "restore", f"--image-path={directory / 'image'}")
+        await self._set_hostname(sandbox)
+        return sandbox.info()
+
+    async def list_snapshots(self) -> list[SnapshotInfo]:
+        found = []
+        for directory in sorted(self._snapshots.glob(f"{records.SNAPSHOT_PREFIX}*")):
+            with contextlib.suppress(SnapshotNotFound, KeyError, OSError):
+                meta, _ = self._load_snapshot(directory.name)
+                found.append(self._snapshot_info(meta, directory))
+        return found
+
+    async def delete_snapshot(self, snapshot_id: str) -> None:
+        directory = self._snapshot_dir(snapshot_id)
+        await asyncio.to_thread(shutil.rmtree, directory, True)
+
+    @property
+    def _snapshots(self) -> Path:
+        return self.root / "snapshots"
+
+    def _snapshot_dir(self, snapshot_id: str) -> Path:
+        return self._snapshots / records.check_snapshot_id(snapshot_id)
+
+    def _snapshot_info(self, meta: dict[str, Any], directory: Path) -> SnapshotInfo:
+        size = sum(f.stat().st_size for f in (directory / "image").rglob("*") if f.is_file())
+        return records.snapshot_info(meta, self.name, size)
+
+    def _load_snapshot(self, snapshot_id: str) -> tuple[dict[str, Any], Path]:
+        directory = self._snapshot_dir(snapshot_id)
+        return records.read_snapshot(directory / "snapshot.json", snapshot_id), directory
+
+    async def _check_quiet(self, sandbox: Sandbox) -> None:
+        """Refuse a snapshot while an exec runs or a process holds an exec's pipe."""
+        if any(not e.done for e in sandbox.execs.values()):
+            raise SandboxBusy(f"sandbox {sandbox.id} has running execs")
+        check = await self._start_exec(
+            sandbox, ["/bin/sh", "-c", HELD_PIPES_SCRIPT], user="0:0", timeout_s=30, helper=True
+        )
+        held = [line for line in (await check.wait()).stdout.decode().split("\n") if line]
+        if held:
+            raise SandboxBusy(
+                f"sandbox {sandbox.id}: processes still hold an exec's output "
+                f"({', '.join(held)}); start long-lived processes with "
+                "their stdio redirected (</dev/null >file 2>&1) to snapshot them"
+            )
+
+    async def _checkpoint_and_resume(self, sandbox: Sandbox) -> SnapshotInfo:
+        sandbox_id = sandbox.id
+        snapshot_id = records.new_snapshot_id()
+        directory = self._snapshot_dir(snapshot_id)
+        (directory / "image").mkdir(parents=True)
+        if (link := sandbox.agent) is not None:
+            # A round trip with nothing after it: no frame is half-way through either pipe
+            # when the agent is frozen, so it starts clean on the restored sandbox's pipes.
+            await link.ping()
+        code, out = await self.cli.run(
+            "checkpoint", f"--image-path={directory / 'image'}", sandbox.id
+        )
+        if code != 0:
+            shutil.rmtree(directory, ignore_errors=True)
+            if await self._state(sandbox.id) != "running":
+                sandbox.mark_failed("checkpoint")
+            raise SandboxRuntimeError(f"checkpoint of {sandbox_id} failed: {out.strip()}")
+        meta = {
+            "id": snapshot_id,
+            "sandbox_id": sandbox.id,
+            "image": sandbox.meta["image"],
+            "image_digest": sandbox.meta["image_digest"],
+            "spec": sandbox.meta["spec"],
+            "path_env": sandbox.meta.get("path_env"),
+            "rootfs": sandbox.meta.get("rootfs"),
+            "created_at": time.time(),
+            "agent": bool(sandbox.meta.get("agent")),
+        }
+        records.write_json(directory / "snapshot.json", meta)
+        sandbox.close_link()
+        await reap_while(self.cli.run("delete", "--force", sandbox.id, limit_s=30))
+        code, out = await self._launch(sandbox, "restore", f"--image-path={directory / 'image'}")
+        if code != 0:
+            sandbox.mark_failed("restore")
+            raise SandboxFailed(sandbox_id, "restore", out.strip()[-500:])
+        self._note_oom_baseline(sandbox)
+        return self._snapshot_info(meta, directory)
+
+    async def _set_hostname(self, sandbox: Sandbox) -> None:
+        """A restored sandbox comes back with the hostname it was checkpointed under: give it
+        its own, through a root helper that holds only CAP_SYS_ADMIN for the call."""
+        name = bundle.hostname_for(sandbox.id)
+        code = await self._root_helper(sandbox, "host", ["/bin/hostname", name], "CAP_SYS_ADMIN")
+        if code != 0:
+            log.warning("sandbox %s: could not set its hostname (exit %s)", sandbox.id, code)
