@@ -39,6 +39,7 @@ from service.sandboxes.service import check_network_names
 from service.secrets import service as secrets
 from service.settings import Settings
 from service.templates.repository import TemplateRepository
+from service.tenants.repository import lock_tenant
 from service.tenants.service import quotas_of
 
 STATES = get_args(ReviewState)
@@ -131,8 +132,8 @@ async def create_review(
     repo = ReviewRepository(session, tenant_id)
     if source.kind == "bundle" and not await repo.has_bundle(source.location):
         raise NotFound(f"no bundle {source.location}")
-    # Counted, not locked (as the exec rate): the tenant's row stays free for its sandbox
-    # creates while this request resolves names; racing posts may pass the cap by their number.
+    # A cheap early refusal here; the count that decides is taken again under the tenant's
+    # lock just before the insert, so the row is not held while this request resolves names.
     tenant = await session.get(Tenant, tenant_id)
     assert tenant is not None
     quotas = quotas_of(tenant)
@@ -154,6 +155,9 @@ async def create_review(
         await _check_credentials(session, principal, tenant_id, data.credentials, data.repo)
     if data.model is not None and not settings.llm_base_url:
         raise Unprocessable("no model endpoint is configured on this server (AIRLOCK_LLM_BASE_URL)")
+    if not claimed:
+        quotas = quotas_of(await lock_tenant(session, tenant_id))
+        check_queued("max_queued_reviews", quotas.max_queued_reviews, await repo.queued())
     now = utcnow()
     row = ReviewRow(
         id=new_id("rev"),
@@ -258,10 +262,11 @@ async def upload_bundle(
     """Store a git bundle (checked by git only when a review fetches from it, on the host,
     with the same safe options as any fetch)."""
     tenant_id = secrets.tenant_of(principal)
-    tenant = await session.get(Tenant, tenant_id)  # counted, not locked: see create_review
+    repo = ReviewRepository(session, tenant_id)
+    tenant = await session.get(Tenant, tenant_id)
     assert tenant is not None
     quotas = quotas_of(tenant)
-    check_bundles(quotas.max_bundles, await ReviewRepository(session, tenant_id).bundles())
+    check_bundles(quotas.max_bundles, await repo.bundles())  # early; decided again below
     limit = quotas.max_upload_mib * MIB
     refuse_declared(content_length, limit)
     capped = CappedBody(body, limit)
@@ -270,6 +275,10 @@ async def upload_bundle(
     size = len(data)
     if not data.startswith((b"# v2 git bundle\n", b"# v3 git bundle\n")):
         raise Unprocessable("the body is not a git bundle (`git bundle create`)")
+    # Counted under the tenant's lock, taken only now that the body is in: racing uploads
+    # are decided one at a time, each seeing the bundles committed before it.
+    quotas = quotas_of(await lock_tenant(session, tenant_id))
+    check_bundles(quotas.max_bundles, await repo.bundles())
     row = ReviewBundle(
         id=new_id("bdl"),
         tenant_id=tenant_id,

@@ -5,7 +5,6 @@ the outcome is recorded in a second short transaction."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -49,6 +48,7 @@ from service.sandboxes.service import (
 from service.sandboxes.states import State
 from service.templates import starter
 from service.templates.repository import TemplateRepository, ready_version
+from service.tenants.repository import lock_tenant
 from service.tenants.service import quotas_of
 
 DEFAULT_IMAGE = "default"
@@ -81,13 +81,6 @@ def _caps(data: SandboxCreate) -> tuple[str, int, int, int]:
         same = [k for k, v in SIZES.items() if v == (cpus, memory, disk)]
         size = same[0] if same and from_preset else "custom"
     return size, cpus, memory, disk
-
-
-async def _lock_tenant(session: AsyncSession, tenant_id: str) -> Tenant:
-    # Serialises quota checks of one tenant across requests and replicas.
-    tenant = await session.scalar(select(Tenant).where(Tenant.id == tenant_id).with_for_update())
-    assert tenant is not None
-    return tenant
 
 
 async def _template_for(
@@ -172,7 +165,7 @@ async def create_sandbox(
                 version.disk_mib,
             )
             image = version.image
-        quotas = quotas_of(await _lock_tenant(session, principal.tenant_id))
+        quotas = quotas_of(await lock_tenant(session, principal.tenant_id))
         network = network_of(data)
         check_network(network, quotas)
         if template is not None and data.preset is not None:

@@ -30,6 +30,7 @@ from service.sandboxes.service import check_network_names
 from service.templates.repository import OPERATOR_OWNER, TemplateRepository
 from service.templates.schemas import Template, TemplateCreate, TemplatePage
 from service.templates.schemas import TemplateVersion as VersionView
+from service.tenants.repository import lock_tenant
 from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
 
@@ -104,11 +105,11 @@ async def _check_network(session: AsyncSession, owner: str, network: NetworkPoli
 
 
 async def _queue_limit(session: AsyncSession, owner: str) -> int:
+    """The owner's cap on queued builds, its tenant locked so that the count taken after
+    this and the insert are one step."""
     if owner == OPERATOR_OWNER:
         return Quotas().max_queued_builds
-    tenant = await session.get(Tenant, owner, with_for_update=True)  # serialises the count
-    assert tenant is not None
-    return quotas_of(tenant).max_queued_builds
+    return quotas_of(await lock_tenant(session, owner)).max_queued_builds
 
 
 async def create_template(
@@ -119,12 +120,13 @@ async def create_template(
     repo = TemplateRepository(session, owner)
     now = utcnow()
     # The builder has one slot for everyone: no owner may fill its queue.
+    limit = await _queue_limit(session, owner)
     queued = await session.scalar(
         select(func.count(TemplateVersion.id))
         .join(TemplateRow, TemplateRow.id == TemplateVersion.template_id)
         .where(TemplateRow.owner == owner, TemplateVersion.state == "queued")
     )
-    check_queued("max_queued_builds", await _queue_limit(session, owner), queued or 0)
+    check_queued("max_queued_builds", limit, queued or 0)
     row = await repo.own(data.name, for_update=True)
     if row is None:
         row = TemplateRow(
