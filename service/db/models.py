@@ -402,8 +402,20 @@ class ReviewBundle(Base):
     )
     size: Mapped[int] = mapped_column(BigInteger, nullable=False)
     sha256: Mapped[str] = mapped_column(String(64), nullable=False)
-    data: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+
+
+class ReviewBundleChunk(Base):
+    """A bundle's bytes in order, in pieces of at most `reviews.repository.BUNDLE_PIECE` bytes:
+    written as the upload arrives and read back one at a time, never the whole bundle."""
+
+    __tablename__ = "review_bundle_chunks"
+
+    bundle_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("review_bundles.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    data: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
 
 
 class TenantSecret(Base):

@@ -9,6 +9,8 @@ included, before the model is asked (the model needs only the facts, not the san
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import itertools
 import logging
 import tempfile
 from dataclasses import dataclass, field
@@ -235,13 +237,26 @@ async def _auth(deps: Deps, job: Job) -> HttpAuth | None:
 
 
 async def _bundle_file(db: Db, job: Job, tmp: Path) -> Path:
+    """The uploaded bundle, written to a file a piece at a time (one short transaction per
+    piece, never the whole bundle in memory) and checked against its stored size and sha256."""
     async with db() as session:
         bundle = await ReviewRepository(session, job.tenant_id).bundle(job.repo)
         if bundle is None:
             raise StageFailed(f"fetch: no bundle {job.repo}")
-        data = bundle.data
+        expected = (bundle.size, bundle.sha256)
     path = tmp / "upload.bundle"
-    await asyncio.to_thread(path.write_bytes, data)
+    digest, size = hashlib.sha256(), 0
+    with path.open("wb") as out:
+        for seq in itertools.count():
+            async with db() as session:
+                piece = await ReviewRepository(session, job.tenant_id).piece(job.repo, seq)
+            if piece is None:
+                break
+            await asyncio.to_thread(out.write, piece)
+            digest.update(piece)
+            size += len(piece)
+    if (size, digest.hexdigest()) != expected:
+        raise StageFailed(f"fetch: the bundle {job.repo} was deleted while it was read")
     return path
 
 

@@ -2,10 +2,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.db.models import Review, ReviewBundle
+from service.db.models import Review, ReviewBundle, ReviewBundleChunk
+
+# A stored bundle's pieces (review_bundle_chunks): what a request or a fetch holds at a time.
+BUNDLE_PIECE = 1 << 20
 
 
 class ReviewRepository:
@@ -41,8 +44,11 @@ class ReviewRepository:
         )
         return int(await self.session.scalar(stmt) or 0)
 
-    async def bundles(self) -> int:
+    async def bundles(self, *, besides: str | None = None) -> int:
+        """The tenant's bundles (other than `besides`, one being uploaded)."""
         stmt = select(func.count(ReviewBundle.id)).where(ReviewBundle.tenant_id == self.tenant_id)
+        if besides is not None:
+            stmt = stmt.where(ReviewBundle.id != besides)
         return int(await self.session.scalar(stmt) or 0)
 
     async def bundle(self, bundle_id: str) -> ReviewBundle | None:
@@ -59,6 +65,24 @@ class ReviewRepository:
             )
         )
         return found is not None
+
+    async def add_piece(self, bundle_id: str, seq: int, data: bytes) -> None:
+        """One piece of a bundle the tenant is uploading (Core, so the session keeps no copy)."""
+        await self.session.execute(
+            insert(ReviewBundleChunk).values(bundle_id=bundle_id, seq=seq, data=data)
+        )
+
+    async def piece(self, bundle_id: str, seq: int) -> bytes | None:
+        """The bundle's `seq`th piece; None past its end (or for another tenant's bundle)."""
+        return await self.session.scalar(
+            select(ReviewBundleChunk.data)
+            .join(ReviewBundle, ReviewBundle.id == ReviewBundleChunk.bundle_id)
+            .where(
+                ReviewBundle.tenant_id == self.tenant_id,
+                ReviewBundleChunk.bundle_id == bundle_id,
+                ReviewBundleChunk.seq == seq,
+            )
+        )
 
     def add(self, row: Review | ReviewBundle) -> None:
         self.session.add(row)

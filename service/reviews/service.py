@@ -19,7 +19,7 @@ from service.files.service import MIB, CappedBody, refuse_declared
 from service.ids import new_id
 from service.jobs.queues import check_bundles, check_queued
 from service.pagination import decode_cursor, page_of
-from service.reviews.repository import ReviewRepository
+from service.reviews.repository import BUNDLE_PIECE, ReviewRepository
 from service.reviews.schemas import (
     Bundle,
     DiffStat,
@@ -43,6 +43,8 @@ from service.tenants.repository import lock_tenant
 from service.tenants.service import quotas_of
 
 STATES = get_args(ReviewState)
+BUNDLE_HEADERS = (b"# v2 git bundle\n", b"# v3 git bundle\n")
+HEADER_BYTES = len(BUNDLE_HEADERS[0])
 
 
 def to_schema(row: ReviewRow) -> Review:
@@ -260,7 +262,11 @@ async def upload_bundle(
     content_length: int | None,
 ) -> Bundle:
     """Store a git bundle (checked by git only when a review fetches from it, on the host,
-    with the same safe options as any fetch)."""
+    with the same safe options as any fetch).
+
+    The body goes to the database in pieces as it arrives, never whole in memory; the bundle's
+    row is written first (its pieces reference it) and completed at the end. Nothing of it is
+    visible before the request's transaction commits, and a refusal rolls all of it back."""
     tenant_id = secrets.tenant_of(principal)
     repo = ReviewRepository(session, tenant_id)
     tenant = await session.get(Tenant, tenant_id)
@@ -269,25 +275,16 @@ async def upload_bundle(
     check_bundles(quotas.max_bundles, await repo.bundles())  # early; decided again below
     limit = quotas.max_upload_mib * MIB
     refuse_declared(content_length, limit)
-    capped = CappedBody(body, limit)
-    data = b"".join([chunk async for chunk in capped])
-    capped.check()
-    size = len(data)
-    if not data.startswith((b"# v2 git bundle\n", b"# v3 git bundle\n")):
-        raise Unprocessable("the body is not a git bundle (`git bundle create`)")
+    row = ReviewBundle(
+        id=new_id("bdl"), tenant_id=tenant_id, size=0, sha256="", created_at=utcnow()
+    )
+    repo.add(row)
+    await session.flush()
+    row.size, row.sha256 = await _store_pieces(repo, row.id, CappedBody(body, limit))
     # Counted under the tenant's lock, taken only now that the body is in: racing uploads
     # are decided one at a time, each seeing the bundles committed before it.
     quotas = quotas_of(await lock_tenant(session, tenant_id))
-    check_bundles(quotas.max_bundles, await repo.bundles())
-    row = ReviewBundle(
-        id=new_id("bdl"),
-        tenant_id=tenant_id,
-        size=size,
-        sha256=hashlib.sha256(data).hexdigest(),
-        data=data,
-        created_at=utcnow(),
-    )
-    session.add(row)
+    check_bundles(quotas.max_bundles, await repo.bundles(besides=row.id))
     await session.flush()
     await record(
         session,
@@ -295,6 +292,42 @@ async def upload_bundle(
         chain=tenant_id,
         action="review.bundle",
         target=row.id,
-        details={"size": size, "sha256": row.sha256},
+        details={"size": row.size, "sha256": row.sha256},
     )
     return Bundle(id=row.id, size=row.size, sha256=row.sha256, created_at=row.created_at)
+
+
+async def _store_pieces(
+    repo: ReviewRepository, bundle_id: str, body: CappedBody
+) -> tuple[int, str]:
+    """Write the body as pieces of BUNDLE_PIECE bytes; its size and sha256."""
+    digest = hashlib.sha256()
+    pending = bytearray()
+    size = seq = 0
+    checked = False
+
+    async def write(piece: bytes) -> None:
+        nonlocal size, seq
+        await repo.add_piece(bundle_id, seq, piece)
+        digest.update(piece)
+        size, seq = size + len(piece), seq + 1
+
+    async for chunk in body:
+        pending += chunk
+        if not checked and len(pending) >= HEADER_BYTES:
+            _check_header(pending)  # refused on its first bytes, before the rest is read
+            checked = True
+        while len(pending) >= BUNDLE_PIECE:
+            await write(bytes(pending[:BUNDLE_PIECE]))
+            del pending[:BUNDLE_PIECE]
+    body.check()
+    if not checked:
+        _check_header(pending)
+    if pending:
+        await write(bytes(pending))
+    return size, digest.hexdigest()
+
+
+def _check_header(start: bytearray) -> None:
+    if not bytes(start[:HEADER_BYTES]).startswith(BUNDLE_HEADERS):
+        raise Unprocessable("the body is not a git bundle (`git bundle create`)")
