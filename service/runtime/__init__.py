@@ -8,6 +8,7 @@ from .errors import (
     InvalidImage,
     InvalidPath,
     InvalidSpec,
+    NotSupported,
     PathNotAllowed,
     PathNotFound,
     ResourceExhausted,
@@ -18,7 +19,7 @@ from .errors import (
     SandboxRuntimeError,
     SnapshotNotFound,
 )
-from .protocol import Execution, SandboxRuntime
+from .protocol import Capability, Execution, SandboxRuntime
 from .types import (
     ExecRequest,
     ExecResult,
@@ -33,6 +34,7 @@ from .types import (
 )
 
 __all__ = [
+    "Capability",
     "ExecNotFound",
     "ExecRequest",
     "ExecResult",
@@ -45,6 +47,7 @@ __all__ = [
     "InvalidImage",
     "InvalidPath",
     "InvalidSpec",
+    "NotSupported",
     "OutputChunk",
     "PathNotAllowed",
     "PathNotFound",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from .types import (
     ExecRequest,
@@ -15,6 +15,14 @@ from .types import (
     SandboxStats,
     SnapshotInfo,
 )
+
+# What a runtime may lack. A caller asks `runtime.supports(name)` before using one; the
+# methods of a capability a runtime lacks raise NotSupported (a 501 at the HTTP edge).
+Capability = Literal[
+    "snapshots",  # snapshot / create_from_snapshot / list_snapshots / delete_snapshot
+    "copy_files",  # copy_files: what one sandbox wrote, into another
+    "update_network",  # update_network: change a running sandbox's egress policy
+]
 
 
 @runtime_checkable
@@ -49,6 +57,11 @@ class SandboxRuntime(Protocol):
     # Whether a snapshot holds memory (running processes come back in every sandbox started
     # from it, as with gVisor's checkpoint) or only files (BoxLite: a sandbox boots afresh).
     snapshots_memory: bool
+    capabilities: frozenset[Capability]
+
+    def supports(self, capability: Capability) -> bool:
+        """Whether this runtime has the optional `capability` (see `Capability`)."""
+        ...
 
     async def check_image(self, image: str) -> None:
         """Raise ImageNotFound (or InvalidImage) unless `create` could use `image`: callers check
@@ -103,6 +116,22 @@ class SandboxRuntime(Protocol):
     async def list_files(
         self, sandbox_id: str, path: str, *, user: str | None = None
     ) -> list[FileEntry]: ...
+
+    async def copy_files(self, source_id: str, target_id: str) -> int:
+        """Copy what the source sandbox wrote (its writable mounts) into the target; the bytes
+        moved. Capability "copy_files"."""
+        ...
+
+    async def update_network(
+        self,
+        sandbox_id: str,
+        mode: str,
+        allow: list[str] | None = None,
+        private: list[str] | None = None,
+    ) -> SandboxInfo:
+        """Change a running sandbox's egress policy (`private`: the tenant's granted ranges
+        now; None keeps the sandbox's). Capability "update_network"."""
+        ...
 
     async def snapshot(self, sandbox_id: str) -> SnapshotInfo:
         """Capture the sandbox (memory and files); it keeps running afterwards."""

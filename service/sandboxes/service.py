@@ -358,11 +358,10 @@ async def _change_network(
 ) -> None:
     assert runtime_id is not None
     runtime = await holder.get()
-    update = getattr(runtime, "update_network", None)
-    if update is None:
+    if not runtime.supports("update_network"):
         raise Unprocessable(f"the {runtime.name} runtime cannot change a sandbox's network")
     try:
-        await update(
+        await runtime.update_network(
             runtime_id, network.mode, list(network.allow), list(quotas.network_private_cidrs)
         )
     except InvalidSpec as exc:

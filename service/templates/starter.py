@@ -157,7 +157,7 @@ async def run_setup(
 
 
 def can_carry(runtime: SandboxRuntime) -> bool:
-    return hasattr(runtime, "copy_files")
+    return runtime.supports("copy_files")
 
 
 async def prepare(
@@ -184,7 +184,7 @@ async def carry(
     """A new sandbox from the image with `network`, holding the files `source_id` wrote."""
     info = await runtime.create(recipe.image, recipe.spec(network))
     try:
-        await runtime.copy_files(source_id, info.id)  # type: ignore[attr-defined]
+        await runtime.copy_files(source_id, info.id)
     except BaseException:
         with contextlib.suppress(SandboxRuntimeError):
             await runtime.destroy(info.id)

@@ -27,6 +27,7 @@ from service.runtime import (
     ImageNotAllowed,
     ImageNotFound,
     InvalidSpec,
+    NotSupported,
     PathNotFound,
     ResourceExhausted,
     RuntimeUnavailable,
@@ -34,6 +35,7 @@ from service.runtime import (
     SandboxFailed,
     SandboxInfo,
     SandboxNotFound,
+    SandboxRuntime,
     SandboxRuntimeError,
     SandboxSpec,
     SnapshotInfo,
@@ -269,6 +271,20 @@ async def test_adapter_files_round_trip(tmp_path: Path) -> None:
     assert names == ["blob"]
     with pytest.raises(PathNotFound):
         [c async for c in runtime.read_file("local-box", str(tmp_path / "missing"))]
+
+
+async def test_lacking_capabilities_are_declared_and_refused(tmp_path: Path) -> None:
+    """BoxLite snapshots, but neither copies files between boxes nor changes a running box's
+    network: it says so by name, and those methods refuse with NotSupported (a 501)."""
+    runtime, _ = _adapter(tmp_path)
+    assert isinstance(runtime, SandboxRuntime)
+    assert runtime.supports("snapshots")
+    assert not runtime.supports("copy_files")
+    assert not runtime.supports("update_network")
+    with pytest.raises(NotSupported):
+        await runtime.copy_files("local-box", "local-box")
+    with pytest.raises(NotSupported):
+        await runtime.update_network("local-box", "allowlist", ["example.com:443"])
 
 
 async def test_adapter_snapshot_refuses_a_busy_box_and_holds_new_work(tmp_path: Path) -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from service.runtime import (
+    Capability,
     InvalidSpec,
     SandboxNotFound,
     SandboxRuntime,
@@ -43,6 +45,11 @@ async def test_unknown_sandbox(runtime: SandboxRuntime) -> None:
     with pytest.raises(SandboxNotFound):
         await sh(runtime, "not-a-sandbox", "true")
     await runtime.destroy("alk-000000000000000000000000")  # idempotent
+
+
+def test_gvisor_has_every_optional_capability(gvisor: GVisorRuntime) -> None:
+    assert isinstance(gvisor, SandboxRuntime)
+    assert all(gvisor.supports(capability) for capability in get_args(Capability))
 
 
 async def test_destroy_leaves_nothing(gvisor: GVisorRuntime) -> None:

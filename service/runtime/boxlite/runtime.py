@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RuntimeUnavailable, SandboxNotFound
+from ..errors import NotSupported, RuntimeUnavailable, SandboxNotFound
+from ..protocol import Capability
 from ..specs import validate
 from ..types import SandboxInfo, SandboxSpec, SandboxStats
 from .core import START_TIMEOUT_S, ImageSource, Sandbox
@@ -40,6 +41,7 @@ class BoxliteRuntime(Snapshots, Files, Images):
 
     name = "boxlite"
     snapshots_memory = False
+    capabilities: frozenset[Capability] = frozenset({"snapshots"})
 
     def __init__(
         self,
@@ -125,6 +127,21 @@ class BoxliteRuntime(Snapshots, Files, Images):
             mapped = typed_error(exc, "remove", sandbox_id=sandbox_id)
             if not isinstance(mapped, SandboxNotFound):
                 raise mapped from exc
+
+    def supports(self, capability: Capability) -> bool:
+        return capability in self.capabilities
+
+    async def copy_files(self, source_id: str, target_id: str) -> int:
+        raise NotSupported(self.name, "copy files between sandboxes")
+
+    async def update_network(
+        self,
+        sandbox_id: str,
+        mode: str,
+        allow: list[str] | None = None,
+        private: list[str] | None = None,
+    ) -> SandboxInfo:
+        raise NotSupported(self.name, "change a running sandbox's network")
 
     # -- the rest -------------------------------------------------------------------------
 

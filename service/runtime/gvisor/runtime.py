@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from .. import images
 from ..errors import RuntimeUnavailable, SandboxFailed, SandboxNotFound
+from ..protocol import Capability
 from ..specs import validate
 from ..types import SandboxInfo, SandboxSpec, SandboxStats
 from . import agent_link, bundle, cgroups, network, reaper
@@ -46,6 +47,7 @@ class GVisorRuntime(Snapshots, Files, Policy):
 
     name = "gvisor"
     snapshots_memory = True
+    capabilities: frozenset[Capability] = frozenset({"snapshots", "copy_files", "update_network"})
 
     def __init__(
         self,
@@ -77,6 +79,9 @@ class GVisorRuntime(Snapshots, Files, Policy):
 
     def cgroup_path(self, sandbox_id: str) -> str:
         return self.store.cgroup_path(sandbox_id)
+
+    def supports(self, capability: Capability) -> bool:
+        return capability in self.capabilities
 
     @classmethod
     async def open(
