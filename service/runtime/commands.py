@@ -7,12 +7,16 @@ import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import doctor, images
+from .config import RuntimeConfig
 from .errors import SandboxRuntimeError
 
-GetSettings = Callable[[], Any]
+if TYPE_CHECKING:
+    from service.settings import Settings
+
+GetSettings = Callable[[], "Settings"]
 DatabaseCheck = Callable[[], Awaitable[str]]
 
 
@@ -25,7 +29,7 @@ def add_commands(
     it doctor connects to the configured database with SQLAlchemy and runs SELECT 1.
     """
 
-    def settings_of(given: Any) -> Any:
+    def settings_of(given: Settings | None) -> Settings:
         return given if given is not None else get_settings()
 
     image = subparsers.add_parser("image", help="build, list and import sandbox images")
@@ -34,7 +38,7 @@ def add_commands(
     build = image_sub.add_parser("build", help="build the default image from Debian packages")
     build.add_argument("--force", action="store_true", help="rebuild even if up to date")
 
-    def do_build(args: argparse.Namespace, settings: Any = None) -> int:
+    def do_build(args: argparse.Namespace, settings: Settings | None = None) -> int:
         state_dir = Path(settings_of(settings).state_dir)
         try:
             info = images.build_default_image(state_dir, force=args.force)
@@ -48,7 +52,7 @@ def add_commands(
 
     listing = image_sub.add_parser("list", help="list images in the state dir")
 
-    def do_list(args: argparse.Namespace, settings: Any = None) -> int:
+    def do_list(args: argparse.Namespace, settings: Settings | None = None) -> int:
         for info in images.list_images(Path(settings_of(settings).state_dir)):
             print(f"{info.name}\t{info.digest}\t{info.size_bytes / 1e6:.0f} MB")
         return 0
@@ -59,7 +63,7 @@ def add_commands(
     imp.add_argument("path", type=Path)
     imp.add_argument("--name", help="image name (default: the layout's ref name)")
 
-    def do_import(args: argparse.Namespace, settings: Any = None) -> int:
+    def do_import(args: argparse.Namespace, settings: Settings | None = None) -> int:
         try:
             info = images.import_image(Path(settings_of(settings).state_dir), args.path, args.name)
         except SandboxRuntimeError as exc:
@@ -73,7 +77,7 @@ def add_commands(
     remove = image_sub.add_parser("rm", help="remove an image from the state dir")
     remove.add_argument("name")
 
-    def do_remove(args: argparse.Namespace, settings: Any = None) -> int:
+    def do_remove(args: argparse.Namespace, settings: Settings | None = None) -> int:
         try:
             images.remove_image(Path(settings_of(settings).state_dir), args.name)
         except SandboxRuntimeError as exc:
@@ -88,15 +92,15 @@ def add_commands(
         "--cached-probe", action="store_true", help="use the cached BoxLite probe result"
     )
 
-    def do_doctor(args: argparse.Namespace, settings: Any = None) -> int:
-        settings = settings_of(settings)
+    def do_doctor(args: argparse.Namespace, settings: Settings | None = None) -> int:
+        given = settings_of(settings)
 
         async def default_check() -> str:
-            return await doctor.default_database_check(settings)
+            return await doctor.default_database_check(given.effective_database_url)
 
         report = asyncio.run(
             doctor.diagnose(
-                settings,
+                RuntimeConfig.from_settings(given),
                 check_database=check_database or default_check,
                 refresh_probe=not args.cached_probe,
             )

@@ -37,6 +37,9 @@ class RuntimeConfig:
     # BoxLite: the registries (or repository prefixes) a tenant's image may be pulled from;
     # empty: none, only local images; "*": any.
     image_registries: tuple[str, ...] = ()
+    # Templates are snapshotted (AIRLOCK_TEMPLATE_SNAPSHOTS=auto); False (off): the warm pool
+    # pre-starts members from the image with the template's setup run. `airlock doctor` says so.
+    template_snapshots: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RuntimeConfig:
@@ -47,4 +50,5 @@ class RuntimeConfig:
             network_range=settings.sandbox_network_range,
             host_memory_mib=settings.host_memory_mib,
             image_registries=settings.image_registry_list,
+            template_snapshots=settings.template_snapshots != "off",
         )

@@ -10,9 +10,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from . import images, select
+from .config import RuntimeConfig
 from .errors import SandboxRuntimeError
 from .gvisor import GVisorRuntime, cgroups, detect_platform
 from .types import ExecRequest, SandboxSpec
@@ -139,12 +139,11 @@ async def _gvisor_snapshots(state_dir: Path, platform: str | None) -> tuple[bool
         await runtime.close()
 
 
-async def default_database_check(settings: Any) -> str:
+async def default_database_check(url: str) -> str:
     """Connect with SQLAlchemy and run SELECT 1; returns the backend name."""
     from sqlalchemy import text
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    url = getattr(settings, "effective_database_url", None) or settings.database_url
     if not url:
         raise RuntimeError("no database configured (AIRLOCK_DATABASE_URL)")
     engine = create_async_engine(url)
@@ -157,12 +156,13 @@ async def default_database_check(settings: Any) -> str:
 
 
 async def diagnose(
-    settings: Any,
+    config: RuntimeConfig,
     check_database: DatabaseCheck | None = None,
     refresh_probe: bool = True,
 ) -> Report:
+    """What works here for the runtime configuration `config` (built from the settings)."""
     report = Report()
-    state_dir = Path(settings.state_dir)
+    state_dir = Path(config.state_dir)
     present, kind = kvm_info()
     report.add("kvm", present, f"/dev/kvm {'present' if present else 'absent'}; {kind}")
 
@@ -183,7 +183,7 @@ async def diagnose(
         report.add("runsc", False, "not found on PATH", "apt-get install runsc")
     else:
         version = await asyncio.to_thread(_runsc_version, runsc)
-        platform = await asyncio.to_thread(detect_platform, runsc, settings.runsc_platform)
+        platform = await asyncio.to_thread(detect_platform, runsc, config.runsc_platform)
         report.add("runsc", True, f"{runsc}, {version}, platform {platform}")
 
     layout = cgroups.detect()
@@ -203,11 +203,11 @@ async def diagnose(
     )
 
     if runsc is not None and has_default:
-        works, detail = await _gvisor_works(state_dir, settings.runsc_platform)
+        works, detail = await _gvisor_works(state_dir, config.runsc_platform)
         report.add("gvisor", works, detail, None if works else "see the runsc line above")
         if works:
             report.usable.append("gvisor")
-            await snapshot_check(report, state_dir, settings)
+            await snapshot_check(report, config)
 
     if check_database is not None:
         try:
@@ -217,7 +217,7 @@ async def diagnose(
                 "database", False, f"{type(exc).__name__}: {exc}", "check AIRLOCK_DATABASE_URL"
             )
 
-    wanted = getattr(settings, "runtime", "auto")
+    wanted = config.runtime
     if wanted == "auto":
         report.chosen = report.usable[0] if report.usable else None
     elif wanted in report.usable:
@@ -232,8 +232,8 @@ async def diagnose(
     return report
 
 
-async def snapshot_check(report: Report, state_dir: Path, settings: Any) -> None:
-    if getattr(settings, "template_snapshots", "auto") == "off":
+async def snapshot_check(report: Report, config: RuntimeConfig) -> None:
+    if not config.template_snapshots:
         report.add(
             "snapshots",
             True,
@@ -241,7 +241,7 @@ async def snapshot_check(report: Report, state_dir: Path, settings: Any) -> None
             "image with the template's setup run",
         )
         return
-    ok, detail = await _gvisor_snapshots(state_dir, settings.runsc_platform)
+    ok, detail = await _gvisor_snapshots(Path(config.state_dir), config.runsc_platform)
     report.add(
         "snapshots",
         ok,

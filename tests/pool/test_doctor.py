@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-
 import pytest
 
 from service.runtime import doctor
+from service.runtime.config import RuntimeConfig
+from service.settings import Settings
 from tests.templates.conftest import new_state
-
-
-@dataclass
-class DoctorSettings:
-    state_dir: Path
-    runtime: str = "gvisor"
-    runsc_platform: str | None = None
-    database_url: str = ""
-    template_snapshots: str = "auto"
 
 
 @pytest.mark.parametrize("snapshots", ["auto", "off"])
@@ -26,7 +16,8 @@ async def test_doctor_reports_snapshots(
 ) -> None:
     state = new_state(tmp_path_factory, "doctor")
     report = doctor.Report()
-    await doctor.snapshot_check(report, state, DoctorSettings(state, template_snapshots=snapshots))
+    settings = Settings(state_dir=state, runtime="gvisor", template_snapshots=snapshots)
+    await doctor.snapshot_check(report, RuntimeConfig.from_settings(settings))
     line = {c.name: c for c in report.checks}["snapshots"]
     assert line.ok
     if snapshots == "auto":

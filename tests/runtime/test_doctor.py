@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from service.runtime import commands, doctor
-
-
-@dataclass
-class FakeSettings:
-    state_dir: Path
-    runtime: str = "auto"
-    runsc_platform: str | None = None
-    database_url: str = ""
+from service.runtime.config import RuntimeConfig
+from service.settings import Settings
 
 
 async def test_doctor_reports_a_working_gvisor(state_dir: Path) -> None:
     async def database() -> str:
         return "test database"
 
-    report = await doctor.diagnose(FakeSettings(state_dir), database, refresh_probe=False)
+    report = await doctor.diagnose(RuntimeConfig(state_dir), database, refresh_probe=False)
     by_name = {c.name: c for c in report.checks}
     assert by_name["gvisor"].ok and "gvisor" in report.usable
     assert report.chosen in report.usable
@@ -38,8 +31,8 @@ async def test_doctor_fails_without_any_runtime(tmp_path: Path) -> None:
     async def broken() -> str:
         raise ConnectionRefusedError("no server")
 
-    settings = FakeSettings(tmp_path, runtime="gvisor")  # empty state dir: no image
-    report = await doctor.diagnose(settings, broken, refresh_probe=False)
+    config = RuntimeConfig(tmp_path, runtime="gvisor")  # empty state dir: no image
+    report = await doctor.diagnose(config, broken, refresh_probe=False)
     by_name = {c.name: c for c in report.checks}
     assert not report.ok
     assert not by_name["images"].ok and "image build" in (by_name["images"].fix or "")
@@ -55,9 +48,9 @@ def test_kvm_kind_is_reported() -> None:
 def test_commands_register(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     parser = argparse.ArgumentParser(prog="airlock")
     sub = parser.add_subparsers(dest="command", required=True)
-    commands.add_commands(sub, lambda: FakeSettings(tmp_path))
+    commands.add_commands(sub, lambda: Settings(state_dir=tmp_path))
     args = parser.parse_args(["image", "list"])
-    assert args.func(args, FakeSettings(tmp_path)) == 0
+    assert args.func(args, Settings(state_dir=tmp_path)) == 0
     assert capsys.readouterr().out == ""
     assert parser.parse_args(["doctor", "--cached-probe"]).cached_probe
     args = parser.parse_args(["image", "import", str(tmp_path / "nothing")])
