@@ -11,7 +11,7 @@ made without its foreign key, the column dropped, and the key added after (a reb
 pieces' table, which nothing references).
 
 Revision ID: 0009
-Revises: 0007
+Revises: 0008
 Create Date: 2026-12-01
 """
 
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0009"
-down_revision = "0007"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

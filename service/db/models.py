@@ -178,6 +178,14 @@ class Exec(Base):
         Index("ix_execs_sandbox_id_id", "sandbox_id", "id"),
         Index("ix_execs_tenant_id_created_at", "tenant_id", "created_at"),
         Index("ix_execs_state", "state"),
+        # The oldest finished execs of a tenant that still hold output: what a trim deletes.
+        Index(
+            "ix_execs_tenant_id_stored",
+            "tenant_id",
+            "created_at",
+            postgresql_where=text("stored_bytes > 0"),
+            sqlite_where=text("stored_bytes > 0"),
+        ),
         UniqueConstraint("sandbox_id", "idempotency_key", name="uq_execs_sandbox_idempotency"),
     )
 
@@ -210,6 +218,13 @@ class Exec(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # Bytes of this exec's output in `exec_chunks`, counted into its tenant's usage when the
+    # exec ended; NULL while it runs (not counted yet).
+    stored_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # Its output was deleted (age or the tenant's cap); the record stays.
+    output_purged: Mapped[bool] = mapped_column(
+        Boolean, nullable=False, default=False, server_default=text("false")
+    )
 
 
 class ExecChunk(Base):
@@ -223,6 +238,21 @@ class ExecChunk(Base):
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     stream: Mapped[str] = mapped_column(String(8), nullable=False)
     data: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+
+
+class TenantUsage(Base):
+    """What a tenant holds, kept by the paths that write and delete it; a row of its own so
+    that counting never waits on the tenant row's lock (sandbox creates hold it)."""
+
+    __tablename__ = "tenant_usage"
+
+    tenant_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
+    )
+    # The sum of `execs.stored_bytes`: finished execs' output in `exec_chunks`.
+    stored_output_bytes: Mapped[int] = mapped_column(
+        BigInteger, nullable=False, default=0, server_default=text("0")
+    )
 
 
 class Template(Base):

@@ -34,6 +34,8 @@ class ChunkSink:
         self.seq = 0
         self.last_flush = time.monotonic()
         self.bytes = {"stdout": 0, "stderr": 0}
+        # What is in `exec_chunks` now (masked): the exec's `stored_bytes` when it ends.
+        self.stored = 0
         # What was stored, per stream: the finished exec is answered from here.
         self.kept = {"stdout": b"", "stderr": b""}
         # An incomplete UTF-8 character held back, so each stored chunk decodes on its own.
@@ -70,6 +72,7 @@ class ChunkSink:
         self.pending, self.pending_bytes = [], 0
         async with self.records.unit() as tx:
             await tx.insert_chunks(rows)
+        self.stored += sum(len(r["data"]) for r in rows)
         self.on_flush()
 
     async def close(self, *, cut_stdout: bool, cut_stderr: bool) -> None:

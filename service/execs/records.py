@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import func, insert, select, type_coerce, update
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from service.audit.recorder import (
@@ -27,12 +28,11 @@ from service.audit.recorder import (
     pg_event_params,
     pg_params,
     pg_read_head,
-    pg_try_append,
     record,
 )
 from service.db.base import UTCDateTime
 from service.db.models import Exec as ExecRow
-from service.db.models import ExecChunk, Tenant
+from service.db.models import ExecChunk, Tenant, TenantUsage
 from service.db.models import Sandbox as SandboxRow
 from service.db.pg import driver_connection, dumps, is_postgres
 
@@ -99,13 +99,19 @@ class RecordTx:
     ) -> tuple[SandboxFacts | None, bool]:
         """`facts(*facts)`, and the start written at once when the sandbox runs and the
         exec is within `limits` (its timeout, the default rate, maximum timeout and running
-        execs); True
-        when it was. False leaves the checks and `insert_started` to the caller (always, in
-        this plain form)."""
+        execs); True when it was. False leaves the checks and, unless `decides_start`,
+        `insert_started` to the caller (always, in this plain form, where the transaction
+        holds the database's one write lock from its start)."""
         return await self.facts(*facts), False
 
-    async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:
-        """Write the end of a running exec (a finished one is left as it is) and its event."""
+    # Whether `facts_and_start` itself refuses what the checks refuse (then a False from it
+    # is a refusal, and no start is to be inserted after it).
+    decides_start = False
+
+    async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> int | None:
+        """Write the end of a running exec (a finished one is left as it is) and its event,
+        and add its `stored_bytes` to its tenant's stored output. Returns the tenant's stored
+        output after, when this exec added to it."""
         raise NotImplementedError
 
     async def insert_chunks(self, rows: list[dict[str, Any]]) -> None:
@@ -190,13 +196,23 @@ class _CoreTx(RecordTx):
         await self.conn.execute(insert(ExecRow).values(**values))
         await _record(self.conn, event)
 
-    async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:
-        await self.conn.execute(
+    async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> int | None:
+        ended = await self.conn.execute(
             update(ExecRow)
             .where(ExecRow.id == exec_id, ExecRow.state == "running")
             .values(**values)
         )
         await _record(self.conn, event)
+        added = values["stored_bytes"]
+        if not ended.rowcount or not added:  # type: ignore[attr-defined]
+            return None
+        count = sqlite_insert(TenantUsage).values(tenant_id=event.chain, stored_output_bytes=added)
+        return await self.conn.scalar(
+            count.on_conflict_do_update(
+                index_elements=["tenant_id"],
+                set_={"stored_output_bytes": TenantUsage.stored_output_bytes + added},
+            ).returning(TenantUsage.stored_output_bytes)
+        )
 
     async def insert_chunks(self, rows: list[dict[str, Any]]) -> None:
         await self.conn.execute(insert(ExecChunk), rows)
@@ -271,8 +287,12 @@ _INSERT_START = _insert_start(1)
 
 # With the chain's head known from an earlier append, the facts, the checks and the start row
 # go in one statement: $1-$4 as in _FACTS, $5 the default rate, $6 the exec's timeout, $7 the
-# default maximum timeout, $8 the default cap on running execs. When a check fails (or the
-# head moved) nothing is written and the caller checks the facts returned, as without it.
+# default maximum timeout, $8 the default cap on running execs. When a check fails nothing is
+# written and the caller checks the facts returned, which raises the refusal. When the head
+# moved nothing is written either: the checks counted rows as of a head that is no longer the
+# last, so the statement runs again with the head it read (and then with the head locked),
+# never an insert without them. Every start of a tenant moves its head, so two starts racing
+# for the last place cannot both be written.
 _FACTS_AND_START = pg_append_sql(
     9 + len(_START_COLUMNS),
     before=f"""facts AS ({_FACTS}), allowed AS (
@@ -282,7 +302,7 @@ _FACTS_AND_START = pg_append_sql(
         AND facts.running < coalesce((facts.quotas->>'max_running_execs')::bigint, $8))""",  # noqa: S608
     guard="EXISTS (SELECT 1 FROM allowed)",
     action=_insert_start(9),
-    result="SELECT facts.*, (SELECT count(*) FROM head) FROM facts",
+    result="SELECT facts.*, (SELECT count(*) FROM head), (SELECT count(*) FROM allowed) FROM facts",
 )
 
 _FINISH_COLUMNS = (
@@ -296,18 +316,38 @@ _FINISH_COLUMNS = (
     "stderr_bytes",
     "stdout_truncated",
     "stderr_truncated",
+    "stored_bytes",
 )
 _UPDATE_FINISH = (
     "UPDATE execs SET "  # noqa: S608 (fixed names)
     + ", ".join(f"{c} = ${i + 2}" for i, c in enumerate(_FINISH_COLUMNS))
     + " WHERE id = $1 AND state = 'running' AND EXISTS (SELECT 1 FROM head)"
+    + " RETURNING tenant_id, stored_bytes"
 )
+# The exec's stored output is counted into its tenant's in the finish's own statement (and
+# only when it stored some: an exec that printed nothing does not touch the usage row).
+_COUNT_FINISH = (
+    "INSERT INTO tenant_usage AS u (tenant_id, stored_output_bytes) "
+    "SELECT tenant_id, stored_bytes FROM action_write WHERE stored_bytes > 0 "
+    "ON CONFLICT (tenant_id) DO UPDATE "
+    "SET stored_output_bytes = u.stored_output_bytes + excluded.stored_output_bytes "
+    "RETURNING stored_output_bytes"
+)
+_FINISH = pg_append_sql(
+    len(_FINISH_COLUMNS) + 2,
+    action=_UPDATE_FINISH,
+    more={"usage_write": _COUNT_FINISH},
+    result="SELECT (SELECT count(*) FROM head), (SELECT stored_output_bytes FROM usage_write)",
+)
+_START = pg_append_sql(len(_START_COLUMNS) + 1, action=_INSERT_START)
 
 # Appends that lost the race this many times in a row take the head's lock instead.
 CAS_ATTEMPTS = 4
 
 
 class _PgTx(RecordTx):
+    decides_start = True
+
     def __init__(self, conn: Any, heads: ChainHeads) -> None:
         self.conn = conn
         # The last head this process saw per chain: right unless another writer appended
@@ -332,60 +372,72 @@ class _PgTx(RecordTx):
         row = await self.conn.fetchrow(_REPLAY, tenant_id, sandbox_id, key)
         return None if row is None else (row[0], row[1])
 
-    async def _append(self, event: Event, statement: str, params: list[Any]) -> None:
+    async def _append(self, event: Event, statement: str, params: list[Any]) -> Any:
+        """Run `statement` (a `pg_append_sql` whose event parameters follow `params`) until
+        its event is appended; returns its result row (the first column: appended or not)."""
         for _ in range(CAS_ATTEMPTS):
             head = self.heads.get(event.chain) or await pg_read_head(self.conn, event.chain)
             values = _event_values(event, head)
-            if await pg_try_append(self.conn, values, with_statement=(statement, params)):
+            row = await self.conn.fetchrow(statement, *params, *pg_event_params(values))
+            if row[0]:
                 self.heads[event.chain] = (values["seq"], values["hash"])
-                return
+                return row
             self.heads.pop(event.chain, None)
         async with self.conn.transaction():
             head = await pg_read_head(self.conn, event.chain, lock=True)
             values = _event_values(event, head)
-            appended = await pg_try_append(self.conn, values, with_statement=(statement, params))
-        assert appended, "the head moved while locked"
+            row = await self.conn.fetchrow(statement, *params, *pg_event_params(values))
+        assert row[0], "the head moved while locked"
         self.heads[event.chain] = (values["seq"], values["hash"])
+        return row
 
     async def insert_started(self, values: dict[str, Any], event: Event) -> None:
-        await self._append(event, _INSERT_START, _start_params(values))
+        await self._append(event, _START, _start_params(values))
 
     async def facts_and_start(
         self,
         facts: tuple[str, str, str | None, datetime],
-        limits: tuple[float, int, float],
+        limits: tuple[float, int, float, int],
         values: dict[str, Any],
         event: Event,
     ) -> tuple[SandboxFacts | None, bool]:
         tenant_id, sandbox_id, only_sandbox, since = facts
-        head = self.heads.get(event.chain)
-        if head is None:
-            return await self.facts(*facts), False
-        timeout_s, default_rate, default_max_timeout, default_running = limits
+        params = [tenant_id, sandbox_id, since, only_sandbox, limits[1], limits[0], *limits[2:]]
+        params += _start_params(values)
+        for _ in range(CAS_ATTEMPTS):
+            head = self.heads.get(event.chain) or await pg_read_head(self.conn, event.chain)
+            row, appended = await self._try_start(event, head, params)
+            if row is None or appended or not row[13]:
+                return self._started(tenant_id, row, appended)
+            # Allowed, but another append moved the head: again, with the head it read.
+        async with self.conn.transaction():
+            head = await pg_read_head(self.conn, event.chain, lock=True)
+            row, appended = await self._try_start(event, head, params)
+        assert row is None or appended or not row[13], "the head moved while locked"
+        return self._started(tenant_id, row, appended)
+
+    async def _try_start(
+        self, event: Event, head: tuple[int, str], params: list[Any]
+    ) -> tuple[Any, dict[str, Any] | None]:
+        """One run of `_FACTS_AND_START` on `head`: its row, and the event if it was written."""
         appended = _event_values(event, head)
-        row = await self.conn.fetchrow(
-            _FACTS_AND_START,
-            tenant_id,
-            sandbox_id,
-            since,
-            only_sandbox,
-            default_rate,
-            timeout_s,
-            default_max_timeout,
-            default_running,
-            *_start_params(values),
-            *pg_event_params(appended),
-        )
+        row = await self.conn.fetchrow(_FACTS_AND_START, *params, *pg_event_params(appended))
+        return row, (appended if row is not None and row[12] else None)
+
+    def _started(
+        self, tenant_id: str, row: Any, appended: dict[str, Any] | None
+    ) -> tuple[SandboxFacts | None, bool]:
         if row is None:
             return None, False
-        if row[12]:
-            self.heads[event.chain] = (appended["seq"], appended["hash"])
+        if appended is not None:
+            self.heads[tenant_id] = (appended["seq"], appended["hash"])
             return SandboxFacts(*row[:10]), True
         return self._facts_of(tenant_id, row), False
 
-    async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> None:
+    async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> int | None:
         params = [exec_id, *(values[c] for c in _FINISH_COLUMNS)]
-        await self._append(event, _UPDATE_FINISH, params)
+        row = await self._append(event, _FINISH, params)
+        return row[1]
 
     async def insert_chunks(self, rows: list[dict[str, Any]]) -> None:
         async with self.conn.transaction():

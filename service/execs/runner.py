@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from service.audit.recorder import AuditContext
 from service.db.base import utcnow
 from service.errors import IdempotencyKeyReused, NotFound, QuotaExceeded, Unprocessable
+from service.execs import stored
 from service.execs.masking import mask_text
 from service.execs.output import ChunkSink
 from service.execs.records import Event, ExecRecords, RecordTx, SandboxFacts
@@ -76,6 +77,9 @@ class ExecRunner:
         self.records = ExecRecords(engine)
         self.holder = holder
         self.live: dict[str, Live] = {}
+        # Tenants whose stored output passed their cap: the cap to trim to, and the trim task.
+        self.over_cap: dict[str, int] = {}
+        self.trims: dict[str, asyncio.Task[None]] = {}
 
     async def start(
         self,
@@ -174,26 +178,28 @@ class ExecRunner:
             },
         )
         facts = (tenant_id, sandbox_id, only_sandbox, now - timedelta(seconds=60))
+        limits = (
+            data.timeout_s,
+            DEFAULT_QUOTAS.execs_per_minute,
+            DEFAULT_QUOTAS.max_exec_timeout_s,
+            DEFAULT_QUOTAS.max_running_execs,
+        )
         async with self.records.unit() as tx:
-            if idempotency_key is None:
-                limits = (
-                    data.timeout_s,
-                    DEFAULT_QUOTAS.execs_per_minute,
-                    DEFAULT_QUOTAS.max_exec_timeout_s,
-                    DEFAULT_QUOTAS.max_running_execs,
-                )
-                sandbox, started = await tx.facts_and_start(facts, limits, values, event)
-            else:
-                sandbox, started = await tx.facts(*facts), False
-            if sandbox is None:
-                raise NotFound(f"no sandbox {sandbox_id}")
             if idempotency_key is not None:
+                if await tx.facts(*facts) is None:
+                    raise NotFound(f"no sandbox {sandbox_id}")
                 replay = await _replay(tx, tenant_id, sandbox_id, idempotency_key, request_hash)
                 if replay is not None:
                     return replay
+            sandbox, started = await tx.facts_and_start(facts, limits, values, event)
+            if sandbox is None:
+                raise NotFound(f"no sandbox {sandbox_id}")
             if not started:
                 sandboxes.require_running(sandbox)
                 self._check_quotas(quotas_of(sandbox), data, sandbox)
+                # Checked and written as one statement where the form can (PostgreSQL):
+                # never inserted after checks made apart from it.
+                assert not tx.decides_start, "the start's statement and its checks disagree"
                 await tx.insert_started(values, event)
         exec_id, runtime_id = values["id"], sandbox.runtime_id
         request = ExecRequest(
@@ -219,6 +225,7 @@ class ExecRunner:
                 ctx,
                 secret_values,
                 dict(sandbox.network or {}),
+                stored.cap_of(sandbox.quotas),
             ),
             name=f"exec-{exec_id}",
         )
@@ -287,6 +294,7 @@ class ExecRunner:
         ctx: AuditContext,
         secrets: list[str],
         policy: dict[str, Any],
+        output_cap: int,
     ) -> Exec:
         exec_id = row["id"]
         started = time.monotonic()
@@ -315,7 +323,9 @@ class ExecRunner:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(asyncio.wait_for(execution.kill(), 10))
             await asyncio.shield(
-                self._finish(row, tenant_id, ctx, sink, None, error, started, "interrupted")
+                self._finish(
+                    row, tenant_id, ctx, sink, None, error, started, output_cap, "interrupted"
+                )
             )
             raise
         except Exception as exc:  # recorded as a failed exec instead of a lost one
@@ -329,7 +339,9 @@ class ExecRunner:
             if before is not None and after is not None:
                 for count in ("allowed_packets", "blocked_packets"):
                     net[count] = after.get(count, 0) - before.get(count, 0)
-        final = await self._finish(row, tenant_id, ctx, sink, result, error, started, net=net)
+        final = await self._finish(
+            row, tenant_id, ctx, sink, result, error, started, output_cap, net=net
+        )
         if result is not None and result.outcome == "oom":
             await self._check_sandbox(runtime, tenant_id, sandbox_id, runtime_id)
         return final
@@ -368,6 +380,7 @@ class ExecRunner:
         result: ExecResult | None,
         error: str | None,
         started: float,
+        output_cap: int,
         state: str | None = None,
         net: dict[str, Any] | None = None,
     ) -> Exec:
@@ -390,6 +403,7 @@ class ExecRunner:
             "stderr_bytes": sink.bytes["stderr"],
             "stdout_truncated": False,
             "stderr_truncated": False,
+            "stored_bytes": sink.stored,
         }
         if result is not None:
             values.update(
@@ -401,7 +415,7 @@ class ExecRunner:
                 stderr_truncated=result.stderr_truncated,
             )
         async with self.records.unit() as tx:
-            await tx.finish(
+            total = await tx.finish(
                 exec_id,
                 values,
                 Event(
@@ -421,11 +435,34 @@ class ExecRunner:
                 ),
             )
         self._notify(exec_id)
+        if total is not None and total > output_cap:
+            self._trim_soon(tenant_id, output_cap)
         output = {name: data.decode(errors="replace") for name, data in sink.kept.items()}
         return msgspec.convert(
             {**row, **values, "stdout": output["stdout"], "stderr": output["stderr"]},
             Exec,
         )
+
+    def _trim_soon(self, tenant_id: str, cap: int) -> None:
+        """Trim the tenant's stored output to `cap` after this exec's answer, in a task of
+        its own; a finish while one runs asks it for another round."""
+        self.over_cap[tenant_id] = cap
+        if tenant_id not in self.trims:
+            self.trims[tenant_id] = asyncio.create_task(
+                self._trim(tenant_id), name=f"trim-output-{tenant_id}"
+            )
+
+    async def _trim(self, tenant_id: str) -> None:
+        try:
+            while tenant_id in self.over_cap:
+                cap = self.over_cap.pop(tenant_id)
+                try:
+                    async with self.records.engine.begin() as conn:
+                        await stored.trim(conn, tenant_id, cap)
+                except Exception:  # the retention job's trim is the backstop
+                    log.exception("trimming the stored output of %s failed", tenant_id)
+        finally:
+            self.trims.pop(tenant_id, None)
 
     async def kill(self, runtime_id: str, runtime_exec_id: str) -> None:
         runtime = await self.holder.get()
@@ -439,6 +476,9 @@ class ExecRunner:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+        for trim in list(self.trims.values()):
+            with contextlib.suppress(BaseException):
+                await trim
 
 
 async def _replay(

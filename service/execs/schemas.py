@@ -54,6 +54,9 @@ class Exec(msgspec.Struct, kw_only=True):
     outcome: str | None
     stdout: str | None
     stderr: str | None
+    # The output was deleted (older than the tenant's output_retention_days, or the oldest
+    # past its max_stored_output_mib): `stdout` and `stderr` are empty, the record stays.
+    output_purged: bool = False
     stdout_bytes: int
     stderr_bytes: int
     stdout_truncated: bool
@@ -79,6 +82,7 @@ class ExecSummary(msgspec.Struct, kw_only=True):
     duration_ms: int | None
     created_at: datetime
     finished_at: datetime | None
+    output_purged: bool = False
 
 
 class ExecPage(msgspec.Struct, kw_only=True):

@@ -61,6 +61,7 @@ def to_schema(row: ExecRow, output: dict[str, bytes] | None) -> Exec:
         outcome=row.outcome,
         stdout=output["stdout"].decode(errors="replace") if output is not None else None,
         stderr=output["stderr"].decode(errors="replace") if output is not None else None,
+        output_purged=row.output_purged,
         stdout_bytes=row.stdout_bytes,
         stderr_bytes=row.stderr_bytes,
         stdout_truncated=row.stdout_truncated,
@@ -86,6 +87,7 @@ def summary(row: ExecRow) -> ExecSummary:
         duration_ms=row.duration_ms,
         created_at=row.created_at,
         finished_at=row.finished_at,
+        output_purged=row.output_purged,
     )
 
 
@@ -252,6 +254,7 @@ async def events(
                         "stdout_truncated": row.stdout_truncated,
                         "stderr_truncated": row.stderr_truncated,
                         "error": row.error,
+                        "output_purged": row.output_purged,
                     }
                 ),
             )

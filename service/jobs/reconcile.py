@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.audit.recorder import AuditContext, record
 from service.db.base import utcnow
 from service.db.models import Exec, PoolMember, Sandbox
+from service.execs import stored
 from service.jobs.templates import requeue_interrupted
 from service.runtime import SandboxNotFound, SandboxRuntime, SandboxRuntimeError
 from service.sandboxes.lifecycle import transition
@@ -65,6 +66,9 @@ async def reconcile(
                 details={"sandbox_id": ex.sandbox_id},
             )
             counts["interrupted_execs"] += 1
+        await session.flush()
+        # What they stored before the crash is counted now (a finish would have).
+        await stored.count_ended(session, [ex.id for ex in execs])
         creating = (
             await session.scalars(
                 select(Sandbox).where(Sandbox.state == State.CREATING.value).with_for_update()

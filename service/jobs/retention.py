@@ -19,6 +19,7 @@ from service.audit.recorder import PURGE_ACTION, AuditContext, record
 from service.audit.repository import AuditRepository
 from service.db.base import utcnow
 from service.db.models import Exec, RevokedToken, Sandbox, Tenant
+from service.execs import stored
 from service.jobs.output_retention import purge_outputs
 from service.jobs.periodic import PeriodicJob
 from service.settings import Settings
@@ -65,7 +66,9 @@ async def purge_once(session: AsyncSession, default_days: int | None = None) -> 
 
 async def _purge_tenant(session: AsyncSession, tenant_id: str, cutoff: datetime, days: int) -> int:
     count, through = await AuditRepository(session, tenant_id).purge_before(cutoff)
-    # Exec history and finished sandboxes are kept exactly as long as the audit log.
+    # Exec history and finished sandboxes are kept exactly as long as the audit log; the
+    # output of the execs that go is taken off the tenant's stored output first.
+    await stored.purge_before(session, tenant_id, cutoff)
     await session.execute(
         delete(Exec).where(
             Exec.tenant_id == tenant_id, Exec.created_at < cutoff, Exec.state != "running"

@@ -44,7 +44,7 @@ class TenantController(Controller):
 
     @get("/{tenant_id:str}", operation_id="get_tenant", summary="Get a tenant")
     async def get_tenant(self, db_session: DbSession, tenant_id: FromPath[str]) -> Tenant:
-        return service.to_schema(await service.get_tenant(db_session, tenant_id))
+        return await service.read_tenant(db_session, tenant_id)
 
     @patch("/{tenant_id:str}", operation_id="update_tenant", summary="Change quotas or suspend")
     async def update_tenant(

@@ -39,6 +39,8 @@ class Quotas(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # Exec output (the exec's record stays as long as the audit log) and uploaded review
     # bundles are kept this many days; a tenant holds at most `max_bundles` bundles.
     output_retention_days: Annotated[int, Meta(ge=1, le=3650)] = 7
+    # Exec output a tenant stores; past it, the oldest finished execs' output is deleted.
+    max_stored_output_mib: Annotated[int, Meta(ge=1, le=1_048_576)] = 1024
     max_bundles: Annotated[int, Meta(ge=0, le=1000)] = 10
     bundle_retention_days: Annotated[int, Meta(ge=1, le=3650)] = 7
     max_upload_mib: Annotated[int, Meta(ge=0, le=102_400)] = 100
@@ -63,6 +65,7 @@ class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_queued_reviews: Annotated[int, Meta(ge=0, le=10_000)] | None = None
     max_queued_builds: Annotated[int, Meta(ge=0, le=10_000)] | None = None
     output_retention_days: Annotated[int, Meta(ge=1, le=3650)] | None = None
+    max_stored_output_mib: Annotated[int, Meta(ge=1, le=1_048_576)] | None = None
     max_bundles: Annotated[int, Meta(ge=0, le=1000)] | None = None
     bundle_retention_days: Annotated[int, Meta(ge=1, le=3650)] | None = None
     max_upload_mib: Annotated[int, Meta(ge=0, le=102_400)] | None = None
@@ -82,6 +85,13 @@ class TenantUpdate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     status: TenantStatus | None = None
 
 
+class TenantUsage(msgspec.Struct, kw_only=True):
+    """What the tenant holds now. `stored_output_bytes`: its finished execs' stored output
+    (trimmed to `max_stored_output_mib`); running execs' output is counted when they end."""
+
+    stored_output_bytes: int
+
+
 class Tenant(msgspec.Struct, kw_only=True):
     id: str
     name: str
@@ -89,6 +99,8 @@ class Tenant(msgspec.Struct, kw_only=True):
     quotas: Quotas
     created_at: datetime
     updated_at: datetime
+    # In GET /v1/tenants/{id} only.
+    usage: TenantUsage | None = None
 
 
 class TenantCreated(msgspec.Struct, kw_only=True):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -28,6 +29,7 @@ from service.tenants.schemas import (
     TenantCreated,
     TenantPage,
     TenantUpdate,
+    TenantUsage,
 )
 
 
@@ -108,6 +110,18 @@ async def get_tenant(session: AsyncSession, tenant_id: str) -> models.Tenant:
     if row is None:
         raise NotFound(f"no tenant {tenant_id}")
     return row
+
+
+async def read_tenant(session: AsyncSession, tenant_id: str) -> Tenant:
+    """The tenant with what it holds now."""
+    row = await get_tenant(session, tenant_id)
+    stored = await session.scalar(
+        select(models.TenantUsage.stored_output_bytes).where(
+            models.TenantUsage.tenant_id == tenant_id
+        )
+    )
+    usage = TenantUsage(stored_output_bytes=int(stored or 0))
+    return msgspec.structs.replace(to_schema(row), usage=usage)
 
 
 async def list_tenants(session: AsyncSession, *, limit: int, cursor: str | None) -> TenantPage:

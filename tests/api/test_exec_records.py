@@ -71,6 +71,7 @@ def finish_values(**overrides: Any) -> dict[str, Any]:
         "stderr_bytes": 0,
         "stdout_truncated": False,
         "stderr_truncated": False,
+        "stored_bytes": 0,
         **overrides,
     }
 
@@ -303,12 +304,14 @@ async def test_facts_and_start_write_only_what_the_checks_allow(
             return await session.get(models.Exec, exec_id) is not None
 
     postgres = database_kind() == "postgresql"
-    # The first append of this engine has no head to start from: the caller writes it.
+    # On PostgreSQL the statement checks and writes at once, also with no head known to this
+    # engine yet (it reads one); in the plain form the caller checks and writes.
     started, first = await attempt(running, 5)
-    assert not started and not await exists(first)
-    values = start_values(tenant.id, running)
-    async with records.unit() as tx:
-        await tx.insert_started(values, event(tenant.id, "exec.start", values["id"]))
+    assert started is postgres and await exists(first) is postgres
+    if not postgres:
+        values = start_values(tenant.id, running)
+        async with records.unit() as tx:
+            await tx.insert_started(values, event(tenant.id, "exec.start", values["id"]))
     started, second = await attempt(running, 5)
     assert started is postgres and await exists(second) is postgres
     for sandbox_id, timeout_s in ((stopped, 5), (running, 31)):
@@ -320,14 +323,21 @@ async def test_facts_and_start_write_only_what_the_checks_allow(
         assert started and await exists(third)
         started, fourth = await attempt(running, 5)
         assert not started and not await exists(fourth)
-        # Another writer moved the head: nothing is written, the caller goes the long way.
+        # Another writer moved the head: the statement runs again, checks included, with the
+        # head it read; never an insert without the checks.
         async with sessionmaker() as session, session.begin():
             await record(session, CTX, chain=tenant.id, action="test.other", target="x")
         r = await api.client.patch(
             f"/v1/tenants/{tenant.id}",
-            json={"quotas": {"execs_per_minute": 100}},
+            json={"quotas": {"execs_per_minute": 100, "max_running_execs": 4}},
             headers=api.operator,
         )
+        assert r.status_code == 200, r.text
         started, fifth = await attempt(running, 5)
-        assert not started and not await exists(fifth)
+        assert started and await exists(fifth)
+        # The same after the head moved, when the checks refuse: nothing is written.
+        async with sessionmaker() as session, session.begin():
+            await record(session, CTX, chain=tenant.id, action="test.other", target="y")
+        started, sixth = await attempt(running, 5)
+        assert not started and not await exists(sixth)
     assert (await verified(api, tenant.id))["valid"] is True

@@ -87,6 +87,7 @@ from .tenant_page import TenantPage
 from .tenant_status import TenantStatus
 from .tenant_update import TenantUpdate
 from .tenant_update_status_type_0 import TenantUpdateStatusType0
+from .tenant_usage import TenantUsage
 from .test_counts import TestCounts
 from .token_create import TokenCreate
 from .token_create_scopes_type_0_item import TokenCreateScopesType0Item
@@ -181,6 +182,7 @@ __all__ = (
     "TenantStatus",
     "TenantUpdate",
     "TenantUpdateStatusType0",
+    "TenantUsage",
     "TestCounts",
     "TokenCreate",
     "TokenCreated",

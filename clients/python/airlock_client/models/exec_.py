@@ -7,6 +7,7 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.exec_state import ExecState, check_exec_state
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.exec_env import ExecEnv
@@ -41,6 +42,7 @@ class Exec:
         stdout_truncated (bool):
         timeout_s (float):
         user (None | str):
+        output_purged (bool | Unset):  Default: False.
     """
 
     cmd: list[str]
@@ -65,6 +67,7 @@ class Exec:
     stdout_truncated: bool
     timeout_s: float
     user: None | str
+    output_purged: bool | Unset = False
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -121,6 +124,8 @@ class Exec:
         user: None | str
         user = self.user
 
+        output_purged = self.output_purged
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -149,6 +154,8 @@ class Exec:
                 "user": user,
             }
         )
+        if output_purged is not UNSET:
+            field_dict["output_purged"] = output_purged
 
         return field_dict
 
@@ -246,6 +253,8 @@ class Exec:
 
         user = _parse_user(d.pop("user"))
 
+        output_purged = d.pop("output_purged", UNSET)
+
         exec_ = cls(
             cmd=cmd,
             created_at=created_at,
@@ -269,6 +278,7 @@ class Exec:
             stdout_truncated=stdout_truncated,
             timeout_s=timeout_s,
             user=user,
+            output_purged=output_purged,
         )
 
         exec_.additional_properties = d

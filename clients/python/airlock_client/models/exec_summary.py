@@ -7,6 +7,7 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.exec_summary_state import ExecSummaryState, check_exec_summary_state
+from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="ExecSummary")
 
@@ -27,6 +28,7 @@ class ExecSummary:
         state (ExecSummaryState):
         stderr_bytes (int):
         stdout_bytes (int):
+        output_purged (bool | Unset):  Default: False.
     """
 
     cmd: list[str]
@@ -40,6 +42,7 @@ class ExecSummary:
     state: ExecSummaryState
     stderr_bytes: int
     stdout_bytes: int
+    output_purged: bool | Unset = False
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -69,6 +72,8 @@ class ExecSummary:
 
         stdout_bytes = self.stdout_bytes
 
+        output_purged = self.output_purged
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -86,6 +91,8 @@ class ExecSummary:
                 "stdout_bytes": stdout_bytes,
             }
         )
+        if output_purged is not UNSET:
+            field_dict["output_purged"] = output_purged
 
         return field_dict
 
@@ -134,6 +141,8 @@ class ExecSummary:
 
         stdout_bytes = d.pop("stdout_bytes")
 
+        output_purged = d.pop("output_purged", UNSET)
+
         exec_summary = cls(
             cmd=cmd,
             created_at=created_at,
@@ -146,6 +155,7 @@ class ExecSummary:
             state=state,
             stderr_bytes=stderr_bytes,
             stdout_bytes=stdout_bytes,
+            output_purged=output_purged,
         )
 
         exec_summary.additional_properties = d

@@ -26,6 +26,7 @@ class Quotas:
         max_running_execs (int | Unset):  Default: 16.
         max_sandbox_ttl_s (int | Unset):  Default: 3600.
         max_sandboxes (int | Unset):  Default: 10.
+        max_stored_output_mib (int | Unset):  Default: 1024.
         max_token_ttl_s (int | Unset):  Default: 900.
         max_upload_mib (int | Unset):  Default: 100.
         max_vcpus (int | Unset):  Default: 8.
@@ -46,6 +47,7 @@ class Quotas:
     max_running_execs: int | Unset = 16
     max_sandbox_ttl_s: int | Unset = 3600
     max_sandboxes: int | Unset = 10
+    max_stored_output_mib: int | Unset = 1024
     max_token_ttl_s: int | Unset = 900
     max_upload_mib: int | Unset = 100
     max_vcpus: int | Unset = 8
@@ -77,6 +79,8 @@ class Quotas:
         max_sandbox_ttl_s = self.max_sandbox_ttl_s
 
         max_sandboxes = self.max_sandboxes
+
+        max_stored_output_mib = self.max_stored_output_mib
 
         max_token_ttl_s = self.max_token_ttl_s
 
@@ -119,6 +123,8 @@ class Quotas:
             field_dict["max_sandbox_ttl_s"] = max_sandbox_ttl_s
         if max_sandboxes is not UNSET:
             field_dict["max_sandboxes"] = max_sandboxes
+        if max_stored_output_mib is not UNSET:
+            field_dict["max_stored_output_mib"] = max_stored_output_mib
         if max_token_ttl_s is not UNSET:
             field_dict["max_token_ttl_s"] = max_token_ttl_s
         if max_upload_mib is not UNSET:
@@ -161,6 +167,8 @@ class Quotas:
 
         max_sandboxes = d.pop("max_sandboxes", UNSET)
 
+        max_stored_output_mib = d.pop("max_stored_output_mib", UNSET)
+
         max_token_ttl_s = d.pop("max_token_ttl_s", UNSET)
 
         max_upload_mib = d.pop("max_upload_mib", UNSET)
@@ -186,6 +194,7 @@ class Quotas:
             max_running_execs=max_running_execs,
             max_sandbox_ttl_s=max_sandbox_ttl_s,
             max_sandboxes=max_sandboxes,
+            max_stored_output_mib=max_stored_output_mib,
             max_token_ttl_s=max_token_ttl_s,
             max_upload_mib=max_upload_mib,
             max_vcpus=max_vcpus,

@@ -26,6 +26,7 @@ class QuotasPatch:
         max_running_execs (int | None | Unset):
         max_sandbox_ttl_s (int | None | Unset):
         max_sandboxes (int | None | Unset):
+        max_stored_output_mib (int | None | Unset):
         max_token_ttl_s (int | None | Unset):
         max_upload_mib (int | None | Unset):
         max_vcpus (int | None | Unset):
@@ -46,6 +47,7 @@ class QuotasPatch:
     max_running_execs: int | None | Unset = UNSET
     max_sandbox_ttl_s: int | None | Unset = UNSET
     max_sandboxes: int | None | Unset = UNSET
+    max_stored_output_mib: int | None | Unset = UNSET
     max_token_ttl_s: int | None | Unset = UNSET
     max_upload_mib: int | None | Unset = UNSET
     max_vcpus: int | None | Unset = UNSET
@@ -126,6 +128,12 @@ class QuotasPatch:
         else:
             max_sandboxes = self.max_sandboxes
 
+        max_stored_output_mib: int | None | Unset
+        if isinstance(self.max_stored_output_mib, Unset):
+            max_stored_output_mib = UNSET
+        else:
+            max_stored_output_mib = self.max_stored_output_mib
+
         max_token_ttl_s: int | None | Unset
         if isinstance(self.max_token_ttl_s, Unset):
             max_token_ttl_s = UNSET
@@ -192,6 +200,8 @@ class QuotasPatch:
             field_dict["max_sandbox_ttl_s"] = max_sandbox_ttl_s
         if max_sandboxes is not UNSET:
             field_dict["max_sandboxes"] = max_sandboxes
+        if max_stored_output_mib is not UNSET:
+            field_dict["max_stored_output_mib"] = max_stored_output_mib
         if max_token_ttl_s is not UNSET:
             field_dict["max_token_ttl_s"] = max_token_ttl_s
         if max_upload_mib is not UNSET:
@@ -319,6 +329,15 @@ class QuotasPatch:
 
         max_sandboxes = _parse_max_sandboxes(d.pop("max_sandboxes", UNSET))
 
+        def _parse_max_stored_output_mib(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_stored_output_mib = _parse_max_stored_output_mib(d.pop("max_stored_output_mib", UNSET))
+
         def _parse_max_token_ttl_s(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -394,6 +413,7 @@ class QuotasPatch:
             max_running_execs=max_running_execs,
             max_sandbox_ttl_s=max_sandbox_ttl_s,
             max_sandboxes=max_sandboxes,
+            max_stored_output_mib=max_stored_output_mib,
             max_token_ttl_s=max_token_ttl_s,
             max_upload_mib=max_upload_mib,
             max_vcpus=max_vcpus,
