@@ -47,9 +47,9 @@ from service.reviews.job import ReviewRunner
 from service.reviews.pipeline import Deps as ReviewDeps
 from service.runtime import SandboxRuntime, SandboxRuntimeError
 from service.runtime.config import RuntimeConfig
+from service.runtime.holder import RuntimeHolder
+from service.runtime.problems import runtime_error_handler
 from service.runtime.select import open_runtime
-from service.runtime_errors import runtime_error_handler
-from service.runtime_holder import RuntimeHolder
 from service.sandboxes.controller import SandboxController
 from service.secrets.controller import SecretController
 from service.settings import Settings

@@ -12,7 +12,7 @@ from service.audit.recorder import AuditContext
 from service.auth.principal import Principal
 from service.execs.runner import ExecRunner
 from service.pagination import DEFAULT_LIMIT, MAX_LIMIT
-from service.runtime_holder import RuntimeHolder
+from service.runtime.holder import RuntimeHolder
 from service.settings import Settings
 
 AppSettings = NamedDependency[Settings]

@@ -36,7 +36,7 @@ from service.runtime import (
     SandboxRuntimeError,
     new_exec_id,
 )
-from service.runtime_holder import RuntimeHolder
+from service.runtime.holder import RuntimeHolder
 from service.sandboxes import service as sandboxes
 from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of

@@ -23,7 +23,7 @@ from service.runtime import (
     SandboxRuntime,
     SandboxRuntimeError,
 )
-from service.runtime_holder import RuntimeHolder
+from service.runtime.holder import RuntimeHolder
 
 TEMP_DIR = "/work"
 TIMEOUT_S = 600.0

@@ -33,8 +33,8 @@ from service.runtime import (
     SandboxRuntime,
     SandboxRuntimeError,
 )
+from service.runtime.holder import RuntimeHolder
 from service.runtime.paths import sandbox_path
-from service.runtime_holder import RuntimeHolder
 from service.sandboxes import service as sandboxes
 from service.tenants.service import quotas_of
 

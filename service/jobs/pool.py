@@ -28,7 +28,7 @@ from service.pool import metrics
 from service.pool.repository import PoolRepository
 from service.pool.service import WarmPool, label, parse_targets, upsert_target
 from service.runtime import ExecRequest, SandboxRuntime, SandboxRuntimeError
-from service.runtime_holder import RuntimeHolder
+from service.runtime.holder import RuntimeHolder
 from service.templates.repository import OPERATOR_OWNER, TemplateRepository, ready_version
 from service.templates.starter import Recipe, start
 

@@ -25,7 +25,7 @@ from service.jobs.queues import fair_order, owner_turns
 from service.pool.service import WarmPool
 from service.runtime import SandboxRuntimeError, SnapshotInfo
 from service.runtime.egress import OPERATOR_GRANTS
-from service.runtime_holder import RuntimeHolder
+from service.runtime.holder import RuntimeHolder
 from service.sandboxes.quotas import Caps, check_room
 from service.sandboxes.repository import SandboxRepository
 from service.templates.repository import OPERATOR_OWNER

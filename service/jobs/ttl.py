@@ -16,7 +16,7 @@ from service.audit.recorder import AuditContext, record
 from service.db.base import utcnow
 from service.db.models import Sandbox
 from service.jobs.periodic import PeriodicJob
-from service.runtime_holder import RuntimeHolder
+from service.runtime.holder import RuntimeHolder
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.service import stop_sandbox
 from service.sandboxes.states import State

@@ -86,8 +86,8 @@ async def _run(settings: Settings, tenant_name: str, data: Any, *, as_json: bool
     from service.reviews import service
     from service.reviews.pipeline import Deps, run_review
     from service.runtime.config import RuntimeConfig
+    from service.runtime.holder import RuntimeHolder
     from service.runtime.select import open_runtime
-    from service.runtime_holder import RuntimeHolder
 
     settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     load_audit_key(settings)

@@ -25,7 +25,7 @@ from service.execs.runner import ExecRunner
 from service.execs.schemas import Exec, ExecCreate
 from service.files import service as files
 from service.reviews.fetch import BASE_REF, HEAD_REF
-from service.runtime_holder import RuntimeHolder
+from service.runtime.holder import RuntimeHolder
 
 BUNDLE_PATH = "/work/.airlock-review.bundle"
 REPO_DIR = "/work/repo"

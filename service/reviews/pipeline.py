@@ -36,7 +36,7 @@ from service.reviews.stages import StageFailed, Stages, error_text
 from service.reviews.steps import Inside, run_inside
 from service.reviews.verdict import decide
 from service.runtime import SandboxRuntimeError
-from service.runtime_holder import RuntimeHolder
+from service.runtime.holder import RuntimeHolder
 from service.sandboxes import create as sandbox_create
 from service.sandboxes import service as sandboxes
 from service.sandboxes.schemas import SandboxCreate, SandboxNetwork

@@ -24,7 +24,7 @@ from service.errors import (
 from service.pool import claim as pool_claim
 from service.pool.service import WarmPool, label, try_claim
 from service.runtime import SandboxRuntime, SandboxRuntimeError, SandboxSpec
-from service.runtime_holder import RuntimeHolder
+from service.runtime.holder import RuntimeHolder
 from service.sandboxes import service
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.quotas import Caps, check_quotas

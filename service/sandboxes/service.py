@@ -29,7 +29,7 @@ from service.ids import new_id
 from service.pagination import decode_cursor, page_of
 from service.runtime import SandboxRuntime, egress
 from service.runtime.errors import InvalidSpec
-from service.runtime_holder import RuntimeHolder
+from service.runtime.holder import RuntimeHolder
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.repository import SandboxRepository
 from service.sandboxes.schemas import (

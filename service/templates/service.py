@@ -24,7 +24,7 @@ from service.ids import new_id
 from service.jobs.queues import check_queued
 from service.runtime import SandboxRuntimeError
 from service.runtime.egress import OPERATOR_GRANTS
-from service.runtime_holder import RuntimeHolder
+from service.runtime.holder import RuntimeHolder
 from service.sandboxes.schemas import SIZES, NetworkPolicy
 from service.sandboxes.service import check_network_names
 from service.templates.repository import OPERATOR_OWNER, TemplateRepository

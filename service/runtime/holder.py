@@ -1,7 +1,9 @@
 """The service's handle on the sandbox runtime: opened once, on first need.
 
 A host where no runtime works still serves everything but sandboxes; those routes answer 503
-with the runtime's own diagnosis, re-checked at most every `RETRY_S` seconds.
+`runtime_unavailable` (problems.py, the one mapping of runtime failures) with Retry-After
+`RETRY_S`, the interval at which the holder tries to open the runtime again: asking sooner
+would get the same answer. The runtime's whole diagnosis goes to the server's log.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from service.errors import ServiceUnavailable
-from service.runtime import RuntimeUnavailable, SandboxRuntime
+from .errors import RuntimeUnavailable
+from .problems import RETRY_S, problem
+from .protocol import SandboxRuntime
 
 log = logging.getLogger("airlock.runtime")
 
-RETRY_S = 30.0
+__all__ = ["RETRY_S", "RuntimeHolder"]
 
 
 class RuntimeHolder:
@@ -37,19 +40,20 @@ class RuntimeHolder:
         return self._runtime
 
     async def get(self) -> SandboxRuntime:
+        """The runtime; ServiceUnavailable (a 503 `runtime_unavailable`) while none works."""
         if self._runtime is not None:
             return self._runtime
         async with self._lock:
             if self._runtime is not None:
                 return self._runtime
             if self._failure is not None and time.monotonic() - self._failure[0] < RETRY_S:
-                raise _unavailable(self._failure[1])
+                raise problem(self._failure[1])
             try:
                 self._runtime = await self._opener()
             except RuntimeUnavailable as exc:
                 log.error("no sandbox runtime: %s", exc)
                 self._failure = (time.monotonic(), exc)
-                raise _unavailable(exc) from exc
+                raise problem(exc) from exc
             return self._runtime
 
     async def close(self) -> None:
@@ -62,11 +66,3 @@ def _already(runtime: SandboxRuntime) -> Callable[[], Awaitable[SandboxRuntime]]
         return runtime
 
     return opener
-
-
-def _unavailable(exc: RuntimeUnavailable) -> ServiceUnavailable:
-    return ServiceUnavailable(
-        f"no sandbox runtime works on this host: {exc.diagnosis}",
-        extra={"runtime": exc.runtime},
-        headers={"Retry-After": str(int(RETRY_S))},
-    )

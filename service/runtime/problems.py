@@ -1,4 +1,13 @@
-"""Runtime failures at the HTTP edge, mapped by type."""
+"""Runtime failures as problem responses: the one mapping, by type, at the HTTP edge.
+
+`problem(exc)` is what a runtime error becomes (the handler below renders it; the runtime
+holder raises it when no runtime works). A tenant reads `exc.public()`; the whole message,
+with the host's words, goes to the server's log.
+
+A 503 carries Retry-After: `RETRY_S` (30 s) when no runtime works, the interval at which the
+holder tries to open one again; 5 s when the host is full (`resource_exhausted`), which frees
+as soon as a sandbox ends.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +17,11 @@ from litestar import Request, Response
 
 from service import errors
 from service.requestid import request_id_for
-from service.runtime import errors as rt
-from service.runtime.boxlite import NotSupported
+
+from . import errors as rt
+
+RETRY_S = 30.0  # no runtime: the holder opens one again at most this often
+HOST_FULL_RETRY_S = 5
 
 
 def _status(exc: rt.SandboxRuntimeError) -> tuple[int, str, str, dict[str, Any]]:
@@ -43,7 +55,7 @@ def _status(exc: rt.SandboxRuntimeError) -> tuple[int, str, str, dict[str, Any]]
             )
         case rt.InvalidSpec():
             return 422, "validation_failed", "The request is not valid", {}
-        case NotSupported():
+        case rt.NotSupported():
             return 501, "not_supported", "This runtime cannot do that", {}
         case rt.ResourceExhausted():
             return 503, "resource_exhausted", "The host cannot take more sandboxes now", {}
@@ -51,20 +63,30 @@ def _status(exc: rt.SandboxRuntimeError) -> tuple[int, str, str, dict[str, Any]]
             return 500, "runtime_error", "The sandbox runtime failed", {}
 
 
+def problem(exc: rt.SandboxRuntimeError) -> errors.AppError:
+    """The problem `exc` is at the edge: a ServiceUnavailable for a 503 (so code that skips
+    work while the host cannot serve catches it by that type), else an AppError."""
+    status, code, title, extra = _status(exc)
+    headers = None
+    if status == 503:
+        retry = RETRY_S if isinstance(exc, rt.RuntimeUnavailable) else HOST_FULL_RETRY_S
+        headers = {"Retry-After": str(int(retry))}
+    kind = errors.ServiceUnavailable if status == 503 else errors.AppError
+    err = kind(exc.public(), headers=headers, extra=extra)
+    err.status, err.code, err.title = status, code, title
+    return err
+
+
 def runtime_error_handler(
     request: Request[Any, Any, Any], exc: rt.SandboxRuntimeError
 ) -> Response[dict[str, Any]]:
-    status, code, title, extra = _status(exc)
-    headers = {"Retry-After": "5"} if status == 503 else None
-    detail = exc.public()
-    if detail != str(exc):  # the whole message, with the host's words, is for the operator
-        log = errors.log.error if code == "runtime_error" else errors.log.warning
+    err = problem(exc)
+    if err.detail != str(exc):  # the whole message, with the host's words, is for the operator
+        log = errors.log.error if err.code == "runtime_error" else errors.log.warning
         log(
             "runtime error on %s (request %s): %s",
             request.url.path,
             request_id_for(request.scope),
             exc,
         )
-    err = errors.AppError(detail, headers=headers, extra=extra)
-    err.status, err.code, err.title = status, code, title
     return errors.app_error_handler(request, err)
