@@ -10,7 +10,8 @@
 | `execs.py`, `files.py` | execs (agent or `runsc exec`); files in, out and between sandboxes |
 | `snapshots.py`, `policy.py` | checkpoint/restore; a running sandbox's network policy |
 | `network.py` | namespaces, veth pairs, iptables chains |
-| `agent.py`, `agent_link.py` | the exec agent (PID 1 inside) and its host side |
+| `agent.py` | the exec agent (PID 1 inside; one file, mounted into the sandbox whole) |
+| `agent_link.py`, `agent_execution.py` | its host side: the link (frames), an exec through it |
 | `cgroups.py`, `host_memory.py` | host cgroups; the host memory all sandboxes may hold |
 | `reaper.py`, `hostproc.py` | child-subreaper reaping; host process helpers |
 | `inside.py` | scripts run inside a sandbox (kill a tree, find held pipes) |

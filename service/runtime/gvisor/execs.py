@@ -25,7 +25,8 @@ from ..paths import sandbox_path
 from ..specs import parse_user
 from ..types import ExecRequest, ExecResult, Outcome, new_exec_id
 from . import bundle, reaper
-from .agent_link import AgentExecution, AgentLost
+from .agent_execution import AgentExecution
+from .agent_link import AgentLost
 from .core import Core
 from .inside import KILL_SCRIPT
 from .runsc import KILL_TIMEOUT_S

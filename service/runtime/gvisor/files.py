@@ -20,7 +20,8 @@ from ..paths import sandbox_path
 from ..specs import parse_user
 from ..types import FileEntry
 from . import bundle
-from .agent_link import AgentExecution, AgentLost
+from .agent_execution import AgentExecution
+from .agent_link import AgentLost
 from .core import TRANSFER_TIMEOUT_S
 from .execs import Execs
 from .store import Sandbox

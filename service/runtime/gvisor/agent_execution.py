@@ -1,0 +1,157 @@
+"""One exec run by the exec agent, seen from the host: output, stdin with its credit window,
+deadline, kill, and the end the agent reports (agent_link.py carries the frames)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+import time
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from typing import Literal
+
+from ..execution import Classify, ExecutionBase, KillTree
+from ..types import ExecResult, Outcome, OutputChunk
+from .agent_link import (
+    ACK,
+    CHUNK,
+    KILL,
+    KILL_CONFIRM_S,
+    STDIN,
+    STDIN_CLOSE,
+    AgentLost,
+    Channel,
+    Exit,
+)
+
+
+class AgentExecution(ExecutionBase):
+    """A running exec inside the agent. Deadline and output cap as for `runsc exec`; with
+    `stream=True` (file downloads) nothing is kept and output flows as fast as it is read."""
+
+    def __init__(
+        self,
+        exec_id: str,
+        channel: Channel,
+        pid: int | None,
+        *,
+        stdin: bytes | AsyncIterable[bytes] | None,
+        timeout_s: float,
+        output_cap: int,
+        kill_fallback: KillTree,
+        classify: Classify,
+        requested_at: float,
+        stream: bool = False,
+        on_done: Callable[[ExecutionBase], None] | None = None,
+    ) -> None:
+        super().__init__(
+            exec_id,
+            timeout_s=timeout_s,
+            output_cap=output_cap,
+            classify=classify,
+            requested_at=requested_at,
+            on_done=on_done,
+        )
+        self._channel = channel
+        self._link = channel.link
+        self.pid = pid
+        self._stream = stream
+        self._kill_fallback = kill_fallback
+        channel.attach(self._data)
+        self._stdin_task = asyncio.create_task(self._feed(stdin)) if stdin is not None else None
+        self._task = asyncio.create_task(self._supervise())
+
+    def _data(self, name: Literal["stdout", "stderr"], data: bytes) -> None:
+        if self._stream:
+            self._streams[name].total += len(data)
+            self._queue.put_nowait(OutputChunk(name, data))
+        else:
+            self._keep(self._streams[name], data)
+
+    async def output(self) -> AsyncIterator[OutputChunk]:
+        while (chunk := await self._queue.get()) is not None:
+            if self._stream:  # the agent sends more once we took this
+                with contextlib.suppress(AgentLost):
+                    self._link.send(ACK, self._channel.number, struct.pack(">I", len(chunk.data)))
+            yield chunk
+
+    async def _stop(self, outcome: Outcome) -> None:
+        async with self._kill_lock:
+            if self._forced is not None or self._channel.exit.done() or self._task.done():
+                return
+            self._forced = outcome
+            try:
+                self._link.send(KILL, self._channel.number)
+            except AgentLost:
+                with contextlib.suppress(Exception):
+                    await self._kill_fallback()
+
+    async def _feed(self, data: bytes | AsyncIterable[bytes]) -> None:
+        channel = self._channel
+        try:
+            if isinstance(data, bytes | bytearray):
+                await self._send_stdin(bytes(data))
+            else:
+                async for chunk in data:
+                    if not await self._send_stdin(chunk):
+                        break
+        except AgentLost:
+            return
+        except Exception as exc:  # the caller's data source failed: stop, never half-apply
+            self.feed_error = exc
+            await self._stop("killed")
+            return
+        with contextlib.suppress(AgentLost):
+            self._link.send(STDIN_CLOSE, channel.number)
+
+    async def _send_stdin(self, data: bytes) -> bool:
+        """Send within the agent's window; False once the exec ended."""
+        channel = self._channel
+        for at in range(0, len(data), CHUNK):
+            piece = data[at : at + CHUNK]
+            while channel.credit < len(piece):
+                if channel.exit.done():
+                    return False
+                channel.credit_changed.clear()
+                await channel.credit_changed.wait()
+            if channel.exit.done():
+                return False
+            channel.credit -= len(piece)
+            self._link.send(STDIN, channel.number, piece)
+        return True
+
+    async def _end(self, timeout_s: float) -> Exit | None:
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._channel.exit), timeout_s)
+        except (TimeoutError, AgentLost):
+            return None
+
+    async def _supervise(self) -> ExecResult:
+        try:
+            end = await self._end(self._timeout_s)
+            if end is None and not self._channel.exit.done() and self._link.broken is None:
+                await self._stop("timeout")
+                end = await self._end(KILL_CONFIRM_S)
+            if end is None:
+                # The agent did not report the end: trust it no more, kill from outside.
+                self._link.close(f"no end reported for exec {self._id}")
+                self._link.forget(self._channel)
+                if self.pid is not None:  # without one, the agent ends it on the closed link
+                    with contextlib.suppress(Exception):
+                        await self._kill_fallback()
+            finished = time.monotonic()
+            if self._stdin_task is not None:
+                self._stdin_task.cancel()
+            code = end.code if end is not None else None
+            outcome = self._forced or await self._classify(code)
+            if end is None and outcome == "exited":
+                outcome = "killed"
+            ran = finished - self._started
+            if end is not None and 0 <= end.ran < ran:
+                ran = end.ran
+            if end is not None:  # the agent also counted what it did not send (past the cap)
+                self._streams["stdout"].total = max(self._streams["stdout"].total, end.out)
+                self._streams["stderr"].total = max(self._streams["stderr"].total, end.err)
+            return self._result(code, outcome, ran)
+        finally:
+            self._finish()
