@@ -123,3 +123,32 @@ async def test_racing_exec_starts_stay_within_max_running_execs(airlock: Airlock
             raise AssertionError(f"wave {wave}: the execs did not end")
     started = await airlock.db.count("SELECT count(*) FROM execs WHERE tenant_id = $1", tenant.id)
     assert started == 6
+
+
+async def test_output_of_an_exec_cut_off_by_a_crash_is_counted(airlock: Airlock) -> None:
+    """An exec the server's crash cut off has no finish to count its output: the restart's
+    reconciler counts what it stored, so the tenant's usage stays exact."""
+    tenant = await airlock.tenant(max_stored_output_mib=1)
+    sandbox = await airlock.sandbox(tenant)
+    code = f"import time; print('c' * {PRINTED}, flush=True); time.sleep(60)"
+    async with airlock.http(tenant.key) as http:
+        r = await http.post(
+            f"/v1/sandboxes/{sandbox.id}/execs",
+            json={"cmd": ["python3", "-c", code], "wait": False, "timeout_s": 120},
+        )
+        assert r.status_code == 202, r.text
+        exec_id = r.json()["id"]
+        for _ in range(200):
+            if await stored_in_db(airlock, tenant.id) >= PRINTED // 2:
+                break
+            await asyncio.sleep(0.05)
+        assert (await tenant_usage(airlock, tenant.id))["stored_output_bytes"] == 0  # running
+    airlock.server.kill()
+    airlock.server.start()
+    await airlock.server.wait_ready()
+    async with airlock.http(tenant.key) as http:
+        got = (await http.get(f"/v1/sandboxes/{sandbox.id}/execs/{exec_id}")).json()
+    assert got["state"] == "interrupted"
+    stored = await stored_in_db(airlock, tenant.id)
+    assert stored >= PRINTED // 2 and got["stdout"] == ("c" * PRINTED + "\n")[:stored]
+    assert (await tenant_usage(airlock, tenant.id))["stored_output_bytes"] == stored
