@@ -152,7 +152,12 @@ async def run(
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
     async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
         op = {"Authorization": f"Bearer {operator}"}
-        quotas = {"execs_per_minute": 1_000_000, "max_sandboxes": 10, "max_vcpus": 64}
+        quotas = {
+            "execs_per_minute": 1_000_000,
+            "max_sandboxes": 10,
+            "max_vcpus": 64,
+            "max_running_execs": 64,
+        }
         r = await client.post("/v1/tenants", json={"name": "bench", "quotas": quotas}, headers=op)
         r.raise_for_status()
         auth = {"Authorization": f"Bearer {r.json()['api_key']}"}
