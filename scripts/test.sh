@@ -8,6 +8,12 @@ start=$(date +%s)
 scripts/python-env.sh
 export AIRLOCK_TEST_PG_ADMIN_URL=$(scripts/postgres.sh)
 if [[ -x scripts/runtime-setup.sh ]]; then scripts/runtime-setup.sh; fi
+# The README's walk-throughs run as a reader runs them: bash, curl and jq.
+if ! command -v curl >/dev/null || ! command -v jq >/dev/null; then
+  echo "==> installing curl and jq from Debian's packages (the README walk-through test)" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl jq >/dev/null
+fi
 
 echo "==> ruff" >&2
 .venv/bin/ruff check .
