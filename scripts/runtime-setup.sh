@@ -4,6 +4,7 @@
 # Uses the state dir of the service (AIRLOCK_STATE_DIR, default .airlock in the repo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/steps.sh
 
 need=()
 command -v runsc >/dev/null 2>&1 || need+=(runsc)
@@ -18,12 +19,21 @@ command -v patchelf >/dev/null 2>&1 || need+=(patchelf)  # links the image's sta
 command -v readelf >/dev/null 2>&1 || need+=(binutils)
 
 if ((${#need[@]})); then
-  echo "==> installing ${need[*]}" >&2
-  if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
-  $SUDO apt-get update -q >&2
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${need[@]}" >&2
+  SUDO=
+  if [[ $(id -u) -ne 0 ]]; then
+    if ! command -v sudo >/dev/null || ! sudo -v; then
+      echo "airlock: sandboxes need ${need[*]} from Debian's packages, and this user is not root" \
+        "and cannot use sudo; run scripts/runtime-setup.sh as root (or have root run:" \
+        "apt-get install ${need[*]})" >&2
+      exit 1
+    fi
+    SUDO=sudo
+  fi
+  step "updating the package index (apt-get update)" $SUDO apt-get update -q
+  step "installing ${need[*]} (apt-get install)" $SUDO env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends "${need[@]}"
 fi
 
-echo "==> default sandbox image" >&2
 state_dir="${AIRLOCK_STATE_DIR:-.airlock}"
-.venv/bin/python -m service.runtime.images --state-dir "$state_dir" build
+step "default sandbox image in $state_dir/images (a build takes minutes, once)" \
+  .venv/bin/python -m service.runtime.images --state-dir "$state_dir" build
