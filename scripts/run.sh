@@ -24,9 +24,9 @@ if .venv/bin/airlock doctor --cached-probe >"$report" 2>"$report.log"; then
 else
   echo "NO, $(elapsed "$start")" >&2
   if [[ -s $report ]]; then sed 's/^/    /' "$report" >&2; else tail -n 20 "$report.log" >&2; fi
-  if ((!setup_ok)); then
-    echo "    the runtime setup failed (above): run ./scripts/run.sh as root, or" \
-      "sudo scripts/runtime-setup.sh" >&2
+  if ((!setup_ok)) || [[ $(id -u) -ne 0 ]]; then
+    echo "    fix: run ./scripts/run.sh as root (it installs runsc and builds the default image;" \
+      "gVisor with cgroup caps needs root), or sudo scripts/runtime-setup.sh" >&2
   fi
   echo "airlock: sandboxes cannot run on this host until that is fixed (then check with" \
     ".venv/bin/airlock doctor); serving the rest of the API, sandbox calls answer 503" \
