@@ -26,7 +26,6 @@ Audit = NamedDependency[AuditContext]
 Limit = Annotated[
     int, QueryParameter(ge=1, le=MAX_LIMIT, description=f"Page size (default {DEFAULT_LIMIT})")
 ]
-Cursor = Annotated[str | None, QueryParameter(description="`next_cursor` of the previous page")]
 IdempotencyKey = Annotated[
     str | None,
     HeaderParameter(

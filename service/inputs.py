@@ -150,10 +150,22 @@ def _nested_refusal(scope: Any) -> ValidationException:
     )
 
 
+_REGEX = re.compile(r"Expected `str` matching regex '.*'", re.DOTALL)
+
+
+def readable(error: msgspec.ValidationError) -> str:
+    """msgspec's message, with a pattern it quotes whole (hundreds of characters for a URL or
+    a host name) replaced by where to read it."""
+    return _REGEX.sub(
+        "Expected `str` of the form this field takes (its `pattern` in /schema/openapi.json)",
+        str(error),
+    )
+
+
 def _strict_refusal(scope: Any, error: msgspec.ValidationError) -> ValidationException:
     """The same problem Litestar gives for a body that does not validate: a message and the
     field's dotted path (msgspec says `Expected `bool`, got `int` - at `$.wait``)."""
-    message, _, where = str(error).partition(" - at ")
+    message, _, where = readable(error).partition(" - at ")
     entry: dict[str, str] = {"message": message, "source": "body"}
     key = where.strip("`").removeprefix("$").removeprefix(".")
     if key:

@@ -1,11 +1,16 @@
-"""Opaque cursors for keyset pagination, tagged with the listing that issued them."""
+"""Keyset pagination: a page's `next_cursor` is the key of its last item (an id, a name or an
+audit sequence number), and the next page starts after it.
+
+Each listing's `cursor` parameter states the form of its key (`cursor_parameter`), so any value
+of that form is a valid position (a key that names nothing just starts after it) and a cursor
+of another listing is refused with 422 before the handler runs."""
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
+
+from litestar.params import QueryParameter
 
 from service.errors import Unprocessable
 
@@ -15,39 +20,42 @@ _MAX_INT = 2**63 - 1
 
 T = TypeVar("T", int, str)
 
-
-def encode_cursor(kind: str, value: int | str) -> str:
-    raw = json.dumps({"k": kind, "v": value}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+# The key forms of the listings: time-ordered ids (service.ids), secret names, audit seqs.
+SEQ_PATTERN = r"^[0-9]{1,18}$"
 
 
-def decode_cursor(cursor: str | None, kind: str, expected: type[T]) -> T | None:
-    """The position a cursor holds, or a 422 when this listing did not issue it."""
+def id_pattern(prefix: str) -> str:
+    return rf"^{prefix}_[0-9a-f]{{32}}$"
+
+
+def cursor_parameter(pattern: str) -> Any:
+    """The `cursor` query parameter of a listing whose keys match `pattern`."""
+    return Annotated[
+        str | None,
+        QueryParameter(
+            pattern=pattern,
+            max_length=200,
+            description="`next_cursor` of the previous page: the key of its last item",
+        ),
+    ]
+
+
+def decode_cursor(cursor: str | None, expected: type[T]) -> T | None:
+    """The key a cursor names (its form was checked against the listing's pattern)."""
     if cursor is None:
         return None
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise Unprocessable("cursor is not one this service issued") from exc
-    value = data.get("v") if isinstance(data, dict) else None
-    valid = (
-        isinstance(data, dict)
-        and data.get("k") == kind
-        and type(value) is expected
-        and (expected is not int or 0 <= value <= _MAX_INT)
-        and (expected is not str or (len(value) <= 200 and "\x00" not in value))
-    )
-    if not valid:
-        raise Unprocessable("cursor was not issued by this listing")
-    return value  # type: ignore[return-value]
+    if expected is int:
+        if not cursor.isdigit() or int(cursor) > _MAX_INT:
+            raise Unprocessable("cursor is not a position of this listing")
+        return int(cursor)  # type: ignore[return-value]
+    return cursor  # type: ignore[return-value]
 
 
 def page_of(
-    items: list[Any], limit: int, kind: str, key: Callable[[Any], int | str]
+    items: list[Any], limit: int, key: Callable[[Any], int | str]
 ) -> tuple[list[Any], str | None]:
     """`items` was fetched with limit + 1 rows; return the page and the next cursor."""
     if len(items) > limit:
         items = items[:limit]
-        return items, encode_cursor(kind, key(items[-1]))
+        return items, str(key(items[-1]))
     return items, None

@@ -5,8 +5,10 @@ from litestar.params import FromPath, JSONBody
 
 from service.apikeys import service
 from service.apikeys.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyPage
-from service.deps import Audit, CurrentPrincipal, Cursor, DbSession, Limit
-from service.pagination import DEFAULT_LIMIT
+from service.deps import Audit, CurrentPrincipal, DbSession, Limit
+from service.pagination import DEFAULT_LIMIT, cursor_parameter, id_pattern
+
+Cursor = cursor_parameter(id_pattern("key"))
 
 
 class ApiKeyController(Controller):

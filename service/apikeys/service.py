@@ -99,9 +99,9 @@ async def create_for_principal(
 async def list_keys(
     session: AsyncSession, tenant_id: str, *, limit: int, cursor: str | None
 ) -> ApiKeyPage:
-    after = decode_cursor(cursor, "api_keys", str)
+    after = decode_cursor(cursor, str)
     rows = await ApiKeyRepository(session, tenant_id).list(limit=limit + 1, after_id=after)
-    items, next_cursor = page_of(rows, limit, "api_keys", key=lambda r: r.id)
+    items, next_cursor = page_of(rows, limit, key=lambda r: r.id)
     return ApiKeyPage(items=[to_schema(r) for r in items], next_cursor=next_cursor)
 
 

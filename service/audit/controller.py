@@ -3,16 +3,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
+import msgspec
 from litestar import Controller, get
 from litestar.params import FromQuery, QueryParameter
+from msgspec import Meta
 
 from service.audit import service
 from service.audit.recorder import OPERATOR_CHAIN
 from service.audit.schemas import AuditPage, AuditVerification
 from service.db.base import as_utc
-from service.deps import CurrentPrincipal, Cursor, DbSession, Limit
+from service.deps import CurrentPrincipal, DbSession, Limit
 from service.errors import NotFound, Unprocessable
-from service.pagination import DEFAULT_LIMIT
+from service.pagination import DEFAULT_LIMIT, SEQ_PATTERN, cursor_parameter
+
+Cursor = cursor_parameter(SEQ_PATTERN)
 
 TenantParam = Annotated[
     str | None,
@@ -22,6 +26,23 @@ TenantParam = Annotated[
         "operator's own chain.",
     ),
 ]
+
+
+Instant = Annotated[
+    str | None,
+    QueryParameter(format="date-time", max_length=64, description="An RFC 3339 date-time"),
+]
+_AWARE = Annotated[datetime, Meta(tz=True)]
+
+
+def _instant(value: str | None, name: str) -> datetime | None:
+    """An RFC 3339 date-time with its offset, as the document states (never a number)."""
+    if value is None:
+        return None
+    try:
+        return as_utc(msgspec.convert(value, _AWARE))
+    except msgspec.ValidationError as exc:
+        raise Unprocessable(f"`{name}` is not an RFC 3339 date-time with an offset") from exc
 
 
 def _chain(principal: CurrentPrincipal, tenant_id: str | None) -> str:
@@ -46,14 +67,12 @@ class AuditController(Controller):
         tenant_id: TenantParam = None,
         action: FromQuery[str | None] = None,
         target: FromQuery[str | None] = None,
-        since: FromQuery[datetime | None] = None,
-        until: FromQuery[datetime | None] = None,
+        since: Instant = None,
+        until: Instant = None,
         cursor: Cursor = None,
         limit: Limit = DEFAULT_LIMIT,
     ) -> AuditPage:
-        since, until = as_utc(since), as_utc(until)
-        if since is not None and until is not None and since >= until:
-            raise Unprocessable("`since` must be before `until`")
+        # `since` at or after `until` is an empty range: no events, not an error.
         return await service.list_events(
             db_session,
             _chain(principal, tenant_id),
@@ -61,8 +80,8 @@ class AuditController(Controller):
             cursor=cursor,
             action=action,
             target=target,
-            since=since,
-            until=until,
+            since=_instant(since, "since"),
+            until=_instant(until, "until"),
         )
 
     @get(

@@ -45,11 +45,11 @@ async def list_events(
     since: datetime | None,
     until: datetime | None,
 ) -> AuditPage:
-    before = decode_cursor(cursor, "audit", int)
+    before = decode_cursor(cursor, int)
     rows = await AuditRepository(session, chain).list(
         limit=limit + 1, before_seq=before, action=action, target=target, since=since, until=until
     )
-    items, next_cursor = page_of(rows, limit, "audit", key=lambda r: r.seq)
+    items, next_cursor = page_of(rows, limit, key=lambda r: r.seq)
     return AuditPage(items=[to_schema(r) for r in items], next_cursor=next_cursor)
 
 

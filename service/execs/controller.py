@@ -10,7 +10,6 @@ from litestar.response import ServerSentEvent
 from service.deps import (
     Audit,
     CurrentPrincipal,
-    Cursor,
     Db,
     DbSession,
     ExecRunnerDep,
@@ -19,7 +18,9 @@ from service.deps import (
 )
 from service.execs import service
 from service.execs.schemas import BODY_LIMIT, Exec, ExecCreate, ExecPage
-from service.pagination import DEFAULT_LIMIT
+from service.pagination import DEFAULT_LIMIT, cursor_parameter, id_pattern
+
+Cursor = cursor_parameter(id_pattern("exe"))
 
 LastEventId = Annotated[
     str | None,

@@ -143,9 +143,9 @@ async def list_execs(
 ) -> ExecPage:
     assert principal.tenant_id is not None
     await sandboxes.get_row(session, principal, sandbox_id)
-    after = decode_cursor(cursor, "execs", str)
+    after = decode_cursor(cursor, str)
     rows = await repository(session, principal).list(sandbox_id, limit=limit + 1, after_id=after)
-    items, next_cursor = page_of(rows, limit, "execs", key=lambda r: r.id)
+    items, next_cursor = page_of(rows, limit, key=lambda r: r.id)
     return ExecPage(items=[summary(r) for r in items], next_cursor=next_cursor)
 
 

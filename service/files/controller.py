@@ -14,12 +14,18 @@ from litestar.response import Stream
 from service.deps import Audit, CurrentPrincipal, Db, Runtimes
 from service.errors import Unprocessable
 from service.files import archives, service
-from service.files.schemas import ArchiveWritten, FileList, FileWritten
+from service.files.schemas import ABSOLUTE_PATH_PATTERN, ArchiveWritten, FileList, FileWritten
 
 _MODE = re.compile(r"^0?[0-7]{3,4}$")
 DirParam = Annotated[
     str,
-    QueryParameter(name="dir", min_length=1, max_length=4096, description="An absolute directory"),
+    QueryParameter(
+        name="dir",
+        min_length=1,
+        max_length=1024,
+        pattern=ABSOLUTE_PATH_PATTERN,
+        description="An absolute directory",
+    ),
 ]
 ModeParam = Annotated[
     str | None,

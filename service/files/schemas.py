@@ -7,6 +7,11 @@ import msgspec
 
 FileKind = Literal["file", "dir", "symlink", "other"]
 
+# An absolute path inside a sandbox as the files routes take it: components without NUL or
+# backslash, none empty (no `//`), none `.` or `..` (service.runtime.paths checks the same).
+_COMPONENT = r"(?:[^/\\\x00.][^/\\\x00]*|\.[^/\\\x00.][^/\\\x00]*|\.\.[^/\\\x00]+)"
+ABSOLUTE_PATH_PATTERN = rf"^(?:/{_COMPONENT})*/?$"
+
 
 class FileWritten(msgspec.Struct, kw_only=True):
     """A file stored in the sandbox: its absolute path and size in bytes."""

@@ -21,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from service.inputs import readable
 from service.settings import Settings
 
 EXIT = {"APPROVE": 0, "REQUEST_CHANGES": 1}
@@ -63,7 +64,7 @@ def _review(args: argparse.Namespace, settings: Settings) -> int:
     try:
         data = msgspec.convert({k: v for k, v in body.items() if v is not None}, ReviewCreate)
     except msgspec.ValidationError as exc:
-        print(f"airlock review: {exc}", file=sys.stderr)
+        print(f"airlock review: {readable(exc)}", file=sys.stderr)
         return 2
     return asyncio.run(_run(settings, args.tenant, data, as_json=args.json))
 

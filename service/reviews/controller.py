@@ -8,13 +8,23 @@ from litestar.openapi.spec import OpenAPIMediaType, Operation, RequestBody, Sche
 from litestar.openapi.spec.enums import OpenAPIType
 from litestar.params import FromPath, JSONBody, QueryParameter
 
-from service.deps import AppSettings, Audit, CurrentPrincipal, Cursor, DbSession, Limit
-from service.pagination import DEFAULT_LIMIT
+from service.deps import AppSettings, Audit, CurrentPrincipal, DbSession, Limit
+from service.pagination import DEFAULT_LIMIT, cursor_parameter, id_pattern
 from service.reviews import service
-from service.reviews.schemas import Bundle, Review, ReviewAccepted, ReviewCreate, ReviewPage
+from service.reviews.schemas import (
+    Bundle,
+    Review,
+    ReviewAccepted,
+    ReviewCreate,
+    ReviewPage,
+    ReviewState,
+)
+
+Cursor = cursor_parameter(id_pattern("rev"))
 
 StateFilter = Annotated[
-    list[str] | None, QueryParameter(name="state", description="Repeatable: only these states")
+    list[ReviewState] | None,
+    QueryParameter(name="state", description="Repeatable: only these states"),
 ]
 
 

@@ -1,16 +1,25 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 from msgspec import Meta
 
+from service.hostnames import REPO
 from service.sandboxes.schemas import SandboxNetwork, SizeName
 
 ReviewState = Literal["queued", "running", "finished", "failed"]
-# A branch, tag, full ref, commit id or `pull/N/head`; never an option or a refspec.
-Ref = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_][A-Za-z0-9._/-]*$")]
+# A branch, tag, full ref, commit id or `pull/N/head`; never an option or a refspec, and
+# nothing git refuses as a ref name (`..`, `//`, `/.`, a final `/`, `.` or `.lock`).
+Ref = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=200,
+        pattern=r"^(?!.*\n)(?!.*\.\.)(?!.*//)(?!.*/\.)(?!.*(?:/|\.|\.lock)$)[A-Za-z0-9_][A-Za-z0-9._/-]*$",
+    ),
+]
 Arg = Annotated[str, Meta(max_length=32_768)]
 Argv = Annotated[list[Arg], Meta(min_length=1, max_length=1000)]
 
@@ -25,10 +34,11 @@ class ReviewCredentials(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     given to git through its environment only; nothing of it enters the sandbox."""
 
     secret: Annotated[str, Meta(min_length=1, max_length=100)]
+    # Printable ASCII without ':' (what a Basic auth header carries).
     # GitHub takes `x-access-token` with a token; GitLab `oauth2`; Bitbucket `x-token-auth`.
-    username: Annotated[
-        str, Meta(min_length=1, max_length=200, pattern=r"^[^:\x00-\x1f\x7f]+$")
-    ] = DEFAULT_USERNAME
+    username: Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^(?!.*\n)[ -9;-~]+$")] = (
+        DEFAULT_USERNAME
+    )
 
 
 class ReviewCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -36,7 +46,7 @@ class ReviewCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     # An https:// git URL, an uploaded bundle id (`bdl_…`), or, where the operator enabled
     # local repositories, a path or file:// URL on the server.
-    repo: Annotated[str, Meta(min_length=1, max_length=2048)]
+    repo: Annotated[str, Meta(min_length=1, max_length=2048, pattern=REPO)]
     base: Ref = "main"
     head: Ref
     # A template to start the sandbox from (else the default image).
@@ -51,6 +61,23 @@ class ReviewCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     model: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
     # For a private https repository: the tenant secret to fetch with.
     credentials: ReviewCredentials | None = None
+
+    # Rules across fields, added to the schema (service.openapi): credentials go with an
+    # https:// repository only; a review from a template keeps the network `none`.
+    schema_rules: ClassVar[dict[str, Any]] = {
+        "if": {"required": ["credentials"], "properties": {"credentials": {"type": "object"}}},
+        "then": {"properties": {"repo": {"pattern": "^https://"}}},
+        "not": {
+            "required": ["template", "network"],
+            "properties": {
+                "template": {"type": "string"},
+                "network": {
+                    "required": ["mode"],
+                    "properties": {"mode": {"enum": ["allowlist", "open"]}},
+                },
+            },
+        },
+    }
 
 
 class Stage(msgspec.Struct, kw_only=True):

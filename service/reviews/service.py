@@ -14,7 +14,7 @@ from service.auth.principal import Principal
 from service.db.base import utcnow
 from service.db.models import Review as ReviewRow
 from service.db.models import ReviewBundle, Tenant
-from service.errors import MissingScope, NotFound, Unprocessable
+from service.errors import Forbidden, MissingScope, NotFound, Unprocessable
 from service.files.service import MIB, CappedBody, refuse_declared
 from service.ids import new_id
 from service.jobs.queues import check_bundles, check_queued
@@ -156,7 +156,7 @@ async def create_review(
     if data.credentials is not None:
         await _check_credentials(session, principal, tenant_id, data.credentials, data.repo)
     if data.model is not None and not settings.llm_base_url:
-        raise Unprocessable("no model endpoint is configured on this server (AIRLOCK_LLM_BASE_URL)")
+        raise Forbidden("no model endpoint is configured on this server (AIRLOCK_LLM_BASE_URL)")
     if not claimed:
         quotas = quotas_of(await lock_tenant(session, tenant_id))
         check_queued("max_queued_reviews", quotas.max_queued_reviews, await repo.queued())
@@ -246,11 +246,11 @@ async def list_reviews(
     unknown = set(states) - set(STATES)
     if unknown:
         raise Unprocessable(f"unknown states: {', '.join(sorted(unknown))}")
-    after = decode_cursor(cursor, "reviews", str)
+    after = decode_cursor(cursor, str)
     rows = await ReviewRepository(session, secrets.tenant_of(principal)).list(
         limit=limit + 1, after_id=after, states=states
     )
-    items, next_cursor = page_of(rows, limit, "reviews", key=lambda r: r.id)
+    items, next_cursor = page_of(rows, limit, key=lambda r: r.id)
     return ReviewPage(items=[summary(r) for r in items], next_cursor=next_cursor)
 
 

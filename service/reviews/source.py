@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from service.errors import Unprocessable
+from service.errors import Forbidden, Unprocessable
 
 BUNDLE_ID = re.compile(r"^bdl_[0-9a-f]{32}$")
 
@@ -52,12 +52,13 @@ def remote_ref(ref: str) -> str:
 
 
 def parse(repo: str, *, allow_local: bool) -> Source:
-    """The kind of source, or a 422 that says why it is refused. No I/O."""
+    """The kind of source, or why it is refused: a 422 for a malformed one, a 403 for one this
+    server does not fetch from (its own disk, non-public addresses). No I/O."""
     if BUNDLE_ID.match(repo):
         return Source("bundle", repo)
     if repo.startswith("/") or repo.startswith("file://"):
         if not allow_local:
-            raise Unprocessable(
+            raise Forbidden(
                 "repositories on the server's disk are not enabled on this server "
                 "(AIRLOCK_REVIEW_ALLOW_LOCAL_REPOS)",
                 extra={"repo": repo},
@@ -90,7 +91,7 @@ def _check_address(host: str, address: str, *, allow_private: bool, repo: str) -
     except ValueError:
         return  # a name: checked once resolved, just before the fetch
     if not ip.is_global and not allow_private:
-        raise Unprocessable(
+        raise Forbidden(
             f"the repository host {host} is on a non-public address ({ip}); "
             "such hosts need AIRLOCK_REVIEW_ALLOW_LOCAL_REPOS",
             extra={"repo": repo},

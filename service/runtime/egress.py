@@ -55,6 +55,8 @@ NON_PUBLIC = _nets(
     "224.0.0.0/4",
     "240.0.0.0/4",  # with 255.255.255.255
 )
+# What an operator may grant a tenant: RFC 1918, CGNAT and the benchmark range.
+GRANTABLE = _nets("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "198.18.0.0/15")
 # Never reachable, whatever the policy or the grants say.
 ALWAYS_BLOCKED = _nets(
     "0.0.0.0/8",
@@ -151,18 +153,24 @@ def parse_allow(entries: Sequence[str]) -> list[Allow]:
 
 
 def parse_grants(cidrs: Sequence[str]) -> tuple[IPv4Network, ...]:
-    """The private ranges an operator granted: each an IPv4 network (no host bits) inside one
-    non-public block and not wholly one that is always blocked."""
+    """The private ranges an operator granted: each an IPv4 network (host bits are ignored:
+    `10.1.2.3/16` is 10.1.0.0/16) inside one grantable block and not wholly always blocked
+    (service.hostnames.GRANT states the same form)."""
     if len(cidrs) > MAX_GRANTS:
         raise InvalidSpec(f"at most {MAX_GRANTS} private ranges can be granted")
     grants = []
     for cidr in cidrs:
         try:
-            net = IPv4Network(cidr)
+            net = IPv4Network(cidr, strict=False)
         except ValueError as exc:
             raise PolicyRefused(cidr, f"is not an IPv4 network: {exc}", GRANT) from exc
-        if not any(net.subnet_of(block) for block in NON_PUBLIC):
-            raise PolicyRefused(cidr, "is not a private range (public space needs no grant)", GRANT)
+        if not any(net.subnet_of(block) for block in GRANTABLE):
+            raise PolicyRefused(
+                cidr,
+                "is not inside 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10 or "
+                "198.18.0.0/15 (public space needs no grant)",
+                GRANT,
+            )
         if _wholly_blocked(net):
             raise PolicyRefused(cidr, "is link-local, loopback or reserved: never reachable", GRANT)
         grants.append(net)
@@ -173,9 +181,9 @@ def _wholly_blocked(net: IPv4Network) -> bool:
     return any(net.subnet_of(b) for b in ALWAYS_BLOCKED)
 
 
-# What the operator's own work (its templates' builds) may reach: every non-public block that
-# is not wholly blocked; the operator is who grants, so it holds every grant.
-OPERATOR_GRANTS = tuple(str(b) for b in NON_PUBLIC if not _wholly_blocked(b))
+# What the operator's own work (its templates' builds) may reach: every grantable block; the
+# operator is who grants, so it holds every grant.
+OPERATOR_GRANTS = tuple(str(b) for b in GRANTABLE)
 
 
 def is_public(net: IPv4Network) -> bool:
@@ -224,11 +232,10 @@ def check(allow: Sequence[str], private: Sequence[str] = ()) -> list[Allow]:
 def keep_addresses(
     entry: str, addresses: Sequence[str], grants: Sequence[IPv4Network]
 ) -> list[str]:
-    """The addresses of a resolved name the sandbox may reach; PolicyRefused when none is."""
+    """The addresses of a resolved name the sandbox may reach (none for a name without an
+    IPv4 address now); PolicyRefused when it has addresses and none may be reached."""
     kept = [a for a in addresses if address_allowed(a, grants)]
-    if not addresses:
-        raise PolicyRefused(entry, "has no IPv4 address")
-    if not kept:
+    if addresses and not kept:
         shown = ", ".join(addresses[:4])
         raise PolicyRefused(entry, f"resolves only to addresses it may not reach ({shown})")
     return kept
@@ -239,11 +246,12 @@ def system_resolver(name: str) -> list[str]:
     return sorted({str(info[4][0]) for info in infos})
 
 
-def _lookup(entry: str, host: str, resolver: Resolver) -> list[str]:
+def _lookup(host: str, resolver: Resolver) -> list[str]:
+    """A name's IPv4 addresses now; none while it does not resolve (it then reaches nothing)."""
     try:
         return resolver(host)
-    except OSError as exc:
-        raise PolicyRefused(entry, f"cannot be resolved: {exc}") from exc
+    except OSError:
+        return []
 
 
 def resolve(mode: str, allow: Sequence[str], private: Sequence[str], resolver: Resolver) -> Egress:
@@ -259,7 +267,7 @@ def resolve(mode: str, allow: Sequence[str], private: Sequence[str], resolver: R
             continue
         assert entry.host is not None
         if entry.host not in names:
-            found = _lookup(raw, entry.host, resolver)
+            found = _lookup(entry.host, resolver)
             names[entry.host] = keep_addresses(raw, found, grants)
         destinations += [
             Destination(IPv4Network(a), entry.port, granted=not is_public(IPv4Network(a)))
@@ -269,7 +277,8 @@ def resolve(mode: str, allow: Sequence[str], private: Sequence[str], resolver: R
 
 
 def check_names(allow: Sequence[str], private: Sequence[str], resolver: Resolver) -> None:
-    """Resolve the allowlist's host names now and refuse one that cannot be reached."""
+    """Resolve the allowlist's host names now and refuse one that leads only where the tenant
+    may not go."""
     resolve("allowlist", allow, private, resolver)
 
 

@@ -29,9 +29,9 @@ def _status(exc: rt.SandboxRuntimeError) -> tuple[int, str, str, dict[str, Any]]
         case rt.RuntimeUnavailable():
             return 503, "runtime_unavailable", "No sandbox runtime", {"runtime": exc.runtime}
         case rt.ImageNotAllowed():
-            return 422, "image_not_allowed", "The image may not be pulled", {"image": exc.image}
+            return 403, "image_not_allowed", "The image may not be pulled", {"image": exc.image}
         case rt.ImageNotFound():
-            return 422, "image_not_found", "No such image", {"image": exc.image}
+            return 404, "image_not_found", "No such image", {"image": exc.image}
         case rt.InvalidImage():
             return 422, "invalid_image", "The image cannot be used", {}
         case rt.SandboxFailed():

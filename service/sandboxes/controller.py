@@ -5,11 +5,11 @@ from typing import Annotated
 from litestar import Controller, Response, delete, get, patch, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, JSONBody, QueryParameter
+from msgspec import Meta
 
 from service.deps import (
     Audit,
     CurrentPrincipal,
-    Cursor,
     Db,
     DbSession,
     IdempotencyKey,
@@ -17,22 +17,26 @@ from service.deps import (
     Runtimes,
 )
 from service.errors import Unprocessable
-from service.pagination import DEFAULT_LIMIT
+from service.pagination import DEFAULT_LIMIT, cursor_parameter, id_pattern
 from service.pool.controller import Pool
 from service.sandboxes import create, service
 from service.sandboxes.schemas import (
+    LABEL_FILTER_PATTERN,
     Sandbox,
     SandboxCreate,
     SandboxPage,
     SandboxUpdate,
     Transition,
 )
+from service.sandboxes.states import State
+
+Cursor = cursor_parameter(id_pattern("sbx"))
 
 StateFilter = Annotated[
-    list[str] | None, QueryParameter(name="state", description="Repeatable: only these states")
+    list[State] | None, QueryParameter(name="state", description="Repeatable: only these states")
 ]
 LabelFilter = Annotated[
-    list[str] | None,
+    list[Annotated[str, Meta(pattern=LABEL_FILTER_PATTERN)]] | None,
     QueryParameter(name="label", description="Repeatable `key=value`: sandboxes with every label"),
 ]
 

@@ -1,16 +1,22 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 from msgspec import Meta
+
+from service.hostnames import ALLOW_ENTRY
 
 EnvName = Annotated[str, Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
 EnvValue = Annotated[str, Meta(max_length=32_768)]
 LabelKey = Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$")]
 LabelValue = Annotated[str, Meta(max_length=256)]
+# A label filter of the listing: `key=value`, the key as above.
+LABEL_FILTER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}=.{0,256}$"
 SizeName = Literal["small", "medium", "large"]
+# The longest TTL any tenant may be given (the `max_sandbox_ttl_s` quota's own bound).
+MAX_TTL_S = 2_592_000
 
 # vCPUs, memory MiB, disk MiB
 SIZES: dict[str, tuple[int, int, int]] = {
@@ -20,9 +26,12 @@ SIZES: dict[str, tuple[int, int, int]] = {
 }
 
 
-# A host name with an optional port, an IPv4 address or a CIDR (`git.example.com:443`,
-# `10.20.0.0/24`); the runtime checks the form in detail.
-AllowEntry = Annotated[str, Meta(min_length=1, max_length=260, pattern=r"^[A-Za-z0-9.:/-]+$")]
+# A host name, an IPv4 address or a CIDR, with an optional port (`git.example.com:443`,
+# `10.20.0.0/24`); whether the tenant may reach it is checked by the service.
+AllowEntry = Annotated[str, Meta(min_length=1, max_length=260, pattern=ALLOW_ENTRY)]
+
+
+_GIVEN = {"type": "string"}  # a field given, not null
 
 
 class SandboxNetwork(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -32,6 +41,12 @@ class SandboxNetwork(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     mode: Literal["none", "allowlist", "open"] = "none"
     allow: Annotated[list[AllowEntry], Meta(max_length=64)] = msgspec.field(default_factory=list)
+
+    # Rules across fields, added to the schema (service.openapi): `allow` is for "allowlist".
+    schema_rules: ClassVar[dict[str, Any]] = {
+        "if": {"properties": {"mode": {"const": "allowlist"}}, "required": ["mode"]},
+        "else": {"properties": {"allow": {"maxItems": 0}}},
+    }
 
 
 class NetworkPolicy(SandboxNetwork, kw_only=True, forbid_unknown_fields=True):
@@ -92,7 +107,7 @@ class SandboxCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     cpus: Annotated[int, Meta(ge=1, le=64)] | None = None
     memory_mib: Annotated[int, Meta(ge=128, le=262_144)] | None = None
     disk_mib: Annotated[int, Meta(ge=64, le=1_048_576)] | None = None
-    ttl_s: Annotated[int, Meta(ge=10)] = 600
+    ttl_s: Annotated[int, Meta(ge=10, le=MAX_TTL_S)] = 600
     preset: PresetName | None = None
     network: SandboxNetwork | None = None
     env: Annotated[dict[EnvName, EnvValue], Meta(max_length=128)] = msgspec.field(
@@ -102,12 +117,28 @@ class SandboxCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         default_factory=dict
     )
 
+    # A template fixes the image and the caps: it takes neither `image` nor `preset`.
+    schema_rules: ClassVar[dict[str, Any]] = {
+        "not": {
+            "anyOf": [
+                {"required": ["template", other], "properties": {"template": _GIVEN, other: _GIVEN}}
+                for other in ("image", "preset")
+            ]
+        }
+    }
+
+
+class NetworkChange(SandboxNetwork, kw_only=True, forbid_unknown_fields=True):
+    """A running sandbox's new egress: "allowlist" or "open" (a sandbox created without a
+    network keeps none: changing it is a 409)."""
+
+    mode: Literal["allowlist", "open"]
+
 
 class SandboxUpdate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # The sandbox then expires this many seconds from now.
-    ttl_s: Annotated[int, Meta(ge=10)] | None = None
-    # A running sandbox's egress can change between "allowlist" and "open".
-    network: SandboxNetwork | None = None
+    ttl_s: Annotated[int, Meta(ge=10, le=MAX_TTL_S)] | None = None
+    network: NetworkChange | None = None
 
 
 class Sandbox(msgspec.Struct, kw_only=True):

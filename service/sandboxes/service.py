@@ -19,6 +19,7 @@ from service.db.base import utcnow
 from service.db.models import Sandbox as SandboxRow
 from service.db.models import Tenant
 from service.errors import (
+    AppError,
     Conflict,
     Forbidden,
     NotFound,
@@ -186,10 +187,16 @@ def request_hash(data: msgspec.Struct) -> str:
     return hashlib.sha256(msgspec.json.encode(data)).hexdigest()
 
 
-def refused(exc: InvalidSpec) -> Unprocessable:
-    """The 422 for a policy the validator refused, naming the entry where there is one."""
+class DestinationNotAllowed(Forbidden):
+    code, title = "destination_not_allowed", "The tenant may not reach this destination"
+
+
+def refused(exc: InvalidSpec) -> AppError:
+    """A 403 naming the entry for a destination the tenant may not reach (the document states
+    each entry's form, so a well-formed one is refused only for where it leads); a 422 for a
+    policy malformed as a whole."""
     if isinstance(exc, egress.PolicyRefused):
-        return Unprocessable(str(exc), extra={"entry": exc.entry})
+        return DestinationNotAllowed(str(exc), extra={"entry": exc.entry})
     return Unprocessable(str(exc))
 
 
@@ -210,9 +217,10 @@ def check_network(network: SandboxNetwork, quotas: Quotas) -> None:
 async def check_network_names(
     network: SandboxNetwork, quotas: Quotas, resolver: egress.Resolver = egress.system_resolver
 ) -> None:
-    """`check_network`, and the allowlist's host names resolved now: a name that cannot be
-    resolved, or only to addresses the tenant may not reach, is a 422 naming it. (The runtime
-    resolves again when it applies the policy and keeps only such addresses.)"""
+    """`check_network`, and the allowlist's host names resolved now: a name that resolves only
+    to addresses the tenant may not reach is a 403 naming it; one that does not resolve now
+    reaches nothing until it does. (The runtime resolves again whenever it applies the policy
+    and keeps only the addresses the tenant may reach.)"""
     check_network(network, quotas)
     if not egress.has_names(network.allow):
         return
@@ -265,14 +273,14 @@ async def list_sandboxes(
     unknown = set(states) - {s.value for s in State}
     if unknown:
         raise Unprocessable(f"unknown states: {', '.join(sorted(unknown))}")
-    after = decode_cursor(cursor, "sandboxes", str)
+    after = decode_cursor(cursor, str)
     rows = await repository(session, principal).list(
         limit=limit + 1,
         after_id=after,
         states=states,
         labels=labels,
     )
-    items, next_cursor = page_of(rows, limit, "sandboxes", key=lambda r: r.id)
+    items, next_cursor = page_of(rows, limit, key=lambda r: r.id)
     return SandboxPage(items=[to_schema(r) for r in items], next_cursor=next_cursor)
 
 
@@ -346,10 +354,10 @@ def _check_update(row: SandboxRow, quotas: Quotas, data: SandboxUpdate) -> None:
     if data.network is not None:
         check_network(data.network, quotas)
         require_running(row)
-        if row.network.get("mode", "none") == "none" or data.network.mode == "none":
-            raise Unprocessable(
-                "a sandbox's network can change between 'allowlist' and 'open' only; "
-                "create the sandbox with a network to change it later"
+        if row.network.get("mode", "none") == "none":
+            raise Conflict(
+                "this sandbox was created without a network, and keeps none; a sandbox's "
+                "network can change between 'allowlist' and 'open' only"
             )
 
 

@@ -1,13 +1,18 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 from litestar import Controller, Response, delete, get, put
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import FromPath, JSONBody
+from litestar.params import JSONBody, PathParameter
 
-from service.deps import AppSettings, Audit, CurrentPrincipal, Cursor, DbSession, Limit
-from service.pagination import DEFAULT_LIMIT
+from service.deps import AppSettings, Audit, CurrentPrincipal, DbSession, Limit
+from service.pagination import DEFAULT_LIMIT, cursor_parameter
 from service.secrets import service
-from service.secrets.schemas import Secret, SecretPage, SecretPut
+from service.secrets.schemas import NAME_PATTERN, Secret, SecretPage, SecretPut
+
+Cursor = cursor_parameter(NAME_PATTERN)
+SecretName = Annotated[str, PathParameter(pattern=NAME_PATTERN, description="The secret's name")]
 
 
 class SecretController(Controller):
@@ -28,7 +33,7 @@ class SecretController(Controller):
         settings: AppSettings,
         principal: CurrentPrincipal,
         audit_ctx: Audit,
-        name: FromPath[str],
+        name: SecretName,
         data: JSONBody[SecretPut],
     ) -> Response[Secret]:
         secret, created = await service.put_secret(
@@ -62,6 +67,6 @@ class SecretController(Controller):
         db_session: DbSession,
         principal: CurrentPrincipal,
         audit_ctx: Audit,
-        name: FromPath[str],
+        name: SecretName,
     ) -> None:
         await service.delete_secret(db_session, principal, audit_ctx, name)

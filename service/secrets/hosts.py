@@ -17,14 +17,14 @@ import ipaddress
 import re
 from urllib.parse import urlsplit
 
-from service.errors import Unprocessable
+from service.errors import Forbidden, Unprocessable
 
 MAX_HOSTS = 20
 # A DNS name: labels of letters, digits and '-', not starting or ending with '-'.
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 
 
-class SecretHostRefused(Unprocessable):
+class SecretHostRefused(Forbidden):
     code, title = "secret_host_not_allowed", "The secret may not be sent to this host"
 
 

@@ -105,11 +105,11 @@ async def put_secret(
 async def list_secrets(
     session: AsyncSession, principal: Principal, *, limit: int, cursor: str | None
 ) -> SecretPage:
-    after = decode_cursor(cursor, "secrets", str)
+    after = decode_cursor(cursor, str)
     rows = await SecretRepository(session, tenant_of(principal)).list(
         limit=limit + 1, after_name=after
     )
-    items, next_cursor = page_of(rows, limit, "secrets", key=lambda r: r.name)
+    items, next_cursor = page_of(rows, limit, key=lambda r: r.name)
     return SecretPage(items=[to_schema(r) for r in items], next_cursor=next_cursor)
 
 
@@ -128,10 +128,10 @@ async def delete_secret(
 
 
 async def check_usable(session: AsyncSession, tenant_id: str, name: str, url: str) -> None:
-    """A 422 unless the secret exists and may be sent to the host of `url`."""
+    """A 404 unless the secret exists, a 403 unless it may be sent to the host of `url`."""
     row = await SecretRepository(session, tenant_id).get(name)
     if row is None:
-        raise Unprocessable(
+        raise NotFound(
             f"no secret named {name!r} (PUT /v1/secrets/{{name}})", extra={"secret": name}
         )
     hosts.check(name, list(row.allowed_hosts), url)
@@ -141,7 +141,7 @@ async def reveal(
     session: AsyncSession, state_dir: Path, tenant_id: str, name: str, *, url: str
 ) -> str | None:
     """The value, for the host code that sends it to `url`; None when there is no such secret.
-    A 422 (`SecretHostRefused`) when the secret may not go to that URL's host, checked again
+    A 403 (`SecretHostRefused`) when the secret may not go to that URL's host, checked again
     here because the secret's hosts may have changed since the request that named it. Raises
     Undecryptable when the row does not open for this tenant and name."""
     row = await SecretRepository(session, tenant_id).get(name)

@@ -4,8 +4,8 @@ from litestar import Controller, get, patch, post
 from litestar.params import FromPath, JSONBody
 
 from service.apikeys.schemas import ApiKeyCreate, ApiKeyCreated
-from service.deps import AppSettings, Audit, Cursor, DbSession, Limit
-from service.pagination import DEFAULT_LIMIT
+from service.deps import AppSettings, Audit, DbSession, Limit
+from service.pagination import DEFAULT_LIMIT, cursor_parameter, id_pattern
 from service.tenants import service
 from service.tenants.schemas import (
     Quotas,
@@ -15,6 +15,8 @@ from service.tenants.schemas import (
     TenantPage,
     TenantUpdate,
 )
+
+Cursor = cursor_parameter(id_pattern("ten"))
 
 
 class TenantController(Controller):

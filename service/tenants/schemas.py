@@ -6,6 +6,8 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
+from service.hostnames import GRANT
+
 TenantName = Annotated[
     str, Meta(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$")
 ]
@@ -14,10 +16,8 @@ TenantStatus = Literal["active", "suspended"]
 # Hard limits on what an operator may grant; defaults are what a new tenant gets.
 TOKEN_TTL_HARD_CAP_S = 86_400
 
-# An IPv4 CIDR such as 10.20.0.0/16 (checked in detail by service/runtime/egress.py).
-PrivateCidr = Annotated[
-    str, Meta(max_length=18, pattern=r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$")
-]
+# An IPv4 CIDR inside private space such as 10.20.0.0/16 (service.hostnames.GRANT).
+PrivateCidr = Annotated[str, Meta(max_length=18, pattern=GRANT)]
 PrivateCidrs = Annotated[list[PrivateCidr], Meta(max_length=32)]
 
 

@@ -125,9 +125,9 @@ async def read_tenant(session: AsyncSession, tenant_id: str) -> Tenant:
 
 
 async def list_tenants(session: AsyncSession, *, limit: int, cursor: str | None) -> TenantPage:
-    after = decode_cursor(cursor, "tenants", str)
+    after = decode_cursor(cursor, str)
     rows = await TenantRepository(session).list(limit=limit + 1, after_id=after)
-    items, next_cursor = page_of(rows, limit, "tenants", key=lambda r: r.id)
+    items, next_cursor = page_of(rows, limit, key=lambda r: r.id)
     return TenantPage(items=[to_schema(r) for r in items], next_cursor=next_cursor)
 
 

@@ -209,17 +209,21 @@ async def test_filters_by_action_target_and_time(api: Api, tenant: Tenant) -> No
     assert await seqs(since=ts3.isoformat(), until=ts5.isoformat()) == [4, 3]
     assert await seqs(since=ts5.isoformat()) == [6, 5]
     assert await seqs(until=ts3.isoformat()) == [2, 1]
-    # A time without an offset is read as UTC; the same instant at +02:00 selects the same events.
-    naive = ts3.replace(tzinfo=None).isoformat()
-    assert await seqs(since=naive) == [6, 5, 4, 3]
+    # The same instant at +02:00 selects the same events; a time without an offset (or a
+    # number) is not an RFC 3339 date-time and is refused, never guessed at.
     plus_two = ts3.astimezone(timezone(timedelta(hours=2))).isoformat()
     assert await seqs(since=plus_two) == [6, 5, 4, 3]
-    assert await seqs(since=naive, until=ts5.replace(tzinfo=None).isoformat()) == [4, 3]
+    for loose in (ts3.replace(tzinfo=None).isoformat(), "0.5", "1700000000"):
+        r = await api.client.get("/v1/audit", params={"since": loose}, headers=tenant.headers)
+        assert r.status_code == 422, (loose, r.text)
+        assert r.json()["code"] == "validation_failed"
 
 
 @pytest.mark.sqlite
 @pytest.mark.parametrize("gap", [timedelta(0), timedelta(seconds=-1)])
-async def test_since_not_before_until_is_422(api: Api, tenant: Tenant, gap: timedelta) -> None:
+async def test_since_not_before_until_is_an_empty_page(
+    api: Api, tenant: Tenant, gap: timedelta
+) -> None:
     since = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     until = since + gap
     r = await api.client.get(
@@ -227,9 +231,8 @@ async def test_since_not_before_until_is_422(api: Api, tenant: Tenant, gap: time
         params={"since": since.isoformat(), "until": until.isoformat()},
         headers=tenant.headers,
     )
-    assert r.status_code == 422, r.text
-    assert r.headers["content-type"].startswith("application/problem+json")
-    assert r.json()["code"] == "validation_failed"
+    assert r.status_code == 200, r.text
+    assert r.json() == {"items": [], "next_cursor": None}
 
 
 @pytest.mark.sqlite

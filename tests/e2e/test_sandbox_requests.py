@@ -5,10 +5,10 @@ from __future__ import annotations
 from tests.e2e.conftest import Airlock, Tenant, run_exec
 
 
-async def test_unknown_image_is_422_and_writes_nothing(airlock: Airlock, tenant: Tenant) -> None:
+async def test_unknown_image_is_404_and_writes_nothing(airlock: Airlock, tenant: Tenant) -> None:
     async with airlock.http(tenant.key) as http:
         r = await http.post("/v1/sandboxes", json={"image": "does-not-exist"})
-        assert r.status_code == 422, r.text
+        assert r.status_code == 404, r.text
         assert r.json()["code"] == "image_not_found"
         assert (await http.get("/v1/sandboxes")).json()["items"] == []
     rows = await airlock.db.count("SELECT count(*) FROM sandboxes WHERE tenant_id = $1", tenant.id)

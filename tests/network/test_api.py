@@ -105,9 +105,10 @@ async def test_a_sandbox_without_network_cannot_get_one_later(airlock: Airlock) 
     async with airlock.http(tenant.key) as http:
         r = await http.patch(
             f"/v1/sandboxes/{sandbox.id}",
-            json={"network": {"mode": "allowlist", "allow": ["10.250.0.2"]}},
+            json={"network": {"mode": "allowlist", "allow": ["9.9.9.9:53"]}},
         )
-        assert r.status_code == 422, r.text
+        assert r.status_code == 409, r.text
+        assert "created without a network" in r.json()["detail"]
         body = (await http.get(f"/v1/sandboxes/{sandbox.id}")).json()
         assert body["network"]["mode"] == "none"
 

@@ -1,5 +1,5 @@
 """The internal network stays out of reach, through HTTP on gVisor: an allowlist that would open
-private, CGNAT or metadata space is a 422 naming the entry (sandboxes, PATCH, templates,
+private, CGNAT or metadata space is a 403 naming the entry (sandboxes, PATCH, templates,
 reviews); at packet level neither `open` nor any allowlist the API accepts reaches a private
 address or a metadata service, even where a listener answers there; a private range the
 operator granted (`network_private_cidrs`) is reachable, and only through an allowlist.
@@ -66,7 +66,7 @@ async def test_allowlists_into_internal_space_are_refused_naming_the_entry(
     network = {"mode": "allowlist", "allow": allow}
     async with airlock.http(tenant.key) as http:
         r = await http.post("/v1/sandboxes", json={"network": network})
-        assert r.status_code == 422, r.text
+        assert r.status_code == 403, r.text
         problem = r.json()
         assert problem["entry"] == allow[0] and allow[0] in problem["detail"], problem
         assert (await http.get("/v1/sandboxes")).json()["items"] == []
@@ -74,13 +74,13 @@ async def test_allowlists_into_internal_space_are_refused_naming_the_entry(
             "/v1/templates",
             json={"name": f"t-{secrets.token_hex(4)}", "setup": [["true"]], "network": network},
         )
-        assert r.status_code == 422, r.text
+        assert r.status_code == 403, r.text
         assert r.json()["entry"] == allow[0]
         r = await http.post(
             "/v1/reviews",
             json={"repo": "https://git.example.com/x.git", "head": "main", "network": network},
         )
-        assert r.status_code == 422, r.text
+        assert r.status_code == 403, r.text
         assert r.json()["entry"] == allow[0]
 
 
@@ -95,7 +95,7 @@ async def test_a_running_sandbox_cannot_be_widened_into_internal_space(
                 f"/v1/sandboxes/{sandbox.id}",
                 json={"network": {"mode": "allowlist", "allow": allow}},
             )
-            assert r.status_code == 422, (allow, r.text)
+            assert r.status_code == 403, (allow, r.text)
         body = (await http.get(f"/v1/sandboxes/{sandbox.id}")).json()
         assert body["network"] == {"mode": "open", "allow": []}
 
@@ -130,7 +130,7 @@ async def test_a_granted_private_range_is_reachable_only_through_an_allowlist(
     wanted = {"mode": "allowlist", "allow": [f"10.0.0.1:{PORT}"]}
     async with airlock.http(plain.key) as http:
         r = await http.post("/v1/sandboxes", json={"network": wanted})
-        assert r.status_code == 422, r.text  # not granted to this tenant
+        assert r.status_code == 403, r.text  # not granted to this tenant
     tenant = await granted_tenant(
         airlock, network_open_allowed=True, network_private_cidrs=["10.0.0.0/24"]
     )
@@ -146,7 +146,15 @@ async def test_a_granted_private_range_is_reachable_only_through_an_allowlist(
 
 
 @pytest.mark.parametrize(
-    "cidrs", [["8.8.8.0/24"], ["169.254.0.0/16"], ["127.0.0.0/8"], ["10.0.0.1/8"], ["nope"]]
+    "cidrs",
+    [
+        ["8.8.8.0/24"],
+        ["169.254.0.0/16"],
+        ["127.0.0.0/8"],
+        ["10.0.0.0/7"],
+        ["192.0.2.0/24"],
+        ["nope"],
+    ],
 )
 async def test_grants_are_validated(airlock: Airlock, cidrs: list[str]) -> None:
     tenant = await airlock.tenant()

@@ -66,8 +66,14 @@ def test_names_resolve_to_rules_and_hosts_entries() -> None:
     assert networks.resolve("allowlist", ["mixed.test"]).names == {"mixed.test": ["8.8.4.4"]}
     with pytest.raises(PolicyRefused, match=r"pkgs\.test"):
         networks.resolve("allowlist", ["pkgs.test"])
-    with pytest.raises(InvalidSpec):
-        Networks(resolver=lambda name: []).resolve("allowlist", ["nothing.test"])
+
+    # A name with no address now (or whose lookup fails) reaches nothing, and is not refused.
+    def fails(name: str) -> list[str]:
+        raise OSError("no such name")
+
+    for resolver in (lambda name: [], fails):
+        policy = Networks(resolver=resolver).resolve("allowlist", ["nothing.test"])
+        assert policy.destinations == () and policy.names == {"nothing.test": []}
 
 
 def _accepts_before_first(rules: list[str], needle: str) -> list[str]:
@@ -149,7 +155,7 @@ def test_grants_open_private_ranges_but_never_metadata() -> None:
     for refused in (["10.21.0.0/24"], ["100.100.100.200"], ["169.254.169.254"], ["10.0.0.0/8"]):
         with pytest.raises(PolicyRefused):
             egress.check(refused, grants)
-    for bad in (["8.8.8.0/24"], ["169.254.0.0/16"], ["127.0.0.0/8"], ["10.0.0.1/8"], ["x"]):
+    for bad in (["8.8.8.0/24"], ["169.254.0.0/16"], ["127.0.0.0/8"], ["192.0.2.0/24"], ["x"]):
         with pytest.raises(InvalidSpec):
             egress.parse_grants(bad)
 

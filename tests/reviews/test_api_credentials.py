@@ -60,12 +60,12 @@ async def test_a_username_can_be_given(api: Api, tenant: Tenant) -> None:
     assert got.json()["credentials"] == {"secret": "gl", "username": "oauth2"}
 
 
-async def test_a_missing_secret_is_422(api: Api, tenant: Tenant) -> None:
+async def test_a_missing_secret_is_404(api: Api, tenant: Tenant) -> None:
     other = await api.tenant()
     await with_secret(api, other, "theirs")
     for name in ("nope", "theirs"):
         r = await post(api, tenant, credentials={"secret": name})
-        assert r.status_code == 422, r.text
+        assert r.status_code == 404, r.text
         assert f"no secret named '{name}'" in r.json()["detail"]
     listed = await api.client.get("/v1/reviews", headers=tenant.headers)
     assert listed.json()["items"] == []

@@ -96,7 +96,7 @@ async def test_refusals_exit_2_before_anything_runs(cli_state: Path, cli_databas
         cli_state, cli_database, "--repo", "ssh://git@example.com/x.git", "--head", "pr-1"
     )
     assert done.returncode == 2
-    assert "https://" in done.stderr
+    assert "of the form this field takes" in done.stderr and "$.repo" in done.stderr
 
 
 async def test_the_review_tenant_made_by_another_process_meanwhile_is_used(

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from service.errors import Unprocessable
+from service.errors import Forbidden, Unprocessable
 from service.reviews import gate, model, results
 from service.reviews.inside import parse_numstat
 from service.reviews.source import check_ref, parse, pin_addresses, remote_ref
@@ -134,7 +134,7 @@ def test_sources() -> None:
     assert parse("/srv/git/b", allow_local=True).location == "/srv/git/b"
     assert parse("file:///srv/git/my%20repo", allow_local=True).location == "/srv/git/my repo"
     assert parse("https://127.0.0.1/b.git", allow_local=True).kind == "url"
-    with pytest.raises(Unprocessable):
+    with pytest.raises(Forbidden):
         parse("/srv/git/b", allow_local=False)
 
 
@@ -159,7 +159,7 @@ def test_numstat() -> None:
 @pytest.mark.sqlite
 async def test_host_names_are_checked_once_resolved_and_pinned() -> None:
     source = parse("https://localhost:8443/acme/billing.git", allow_local=False)
-    with pytest.raises(Unprocessable, match="non-public address"):
+    with pytest.raises(Forbidden, match="non-public address"):
         await pin_addresses(source, allow_private=False)
     pinned = await pin_addresses(source, allow_private=True)
     assert pinned.resolve and pinned.resolve[0].startswith("localhost:8443:")

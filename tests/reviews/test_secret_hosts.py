@@ -70,7 +70,7 @@ async def test_a_secret_is_not_sent_to_a_host_the_caller_names(
     if r.status_code == 202:
         await wait_for(rapi, Tenant(id=rtenant.id, name="", key=attacker, api=rapi), r.json()["id"])
     assert sent_the_secret(git_host)[before:] == []
-    assert r.status_code == 422, r.text
+    assert r.status_code == 403, r.text
     problem = r.json()
     assert problem["code"] == "secret_host_not_allowed"
     assert problem["host"] == "127.0.0.1" and problem["allowed_hosts"] == (allowed or [])
@@ -113,7 +113,7 @@ async def test_a_secret_for_the_host_and_port_fetches(
     await put_secret(rapi, rtenant, "exact", allowed_hosts=[f"127.0.0.1:{git_host.port + 1}"])
     body = {"repo": url, "head": "pr-42", "credentials": {"secret": "exact"}}
     r = await rapi.client.post("/v1/reviews", json=body, headers=rtenant.headers)
-    assert r.status_code == 422 and r.json()["code"] == "secret_host_not_allowed", r.text
+    assert r.status_code == 403 and r.json()["code"] == "secret_host_not_allowed", r.text
     await put_secret(rapi, rtenant, "exact", allowed_hosts=[f"127.0.0.1:{git_host.port}"])
     r = await rapi.client.post("/v1/reviews", json=body, headers=rtenant.headers)
     assert r.status_code == 202, r.text

@@ -30,6 +30,9 @@ from .health import Health
 from .health_checks import HealthChecks
 from .jwks import JWKS
 from .jwks_keys_item import JWKSKeysItem
+from .list_reviews_state_type_0_item import ListReviewsStateType0Item
+from .network_change import NetworkChange
+from .network_change_mode import NetworkChangeMode
 from .network_policy import NetworkPolicy
 from .network_policy_mode import NetworkPolicyMode
 from .pool_overview import PoolOverview
@@ -70,6 +73,7 @@ from .secret import Secret
 from .secret_page import SecretPage
 from .secret_put import SecretPut
 from .stage import Stage
+from .state import State
 from .template import Template
 from .template_create import TemplateCreate
 from .template_create_env import TemplateCreateEnv
@@ -125,6 +129,9 @@ __all__ = (
     "HealthChecks",
     "JWKS",
     "JWKSKeysItem",
+    "ListReviewsStateType0Item",
+    "NetworkChange",
+    "NetworkChangeMode",
     "NetworkPolicy",
     "NetworkPolicyMode",
     "PoolOverview",
@@ -165,6 +172,7 @@ __all__ = (
     "SecretPage",
     "SecretPut",
     "Stage",
+    "State",
     "Template",
     "TemplateCreate",
     "TemplateCreateEnv",

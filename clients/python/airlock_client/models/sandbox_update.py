@@ -8,7 +8,7 @@ from attrs import define as _attrs_define
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.sandbox_network import SandboxNetwork
+    from ..models.network_change import NetworkChange
 
 
 T = TypeVar("T", bound="SandboxUpdate")
@@ -18,20 +18,20 @@ T = TypeVar("T", bound="SandboxUpdate")
 class SandboxUpdate:
     """
     Attributes:
-        network (None | SandboxNetwork | Unset):
+        network (NetworkChange | None | Unset):
         ttl_s (int | None | Unset):
     """
 
-    network: None | SandboxNetwork | Unset = UNSET
+    network: NetworkChange | None | Unset = UNSET
     ttl_s: int | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.sandbox_network import SandboxNetwork
+        from ..models.network_change import NetworkChange
 
         network: dict[str, Any] | None | Unset
         if isinstance(self.network, Unset):
             network = UNSET
-        elif isinstance(self.network, SandboxNetwork):
+        elif isinstance(self.network, NetworkChange):
             network = self.network.to_dict()
         else:
             network = self.network
@@ -54,11 +54,11 @@ class SandboxUpdate:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.sandbox_network import SandboxNetwork
+        from ..models.network_change import NetworkChange
 
         d = dict(src_dict)
 
-        def _parse_network(data: object) -> None | SandboxNetwork | Unset:
+        def _parse_network(data: object) -> NetworkChange | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -66,12 +66,12 @@ class SandboxUpdate:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                network_type_0 = SandboxNetwork.from_dict(data)
+                network_type_0 = NetworkChange.from_dict(data)
 
                 return network_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(None | SandboxNetwork | Unset, data)
+            return cast(NetworkChange | None | Unset, data)
 
         network = _parse_network(d.pop("network", UNSET))
 

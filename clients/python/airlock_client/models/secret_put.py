@@ -14,7 +14,7 @@ T = TypeVar("T", bound="SecretPut")
 class SecretPut:
     """
     Attributes:
-        value (str):
+        value (str): 1 to 65536 bytes as UTF-8
         allowed_hosts (list[str] | Unset):
     """
 

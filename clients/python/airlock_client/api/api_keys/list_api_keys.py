@@ -90,7 +90,7 @@ def sync_detailed(
     """List the tenant's API keys
 
     Args:
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:
@@ -122,7 +122,7 @@ def sync(
     """List the tenant's API keys
 
     Args:
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:
@@ -149,7 +149,7 @@ async def asyncio_detailed(
     """List the tenant's API keys
 
     Args:
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:
@@ -179,7 +179,7 @@ async def asyncio(
     """List the tenant's API keys
 
     Args:
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:

@@ -1,4 +1,3 @@
-import datetime
 from http import HTTPStatus
 from typing import Any
 
@@ -16,8 +15,8 @@ def _get_kwargs(
     tenant_id: None | str | Unset = UNSET,
     action: None | str | Unset = UNSET,
     target: None | str | Unset = UNSET,
-    since: datetime.datetime | None | Unset = UNSET,
-    until: datetime.datetime | None | Unset = UNSET,
+    since: None | str | Unset = UNSET,
+    until: None | str | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
 ) -> dict[str, Any]:
@@ -48,8 +47,6 @@ def _get_kwargs(
     json_since: None | str | Unset
     if isinstance(since, Unset):
         json_since = UNSET
-    elif isinstance(since, datetime.datetime):
-        json_since = since.isoformat()
     else:
         json_since = since
     params["since"] = json_since
@@ -57,8 +54,6 @@ def _get_kwargs(
     json_until: None | str | Unset
     if isinstance(until, Unset):
         json_until = UNSET
-    elif isinstance(until, datetime.datetime):
-        json_until = until.isoformat()
     else:
         json_until = until
     params["until"] = json_until
@@ -135,8 +130,8 @@ def sync_detailed(
     tenant_id: None | str | Unset = UNSET,
     action: None | str | Unset = UNSET,
     target: None | str | Unset = UNSET,
-    since: datetime.datetime | None | Unset = UNSET,
-    until: datetime.datetime | None | Unset = UNSET,
+    since: None | str | Unset = UNSET,
+    until: None | str | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
 ) -> Response[AuditPage | Problem]:
@@ -147,9 +142,9 @@ def sync_detailed(
             for the operator's own chain.
         action (None | str | Unset):
         target (None | str | Unset):
-        since (datetime.datetime | None | Unset):
-        until (datetime.datetime | None | Unset):
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        since (None | str | Unset): An RFC 3339 date-time
+        until (None | str | Unset): An RFC 3339 date-time
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:
@@ -183,8 +178,8 @@ def sync(
     tenant_id: None | str | Unset = UNSET,
     action: None | str | Unset = UNSET,
     target: None | str | Unset = UNSET,
-    since: datetime.datetime | None | Unset = UNSET,
-    until: datetime.datetime | None | Unset = UNSET,
+    since: None | str | Unset = UNSET,
+    until: None | str | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
 ) -> AuditPage | Problem | None:
@@ -195,9 +190,9 @@ def sync(
             for the operator's own chain.
         action (None | str | Unset):
         target (None | str | Unset):
-        since (datetime.datetime | None | Unset):
-        until (datetime.datetime | None | Unset):
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        since (None | str | Unset): An RFC 3339 date-time
+        until (None | str | Unset): An RFC 3339 date-time
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:
@@ -226,8 +221,8 @@ async def asyncio_detailed(
     tenant_id: None | str | Unset = UNSET,
     action: None | str | Unset = UNSET,
     target: None | str | Unset = UNSET,
-    since: datetime.datetime | None | Unset = UNSET,
-    until: datetime.datetime | None | Unset = UNSET,
+    since: None | str | Unset = UNSET,
+    until: None | str | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
 ) -> Response[AuditPage | Problem]:
@@ -238,9 +233,9 @@ async def asyncio_detailed(
             for the operator's own chain.
         action (None | str | Unset):
         target (None | str | Unset):
-        since (datetime.datetime | None | Unset):
-        until (datetime.datetime | None | Unset):
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        since (None | str | Unset): An RFC 3339 date-time
+        until (None | str | Unset): An RFC 3339 date-time
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:
@@ -272,8 +267,8 @@ async def asyncio(
     tenant_id: None | str | Unset = UNSET,
     action: None | str | Unset = UNSET,
     target: None | str | Unset = UNSET,
-    since: datetime.datetime | None | Unset = UNSET,
-    until: datetime.datetime | None | Unset = UNSET,
+    since: None | str | Unset = UNSET,
+    until: None | str | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
 ) -> AuditPage | Problem | None:
@@ -284,9 +279,9 @@ async def asyncio(
             for the operator's own chain.
         action (None | str | Unset):
         target (None | str | Unset):
-        since (datetime.datetime | None | Unset):
-        until (datetime.datetime | None | Unset):
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        since (None | str | Unset): An RFC 3339 date-time
+        until (None | str | Unset): An RFC 3339 date-time
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:

@@ -99,7 +99,7 @@ def sync_detailed(
 
     Args:
         sandbox_id (str):
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:
@@ -134,7 +134,7 @@ def sync(
 
     Args:
         sandbox_id (str):
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:
@@ -164,7 +164,7 @@ async def asyncio_detailed(
 
     Args:
         sandbox_id (str):
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:
@@ -197,7 +197,7 @@ async def asyncio(
 
     Args:
         sandbox_id (str):
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:

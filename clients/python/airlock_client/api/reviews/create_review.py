@@ -48,6 +48,11 @@ def _parse_response(
 
         return response_403
 
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
     if response.status_code == 413:
         response_413 = Problem.from_dict(response.json())
 

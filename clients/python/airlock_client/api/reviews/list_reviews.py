@@ -5,6 +5,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.list_reviews_state_type_0_item import ListReviewsStateType0Item
 from ...models.problem import Problem
 from ...models.review_page import ReviewPage
 from ...types import UNSET, Response, Unset
@@ -12,7 +13,7 @@ from ...types import UNSET, Response, Unset
 
 def _get_kwargs(
     *,
-    state: list[str] | None | Unset = UNSET,
+    state: list[ListReviewsStateType0Item] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
 ) -> dict[str, Any]:
@@ -23,7 +24,10 @@ def _get_kwargs(
     if isinstance(state, Unset):
         json_state = UNSET
     elif isinstance(state, list):
-        json_state = state
+        json_state = []
+        for state_type_0_item_data in state:
+            state_type_0_item: str = state_type_0_item_data
+            json_state.append(state_type_0_item)
 
     else:
         json_state = state
@@ -95,15 +99,15 @@ def _build_response(
 def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
-    state: list[str] | None | Unset = UNSET,
+    state: list[ListReviewsStateType0Item] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
 ) -> Response[Problem | ReviewPage]:
     """List reviews, newest first
 
     Args:
-        state (list[str] | None | Unset): Repeatable: only these states
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        state (list[ListReviewsStateType0Item] | None | Unset): Repeatable: only these states
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:
@@ -130,15 +134,15 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient | Client,
-    state: list[str] | None | Unset = UNSET,
+    state: list[ListReviewsStateType0Item] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
 ) -> Problem | ReviewPage | None:
     """List reviews, newest first
 
     Args:
-        state (list[str] | None | Unset): Repeatable: only these states
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        state (list[ListReviewsStateType0Item] | None | Unset): Repeatable: only these states
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:
@@ -160,15 +164,15 @@ def sync(
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
-    state: list[str] | None | Unset = UNSET,
+    state: list[ListReviewsStateType0Item] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
 ) -> Response[Problem | ReviewPage]:
     """List reviews, newest first
 
     Args:
-        state (list[str] | None | Unset): Repeatable: only these states
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        state (list[ListReviewsStateType0Item] | None | Unset): Repeatable: only these states
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:
@@ -193,15 +197,15 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient | Client,
-    state: list[str] | None | Unset = UNSET,
+    state: list[ListReviewsStateType0Item] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
 ) -> Problem | ReviewPage | None:
     """List reviews, newest first
 
     Args:
-        state (list[str] | None | Unset): Repeatable: only these states
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        state (list[ListReviewsStateType0Item] | None | Unset): Repeatable: only these states
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:

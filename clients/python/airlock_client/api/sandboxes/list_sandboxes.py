@@ -7,12 +7,13 @@ from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
 from ...models.sandbox_page import SandboxPage
+from ...models.state import State
 from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     *,
-    state: list[str] | None | Unset = UNSET,
+    state: list[State] | None | Unset = UNSET,
     label: list[str] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
@@ -24,7 +25,10 @@ def _get_kwargs(
     if isinstance(state, Unset):
         json_state = UNSET
     elif isinstance(state, list):
-        json_state = state
+        json_state = []
+        for state_type_0_item_data in state:
+            state_type_0_item: str = state_type_0_item_data
+            json_state.append(state_type_0_item)
 
     else:
         json_state = state
@@ -106,7 +110,7 @@ def _build_response(
 def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
-    state: list[str] | None | Unset = UNSET,
+    state: list[State] | None | Unset = UNSET,
     label: list[str] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
@@ -114,9 +118,9 @@ def sync_detailed(
     """List sandboxes
 
     Args:
-        state (list[str] | None | Unset): Repeatable: only these states
+        state (list[State] | None | Unset): Repeatable: only these states
         label (list[str] | None | Unset): Repeatable `key=value`: sandboxes with every label
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:
@@ -144,7 +148,7 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient | Client,
-    state: list[str] | None | Unset = UNSET,
+    state: list[State] | None | Unset = UNSET,
     label: list[str] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
@@ -152,9 +156,9 @@ def sync(
     """List sandboxes
 
     Args:
-        state (list[str] | None | Unset): Repeatable: only these states
+        state (list[State] | None | Unset): Repeatable: only these states
         label (list[str] | None | Unset): Repeatable `key=value`: sandboxes with every label
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:
@@ -177,7 +181,7 @@ def sync(
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
-    state: list[str] | None | Unset = UNSET,
+    state: list[State] | None | Unset = UNSET,
     label: list[str] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
@@ -185,9 +189,9 @@ async def asyncio_detailed(
     """List sandboxes
 
     Args:
-        state (list[str] | None | Unset): Repeatable: only these states
+        state (list[State] | None | Unset): Repeatable: only these states
         label (list[str] | None | Unset): Repeatable `key=value`: sandboxes with every label
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:
@@ -213,7 +217,7 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient | Client,
-    state: list[str] | None | Unset = UNSET,
+    state: list[State] | None | Unset = UNSET,
     label: list[str] | None | Unset = UNSET,
     cursor: None | str | Unset = UNSET,
     limit: int | Unset = 50,
@@ -221,9 +225,9 @@ async def asyncio(
     """List sandboxes
 
     Args:
-        state (list[str] | None | Unset): Repeatable: only these states
+        state (list[State] | None | Unset): Repeatable: only these states
         label (list[str] | None | Unset): Repeatable `key=value`: sandboxes with every label
-        cursor (None | str | Unset): `next_cursor` of the previous page
+        cursor (None | str | Unset): `next_cursor` of the previous page: the key of its last item
         limit (int | Unset): Page size (default 50) Default: 50.
 
     Raises:

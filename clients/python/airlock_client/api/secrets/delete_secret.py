@@ -77,7 +77,7 @@ def sync_detailed(
     """Delete a secret
 
     Args:
-        name (str):
+        name (str): The secret's name
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -106,7 +106,7 @@ def sync(
     """Delete a secret
 
     Args:
-        name (str):
+        name (str): The secret's name
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -130,7 +130,7 @@ async def asyncio_detailed(
     """Delete a secret
 
     Args:
-        name (str):
+        name (str): The secret's name
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -157,7 +157,7 @@ async def asyncio(
     """Delete a secret
 
     Args:
-        name (str):
+        name (str): The secret's name
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

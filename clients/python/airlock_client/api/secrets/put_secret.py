@@ -106,7 +106,7 @@ def sync_detailed(
      201 when created, 200 when replaced. The value is at most 64 KiB.
 
     Args:
-        name (str):
+        name (str): The secret's name
         body (SecretPut):
 
     Raises:
@@ -140,7 +140,7 @@ def sync(
      201 when created, 200 when replaced. The value is at most 64 KiB.
 
     Args:
-        name (str):
+        name (str): The secret's name
         body (SecretPut):
 
     Raises:
@@ -169,7 +169,7 @@ async def asyncio_detailed(
      201 when created, 200 when replaced. The value is at most 64 KiB.
 
     Args:
-        name (str):
+        name (str): The secret's name
         body (SecretPut):
 
     Raises:
@@ -201,7 +201,7 @@ async def asyncio(
      201 when created, 200 when replaced. The value is at most 64 KiB.
 
     Args:
-        name (str):
+        name (str): The secret's name
         body (SecretPut):
 
     Raises:
