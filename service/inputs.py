@@ -139,6 +139,10 @@ def _check_types(annotation: Any, body: bytes, scope: Any) -> None:
         msgspec.convert(_integral(msgspec.json.decode(body)), annotation, strict=True)
     except msgspec.ValidationError as error:
         raise _strict_refusal(scope, error) from None
+    except msgspec.DecodeError:
+        # A value of the wrong type before what makes it not JSON (`1)`): the typed decoder
+        # stopped at the type, the plain one at the syntax; Litestar's refusal says so.
+        return
     except RecursionError:
         raise _nested_refusal(scope) from None
 

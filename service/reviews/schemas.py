@@ -17,7 +17,7 @@ Ref = Annotated[
     Meta(
         min_length=1,
         max_length=200,
-        pattern=r"^(?!.*\n)(?!.*\.\.)(?!.*//)(?!.*/\.)(?!.*(?:/|\.|\.lock)$)[A-Za-z0-9_][A-Za-z0-9._/-]*$",
+        pattern=r"^(?![^\n]*\n)(?!.*\.\.)(?!.*//)(?!.*/\.)(?!.*(?:/|\.|\.lock)$)[A-Za-z0-9_][A-Za-z0-9._/-]*$",
     ),
 ]
 Arg = Annotated[str, Meta(max_length=32_768)]
@@ -36,9 +36,9 @@ class ReviewCredentials(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     secret: Annotated[str, Meta(min_length=1, max_length=100)]
     # Printable ASCII without ':' (what a Basic auth header carries).
     # GitHub takes `x-access-token` with a token; GitLab `oauth2`; Bitbucket `x-token-auth`.
-    username: Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^(?!.*\n)[ -9;-~]+$")] = (
-        DEFAULT_USERNAME
-    )
+    username: Annotated[
+        str, Meta(min_length=1, max_length=200, pattern=r"^(?![^\n]*\n)[ -9;-~]+$")
+    ] = DEFAULT_USERNAME
 
 
 class ReviewCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -10,7 +10,7 @@ from service.hostnames import SECRET_HOST
 
 # The value's limit is checked by the service (a 422 that never repeats the value).
 MAX_VALUE_BYTES = 64 << 10
-NAME_PATTERN = r"^(?!.*\n)[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+NAME_PATTERN = r"^(?![^\n]*\n)[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 
 
 class SecretPut(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

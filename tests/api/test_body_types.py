@@ -88,3 +88,18 @@ async def test_a_deeply_nested_body_is_a_client_error(api: Api) -> None:
             headers={**api.operator, "content-type": "application/json"},
         )
         assert_problem(r, 422, "validation_failed")
+
+
+@pytest.mark.parametrize("body", [b"1)", b'"x"]', b"[1,", b"true false"])
+async def test_a_wrong_type_before_broken_json_is_a_client_error(
+    api: Api, tenant: Tenant, body: bytes
+) -> None:
+    # The typed decoder stops at the type, the plain one at the syntax: this was a 500.
+    r = await api.client.put(
+        "/v1/secrets/token",
+        content=body,
+        headers={**tenant.headers, "content-type": "application/json"},
+    )
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert (await api.client.get("/v1/secrets", headers=tenant.headers)).json()["items"] == []
