@@ -26,7 +26,7 @@ class RuntimeConfig:
     state_dir: Path
     # `auto` probes BoxLite and falls back to gVisor (select.py).
     runtime: RuntimeName = "auto"
-    # gVisor: the runsc platform (None: chosen by capability).
+    # gVisor: the runsc platform (None: systrap where a probe runs, else ptrace; platform.py).
     runsc_platform: str | None = None
     # gVisor: the private IPv4 range the addresses of sandbox networks come from.
     network_range: str = DEFAULT_RANGE

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -13,8 +12,8 @@ from pathlib import Path
 
 from . import images, select
 from .config import RuntimeConfig
-from .errors import SandboxRuntimeError
-from .gvisor import GVisorRuntime, cgroups, detect_platform
+from .errors import RuntimeUnavailable, SandboxRuntimeError
+from .gvisor import GVisorRuntime, cgroups, choose_platform, platform
 from .types import ExecRequest, SandboxSpec
 
 DatabaseCheck = Callable[[], Awaitable[str]]
@@ -73,16 +72,6 @@ def _pid_max() -> int | None:
         return int(Path("/proc/sys/kernel/pid_max").read_text())
     except (OSError, ValueError):
         return None
-
-
-def _runsc_version(runsc: str) -> str:
-    try:
-        out = subprocess.run(
-            [runsc, "--version"], capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"unknown ({exc})"
-    return out.stdout.splitlines()[0] if out.stdout else "unknown"
 
 
 async def _gvisor_works(state_dir: Path, platform: str | None) -> tuple[bool, str]:
@@ -182,9 +171,13 @@ async def diagnose(
     if runsc is None:
         report.add("runsc", False, "not found on PATH", "apt-get install runsc")
     else:
-        version = await asyncio.to_thread(_runsc_version, runsc)
-        platform = await asyncio.to_thread(detect_platform, runsc, config.runsc_platform)
-        report.add("runsc", True, f"{runsc}, {version}, platform {platform}")
+        version = await asyncio.to_thread(platform.version, runsc)
+        try:
+            choice = await asyncio.to_thread(choose_platform, runsc, config.runsc_platform)
+        except RuntimeUnavailable as exc:
+            report.add("runsc", False, f"{runsc}, {version}: {exc.diagnosis}")
+        else:
+            report.add("runsc", True, f"{runsc}, {version}\nplatform {choice}")
 
     layout = cgroups.detect()
     report.add("cgroups", layout != "none", layout, None if layout != "none" else "mount cgroupfs")

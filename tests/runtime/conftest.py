@@ -34,6 +34,12 @@ def state_dir() -> Path:
     return path
 
 
+def runsc_platform() -> str | None:
+    """`AIRLOCK_RUNSC_PLATFORM` as the service reads it (None: chosen by the probe), so the
+    suite runs on either platform: `AIRLOCK_RUNSC_PLATFORM=ptrace pytest tests/runtime`."""
+    return os.environ.get("AIRLOCK_RUNSC_PLATFORM") or None
+
+
 @pytest.fixture(scope="session")
 async def boxlite_probe(state_dir: Path) -> ProbeResult:
     return await select.probe_boxlite(state_dir)
@@ -42,7 +48,7 @@ async def boxlite_probe(state_dir: Path) -> ProbeResult:
 @pytest.fixture(scope="session")
 async def gvisor(state_dir: Path) -> AsyncIterator[GVisorRuntime]:
     try:
-        runtime = await GVisorRuntime.open(state_dir)
+        runtime = await GVisorRuntime.open(state_dir, runsc_platform())
     except RuntimeUnavailable as exc:
         pytest.fail(f"gVisor must work on test machines: {exc.diagnosis}")
     yield runtime
@@ -52,7 +58,7 @@ async def gvisor(state_dir: Path) -> AsyncIterator[GVisorRuntime]:
 @pytest.fixture(scope="session")
 async def gvisor_runsc(state_dir: Path) -> AsyncIterator[GVisorRuntime]:
     """gVisor without the exec agent: every exec is a `runsc exec`."""
-    runtime = await GVisorRuntime.open(state_dir, use_agent=False)
+    runtime = await GVisorRuntime.open(state_dir, runsc_platform(), use_agent=False)
     yield runtime
     await runtime.close()
 

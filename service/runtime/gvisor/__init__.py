@@ -3,7 +3,8 @@
 | module | part |
 | --- | --- |
 | `runtime.py` | `GVisorRuntime`: open, create, get, list, stats, close; assembled from the parts |
-| `runsc.py` | runsc command lines, running them, reaping its helpers, the platform probe |
+| `runsc.py` | runsc command lines, running them, reaping its helpers |
+| `platform.py` | the platform (systrap where a probe works, else ptrace) and why |
 | `store.py` | the sandbox record store (`sandbox.json`) and the live handles |
 | `bundle.py` | the OCI bundle (`config.json`) and exec process documents |
 | `lifecycle.py` | launch, teardown, orphans of a previous run |
@@ -17,7 +18,7 @@
 | `inside.py` | scripts run inside a sandbox (kill a tree, find held pipes) |
 """
 
-from .runsc import detect_platform
+from .platform import PlatformChoice, choose_platform
 from .runtime import GVisorRuntime
 
-__all__ = ["GVisorRuntime", "detect_platform"]
+__all__ = ["GVisorRuntime", "PlatformChoice", "choose_platform"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import subprocess
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,19 +20,6 @@ RUNSC_TIMEOUT_S = 60.0
 KILL_TIMEOUT_S = 10.0
 
 _T = TypeVar("_T")
-
-
-def detect_platform(runsc: str, configured: str | None = None) -> str:
-    """systrap when this runsc offers it, else ptrace (kvm only when configured)."""
-    if configured:
-        return configured
-    try:
-        out = subprocess.run(
-            [runsc, "flags"], capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return "ptrace"
-    return "systrap" if "systrap" in (out.stdout + out.stderr) else "ptrace"
 
 
 class Runsc:

@@ -29,8 +29,10 @@ from ..types import SandboxInfo, SandboxSpec, SandboxStats
 from . import agent_link, bundle, cgroups, network, reaper
 from .files import Files
 from .host_memory import HostMemory, default_budget_mib
+from .platform import PlatformChoice, choose_platform
+from .platform import version as platform_version
 from .policy import Policy
-from .runsc import BackgroundReaper, Runsc, detect_platform
+from .runsc import BackgroundReaper, Runsc
 from .snapshots import Snapshots
 from .store import Store
 
@@ -63,6 +65,7 @@ class GVisorRuntime(Snapshots, Files, Policy):
         self.root = self.state_dir / "gvisor"
         self.runsc = runsc
         self.platform = platform
+        self.platform_choice = PlatformChoice(platform, "given")
         self.cli = Runsc(runsc, self.root / "runsc", platform)
         # Sandboxes of this state dir live under their own cgroup, so reaping leftovers here
         # never touches another state dir's (another service or test run on the same host).
@@ -102,8 +105,11 @@ class GVisorRuntime(Snapshots, Files, Policy):
             raise RuntimeUnavailable("gvisor", "runsc with cgroup caps needs root")
         if cgroups.detect() == "none":
             raise RuntimeUnavailable("gvisor", "no cgroup filesystem at /sys/fs/cgroup")
-        chosen = await asyncio.to_thread(detect_platform, runsc, platform)
-        runtime = cls(Path(state_dir), runsc, chosen, network_range, use_agent, host_memory_mib)
+        chosen = await asyncio.to_thread(choose_platform, runsc, platform)
+        runtime = cls(
+            Path(state_dir), runsc, chosen.name, network_range, use_agent, host_memory_mib
+        )
+        runtime.platform_choice = chosen
         _raise_open_files_limit()
         for sub in ("runsc", "sandboxes", "snapshots"):
             (runtime.root / sub).mkdir(parents=True, exist_ok=True)
@@ -113,8 +119,9 @@ class GVisorRuntime(Snapshots, Files, Policy):
         reaper.become_subreaper()
         cgroups.cap_parent_pids(CGROUP_PARENT)
         log.info(
-            "gvisor runtime ready: %s, platform %s, cgroup %s, sandbox memory budget %d MiB",
+            "gvisor runtime ready: %s (%s), platform %s, cgroup %s, sandbox memory budget %d MiB",
             runsc,
+            await asyncio.to_thread(platform_version, runsc),
             chosen,
             cgroups.detect(),
             runtime.host_memory.budget_mib,
