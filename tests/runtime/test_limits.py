@@ -21,9 +21,12 @@ def files_named(root: Path, name: str) -> list[Path]:
 MEMORY_HOG = "x = []\nwhile True:\n    x.append(bytearray(16 << 20))\n"
 
 
-async def test_memory_hog_ends_as_oom_and_fails_the_sandbox(
+async def test_memory_hog_ends_as_oom(
     runtime: SandboxRuntime, make_sandbox: SandboxFactory
 ) -> None:
+    """The exec says `oom` either way. Under ptrace the memory cap ends the whole sandbox,
+    which is then failed with that reason; under systrap the host's OOM killer ends only the
+    hog's address space, the sandbox lives on, and its next execs are not counted as OOM."""
     hog_box = await make_sandbox(memory_mib=64, disk_mib=16)
     result = await runtime.run(
         hog_box.id, ExecRequest(argv=["python3", "-c", MEMORY_HOG], timeout_s=60)
@@ -31,10 +34,36 @@ async def test_memory_hog_ends_as_oom_and_fails_the_sandbox(
     assert result.outcome == "oom"
     assert result.exit_code is None
     info = await runtime.get(hog_box.id)
+    if isinstance(runtime, GVisorRuntime):
+        assert (info.state == "running") is (runtime.platform == "systrap"), info
+    if info.state == "running":
+        after = await sh(runtime, hog_box.id, "echo still here")
+        assert (after.outcome, after.stdout) == ("exited", b"still here\n")
+        # and the memory went back: the cap still holds a smaller allocation
+        fits = await sh(runtime, hog_box.id, "python3 -c 'bytearray(16 << 20); print(1)'")
+        assert (fits.outcome, fits.stdout) == ("exited", b"1\n")
+        return
     assert info.state == "failed" and info.failure_reason == "oom"
     with pytest.raises(SandboxFailed) as failed:
         await sh(runtime, hog_box.id, "true")
     assert failed.value.reason == "oom"
+
+
+async def test_an_oom_in_a_shell_child_is_the_execs_oom(
+    runtime: SandboxRuntime, make_sandbox: SandboxFactory
+) -> None:
+    """The hog under a shell that passes its failure on: still `oom`; an exec whose own
+    process succeeds after its child was OOM-killed is `exited`."""
+    box = await make_sandbox(memory_mib=64, disk_mib=16)
+    hog = f"python3 -c '{MEMORY_HOG}'"
+    under_shell = await sh(runtime, box.id, hog)
+    assert under_shell.outcome == "oom"
+    if (await runtime.get(box.id)).state != "running":
+        return  # the whole sandbox went (ptrace): nothing runs after it, as above
+    swallowed = await sh(runtime, box.id, f"{hog}; echo code $?")
+    assert (swallowed.outcome, swallowed.exit_code) == ("exited", 0)
+    code = int(swallowed.stdout.removeprefix(b"code "))
+    assert code != 0
 
 
 async def test_huge_single_allocation_fails_inside(

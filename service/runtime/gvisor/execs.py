@@ -218,7 +218,7 @@ class Execs(Core):
         """An exec's kill (its tree, from outside), outcome and end callbacks."""
         return (
             functools.partial(self._kill_tree, sandbox, exec_id),
-            functools.partial(self._classify, sandbox),
+            functools.partial(self._classify, sandbox, sandbox.cgroup.oom_kills()),
             lambda execution: self._exec_done(sandbox, execution.id),
         )
 
@@ -274,8 +274,15 @@ class Execs(Core):
             spawned.close()
             self._exec_done(sandbox, helper_id)
 
-    async def _classify(self, sandbox: Sandbox, code: int | None) -> Outcome:
-        if sandbox.cgroup.oom_kills() > sandbox.oom_baseline:
+    async def _classify(self, sandbox: Sandbox, oom_kills_before: int, code: int | None) -> Outcome:
+        """`oom` when the memory cgroup's OOM killer struck while the exec ran and the exec
+        did not succeed. Under ptrace that ends the whole sandbox (failed, reason `oom`);
+        under systrap the host kills only the address space that grew (its process ends
+        with 1, no message) and the sandbox lives on: counting from each exec's own start
+        keeps later execs from being called OOM too."""
+        if code == 0:
+            return "exited"
+        if sandbox.cgroup.oom_kills() > oom_kills_before:
             reaper.reap_adopted()
             if await self._state(sandbox.id) != "running":
                 sandbox.mark_failed("oom")

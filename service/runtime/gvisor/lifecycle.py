@@ -108,13 +108,6 @@ class Lifecycle(Core):
         if code != 0:
             await self._teardown(sandbox)
             raise SandboxRuntimeError(f"runsc {args[0]} failed for {sandbox.id}: {out.strip()}")
-        self._note_oom_baseline(sandbox)
-
-    def _note_oom_baseline(self, sandbox: Sandbox) -> None:
-        """OOM kills counted from here on are this sandbox's (a restore keeps the cgroup)."""
-        sandbox.oom_baseline = sandbox.cgroup.oom_kills()
-        sandbox.meta["oom_baseline"] = sandbox.oom_baseline
-        sandbox.save()
 
     async def _teardown(self, sandbox: Sandbox) -> None:
         """Remove the runsc container, its processes, cgroup and directory."""

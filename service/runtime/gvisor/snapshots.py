@@ -149,7 +149,6 @@ class Snapshots(Lifecycle, Execs):
         if code != 0:
             sandbox.mark_failed("restore")
             raise SandboxFailed(sandbox_id, "restore", out.strip()[-500:])
-        self._note_oom_baseline(sandbox)
         return self._snapshot_info(meta, directory)
 
     async def _set_hostname(self, sandbox: Sandbox) -> None:

@@ -41,7 +41,6 @@ class Sandbox:
     cgroup_path: str
     execs: dict[str, ExecutionBase] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    oom_baseline: int = 0
     # The exec agent's link (PID 1's stdio), while this process holds it.
     link: AgentLink | None = None
     # Cleared while a snapshot has the sandbox stopped; new work waits for it.
@@ -139,7 +138,6 @@ class Store:
         except (OSError, ValueError) as exc:
             raise SandboxNotFound(sandbox_id) from exc
         sandbox = self.handle(sandbox_id, meta)
-        sandbox.oom_baseline = int(meta.get("oom_baseline", 0))
         self.live[sandbox_id] = sandbox
         return sandbox
 
