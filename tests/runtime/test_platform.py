@@ -72,3 +72,10 @@ async def test_the_log_says_the_platform_and_why(
         assert "runsc version" in line
     finally:
         await runtime.close()
+
+
+def test_runsc_builds_that_keep_exec_processes_across_a_restore() -> None:
+    # measured: bookworm's build restores them, the bookworm-backports one does not
+    assert platform.keeps_exec_processes("runsc version 0.0~20221219.0")
+    assert not platform.keeps_exec_processes("runsc version 0.0~20240729.0")
+    assert not platform.keeps_exec_processes("unknown")  # refusing a snapshot loses nothing

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from ..transfers import TRANSFER_TIMEOUT_S
 from ..types import HELPER_PATH
+from . import platform
 from .host_memory import HostMemory
 from .network import Networks
 from .runsc import BackgroundReaper, Runsc
@@ -34,3 +35,9 @@ class Core:
     reaper: BackgroundReaper
     networks: Networks
     host_memory: HostMemory
+    runsc_version: str  # the first line of `runsc --version`
+
+    @property
+    def keeps_exec_processes(self) -> bool:
+        """Whether processes started through `runsc exec` survive a snapshot here."""
+        return platform.keeps_exec_processes(self.runsc_version)

@@ -53,3 +53,16 @@ for d in /proc/[0-9]*; do
   done
 done
 """
+
+
+# Lists processes other than PID 1 and itself (shell builtins only, so it forks nothing that
+# would list itself). Without the exec agent every one of them came from a `runsc exec`,
+# which a restore on runsc 0.0~20240729 does not bring back.
+LIVE_PROCESSES_SCRIPT = r"""
+for d in /proc/[0-9]*; do
+  p="${d#/proc/}"
+  [ "$p" = 1 ] || [ "$p" = "$$" ] && continue
+  read -r comm < "$d/comm" 2>/dev/null || continue
+  echo "$p $comm"
+done
+"""

@@ -43,6 +43,24 @@ def version(runsc: str) -> str:
     return out.stdout.splitlines()[0] if out.stdout else "unknown"
 
 
+# The newest runsc measured to keep processes started by `runsc exec` across a checkpoint
+# (Debian bookworm's); 0.0~20240729 restores PID 1's tree only, in the source as in clones.
+KEEPS_EXEC_PROCESSES_UNTIL = 20221219
+
+
+def release(version_line: str) -> int | None:
+    """The release date of a Debian-style runsc version (`0.0~20240729.0` -> 20240729)."""
+    found = re.search(r"(?:~|release-)(\d{8})", version_line)
+    return int(found.group(1)) if found else None
+
+
+def keeps_exec_processes(version_line: str) -> bool:
+    """Whether this runsc's restore brings back processes started through `runsc exec`
+    (an unknown version is taken not to: refusing a snapshot loses nothing)."""
+    date = release(version_line)
+    return date is not None and date <= KEEPS_EXEC_PROCESSES_UNTIL
+
+
 def offered(runsc: str) -> tuple[str, ...]:
     """The platforms this runsc names in `runsc flags` (ptrace when it cannot tell)."""
     try:

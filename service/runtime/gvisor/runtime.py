@@ -66,6 +66,7 @@ class GVisorRuntime(Snapshots, Files, Policy):
         self.runsc = runsc
         self.platform = platform
         self.platform_choice = PlatformChoice(platform, "given")
+        self.runsc_version = "unknown"
         self.cli = Runsc(runsc, self.root / "runsc", platform)
         # Sandboxes of this state dir live under their own cgroup, so reaping leftovers here
         # never touches another state dir's (another service or test run on the same host).
@@ -110,6 +111,7 @@ class GVisorRuntime(Snapshots, Files, Policy):
             Path(state_dir), runsc, chosen.name, network_range, use_agent, host_memory_mib
         )
         runtime.platform_choice = chosen
+        runtime.runsc_version = await asyncio.to_thread(platform_version, runsc)
         _raise_open_files_limit()
         for sub in ("runsc", "sandboxes", "snapshots"):
             (runtime.root / sub).mkdir(parents=True, exist_ok=True)
@@ -121,7 +123,7 @@ class GVisorRuntime(Snapshots, Files, Policy):
         log.info(
             "gvisor runtime ready: %s (%s), platform %s, cgroup %s, sandbox memory budget %d MiB",
             runsc,
-            await asyncio.to_thread(platform_version, runsc),
+            runtime.runsc_version,
             chosen,
             cgroups.detect(),
             runtime.host_memory.budget_mib,

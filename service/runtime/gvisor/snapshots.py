@@ -22,7 +22,7 @@ from ..errors import InvalidSpec, SandboxBusy, SandboxFailed, SandboxRuntimeErro
 from ..types import SandboxInfo, SandboxSpec, SnapshotInfo
 from . import bundle
 from .execs import Execs
-from .inside import HELD_PIPES_SCRIPT
+from .inside import HELD_PIPES_SCRIPT, LIVE_PROCESSES_SCRIPT
 from .lifecycle import Lifecycle
 from .runsc import reap_while
 from .store import Sandbox
@@ -100,19 +100,32 @@ class Snapshots(Lifecycle, Execs):
         return records.read_snapshot(directory / "snapshot.json", snapshot_id), directory
 
     async def _check_quiet(self, sandbox: Sandbox) -> None:
-        """Refuse a snapshot while an exec runs or a process holds an exec's pipe."""
+        """Refuse a snapshot while an exec runs, a process holds an exec's pipe, or (on a
+        runsc that would drop them) processes started through `runsc exec` still run."""
         if any(not e.done for e in sandbox.execs.values()):
             raise SandboxBusy(f"sandbox {sandbox.id} has running execs")
-        check = await self._start_exec(
-            sandbox, ["/bin/sh", "-c", HELD_PIPES_SCRIPT], user="0:0", timeout_s=30, helper=True
-        )
-        held = [line for line in (await check.wait()).stdout.decode().split("\n") if line]
+        held = await self._inside_lines(sandbox, HELD_PIPES_SCRIPT)
         if held:
             raise SandboxBusy(
                 f"sandbox {sandbox.id}: processes still hold an exec's output "
                 f"({', '.join(held)}); start long-lived processes with "
                 "their stdio redirected (</dev/null >file 2>&1) to snapshot them"
             )
+        if sandbox.agent is None and not self.keeps_exec_processes:
+            running = await self._inside_lines(sandbox, LIVE_PROCESSES_SCRIPT)
+            if running:
+                raise SandboxBusy(
+                    f"sandbox {sandbox.id}: processes started through runsc exec still run "
+                    f"({', '.join(running)}), and this runsc ({self.runsc_version}) does not "
+                    "restore them: end them to snapshot, or use an image with python3 (its "
+                    "exec agent starts processes that a snapshot keeps)"
+                )
+
+    async def _inside_lines(self, sandbox: Sandbox, script: str) -> list[str]:
+        check = await self._start_exec(
+            sandbox, ["/bin/sh", "-c", script], user="0:0", timeout_s=30, helper=True
+        )
+        return [line for line in (await check.wait()).stdout.decode().split("\n") if line]
 
     async def _checkpoint_and_resume(self, sandbox: Sandbox) -> SnapshotInfo:
         sandbox_id = sandbox.id
