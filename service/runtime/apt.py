@@ -1,7 +1,12 @@
-"""The Debian mirror the host itself uses, read from its apt sources at run time."""
+"""The Debian mirror the host itself uses, read from its apt sources at run time; and the
+`bookworm-backports` suite on that mirror, which carries a runsc with systrap
+(`python -m service.runtime.apt backports` prints the sources file to add, if any; used by
+`scripts/runtime-setup.sh`)."""
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 
 from .errors import ImageBuildFailed
@@ -25,7 +30,8 @@ def _one_line_sources(text: str) -> list[tuple[str, list[str]]]:
     return found
 
 
-def _deb822_sources(text: str) -> list[tuple[str, list[str]]]:
+def _deb822_stanzas(text: str) -> list[dict[str, str]]:
+    """The enabled `deb` stanzas of a deb822 sources file, keys lower-cased."""
     found = []
     for stanza in text.split("\n\n"):
         fields: dict[str, str] = {}
@@ -34,11 +40,17 @@ def _deb822_sources(text: str) -> list[tuple[str, list[str]]]:
                 continue
             key, _, value = raw.partition(":")
             fields[key.strip().lower()] = value.strip()
-        if "deb" not in fields.get("types", "").split() or fields.get("enabled", "yes") == "no":
-            continue
-        for uri in fields.get("uris", "").split():
-            found.append((uri, fields.get("suites", "").split()))
+        if "deb" in fields.get("types", "").split() and fields.get("enabled", "yes") != "no":
+            found.append(fields)
     return found
+
+
+def _deb822_sources(text: str) -> list[tuple[str, list[str]]]:
+    return [
+        (uri, fields.get("suites", "").split())
+        for fields in _deb822_stanzas(text)
+        for uri in fields.get("uris", "").split()
+    ]
 
 
 def host_sources(apt_dir: Path = _APT) -> list[tuple[str, list[str]]]:
@@ -62,3 +74,41 @@ def host_mirror(suite: str = "bookworm", apt_dir: Path = _APT) -> str:
         f"no apt source for {suite} found in {apt_dir}/sources.list or sources.list.d; "
         f"add the Debian mirror the host uses"
     )
+
+
+DEBIAN_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+
+
+def backports_sources(suite: str = "bookworm", apt_dir: Path = _APT) -> str | None:
+    """The deb822 sources file that adds `<suite>-backports` from the mirror (and with the
+    keyring) the host's `suite` source uses; None when the host already has that suite."""
+    wanted = f"{suite}-backports"
+    if any(wanted in suites for _, suites in host_sources(apt_dir)):
+        return None
+    mirror = host_mirror(suite, apt_dir)
+    keyring = DEBIAN_KEYRING
+    for path in sorted((apt_dir / "sources.list.d").glob("*.sources")):
+        for fields in _deb822_stanzas(path.read_text(errors="replace")):
+            uris = [u.rstrip("/") for u in fields.get("uris", "").split()]
+            if mirror in uris and suite in fields.get("suites", "").split():
+                keyring = fields.get("signed-by") or keyring
+    return f"Types: deb\nURIs: {mirror}\nSuites: {wanted}\nComponents: main\nSigned-By: {keyring}\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m service.runtime.apt")
+    parser.add_argument("what", choices=["backports"])
+    parser.add_argument("--suite", default="bookworm")
+    parser.add_argument("--apt-dir", type=Path, default=_APT)
+    args = parser.parse_args(argv)
+    try:
+        text = backports_sources(args.suite, args.apt_dir)
+    except ImageBuildFailed as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    sys.stdout.write(text or "")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
