@@ -24,9 +24,11 @@ MEMORY_HOG = "x = []\nwhile True:\n    x.append(bytearray(16 << 20))\n"
 async def test_memory_hog_ends_as_oom(
     runtime: SandboxRuntime, make_sandbox: SandboxFactory
 ) -> None:
-    """The exec says `oom` either way. Under ptrace the memory cap ends the whole sandbox,
-    which is then failed with that reason; under systrap the host's OOM killer ends only the
-    hog's address space, the sandbox lives on, and its next execs are not counted as OOM."""
+    """The exec says `oom` either way. Where the host's OOM killer ends the sandbox kernel
+    (as measured under ptrace) the whole sandbox ends and is failed with that reason; where it
+    ends only the hog's address space (as measured under systrap) the sandbox lives on and its
+    next execs are not counted as OOM. Which one it picks is the host kernel's choice, so
+    both are held to their own truth here rather than to the platform."""
     hog_box = await make_sandbox(memory_mib=64, disk_mib=16)
     result = await runtime.run(
         hog_box.id, ExecRequest(argv=["python3", "-c", MEMORY_HOG], timeout_s=60)
@@ -34,8 +36,6 @@ async def test_memory_hog_ends_as_oom(
     assert result.outcome == "oom"
     assert result.exit_code is None
     info = await runtime.get(hog_box.id)
-    if isinstance(runtime, GVisorRuntime):
-        assert (info.state == "running") is (runtime.platform == "systrap"), info
     if info.state == "running":
         after = await sh(runtime, hog_box.id, "echo still here")
         assert (after.outcome, after.stdout) == ("exited", b"still here\n")
