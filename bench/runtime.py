@@ -1,10 +1,14 @@
-"""Runtime latency: Airlock's runtime beside the raw runtime CLI doing the same, in one run.
+"""Runtime latency: Airlock's runtime beside the raw runtime CLI doing the same, in one run,
+on every runsc platform this runsc offers (ptrace and systrap side by side).
 
     .venv/bin/python bench/runtime.py [--rounds 15] [--execs 30] [--state-dir .airlock]
+                                      [--platforms ptrace,systrap]
 
-Prints median and p95 (ms) of create, first exec, exec `true`, exec `python3 -c pass` and
-destroy, for Airlock and for raw `runsc` on an identical bundle, with the ratio. BoxLite is
-measured where its probe VM boots and reported as skipped otherwise.
+Prints median and p95 (ms) of create, first exec, exec `true`, exec `python3 -c pass`, a
+syscall-heavy loop (20,000 `os.stat` in Python), a fork-heavy loop (100 fork+exec of
+`/bin/true` from sh) and destroy, for Airlock and for raw `runsc` on an identical bundle,
+with the ratio; then Airlock's medians per platform side by side. BoxLite is measured where
+its probe VM boots and reported as skipped otherwise.
 """
 
 from __future__ import annotations
@@ -25,11 +29,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from service.runtime import ExecRequest, SandboxSpec, images, select
-from service.runtime.gvisor import GVisorRuntime, reaper
+from service.runtime.gvisor import GVisorRuntime, platform, reaper
 from service.runtime.gvisor import bundle as gvisor_bundle
 
 SPEC = SandboxSpec(memory_mib=256, disk_mib=64, pids=64)
-OPS = ("create", "first exec", "exec true", "exec python3 -c pass", "destroy")
+SYSCALLS = ["python3", "-c", "import os\nfor _ in range(20000): os.stat('/')"]
+FORKS = ["sh", "-c", "i=0; while [ $i -lt 100 ]; do /bin/true; i=$((i + 1)); done"]
+OPS = (
+    "create",
+    "first exec",
+    "exec true",
+    "exec python3 -c pass",
+    "20k os.stat (python)",
+    "100 fork+exec (sh)",
+    "destroy",
+)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -105,8 +119,11 @@ async def timed(samples: dict[str, list[float]], op: str, coro: object) -> objec
     return result
 
 
-async def bench_gvisor(state_dir: Path, rounds: int, execs: int) -> None:
-    runtime = await GVisorRuntime.open(state_dir)
+async def bench_gvisor(
+    state_dir: Path, rounds: int, execs: int, platform_name: str
+) -> dict[str, float]:
+    """One platform's table; returns Airlock's medians by operation."""
+    runtime = await GVisorRuntime.open(state_dir, platform_name)
     info, rootfs = images.ensure_rootfs(state_dir, images.DEFAULT_IMAGE)
     ours: dict[str, list[float]] = defaultdict(list)
     raw: dict[str, list[float]] = defaultdict(list)
@@ -126,13 +143,17 @@ async def bench_gvisor(state_dir: Path, rounds: int, execs: int) -> None:
                 await timed(
                     raw, "exec python3 -c pass", baseline.exec(cid, "python3", "-c", "pass")
                 )
+            for op, argv in (("20k os.stat (python)", SYSCALLS), ("100 fork+exec (sh)", FORKS)):
+                done = await timed(ours, op, runtime.run(box.id, ExecRequest(argv=argv)))
+                assert done.exit_code == 0, done
+                await timed(raw, op, baseline.exec(cid, *argv))
             await timed(ours, "destroy", runtime.destroy(box.id))
             await timed(raw, "destroy", baseline.destroy(cid))
     await runtime.close()
     remove_cgroup_parent("airlock-raw")
     print(
-        f"gvisor (runsc platform {runtime.platform}, image {info.digest[:19]}), "
-        f"{rounds} sandboxes, {len(ours['exec true'])} execs of each kind"
+        f"\ngvisor, runsc platform {runtime.platform} ({runtime.runsc_version}, image "
+        f"{info.digest[:19]}), {rounds} sandboxes, {len(ours['exec true'])} execs of each kind"
     )
     print(
         f"{'operation':<22}{'airlock p50':>12}{'p95':>9}{'raw runsc p50':>15}{'p95':>9}"
@@ -145,6 +166,21 @@ async def bench_gvisor(state_dir: Path, rounds: int, execs: int) -> None:
             f"{op:<22}{a50:>12.1f}{a95:>9.1f}{r50:>15.1f}{r95:>9.1f}"
             f"{a50 / r50:>10.2f}x{a95 / r95:>10.2f}x"
         )
+    return {op: statistics.median(ours[op]) for op in OPS}
+
+
+def print_side_by_side(medians: dict[str, dict[str, float]]) -> None:
+    names = list(medians)
+    print("\nairlock p50 (ms) per platform")
+    header = f"{'operation':<22}" + "".join(f"{n:>10}" for n in names)
+    if len(names) == 2:
+        header += f"{names[1] + '/' + names[0]:>18}"
+    print(header)
+    for op in OPS:
+        line = f"{op:<22}" + "".join(f"{medians[n][op]:>10.1f}" for n in names)
+        if len(names) == 2:
+            line += f"{medians[names[1]][op] / medians[names[0]][op]:>17.2f}x"
+        print(line)
 
 
 async def main() -> None:
@@ -152,6 +188,7 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--execs", type=int, default=30)
     parser.add_argument("--state-dir", type=Path, default=Path(".airlock"))
+    parser.add_argument("--platforms", default="ptrace,systrap")
     args = parser.parse_args()
     state_dir = args.state_dir.resolve()
     probe = await select.probe_boxlite(state_dir)
@@ -160,7 +197,18 @@ async def main() -> None:
     else:
         first = probe.diagnosis.splitlines()[0] if probe.diagnosis else "probe failed"
         print(f"boxlite: skipped, cannot boot a VM here ({first})")
-    await bench_gvisor(state_dir, args.rounds, args.execs)
+    runsc = shutil.which("runsc")
+    if runsc is None:
+        sys.exit("runsc not found on PATH")
+    offered = platform.offered(runsc)
+    medians = {}
+    for name in args.platforms.split(","):
+        if name not in offered:
+            print(f"\ngvisor, runsc platform {name}: skipped, {runsc} offers {', '.join(offered)}")
+            continue
+        medians[name] = await bench_gvisor(state_dir, args.rounds, args.execs, name)
+    if len(medians) > 1:
+        print_side_by_side(medians)
 
 
 if __name__ == "__main__":
