@@ -2,12 +2,14 @@
 on every runsc platform this runsc offers (ptrace and systrap side by side).
 
     .venv/bin/python bench/runtime.py [--rounds 15] [--execs 30] [--state-dir .airlock]
-                                      [--platforms ptrace,systrap]
+                                      [--platforms ptrace,systrap] [--vcpus 1]
 
 Prints median and p95 (ms) of create, first exec, exec `true`, exec `python3 -c pass`, a
 syscall-heavy loop (20,000 `os.stat` in Python), a fork-heavy loop (100 fork+exec of
 `/bin/true` from sh) and destroy, for Airlock and for raw `runsc` on an identical bundle,
-with the ratio; then Airlock's medians per platform side by side. BoxLite is measured where
+with the ratio; then Airlock's medians per platform side by side. `--vcpus` sets the
+sandboxes' CPU quota (systrap spends quota in both the sentry and the stub: see the
+runtime README). BoxLite is measured where
 its probe VM boots and reported as skipped otherwise.
 """
 
@@ -27,6 +29,8 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import msgspec
 
 from service.runtime import ExecRequest, SandboxSpec, images, select
 from service.runtime.gvisor import GVisorRuntime, platform, reaper
@@ -189,7 +193,11 @@ async def main() -> None:
     parser.add_argument("--execs", type=int, default=30)
     parser.add_argument("--state-dir", type=Path, default=Path(".airlock"))
     parser.add_argument("--platforms", default="ptrace,systrap")
+    parser.add_argument("--vcpus", type=float, default=1.0)
     args = parser.parse_args()
+    global SPEC
+    SPEC = msgspec.structs.replace(SPEC, vcpus=args.vcpus)
+    print(f"sandboxes: {SPEC.vcpus:g} vCPU, {SPEC.memory_mib} MiB, {SPEC.pids} pids")
     state_dir = args.state_dir.resolve()
     probe = await select.probe_boxlite(state_dir)
     if probe.ok:
