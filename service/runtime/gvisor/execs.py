@@ -279,12 +279,16 @@ class Execs(Core):
         did not succeed. Under ptrace that ends the whole sandbox (failed, reason `oom`);
         under systrap the host kills only the address space that grew (its process ends
         with 1, no message) and the sandbox lives on: counting from each exec's own start
-        keeps later execs from being called OOM too."""
+        keeps later execs from being called OOM too. Which host process the OOM killer takes
+        is its own choice, and under systrap that is at times the Sentry or the exec agent's
+        address space rather than the hog's: an agent lost with the OOM kill is PID 1 gone,
+        so the sandbox is ending, and it fails `oom` now rather than when runsc notices."""
         if code == 0:
             return "exited"
         if sandbox.cgroup.oom_kills() > oom_kills_before:
             reaper.reap_adopted()
-            if await self._state(sandbox.id) != "running":
+            agent_lost = sandbox.link is not None and sandbox.link.broken is not None
+            if agent_lost or await self._state(sandbox.id) != "running":
                 sandbox.mark_failed("oom")
             return "oom"
         if code is None or code >= 128:
