@@ -106,7 +106,7 @@ async def test_fork_bomb_stalls_at_the_process_cap(
             await runtime.run(bomb_box.id, ExecRequest(argv=["true"]))
         return
     after = await runtime.run(bomb_box.id, ExecRequest(argv=["ps", "-e", "-o", "comm="]))
-    assert set(after.stdout.decode().split()) == {init_name(runtime), "ps"}
+    assert set(after.stdout.decode().split()) == {init_name(runtime), "ps"}, after
 
 
 async def test_disk_fill_gets_enospc_inside(

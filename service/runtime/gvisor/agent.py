@@ -30,6 +30,7 @@ CHUNK = 256 * 1024
 PIPE_SIZE = 1 << 20
 F_SETPIPE_SZ = 1031
 OUT_WINDOW = 1 << 20  # output bytes in flight per exec before the host acknowledges
+KILL_SETTLE_S = 2.0  # a killed tree's last processes and zombies are gone by then
 DRAIN_AFTER_EXIT_S = 1.0  # processes left holding the output pipe do not hold up the result
 # host -> agent
 PING, START, STDIN, STDIN_CLOSE, KILL, ACK = 1, 2, 3, 4, 5, 6
@@ -429,7 +430,9 @@ class Agent:
     def kill_tree(self, ex):
         """SIGKILL the exec's process group (looping, so a fork bomb cannot outrun it), then
         every process in its session, parented by it, or holding its output pipes (children
-        that escaped with setsid). Other execs and detached daemons are left alone."""
+        that escaped with setsid). Other execs and detached daemons are left alone. Returns
+        once none is left, zombies included (reaped here, up to KILL_SETTLE_S): until then
+        they hold their slots under the pids cap, and the next exec could not start."""
         target = ex.pid
         for _ in range(1000):
             try:
@@ -441,7 +444,8 @@ class Agent:
         except OSError:
             pass
         me = os.getpid()
-        for _ in range(5):
+        deadline = time.monotonic() + KILL_SETTLE_S
+        while True:
             found = False
             for name in os.listdir("/proc"):
                 if not name.isdigit() or int(name) in (1, me):
@@ -467,8 +471,10 @@ class Agent:
                         os.kill(pid, signal.SIGKILL)
                     except OSError:
                         pass
-            if not found:
+            self.reap()
+            if not found or time.monotonic() > deadline:
                 break
+            time.sleep(0.01)
 
     def reap(self):
         while True:
