@@ -1,8 +1,9 @@
 """Fixtures for the runtime conformance suite.
 
 `runtime` is parametrized over every runtime: gVisor must work (the setup script installs it),
-once with execs through the in-sandbox exec agent (`gvisor`) and once through `runsc exec`
-only (`gvisor-runsc`, the fallback); BoxLite end-to-end cases skip with the boot probe's own
+once with execs through the in-sandbox exec agent (`gvisor`, on the platform the service
+would choose) and once through `runsc exec` only (`gvisor-runsc`, the fallback), and again on
+ptrace when the chosen platform is systrap (`gvisor-ptrace`); BoxLite end-to-end cases skip with the boot probe's own
 diagnosis where no VM can boot.
 """
 
@@ -63,19 +64,39 @@ async def gvisor_runsc(state_dir: Path) -> AsyncIterator[GVisorRuntime]:
     await runtime.close()
 
 
-@pytest.fixture(scope="session", params=["gvisor", "gvisor-runsc", "boxlite"])
+@pytest.fixture(scope="session")
+async def gvisor_ptrace(
+    state_dir: Path, gvisor: GVisorRuntime
+) -> AsyncIterator[GVisorRuntime | None]:
+    """gVisor on ptrace, the fallback platform, when the chosen one is another (systrap);
+    None when `gvisor` is on ptrace already."""
+    if gvisor.platform == "ptrace":
+        yield None
+        return
+    runtime = await GVisorRuntime.open(state_dir, "ptrace")
+    yield runtime
+    await runtime.close()
+
+
+@pytest.fixture(scope="session", params=["gvisor", "gvisor-runsc", "gvisor-ptrace", "boxlite"])
 async def runtime(
     request: pytest.FixtureRequest,
     state_dir: Path,
     boxlite_probe: ProbeResult,
     gvisor: GVisorRuntime,
     gvisor_runsc: GVisorRuntime,
+    gvisor_ptrace: GVisorRuntime | None,
 ) -> AsyncIterator[SandboxRuntime]:
     if request.param == "gvisor":
         yield gvisor
         return
     if request.param == "gvisor-runsc":
         yield gvisor_runsc
+        return
+    if request.param == "gvisor-ptrace":
+        if gvisor_ptrace is None:
+            pytest.skip(f"gvisor runs on ptrace here already ({gvisor.platform_choice.reason})")
+        yield gvisor_ptrace
         return
     if not boxlite_probe.ok:
         pytest.skip(f"BoxLite cannot boot a VM on this host: {boxlite_probe.diagnosis[:400]}")
