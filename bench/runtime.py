@@ -7,7 +7,10 @@ on every runsc platform this runsc offers (ptrace and systrap side by side).
 Prints median and p95 (ms) of create, first exec, exec `true`, exec `python3 -c pass`, a
 syscall-heavy loop (20,000 `os.stat` in Python), a fork-heavy loop (100 fork+exec of
 `/bin/true` from sh) and destroy, for Airlock and for raw `runsc` on an identical bundle,
-with the ratio; then Airlock's medians per platform side by side. `--vcpus` sets the
+with the ratio; checkpoint and restore (a snapshot of a running sandbox, a sandbox made from
+it); a test suite the bench writes (bench/workload.py: 1,050 pytest tests in 50 files) run in
+a sandbox and natively on the host, alternated, with the ratio; then Airlock's medians per
+platform side by side. `--vcpus` sets the
 sandboxes' CPU quota (systrap spends quota in both the sentry and the stub: see the
 runtime README). BoxLite is measured where
 its probe VM boots and reported as skipped otherwise.
@@ -19,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import secrets
 import shutil
 import statistics
@@ -29,12 +33,15 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import msgspec
 
 from service.runtime import ExecRequest, SandboxSpec, images, select
 from service.runtime.gvisor import GVisorRuntime, platform, reaper
 from service.runtime.gvisor import bundle as gvisor_bundle
+
+import workload
 
 SPEC = SandboxSpec(memory_mib=256, disk_mib=64, pids=64)
 SYSCALLS = ["python3", "-c", "import os\nfor _ in range(20000): os.stat('/')"]
@@ -47,7 +54,11 @@ OPS = (
     "20k os.stat (python)",
     "100 fork+exec (sh)",
     "destroy",
+    "checkpoint",
+    "restore",
+    "test suite",
 )
+SUITE_DIR = "/work/suite"
 
 
 def pct(values: list[float], q: float) -> float:
@@ -123,8 +134,59 @@ async def timed(samples: dict[str, list[float]], op: str, coro: object) -> objec
     return result
 
 
+async def snapshots(runtime: GVisorRuntime, ours: dict[str, list[float]], rounds: int) -> None:
+    """Checkpoint (snapshot of a running sandbox with a file written) and restore (a new
+    sandbox from it, answering its first exec)."""
+    for _ in range(rounds):
+        box = await runtime.create(images.DEFAULT_IMAGE, SPEC)
+        await runtime.run(box.id, ExecRequest(argv=["sh", "-c", "echo kept > /work/kept"]))
+        snap = await timed(ours, "checkpoint", runtime.snapshot(box.id))
+        started = time.perf_counter()
+        clone = await runtime.create_from_snapshot(snap.id)
+        kept = await runtime.run(clone.id, ExecRequest(argv=["cat", "/work/kept"]))
+        ours["restore"].append((time.perf_counter() - started) * 1000)
+        assert kept.stdout == b"kept\n", kept
+        for sandbox_id in (clone.id, box.id):
+            await runtime.destroy(sandbox_id)
+        await runtime.delete_snapshot(snap.id)
+
+
+async def test_suite(runtime: GVisorRuntime, tmp: Path, runs: int) -> dict[str, list[float]]:
+    """The bench's own test suite in one sandbox and natively, alternated: wall ms of each
+    run (the sandbox's measured from here, through the exec)."""
+    local = tmp / "suite"
+    total = workload.write(local)
+    box = await runtime.create(images.DEFAULT_IMAGE, SPEC)
+    await runtime.run(box.id, ExecRequest(argv=["mkdir", "-p", SUITE_DIR]))
+    for path in sorted(local.iterdir()):
+        await runtime.write_file(box.id, f"{SUITE_DIR}/{path.name}", path.read_bytes())
+    env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    inside = ExecRequest(
+        argv=workload.command("python3"), cwd=SUITE_DIR, env=env, timeout_s=600
+    )
+    times: dict[str, list[float]] = defaultdict(list)
+    for _ in range(runs):
+        started = time.perf_counter()
+        done = await runtime.run(box.id, inside)
+        times["sandbox"].append((time.perf_counter() - started) * 1000)
+        assert done.exit_code == 0 and f"{total} passed".encode() in done.stdout, done
+        started = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec(
+            *workload.command(sys.executable),
+            cwd=local,
+            env={**os.environ, **env},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        out, _ = await proc.communicate()
+        times["native"].append((time.perf_counter() - started) * 1000)
+        assert proc.returncode == 0 and f"{total} passed".encode() in out, out[-500:]
+    await runtime.destroy(box.id)
+    return times
+
+
 async def bench_gvisor(
-    state_dir: Path, rounds: int, execs: int, platform_name: str
+    state_dir: Path, rounds: int, execs: int, platform_name: str, suite_runs: int
 ) -> dict[str, float]:
     """One platform's table; returns Airlock's medians by operation."""
     runtime = await GVisorRuntime.open(state_dir, platform_name)
@@ -153,6 +215,8 @@ async def bench_gvisor(
                 await timed(raw, op, baseline.exec(cid, *argv))
             await timed(ours, "destroy", runtime.destroy(box.id))
             await timed(raw, "destroy", baseline.destroy(cid))
+        await snapshots(runtime, ours, max(2, rounds // 5))
+        suite = await test_suite(runtime, Path(tmp), suite_runs)
     await runtime.close()
     remove_cgroup_parent("airlock-raw")
     print(
@@ -163,13 +227,22 @@ async def bench_gvisor(
         f"{'operation':<22}{'airlock p50':>12}{'p95':>9}{'raw runsc p50':>15}{'p95':>9}"
         f"{'ratio p50':>11}{'ratio p95':>11}"
     )
-    for op in OPS:
+    for op in OPS[: OPS.index("checkpoint")]:
         a50, a95 = statistics.median(ours[op]), pct(ours[op], 0.95)
         r50, r95 = statistics.median(raw[op]), pct(raw[op], 0.95)
         print(
             f"{op:<22}{a50:>12.1f}{a95:>9.1f}{r50:>15.1f}{r95:>9.1f}"
             f"{a50 / r50:>10.2f}x{a95 / r95:>10.2f}x"
         )
+    for op in ("checkpoint", "restore"):
+        print(f"{op:<22}{statistics.median(ours[op]):>12.1f}{pct(ours[op], 0.95):>9.1f}")
+    ours["test suite"] = suite["sandbox"]
+    s50, n50 = statistics.median(suite["sandbox"]), statistics.median(suite["native"])
+    print(
+        f"test suite ({workload.TOTAL} pytest tests in {workload.FILES} files, "
+        f"{len(suite['sandbox'])} runs each, alternated): sandbox p50 {s50:.0f} ms, "
+        f"native p50 {n50:.0f} ms, {s50 / n50:.2f}x native"
+    )
     return {op: statistics.median(ours[op]) for op in OPS}
 
 
@@ -194,6 +267,7 @@ async def main() -> None:
     parser.add_argument("--state-dir", type=Path, default=Path(".airlock"))
     parser.add_argument("--platforms", default="ptrace,systrap")
     parser.add_argument("--vcpus", type=float, default=1.0)
+    parser.add_argument("--suite-runs", type=int, default=3)
     args = parser.parse_args()
     global SPEC
     SPEC = msgspec.structs.replace(SPEC, vcpus=args.vcpus)
@@ -214,7 +288,9 @@ async def main() -> None:
         if name not in offered:
             print(f"\ngvisor, runsc platform {name}: skipped, {runsc} offers {', '.join(offered)}")
             continue
-        medians[name] = await bench_gvisor(state_dir, args.rounds, args.execs, name)
+        medians[name] = await bench_gvisor(
+            state_dir, args.rounds, args.execs, name, args.suite_runs
+        )
     if len(medians) > 1:
         print_side_by_side(medians)
 
