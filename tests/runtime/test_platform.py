@@ -79,3 +79,11 @@ def test_runsc_builds_that_keep_exec_processes_across_a_restore() -> None:
     assert platform.keeps_exec_processes("runsc version 0.0~20221219.0")
     assert not platform.keeps_exec_processes("runsc version 0.0~20240729.0")
     assert not platform.keeps_exec_processes("unknown")  # refusing a snapshot loses nothing
+
+
+def test_runsc_builds_whose_checkpoint_leaves_the_sandbox_running() -> None:
+    # measured: the bookworm-backports build returns with the sandbox running, bookworm's
+    # blocks until the sandbox exits (so it checkpoints and restores in place)
+    assert platform.checkpoint_leaves_running("runsc version 0.0~20240729.0")
+    assert not platform.checkpoint_leaves_running("runsc version 0.0~20221219.0")
+    assert not platform.checkpoint_leaves_running("unknown")  # restore in place works anywhere

@@ -152,6 +152,7 @@ class AgentLink(asyncio.Protocol):
     def __init__(self, sandbox_id: str) -> None:
         self.sandbox_id = sandbox_id
         self.broken: str | None = None
+        self.ending = False  # the service is stopping the sandbox (a checkpoint): no warning
         self._buf = bytearray()
         self._channels: dict[int, Channel] = {}
         self._last = 0
@@ -322,7 +323,7 @@ class AgentLink(asyncio.Protocol):
         if self.broken is not None:
             return
         self.broken = reason
-        if reason != "closed":
+        if reason != "closed" and not self.ending:
             log.warning("sandbox %s: agent link closed: %s", self.sandbox_id, reason)
         if not self._ready.done():
             self._ready.cancel()

@@ -41,3 +41,8 @@ class Core:
     def keeps_exec_processes(self) -> bool:
         """Whether processes started through `runsc exec` survive a snapshot here."""
         return platform.keeps_exec_processes(self.runsc_version)
+
+    @property
+    def checkpoint_leaves_running(self) -> bool:
+        """Whether a checkpoint here leaves the sandbox running (no restore in place)."""
+        return platform.checkpoint_leaves_running(self.runsc_version)

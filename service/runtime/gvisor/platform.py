@@ -61,6 +61,18 @@ def keeps_exec_processes(version_line: str) -> bool:
     return date is not None and date <= KEEPS_EXEC_PROCESSES_UNTIL
 
 
+# The oldest runsc measured to return from `checkpoint --leave-running` with the sandbox still
+# running (0.0~20240729); bookworm's blocks until the sandbox exits.
+LEAVES_RUNNING_FROM = 20240729
+
+
+def checkpoint_leaves_running(version_line: str) -> bool:
+    """Whether `runsc checkpoint --leave-running` works here (an unknown version: no, the
+    checkpoint is followed by a restore in place, which works on every build)."""
+    date = release(version_line)
+    return date is not None and date >= LEAVES_RUNNING_FROM
+
+
 def offered(runsc: str) -> tuple[str, ...]:
     """The platforms this runsc names in `runsc flags` (ptrace when it cannot tell)."""
     try:

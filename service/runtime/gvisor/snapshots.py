@@ -1,5 +1,6 @@
-"""Snapshots of gVisor sandboxes: `runsc checkpoint`, then `restore` in place so the sandbox
-keeps running; `create_from_snapshot` restores the image into a new sandbox.
+"""Snapshots of gVisor sandboxes: `runsc checkpoint --leave-running` where it works (the
+2024 build), else `checkpoint` then `restore` in place so the sandbox keeps running;
+`create_from_snapshot` restores the image into a new sandbox.
 
 Images live in `<root>/snapshots/<id>/image/` beside `snapshot.json` (see README.md for why
 sandboxes with a network are refused).
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 
 class Snapshots(Lifecycle, Execs):
     async def snapshot(self, sandbox_id: str) -> SnapshotInfo:
-        """Checkpoint the sandbox, then restore it in place so it keeps running."""
+        """Checkpoint the sandbox; it keeps running (left running, or restored in place)."""
         sandbox = self.store.usable(sandbox_id)
         if sandbox.meta.get("net"):
             # runsc: "checkpoint not supported when using hostinet" (see README.md).
@@ -136,11 +137,16 @@ class Snapshots(Lifecycle, Execs):
             # A round trip with nothing after it: no frame is half-way through either pipe
             # when the agent is frozen, so it starts clean on the restored sandbox's pipes.
             await link.ping()
+            # a checkpoint that stops the sandbox closes the agent's pipes
+            link.ending = not self.checkpoint_leaves_running
+        leave_running = ["--leave-running"] if self.checkpoint_leaves_running else []
         code, out = await self.cli.run(
-            "checkpoint", f"--image-path={directory / 'image'}", sandbox.id
+            "checkpoint", *leave_running, f"--image-path={directory / 'image'}", sandbox.id
         )
         if code != 0:
             shutil.rmtree(directory, ignore_errors=True)
+            if link is not None:
+                link.ending = False
             if await self._state(sandbox.id) != "running":
                 sandbox.mark_failed("checkpoint")
             raise SandboxRuntimeError(f"checkpoint of {sandbox_id} failed: {out.strip()}")
@@ -156,6 +162,8 @@ class Snapshots(Lifecycle, Execs):
             "agent": bool(sandbox.meta.get("agent")),
         }
         records.write_json(directory / "snapshot.json", meta)
+        if self.checkpoint_leaves_running:
+            return self._snapshot_info(meta, directory)
         sandbox.close_link()
         await reap_while(self.cli.run("delete", "--force", sandbox.id, limit_s=30))
         code, out = await self._launch(sandbox, "restore", f"--image-path={directory / 'image'}")
