@@ -36,12 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import msgspec
+import workload
 
 from service.runtime import ExecRequest, SandboxSpec, images, select
 from service.runtime.gvisor import GVisorRuntime, platform, reaper
 from service.runtime.gvisor import bundle as gvisor_bundle
-
-import workload
 
 SPEC = SandboxSpec(memory_mib=256, disk_mib=64, pids=64)
 SYSCALLS = ["python3", "-c", "import os\nfor _ in range(20000): os.stat('/')"]
@@ -161,9 +160,7 @@ async def test_suite(runtime: GVisorRuntime, tmp: Path, runs: int) -> dict[str, 
     for path in sorted(local.iterdir()):
         await runtime.write_file(box.id, f"{SUITE_DIR}/{path.name}", path.read_bytes())
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    inside = ExecRequest(
-        argv=workload.command("python3"), cwd=SUITE_DIR, env=env, timeout_s=600
-    )
+    inside = ExecRequest(argv=workload.command("python3"), cwd=SUITE_DIR, env=env, timeout_s=600)
     times: dict[str, list[float]] = defaultdict(list)
     for _ in range(runs):
         started = time.perf_counter()

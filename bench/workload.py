@@ -18,7 +18,8 @@ TOTAL = FILES * TESTS_PER_FILE
 IMPORTS = (
     "argparse asyncio base64 collections csv dataclasses datetime decimal email.parser "
     "fractions functools hashlib http.client io itertools json logging pathlib re sqlite3 "
-    "statistics string subprocess sys textwrap unittest.mock urllib.parse uuid xml.etree.ElementTree"
+    "statistics string subprocess sys textwrap unittest.mock urllib.parse uuid "
+    "xml.etree.ElementTree"
 ).split()
 
 MODULE = '''\
@@ -38,7 +39,8 @@ def test_arithmetic(n):
 
 @pytest.mark.parametrize("n", range(5))
 def test_json_round_trip(n, tmp_path):
-    record = {{"id": n, "seed": SEED, "tags": ["a"] * n, "when": datetime.date(2026, 1, 1 + n).isoformat()}}
+    when = datetime.date(2026, 1, 1 + n).isoformat()
+    record = {{"id": n, "seed": SEED, "tags": ["a"] * n, "when": when}}
     path = tmp_path / f"record-{{n}}.json"
     path.write_text(json.dumps(record))
     assert json.loads(path.read_text()) == record
@@ -65,7 +67,7 @@ def test_text_and_regex(n):
     """).format(n).strip()
     message = email.parser.Parser().parsestr(text)
     assert re.match(r"test \\d", message["Subject"])
-    assert urllib.parse.quote(message["From"]) .startswith("someone")
+    assert urllib.parse.quote(message["From"]).startswith("someone")
 
 
 def test_sqlite(tmp_path):
@@ -88,16 +90,16 @@ def test_{last}(tmp_path):
 {last_body}
 '''
 
-SUBPROCESS_BODY = '''\
+SUBPROCESS_BODY = """\
     done = subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True)
     assert done.stdout.strip() == "42"
-'''
+"""
 
-FILE_BODY = '''\
+FILE_BODY = """\
     tree = xml.etree.ElementTree.fromstring("<a><b>1</b><b>2</b></a>")
     (tmp_path / "out.txt").write_text(" ".join(b.text for b in tree))
     assert (tmp_path / "out.txt").read_text() == "1 2"
-'''
+"""
 
 
 def write(root: Path) -> int:

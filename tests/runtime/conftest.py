@@ -3,8 +3,8 @@
 `runtime` is parametrized over every runtime: gVisor must work (the setup script installs it),
 once with execs through the in-sandbox exec agent (`gvisor`, on the platform the service
 would choose) and once through `runsc exec` only (`gvisor-runsc`, the fallback), and again on
-ptrace when the chosen platform is systrap (`gvisor-ptrace`); BoxLite end-to-end cases skip with the boot probe's own
-diagnosis where no VM can boot.
+ptrace when the chosen platform is systrap (`gvisor-ptrace`); BoxLite end-to-end cases skip
+with the boot probe's own diagnosis where no VM can boot.
 """
 
 from __future__ import annotations
