@@ -11,7 +11,7 @@
 | `execs.py`, `files.py` | execs (agent or `runsc exec`); files in, out and between sandboxes |
 | `snapshots.py`, `policy.py` | checkpoint/restore; a running sandbox's network policy |
 | `network.py` | namespaces, veth pairs, iptables chains |
-| `agent.py` | the exec agent (PID 1 inside; one file, mounted into the sandbox whole) |
+| `agent/` | the exec agent (PID 1 inside; stdlib only, the directory mounted read-only) |
 | `agent_link.py`, `agent_execution.py` | its host side: the link (frames), an exec through it |
 | `cgroups.py`, `host_memory.py` | host cgroups; the host memory all sandboxes may hold |
 | `reaper.py`, `hostproc.py` | child-subreaper reaping; host process helpers |

@@ -1,4 +1,4 @@
-"""Host side of the exec agent (`agent.py`, PID 1 of gVisor sandboxes with /usr/bin/python3).
+"""Host side of the exec agent (`agent/`, PID 1 of gVisor sandboxes with /usr/bin/python3).
 
 The agent's stdin/stdout are pipes this process holds; frames are `>IBI` (payload length,
 kind, channel) and a payload. Everything the agent sends is untrusted: a root process in the
@@ -27,8 +27,11 @@ import msgspec
 
 log = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).with_name("agent.py")
-IN_SANDBOX = "/run/airlock-agent"
+SOURCE = Path(__file__).with_name("agent")  # a directory, run by its __main__.py
+IN_SANDBOX = "/run/airlock-agent.d"
+# Where sandboxes of earlier versions had the agent, one file: their snapshots restore with a
+# file mounted there (the restored agent runs from memory and never reads it).
+LEGACY_IN_SANDBOX = "/run/airlock-agent"
 PYTHON = "/usr/bin/python3"
 # What the agent needs to become an exec's user, drop its capabilities and kill its tree.
 CAPS = ["CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL"]
@@ -51,9 +54,8 @@ FROM_AGENT = {HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK}
 # PID 1's program: run the agent; if it cannot start (or ever returns), become the plain init.
 BOOT = """import os, sys
 try:
-    with open(sys.argv[1], "rb") as f:
-        code = compile(f.read(), sys.argv[1], "exec")
-    exec(code, {"__name__": "__main__"})
+    import runpy
+    runpy.run_path(sys.argv[1], run_name="__main__")
 except BaseException as e:
     try:
         os.write(2, ("airlock-agent: stopped (%r), plain init\\n" % (e,)).encode())
@@ -67,11 +69,20 @@ def init_argv(fallback: list[str]) -> list[str]:
     return [PYTHON, "-E", "-s", "-S", "-c", BOOT, IN_SANDBOX, *fallback]
 
 
-def mount() -> dict[str, Any]:
+def mounted_at(recorded: object) -> str | None:
+    """Where a sandbox's record says its agent is mounted (None: it has no agent); records
+    of earlier versions say only `true`."""
+    if not recorded:
+        return None
+    return recorded if isinstance(recorded, str) else LEGACY_IN_SANDBOX
+
+
+def mount(destination: str = IN_SANDBOX) -> dict[str, Any]:
+    legacy = destination == LEGACY_IN_SANDBOX
     return {
-        "destination": IN_SANDBOX,
+        "destination": destination,
         "type": "bind",
-        "source": str(SOURCE),
+        "source": str(SOURCE / "__main__.py" if legacy else SOURCE),
         "options": ["rbind", "ro", "nosuid", "nodev"],
     }
 

@@ -200,7 +200,7 @@ def write(sandbox: Sandbox, rootfs: Path) -> None:
     """Write the sandbox's bundle (`config.json`) for `rootfs`; the record notes the rootfs."""
     init_argv = [images.INIT_PATH] if os.path.lexists(rootfs / images.INIT_PATH.lstrip("/")) else []
     init_argv = init_argv or INIT_FALLBACK
-    agent = bool(sandbox.meta.get("agent"))
+    agent = agent_link.mounted_at(sandbox.meta.get("agent"))
     config = bundle_config(
         sandbox_id=sandbox.id,
         rootfs=rootfs,
@@ -210,7 +210,7 @@ def write(sandbox: Sandbox, rootfs: Path) -> None:
         init_argv=agent_link.init_argv(init_argv) if agent else init_argv,
         net_dir=sandbox.dir / "net" if sandbox.meta.get("net") else None,
         init_caps=agent_link.CAPS if agent else None,
-        extra_mounts=[agent_link.mount()] if agent else None,
+        extra_mounts=[agent_link.mount(agent)] if agent else None,
     )
     sandbox.bundle.mkdir(parents=True, exist_ok=True)
     sandbox.meta["rootfs"] = str(rootfs)

@@ -39,8 +39,9 @@ class Lifecycle(Core):
         path_env: str,
         snapshot: str | None,
         rootfs: Path,
-        agent: bool,
+        agent: str | None,
     ) -> Sandbox:
+        """A new sandbox record; `agent`: where its exec agent is mounted (None: none)."""
         sandbox_id = self.store.new_id()
         limit = bundle.memory_limit_mib(spec, bundle.home_of(rootfs) is not None)
         self.host_memory.admit(sandbox_id, limit)  # before anything is made

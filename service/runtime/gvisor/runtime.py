@@ -152,7 +152,7 @@ class GVisorRuntime(Snapshots, Files, Policy):
             (e[5:] for e in info.config.get("Env", []) or [] if str(e).startswith("PATH=")),
             bundle.DEFAULT_PATH,
         )
-        agent = self.use_agent and agent_link.available(rootfs)
+        agent = agent_link.IN_SANDBOX if self.use_agent and agent_link.available(rootfs) else None
         sandbox = self._new_sandbox(info, spec, str(path_env), None, rootfs, agent)
         self.store.live[sandbox.id] = sandbox
         if spec.network != "none":

@@ -21,7 +21,7 @@ import msgspec
 from .. import images, records
 from ..errors import InvalidSpec, SandboxBusy, SandboxFailed, SandboxRuntimeError, SnapshotNotFound
 from ..types import SandboxInfo, SandboxSpec, SnapshotInfo
-from . import bundle
+from . import agent_link, bundle
 from .execs import Execs
 from .inside import HELD_PIPES_SCRIPT, LIVE_PROCESSES_SCRIPT
 from .lifecycle import Lifecycle
@@ -65,7 +65,7 @@ class Snapshots(Lifecycle, Execs):
         )
         spec = msgspec.convert(meta["spec"], SandboxSpec)
         path_env = meta.get("path_env") or bundle.DEFAULT_PATH
-        agent = bool(meta.get("agent"))
+        agent = agent_link.mounted_at(meta.get("agent"))
         sandbox = self._new_sandbox(image, spec, path_env, snapshot_id, rootfs, agent)
         self.store.live[sandbox.id] = sandbox
         bundle.write(sandbox, rootfs)
@@ -159,7 +159,7 @@ class Snapshots(Lifecycle, Execs):
             "path_env": sandbox.meta.get("path_env"),
             "rootfs": sandbox.meta.get("rootfs"),
             "created_at": time.time(),
-            "agent": bool(sandbox.meta.get("agent")),
+            "agent": agent_link.mounted_at(sandbox.meta.get("agent")),
         }
         records.write_json(directory / "snapshot.json", meta)
         if self.checkpoint_leaves_running:

@@ -1,18 +1,5 @@
-"""Airlock's exec agent: PID 1 of a gVisor sandbox whose image has /usr/bin/python3.
+"""The exec agent's loop: frames from and to the host, execs' pipes, reaping."""
 
-Bind-mounted read-only into the sandbox and started by `BOOT` (see `agent_link.py`), it talks
-to the host over its own stdin/stdout (pipes held by the service) with length-prefixed frames,
-and keeps the duties of an init: it reaps every child and orphan, ignores TERM/INT/HUP, and
-survives `kill -9 -1`. Each exec is a child in its own session with exactly the argv, cwd,
-environment and uid/gid asked for and no capabilities; rlimits come from the sandbox spec.
-
-Frames: a header `>IBI` (payload length, kind, channel) and the payload. The host is trusted
-here (it made the sandbox); the host trusts nothing from this side. When the host goes away
-(EOF or a broken pipe) every exec's process tree is killed and the agent stays on as a plain
-init. Stdlib only, and Python 3.6 syntax: images bring their own python3.
-"""
-
-import ctypes
 import errno
 import fcntl
 import json
@@ -23,100 +10,34 @@ import struct
 import sys
 import time
 
-VERSION = 1
-HEADER = struct.Struct(">IBI")
-MAX_FRAME_IN = 4 << 20  # a START carries argv + env
-CHUNK = 256 * 1024
-PIPE_SIZE = 1 << 20
-F_SETPIPE_SZ = 1031
-OUT_WINDOW = 1 << 20  # output bytes in flight per exec before the host acknowledges
-KILL_SETTLE_S = 2.0  # a killed tree's last processes and zombies are gone by then
-DRAIN_AFTER_EXIT_S = 1.0  # processes left holding the output pipe do not hold up the result
-# host -> agent
-PING, START, STDIN, STDIN_CLOSE, KILL, ACK = 1, 2, 3, 4, 5, 6
-# agent -> host
-HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK = 64, 65, 66, 67, 68, 69, 70
-
-PR_SET_DUMPABLE, PR_SET_NAME, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 15, 24, 38
-PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
-IGNORED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE", "SIGXFSZ")
-
-libc = ctypes.CDLL(None, use_errno=True)
-
-
-def log(message):
-    try:
-        os.write(2, f"airlock-agent: {message}\n".encode(errors="replace"))
-    except OSError:
-        pass
-
-
-def bounding_caps():
-    """Capabilities in our bounding set, dropped in every child before it runs anything."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("CapBnd:"):
-                mask = int(line.split()[1], 16)
-                return [c for c in range(64) if mask >> c & 1]
-    return list(range(41))
-
-
-class CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class CapData(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint32) for n in ("effective", "permitted", "inheritable")]
-
-
-def set_caps(mask):
-    """Effective and permitted = `mask`, inheritable empty."""
-    header = CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
-    data = (CapData * 2)()
-    for half in (0, 1):
-        data[half].effective = data[half].permitted = (mask >> (32 * half)) & 0xFFFFFFFF
-    if libc.capset(ctypes.byref(header), data) != 0:
-        raise OSError(ctypes.get_errno(), "capset")
-
-
-def permitted_mask():
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("CapPrm:"):
-                return int(line.split()[1], 16)
-    return 0
-
-
-def find_program(name, env):
-    """`name` on the exec's own PATH, checked as the exec's user (we run as it here)."""
-    if "/" in name:
-        return name
-    path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-    for entry in env:
-        if entry.startswith("PATH="):
-            path = entry[5:]
-    for directory in path.split(":"):
-        candidate = os.path.join(directory or ".", name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    raise FileNotFoundError(errno.ENOENT, "no such file or directory in $PATH", name)
-
-
-def home_of(uid):
-    try:
-        with open("/etc/passwd", "rb") as passwd:
-            for line in passwd:
-                fields = line.rstrip(b"\n").split(b":")
-                if len(fields) >= 6 and fields[2] == str(uid).encode():
-                    return fields[5].decode(errors="surrogateescape") or "/"
-    except OSError:
-        pass
-    return "/"
-
-
-def set_nonblocking(fd):
-    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-    fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+import become
+import tree
+from wire import (
+    ACK,
+    CHUNK,
+    DRAIN_AFTER_EXIT_S,
+    EXIT,
+    F_SETPIPE_SZ,
+    HEADER,
+    HELLO,
+    IGNORED,
+    KILL,
+    MAX_FRAME_IN,
+    OUT_WINDOW,
+    PING,
+    PIPE_SIZE,
+    PONG,
+    START,
+    STARTED,
+    STDERR,
+    STDIN,
+    STDIN_ACK,
+    STDIN_CLOSE,
+    STDOUT,
+    VERSION,
+    log,
+    set_nonblocking,
+)
 
 
 class Exec:
@@ -148,12 +69,12 @@ class Agent:
         self.retried = False  # the channel is back on trial after being lost
         self.execs = {}  # channel -> Exec
         self.by_pid = {}
-        self.caps = bounding_caps()
-        self.permitted = permitted_mask()
+        self.caps = become.bounding_caps()
+        self.permitted = become.permitted_mask()
         # Empty the bounding set (our own capabilities stay): nothing we start, root
         # included, can gain a capability when it executes a program.
         for cap in self.caps:
-            libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+            become.libc.prctl(become.PR_CAPBSET_DROP, cap, 0, 0, 0)
         self.spawn_ok = hasattr(os, "posix_spawn") and sys.version_info >= (3, 8)
         self.signals = [getattr(signal, n) for n in IGNORED]
         self.wake_r, wake_w = os.pipe()
@@ -268,7 +189,7 @@ class Agent:
             raise ValueError(f"channel {channel} in use")
         env = list(req["env"])
         if not any(e.startswith("HOME=") for e in env):
-            env.append("HOME=" + home_of(req["uid"]))
+            env.append("HOME=" + become.home_of(req["uid"]))
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         if req.get("stdin"):
@@ -277,11 +198,11 @@ class Agent:
             in_r, in_w = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC), None
         try:
             if self.spawn_ok:
-                pid = self.spawn(req, env, in_r, out_w, err_w)
+                pid = become.spawn(req, env, in_r, out_w, err_w, self.signals, self.permitted)
             else:
                 pid = os.fork()
                 if pid == 0:
-                    self.child(req, env, in_r, out_w, err_w)
+                    become.child(req, env, in_r, out_w, err_w, self.caps)
         except OSError as exc:
             for fd in (out_r, out_w, err_r, err_w, in_r, in_w):
                 if fd is not None:
@@ -306,80 +227,6 @@ class Agent:
         self.execs[channel] = ex
         self.by_pid[pid] = ex
         self.send_json(STARTED, channel, {"pid": pid})
-
-    def spawn(self, req, env, stdin, stdout, stderr):
-        """posix_spawn (vfork: no copy of our address space, ~2x faster than fork here)
-        under the exec's uid/gid, which we take for the call and give back: the saved uid
-        stays 0, so our permitted capabilities survive and come back with it."""
-        uid, gid, argv = int(req["uid"]), int(req["gid"]), req["argv"]
-        try:
-            os.setgroups([gid])
-            os.setresgid(gid, gid, 0)
-            os.setresuid(uid, uid, 0)
-            try:
-                os.chdir(req["cwd"])
-            except OSError as exc:
-                raise OSError(
-                    exc.errno, f"failed to find initial working directory {req['cwd']!r}"
-                ) from None
-            try:
-                program = find_program(argv[0], env)
-            except OSError as exc:
-                raise OSError(exc.errno, f"failed to load {argv[0]}: {exc.strerror}") from None
-            return os.posix_spawn(
-                program,
-                argv,
-                dict(e.split("=", 1) for e in env),
-                file_actions=[
-                    (os.POSIX_SPAWN_DUP2, stdin, 0),
-                    (os.POSIX_SPAWN_DUP2, stdout, 1),
-                    (os.POSIX_SPAWN_DUP2, stderr, 2),
-                ],
-                setsid=True,
-                setsigdef=self.signals,
-            )
-        finally:
-            os.setresuid(0, 0, 0)
-            os.setresgid(0, 0, 0)
-            os.setgroups([])
-            set_caps(self.permitted)
-            os.chdir("/")
-
-    def child(self, req, env, stdin, stdout, stderr):
-        """In the forked child: become the exec, or report why not on its stderr (128)."""
-        try:
-            signal.set_wakeup_fd(-1)
-            for sig in (signal.SIGCHLD, *(getattr(signal, n) for n in IGNORED)):
-                signal.signal(sig, signal.SIG_DFL)
-            os.setsid()
-            os.dup2(stdin, 0)
-            os.dup2(stdout, 1)
-            os.dup2(stderr, 2)
-            uid, gid = int(req["uid"]), int(req["gid"])
-            for cap in self.caps:
-                libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
-            libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-            libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-            os.setgroups([gid])
-            os.setresgid(gid, gid, gid)
-            os.setresuid(uid, uid, uid)
-            set_caps(0)
-            cwd, argv = req["cwd"], req["argv"]
-            try:
-                os.chdir(cwd)
-            except OSError as exc:
-                raise OSError(f"failed to find initial working directory {cwd!r}: {exc}") from None
-            environ = dict(e.split("=", 1) for e in env)
-            try:
-                os.execvpe(argv[0], argv, environ)  # noqa: S606 (the exec itself)
-            except OSError as exc:
-                raise OSError(f"failed to load {argv[0]}: {exc.strerror or exc}") from None
-        except BaseException as exc:
-            try:
-                message = f"executing command {req['argv'][0]!r} in sandbox: {exc}\n"
-                os.write(2, message.encode(errors="replace"))
-            finally:
-                os._exit(128)
 
     def write_stdin(self, ex):
         while ex.pending_in and ex.stdin is not None:
@@ -428,53 +275,7 @@ class Agent:
             self.send(STDOUT if index == 0 else STDERR, ex.channel, data)
 
     def kill_tree(self, ex):
-        """SIGKILL the exec's process group (looping, so a fork bomb cannot outrun it), then
-        every process in its session, parented by it, or holding its output pipes (children
-        that escaped with setsid). Other execs and detached daemons are left alone. Returns
-        once none is left, zombies included (reaped here, up to KILL_SETTLE_S): until then
-        they hold their slots under the pids cap, and the next exec could not start."""
-        target = ex.pid
-        for _ in range(1000):
-            try:
-                os.killpg(target, signal.SIGKILL)
-            except OSError:
-                break
-        try:
-            os.kill(target, signal.SIGKILL)
-        except OSError:
-            pass
-        me = os.getpid()
-        deadline = time.monotonic() + KILL_SETTLE_S
-        while True:
-            found = False
-            for name in os.listdir("/proc"):
-                if not name.isdigit() or int(name) in (1, me):
-                    continue
-                pid = int(name)
-                try:
-                    with open(f"/proc/{pid}/stat", "rb") as stat:
-                        fields = stat.read().rsplit(b")", 1)[1].split()
-                    ppid, pgrp, session = int(fields[1]), int(fields[2]), int(fields[3])
-                except (OSError, IndexError, ValueError):
-                    continue
-                hit = target in (ppid, pgrp, session)
-                if not hit and ex.pipes:
-                    for fd in (1, 2):
-                        try:
-                            if os.readlink(f"/proc/{pid}/fd/{fd}") in ex.pipes:
-                                hit = True
-                        except OSError:
-                            pass
-                if hit:
-                    found = True
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-            self.reap()
-            if not found or time.monotonic() > deadline:
-                break
-            time.sleep(0.01)
+        tree.kill_tree(ex, self.reap)
 
     def reap(self):
         while True:
@@ -583,10 +384,6 @@ class Agent:
 
 
 def main():
-    libc.prctl(PR_SET_NAME, b"airlock-agent", 0, 0, 0)
-    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    become.libc.prctl(become.PR_SET_NAME, b"airlock-agent", 0, 0, 0)
+    become.libc.prctl(become.PR_SET_DUMPABLE, 0, 0, 0, 0)
     Agent().run()
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,32 @@
+"""The exec agent's frames and constants, shared by its modules (see __main__.py)."""
+
+import fcntl
+import os
+import struct
+
+VERSION = 1
+HEADER = struct.Struct(">IBI")
+MAX_FRAME_IN = 4 << 20  # a START carries argv + env
+CHUNK = 256 * 1024
+PIPE_SIZE = 1 << 20
+F_SETPIPE_SZ = 1031
+OUT_WINDOW = 1 << 20  # output bytes in flight per exec before the host acknowledges
+KILL_SETTLE_S = 2.0  # a killed tree's last processes and zombies are gone by then
+DRAIN_AFTER_EXIT_S = 1.0  # processes left holding the output pipe do not hold up the result
+# host -> agent
+PING, START, STDIN, STDIN_CLOSE, KILL, ACK = 1, 2, 3, 4, 5, 6
+# agent -> host
+HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK = 64, 65, 66, 67, 68, 69, 70
+IGNORED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE", "SIGXFSZ")
+
+
+def log(message):
+    try:
+        os.write(2, f"airlock-agent: {message}\n".encode(errors="replace"))
+    except OSError:
+        pass
+
+
+def set_nonblocking(fd):
+    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
