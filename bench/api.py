@@ -126,7 +126,10 @@ async def main() -> None:
             stderr=subprocess.STDOUT,
         )
         base = f"http://127.0.0.1:{port}"
-        direct = await GVisorRuntime.open(state_dir(root, "direct"))
+        # the platform the server chooses (AIRLOCK_RUNSC_PLATFORM, else the probe's)
+        direct = await GVisorRuntime.open(
+            state_dir(root, "direct"), os.environ.get("AIRLOCK_RUNSC_PLATFORM") or None
+        )
         direct_ids: list[str] = []
         try:
             await wait_ready(base, proc)
@@ -208,7 +211,10 @@ async def run(
                 times["aiohttp"].append(await lean_exec(sandboxes[0]))
                 times["direct"].append(await direct_exec())
 
-        print(f"exec of `true`, {args.runs} runs each, interleaved ({db_kind} behind the API)")
+        print(
+            f"exec of `true`, {args.runs} runs each, interleaved ({db_kind} behind the API; "
+            f"runsc {direct.runsc_version.split()[-1]}, platform {direct.platform})"
+        )
         print(f"{'path':<30}{'median ms':>11}{'p95 ms':>10}")
         labels = {
             "httpx": "API, httpx client",
