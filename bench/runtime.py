@@ -9,7 +9,8 @@ syscall-heavy loop (20,000 `os.stat` in Python), a fork-heavy loop (100 fork+exe
 `/bin/true` from sh) and destroy, for Airlock and for raw `runsc` on an identical bundle,
 with the ratio; checkpoint and restore (a snapshot of a running sandbox, a sandbox made from
 it); a test suite the bench writes (bench/workload.py: 1,050 pytest tests in 50 files) run in
-a sandbox and natively on the host, alternated, with the ratio; then Airlock's medians per
+a sandbox and natively on the host (the image's own python3 and pytest in a chroot of the same
+root filesystem), alternated, with the ratio; then Airlock's medians per
 platform side by side. `--vcpus` sets the
 sandboxes' CPU quota (systrap spends quota in both the sentry and the stub: see the
 runtime README). BoxLite is measured where
@@ -22,7 +23,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import secrets
 import shutil
 import statistics
@@ -150,9 +150,25 @@ async def snapshots(runtime: GVisorRuntime, ours: dict[str, list[float]], rounds
         await runtime.delete_snapshot(snap.id)
 
 
-async def test_suite(runtime: GVisorRuntime, tmp: Path, runs: int) -> dict[str, list[float]]:
-    """The bench's own test suite in one sandbox and natively, alternated: wall ms of each
-    run (the sandbox's measured from here, through the exec)."""
+# Natively: the image's own python3 and pytest, outside any sandbox, in a chroot of the same
+# root filesystem (a private mount namespace gives it a /tmp of its own, the suite in it, and
+# the host's /dev), as the sandbox's user: the same files and versions, only gVisor differs.
+NATIVE = """set -e
+root=$1; suite=$2; path=$3; shift 3
+mount -t tmpfs -o size=256m tmpfs "$root/tmp"
+mount --rbind /dev "$root/dev"
+cp -r "$suite" "$root/tmp/suite"
+chown -R 1000:1000 "$root/tmp/suite"
+exec chroot --userspec=1000:1000 "$root" /usr/bin/env -i PATH="$path" HOME=/tmp \
+    PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 sh -c 'cd /tmp/suite && exec "$@"' sh "$@"
+"""
+
+
+async def test_suite(
+    runtime: GVisorRuntime, rootfs: Path, tmp: Path, runs: int
+) -> dict[str, list[float]]:
+    """The bench's own test suite in one sandbox and natively (see NATIVE), alternated: wall
+    ms of each run (the sandbox's measured from here, through the exec)."""
     local = tmp / "suite"
     total = workload.write(local)
     box = await runtime.create(images.DEFAULT_IMAGE, SPEC)
@@ -161,6 +177,8 @@ async def test_suite(runtime: GVisorRuntime, tmp: Path, runs: int) -> dict[str, 
         await runtime.write_file(box.id, f"{SUITE_DIR}/{path.name}", path.read_bytes())
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     inside = ExecRequest(argv=workload.command("python3"), cwd=SUITE_DIR, env=env, timeout_s=600)
+    native = ["unshare", "--mount", "--propagation", "private", "sh", "-c", NATIVE, "sh"]
+    native += [str(rootfs), str(local), images.IMAGE_PATH, *workload.command("python3")]
     times: dict[str, list[float]] = defaultdict(list)
     for _ in range(runs):
         started = time.perf_counter()
@@ -169,11 +187,7 @@ async def test_suite(runtime: GVisorRuntime, tmp: Path, runs: int) -> dict[str, 
         assert done.exit_code == 0 and f"{total} passed".encode() in done.stdout, done
         started = time.perf_counter()
         proc = await asyncio.create_subprocess_exec(
-            *workload.command(sys.executable),
-            cwd=local,
-            env={**os.environ, **env},
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
+            *native, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
         )
         out, _ = await proc.communicate()
         times["native"].append((time.perf_counter() - started) * 1000)
@@ -213,7 +227,7 @@ async def bench_gvisor(
             await timed(ours, "destroy", runtime.destroy(box.id))
             await timed(raw, "destroy", baseline.destroy(cid))
         await snapshots(runtime, ours, max(2, rounds // 5))
-        suite = await test_suite(runtime, Path(tmp), suite_runs)
+        suite = await test_suite(runtime, rootfs, Path(tmp), suite_runs)
     await runtime.close()
     remove_cgroup_parent("airlock-raw")
     print(
