@@ -184,6 +184,9 @@ def create_app(
         # Each route's body limit (InputPolicy enforces it before anything reads the body).
         request_max_body_size=DEFAULT_BODY_LIMIT,
         debug=False,
+        # Logging is the process's (`airlock serve` configures it once): Litestar's own
+        # set-up would replace it with a queue listener bound to the stderr of the moment.
+        logging_config=None,
     )
     document_problems(app)
     correct_allow_header(app)

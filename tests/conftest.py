@@ -8,8 +8,10 @@ server named by `AIRLOCK_TEST_PG_ADMIN_URL` for the session and drops it afterwa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import httpx
 import pytest
+import uvicorn
 from litestar.testing import AsyncTestClient
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -153,6 +157,28 @@ async def api(settings: Settings) -> AsyncIterator[Api]:
     app = create_app(settings, run_jobs=False)
     async with AsyncTestClient(app=app) as client:
         yield Api(client=client, settings=settings)
+
+
+@contextlib.asynccontextmanager
+async def served_over_tcp(api: Api) -> AsyncIterator[Api]:
+    """A second app on `api`'s settings (same database and state dir, no background jobs),
+    served by uvicorn on a loopback port: requests really overlap and bodies arrive in pieces."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    app = create_app(api.settings, run_jobs=False)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            assert not task.done(), "uvicorn did not start"
+            await asyncio.sleep(0.05)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
+            yield Api(client=client, settings=api.settings)  # type: ignore[arg-type]
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
 
 
 @pytest.fixture(scope="session")

@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import socket
 from collections.abc import AsyncIterator
 
-import httpx
 import pytest
-import uvicorn
 
-from service.app import create_app
-from tests.conftest import Api
+from tests.conftest import Api, served_over_tcp
 from tests.files.conftest import Box, random_bytes
 
 CHUNK = 64 << 10
@@ -24,20 +20,8 @@ MIB = 1 << 20
 @pytest.fixture(scope="module")
 async def served(files_api: Api) -> AsyncIterator[Api]:
     """A second app on the same database and runtime state dir, served over TCP."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    app = create_app(files_api.settings, run_jobs=False)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        assert not task.done(), "uvicorn did not start"
-        await asyncio.sleep(0.05)
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
-        yield Api(client=client, settings=files_api.settings)  # type: ignore[arg-type]
-    server.should_exit = True
-    await task
-    sock.close()
+    async with served_over_tcp(files_api) as api_over_tcp:
+        yield api_over_tcp
 
 
 @pytest.fixture

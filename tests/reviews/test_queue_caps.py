@@ -6,16 +6,12 @@ overlap) with no review runner: the queued reviews stay queued."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections import Counter
 from collections.abc import AsyncIterator
 
-import httpx
 import pytest
-import uvicorn
 
-from service.app import create_app
-from tests.conftest import Api
+from tests.conftest import Api, served_over_tcp
 from tests.reviews.test_api import GOOD, _bundle_bytes
 
 RACERS = 20
@@ -24,20 +20,8 @@ CAP = 3
 
 @pytest.fixture(scope="module")
 async def served(api: Api) -> AsyncIterator[Api]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    app = create_app(api.settings, run_jobs=False)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        assert not task.done(), "uvicorn did not start"
-        await asyncio.sleep(0.05)
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
-        yield Api(client=client, settings=api.settings)  # type: ignore[arg-type]
-    server.should_exit = True
-    await task
-    sock.close()
+    async with served_over_tcp(api) as api_over_tcp:
+        yield api_over_tcp
 
 
 @pytest.mark.sqlite
