@@ -18,7 +18,7 @@ from tests.conftest import Api
 
 
 async def test_no_runtime_is_one_problem(
-    settings: Settings, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     # BoxLite really refuses this host: its state dir has no image to boot a probe VM from.
     bare = msgspec.structs.replace(settings, state_dir=tmp_path, runtime="boxlite")
@@ -31,4 +31,4 @@ async def test_no_runtime_is_one_problem(
             assert r.headers["Retry-After"] == str(int(RETRY_S)), attempt
             assert problem["runtime"] == "boxlite"
             assert "image" not in problem["detail"], attempt  # the host's story stays in the log
-    assert "no default image" in capfd.readouterr().err
+    assert "no default image" in caplog.text
