@@ -113,6 +113,33 @@ class AuditEvent(Base):
     hash: Mapped[str] = mapped_column(String(64), nullable=False)
 
 
+class Node(Base):
+    """A host that runs sandboxes (one `airlock` node process per host and state dir).
+
+    It holds its place by a lease it renews (`lease_expires_at`, set from the database's
+    clock); `incarnation` changes at every start of the process, so a process that lost its
+    place (a restart took it over) can no longer renew it. States: `ready`, `draining` (no
+    new sandboxes are placed there), `lost` (the lease ran out)."""
+
+    __tablename__ = "nodes"
+    __table_args__ = (Index("ix_nodes_state_lease_expires_at", "state", "lease_expires_at"),)
+
+    id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    address: Mapped[str] = mapped_column(String(500), nullable=False)
+    runtime: Mapped[str] = mapped_column(String(16), nullable=False)
+    platform: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    vcpus: Mapped[float] = mapped_column(Float, nullable=False)
+    memory_mib: Mapped[int] = mapped_column(Integer, nullable=False)
+    disk_mib: Mapped[int] = mapped_column(Integer, nullable=False)
+    pids: Mapped[int] = mapped_column(Integer, nullable=False)
+    labels: Mapped[dict[str, str]] = mapped_column(JSON, nullable=False)
+    version: Mapped[str] = mapped_column(String(64), nullable=False)
+    state: Mapped[str] = mapped_column(String(16), nullable=False)
+    incarnation: Mapped[str] = mapped_column(String(40), nullable=False)
+    registered_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    lease_expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
 class Sandbox(Base):
     """A tenant's sandbox. The row is the record; the runtime's sandbox is a cache of it."""
 
@@ -131,6 +158,8 @@ class Sandbox(Base):
     failure_reason: Mapped[str | None] = mapped_column(String(500), nullable=True)
     runtime: Mapped[str | None] = mapped_column(String(16), nullable=True)
     runtime_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    # The node that holds it (None: made before nodes were recorded, or never placed).
+    node_id: Mapped[str | None] = mapped_column(String(200), nullable=True, index=True)
     image: Mapped[str] = mapped_column(String(200), nullable=False)
     template: Mapped[str | None] = mapped_column(String(100), nullable=True)
     size: Mapped[str] = mapped_column(String(16), nullable=False)

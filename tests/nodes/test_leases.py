@@ -1,0 +1,93 @@
+"""Nodes hold their place by a lease: renewed in time they stay, late they are lost, and a
+process that another start of the same node replaced can no longer renew."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.db.models import Node
+from service.nodes.leases import DRAINING, LOST, READY, Leases, NodeInfo
+
+pytestmark = pytest.mark.sqlite
+
+
+def info(node_id: str, **changes: object) -> NodeInfo:
+    base = {
+        "id": node_id,
+        "address": "http://10.0.0.5:8081",
+        "runtime": "gvisor",
+        "platform": "systrap",
+        "vcpus": 16.0,
+        "memory_mib": 65536,
+        "disk_mib": 512000,
+        "pids": 100000,
+        "version": "test",
+        "labels": {"kvm": "false"},
+    }
+    return NodeInfo(**{**base, **changes})  # type: ignore[arg-type]
+
+
+async def row(db: async_sessionmaker[AsyncSession], node_id: str) -> Node:
+    async with db() as session:
+        found = await session.scalar(select(Node).where(Node.id == node_id))
+        assert found is not None
+        return found
+
+
+async def age(db: async_sessionmaker[AsyncSession], node_id: str, by: timedelta) -> None:
+    """Move the node's lease into the past, as if it had not renewed for `by`."""
+    async with db() as session, session.begin():
+        lease = (await row(db, node_id)).lease_expires_at
+        await session.execute(
+            update(Node).where(Node.id == node_id).values(lease_expires_at=lease - by)
+        )
+
+
+async def test_register_renew_and_lose(sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+    leases = Leases(sessionmaker, lease_s=15)
+    node_id = f"node-{id(leases)}"
+    incarnation = await leases.register(info(node_id))
+    first = await row(sessionmaker, node_id)
+    assert (first.state, first.address, first.vcpus) == (READY, "http://10.0.0.5:8081", 16.0)
+    assert first.lease_expires_at > first.registered_at
+    await asyncio.sleep(0.01)
+    assert await leases.renew(node_id, incarnation) == READY
+    assert (await row(sessionmaker, node_id)).lease_expires_at >= first.lease_expires_at
+
+    assert node_id not in await leases.mark_lost()  # still within its lease
+    await age(sessionmaker, node_id, timedelta(seconds=60))
+    assert node_id in await leases.mark_lost()
+    assert (await row(sessionmaker, node_id)).state == LOST
+    # late renewals do not bring it back: it must register again (and reconcile)
+    assert await leases.renew(node_id, incarnation) is None
+    again = await leases.register(info(node_id, address="http://10.0.0.6:8081"))
+    assert again != incarnation
+    back = await row(sessionmaker, node_id)
+    assert (back.state, back.address) == (READY, "http://10.0.0.6:8081")
+
+
+async def test_a_replaced_process_cannot_renew(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    leases = Leases(sessionmaker, lease_s=15)
+    node_id = f"node-{id(leases)}-r"
+    old = await leases.register(info(node_id))
+    new = await leases.register(info(node_id))  # the node restarted
+    assert await leases.renew(node_id, old) is None
+    assert await leases.renew(node_id, new) == READY
+
+
+async def test_drain_survives_a_restart(sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+    leases = Leases(sessionmaker, lease_s=15)
+    node_id = f"node-{id(leases)}-d"
+    incarnation = await leases.register(info(node_id))
+    assert await leases.set_state(node_id, DRAINING)
+    assert await leases.renew(node_id, incarnation) == DRAINING
+    await leases.register(info(node_id))
+    assert (await row(sessionmaker, node_id)).state == DRAINING
+    assert not await leases.set_state("no-such-node", DRAINING)
