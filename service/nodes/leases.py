@@ -21,6 +21,7 @@ from service.db.base import UTCDateTime, utcnow
 from service.db.models import Node
 
 READY, DRAINING, LOST = "ready", "draining", "lost"
+REPLACED = "replaced"  # not a state of the record: what a renewal of a superseded start gets
 
 
 @dataclass(frozen=True)
@@ -83,10 +84,10 @@ class Leases:
                 )
         return incarnation
 
-    async def renew(self, node_id: str, incarnation: str) -> str | None:
-        """Extend the lease; the node's state, or None when this incarnation lost its place
-        (another start registered the node since). A node marked lost that renews in time
-        for nothing stays lost: it must register again and reconcile."""
+    async def renew(self, node_id: str, incarnation: str) -> str:
+        """Extend the lease; the node's state, or REPLACED when another start registered the
+        node since (this process must stop acting for it), or LOST when the lease ran out
+        (late renewals do not bring it back: it registers again and reconciles)."""
         async with self.db() as session, session.begin():
             _, until = self._clock(session)
             row = await session.execute(
@@ -100,7 +101,10 @@ class Leases:
                 .returning(Node.state)
             )
             state = row.scalar_one_or_none()
-        return state
+            if state is not None:
+                return state
+            holder = await session.scalar(select(Node.incarnation).where(Node.id == node_id))
+        return LOST if holder == incarnation else REPLACED
 
     async def mark_lost(self) -> list[str]:
         """Nodes whose lease ran out become lost; their ids."""

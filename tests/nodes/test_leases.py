@@ -4,14 +4,17 @@ process that another start of the same node replaced can no longer renew."""
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.db.models import Node
-from service.nodes.leases import DRAINING, LOST, READY, Leases, NodeInfo
+from service.nodes.heartbeat import NodeHeartbeat, node_id_for
+from service.nodes.leases import DRAINING, LOST, READY, REPLACED, Leases, NodeInfo
 
 pytestmark = pytest.mark.sqlite
 
@@ -64,7 +67,7 @@ async def test_register_renew_and_lose(sessionmaker: async_sessionmaker[AsyncSes
     assert node_id in await leases.mark_lost()
     assert (await row(sessionmaker, node_id)).state == LOST
     # late renewals do not bring it back: it must register again (and reconcile)
-    assert await leases.renew(node_id, incarnation) is None
+    assert await leases.renew(node_id, incarnation) == LOST
     again = await leases.register(info(node_id, address="http://10.0.0.6:8081"))
     assert again != incarnation
     back = await row(sessionmaker, node_id)
@@ -78,7 +81,7 @@ async def test_a_replaced_process_cannot_renew(
     node_id = f"node-{id(leases)}-r"
     old = await leases.register(info(node_id))
     new = await leases.register(info(node_id))  # the node restarted
-    assert await leases.renew(node_id, old) is None
+    assert await leases.renew(node_id, old) == REPLACED
     assert await leases.renew(node_id, new) == READY
 
 
@@ -91,3 +94,41 @@ async def test_drain_survives_a_restart(sessionmaker: async_sessionmaker[AsyncSe
     await leases.register(info(node_id))
     assert (await row(sessionmaker, node_id)).state == DRAINING
     assert not await leases.set_state("no-such-node", DRAINING)
+
+
+def test_node_ids_are_url_safe_and_per_state_dir(tmp_path: Path) -> None:
+    a = node_id_for(tmp_path / "a", "Build.Host_01.example.org")
+    b = node_id_for(tmp_path / "b", "Build.Host_01.example.org")
+    assert a.startswith("build-host-01-example-org-") and a != b
+    assert node_id_for(tmp_path / "a", "Build.Host_01.example.org") == a
+    assert re.fullmatch(r"[a-z0-9-]+", a)
+
+
+async def test_the_heartbeat_registers_again_when_lost_and_stops_when_replaced(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    leases = Leases(sessionmaker, lease_s=15)
+    node_id = f"node-{id(leases)}-h"
+    registered: list[str] = []
+
+    async def describe() -> NodeInfo:
+        return info(node_id)
+
+    async def on_registered(found: str) -> None:
+        registered.append(found)
+
+    beat = NodeHeartbeat(leases, describe, 5, on_registered)
+    await beat.run_once()
+    assert (beat.state, registered) == (READY, [node_id])
+    first = beat.incarnation
+    await beat.run_once()  # a plain renewal
+    assert (beat.incarnation, registered) == (first, [node_id])
+    await age(sessionmaker, node_id, timedelta(seconds=60))
+    assert node_id in await leases.mark_lost()
+    await beat.run_once()  # lost: registers again (and the runtime reconciles)
+    assert beat.incarnation != first and registered == [node_id, node_id]
+    assert beat.state == READY
+    other = await leases.register(info(node_id))  # another process started as this node
+    await beat.run_once()
+    assert beat.retired and registered == [node_id, node_id]
+    assert await leases.renew(node_id, other) == READY  # the newer start keeps the place
