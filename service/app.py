@@ -38,6 +38,7 @@ from service.jobs.reconcile import reconcile
 from service.jobs.retention import RetentionJob
 from service.jobs.templates import TemplateBuilder
 from service.jobs.ttl import TtlReaper
+from service.nodes.local import heartbeat as node_heartbeat
 from service.openapi import correct_allow_header, document_problems
 from service.pool.controller import PoolController
 from service.pool.service import WarmPool
@@ -111,6 +112,7 @@ def create_app(
                 TemplateBuilder(sessionmaker, runtimes, pool),
                 PoolRefiller(sessionmaker, runtimes, pool, settings.pool_refill_interval_s),
                 ReviewRunner(ReviewDeps(sessionmaker, runtimes, exec_runner, settings)),
+                node_heartbeat(settings, sessionmaker, runtimes, VERSION),
             ]
         for job in jobs:
             job.start()

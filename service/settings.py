@@ -18,6 +18,9 @@ _REGISTRY_ENTRY = re.compile(
     r"[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]{1,5})?(?:/[a-z0-9._-]+)*"
 )
 
+# A node id: a path segment of /v1/nodes/{id} and a name an operator reads.
+_NODE_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
+
 
 class Environment(StrEnum):
     DEVELOPMENT = "development"
@@ -57,6 +60,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # counts its memory plus its writable space (tmpfs, held in memory). None: 3/4 of MemTotal.
     host_memory_mib: int | None = None
     pool_refill_interval_s: float = 2.0
+    # This host's node: its id (default: the host name and a hash of the state dir), the
+    # address the API reaches it at (default: this server's), how long its lease lasts and how
+    # often it is renewed (a node silent for a lease is lost).
+    node_id: str | None = None
+    node_address: str | None = None
+    node_lease_s: float = 15.0
+    node_heartbeat_s: float = 5.0
     # A claim rings the refiller this much later, so the restore that replaces the member does
     # not take the CPU from the claimer's first commands.
     pool_refill_after_claim_s: float = 1.0
@@ -153,6 +163,16 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError("AIRLOCK_HOST_MEMORY_MIB must be at least 256")
         if self.pool_refill_interval_s <= 0:
             raise ConfigurationError("AIRLOCK_POOL_REFILL_INTERVAL_S must be positive")
+        if self.node_id is not None and not _NODE_ID.fullmatch(self.node_id):
+            raise ConfigurationError(
+                "AIRLOCK_NODE_ID must be 1-63 lowercase letters, digits and dashes, starting "
+                "with a letter or digit"
+            )
+        if not 0 < self.node_heartbeat_s < self.node_lease_s <= 3600:
+            raise ConfigurationError(
+                "AIRLOCK_NODE_HEARTBEAT_S must be positive and below AIRLOCK_NODE_LEASE_S "
+                "(at most 3600)"
+            )
         if not 0 <= self.pool_refill_after_claim_s <= 60:
             raise ConfigurationError("AIRLOCK_POOL_REFILL_AFTER_CLAIM_S must be within 0-60")
         if not 1 <= self.review_fetch_max_mib <= 1 << 20:

@@ -22,7 +22,8 @@ _NOT_ID = re.compile(r"[^a-z0-9-]+")
 def node_id_for(state_dir: Path, hostname: str | None = None) -> str:
     """A stable id for the node of this host and state dir: the host name, made safe for a
     URL path, and a short hash of the state dir (two state dirs on one host are two nodes)."""
-    host = _NOT_ID.sub("-", (hostname or socket.gethostname()).lower()).strip("-")[:40] or "host"
+    host = _NOT_ID.sub("-", (hostname or socket.gethostname()).lower()).strip("-")[:40]
+    host = host.strip("-") or "host"
     digest = hashlib.sha256(str(Path(state_dir).resolve()).encode()).hexdigest()[:8]
     return f"{host}-{digest}"
 

@@ -89,6 +89,7 @@ LEFT JOIN audit_chain_heads h ON h.chain = $1
 _SANDBOX_COLUMNS = (
     "id",
     "tenant_id",
+    "node_id",
     "state",
     "image",
     "template",
@@ -201,6 +202,8 @@ async def _claim(
                 _ACTIVE_STATES,
             )
             row = _plan(found, tenant_id, data, idempotency_key, request_hash, network, now)
+            if row is not None:
+                row.node_id = pool.node_id
             if row is None or found is None:
                 return None
             quotas = quotas_from(found[14])

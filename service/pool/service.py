@@ -20,6 +20,7 @@ from service.db.base import utcnow
 from service.db.models import PoolTarget, TemplateVersion, Tenant
 from service.errors import NotFound, Unprocessable
 from service.ids import new_id
+from service.nodes.local import local_node_id
 from service.pool import metrics
 from service.pool.repository import PoolRepository
 from service.pool.schemas import PoolOverview, PoolStatus, PoolTargetSet
@@ -37,6 +38,7 @@ class WarmPool:
 
     def __init__(self, settings: Settings) -> None:
         self.host = host_id(settings.state_dir)
+        self.node_id = local_node_id(settings)
         self.snapshots_enabled = settings.template_snapshots != "off"
         self.snapshots = "unknown" if self.snapshots_enabled else "disabled"
         self.note = (

@@ -27,6 +27,7 @@ from service.db.models import Review as ReviewRow
 from service.db.models import Tenant
 from service.errors import AppError
 from service.execs.runner import ExecRunner
+from service.nodes.local import local_node_id
 from service.reviews import gate, inside, model
 from service.reviews.confine import FetchLimits
 from service.reviews.fetch import FetchFailed, HttpAuth, fetch
@@ -273,7 +274,14 @@ async def _sandbox(deps: Deps, job: Job, stages: Stages) -> str:
         try:
             # pool=None: a review's sandbox is always started for it, never a warm member.
             sandbox, _ = await sandbox_create.create_sandbox(
-                deps.db, deps.holder, job.principal, job.ctx, request, None, pool=None
+                deps.db,
+                deps.holder,
+                job.principal,
+                job.ctx,
+                request,
+                None,
+                pool=None,
+                node_id=local_node_id(deps.settings),
             )
         except (AppError, SandboxRuntimeError) as exc:
             raise StageFailed(f"sandbox: {error_text(exc)}") from exc

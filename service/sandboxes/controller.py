@@ -8,6 +8,7 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from msgspec import Meta
 
 from service.deps import (
+    AppSettings,
     Audit,
     CurrentPrincipal,
     Db,
@@ -17,6 +18,7 @@ from service.deps import (
     Runtimes,
 )
 from service.errors import Unprocessable
+from service.nodes.local import local_node_id
 from service.pagination import DEFAULT_LIMIT, cursor_parameter, id_pattern
 from service.pool.controller import Pool
 from service.sandboxes import create, service
@@ -74,11 +76,19 @@ class SandboxController(Controller):
         principal: CurrentPrincipal,
         audit_ctx: Audit,
         pool: Pool,
+        settings: AppSettings,
         data: JSONBody[SandboxCreate],
         idempotency_key: IdempotencyKey = None,
     ) -> Response[Sandbox]:
         sandbox, created = await create.create_sandbox(
-            db, runtimes, principal, audit_ctx, data, idempotency_key, pool
+            db,
+            runtimes,
+            principal,
+            audit_ctx,
+            data,
+            idempotency_key,
+            pool,
+            node_id=local_node_id(settings),
         )
         return Response(sandbox, status_code=201 if created else 200)
 

@@ -118,6 +118,7 @@ async def create_sandbox(
     data: SandboxCreate,
     idempotency_key: str | None,
     pool: WarmPool | None = None,
+    node_id: str | None = None,
 ) -> tuple[Sandbox, bool]:
     """Create and start a sandbox; returns it and whether this call created it.
 
@@ -182,6 +183,7 @@ async def create_sandbox(
             started_from=("snapshot" if version.snapshot_id else "image") if template else "image",
             request=(idempotency_key, req_hash),
             now=now,
+            node_id=node_id,
         )
         repo.add(row)
         try:

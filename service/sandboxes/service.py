@@ -85,15 +85,18 @@ def new_row(
     started_from: str,
     request: tuple[str | None, str],
     now: datetime,
+    node_id: str | None = None,
 ) -> SandboxRow:
     """A new sandbox's row before its first transition: `caps` (size, cpus, memory, disk),
-    `template` (name, id, version), `request` (Idempotency-Key, request hash)."""
+    `template` (name, id, version), `request` (Idempotency-Key, request hash), `node_id` (the
+    node that runs it)."""
     size, cpus, memory, disk = caps
     name, template_id, version = template or (None, None, None)
     idempotency_key, request_hash = request
     return SandboxRow(
         id=new_id("sbx"),
         tenant_id=tenant_id,
+        node_id=node_id,
         state=None,
         image=image,
         template=name,

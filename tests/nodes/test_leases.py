@@ -13,8 +13,12 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.db.models import Node
+from service.errors import ConfigurationError
 from service.nodes.heartbeat import NodeHeartbeat, node_id_for
 from service.nodes.leases import DRAINING, LOST, READY, REPLACED, Leases, NodeInfo
+from service.nodes.local import describe, local_node_id
+from service.runtime.holder import RuntimeHolder
+from service.settings import Settings
 
 pytestmark = pytest.mark.sqlite
 
@@ -132,3 +136,25 @@ async def test_the_heartbeat_registers_again_when_lost_and_stops_when_replaced(
     await beat.run_once()
     assert beat.retired and registered == [node_id, node_id]
     assert await leases.renew(node_id, other) == READY  # the newer start keeps the place
+
+
+def test_this_hosts_node_describes_itself(settings: Settings) -> None:
+    described = describe(settings, RuntimeHolder.of(None), "9.9.9")  # type: ignore[arg-type]
+    assert described.id == local_node_id(settings) == node_id_for(settings.state_dir)
+    assert described.address == f"http://{settings.host}:{settings.port}"
+    assert described.vcpus >= 1 and described.memory_mib >= 256 and described.pids > 0
+    assert described.disk_mib > 0 and described.version == "9.9.9"
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"AIRLOCK_NODE_ID": "Has/Slash"},
+        {"AIRLOCK_NODE_ID": "-dash-first"},
+        {"AIRLOCK_NODE_HEARTBEAT_S": "20", "AIRLOCK_NODE_LEASE_S": "15"},
+        {"AIRLOCK_NODE_HEARTBEAT_S": "0"},
+    ],
+)
+def test_node_settings_are_checked(env: dict[str, str]) -> None:
+    with pytest.raises(ConfigurationError):
+        Settings.from_env(env)

@@ -1,0 +1,64 @@
+"""The node in this process: what it says of itself, and its heartbeat's set-up."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.errors import ServiceUnavailable
+from service.nodes.heartbeat import NodeHeartbeat, node_id_for
+from service.nodes.leases import Leases, NodeInfo
+from service.runtime.gvisor.host_memory import default_budget_mib
+from service.runtime.holder import RuntimeHolder
+from service.settings import Settings
+
+MIB = 1 << 20
+
+
+def local_node_id(settings: Settings) -> str:
+    return settings.node_id or node_id_for(settings.state_dir)
+
+
+def _pids_capacity() -> int:
+    """Half of the host's pid space, the share all sandboxes together are held to."""
+    try:
+        return int(Path("/proc/sys/kernel/pid_max").read_text()) // 2
+    except (OSError, ValueError):
+        return 16384
+
+
+def describe(settings: Settings, runtimes: RuntimeHolder, version: str) -> NodeInfo:
+    """This host's node as it stands now (the runtime's name once one is open)."""
+    runtime = runtimes.current
+    return NodeInfo(
+        id=local_node_id(settings),
+        address=settings.node_address or f"http://{settings.host}:{settings.port}",
+        runtime=runtime.name if runtime is not None else "unavailable",
+        platform=None,
+        vcpus=float(os.cpu_count() or 1),
+        memory_mib=settings.host_memory_mib or default_budget_mib(),
+        disk_mib=shutil.disk_usage(settings.state_dir).free // MIB,
+        pids=_pids_capacity(),
+        version=version,
+    )
+
+
+def heartbeat(
+    settings: Settings,
+    db: async_sessionmaker[AsyncSession],
+    runtimes: RuntimeHolder,
+    version: str,
+) -> NodeHeartbeat:
+    """The job that registers this host's node and keeps its lease."""
+
+    async def current() -> NodeInfo:
+        try:
+            await runtimes.get()  # the node says which runtime it runs, once one opens
+        except ServiceUnavailable:
+            pass
+        return describe(settings, runtimes, version)
+
+    return NodeHeartbeat(Leases(db, settings.node_lease_s), current, settings.node_heartbeat_s)
