@@ -38,6 +38,7 @@ from service.jobs.reconcile import reconcile
 from service.jobs.retention import RetentionJob
 from service.jobs.templates import TemplateBuilder
 from service.jobs.ttl import TtlReaper
+from service.nodes.controller import NodeController
 from service.nodes.local import heartbeat as node_heartbeat
 from service.openapi import correct_allow_header, document_problems
 from service.pool.controller import PoolController
@@ -129,6 +130,7 @@ def create_app(
     app = Litestar(
         route_handlers=[
             TenantController,
+            NodeController,
             ApiKeyController,
             TokenController,
             AuditController,

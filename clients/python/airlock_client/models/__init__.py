@@ -12,6 +12,7 @@ from .audit_page import AuditPage
 from .audit_verification import AuditVerification
 from .broken_link import BrokenLink
 from .bundle import Bundle
+from .capacity import Capacity
 from .diff_stat import DiffStat
 from .exec_ import Exec
 from .exec_create import ExecCreate
@@ -35,6 +36,11 @@ from .network_change import NetworkChange
 from .network_change_mode import NetworkChangeMode
 from .network_policy import NetworkPolicy
 from .network_policy_mode import NetworkPolicyMode
+from .node import Node
+from .node_capacity import NodeCapacity
+from .node_labels import NodeLabels
+from .node_list import NodeList
+from .node_state import NodeState
 from .pool_overview import PoolOverview
 from .pool_overview_snapshots import PoolOverviewSnapshots
 from .pool_status import PoolStatus
@@ -111,6 +117,7 @@ __all__ = (
     "AuditVerification",
     "BrokenLink",
     "Bundle",
+    "Capacity",
     "DiffStat",
     "Exec",
     "ExecCreate",
@@ -134,6 +141,11 @@ __all__ = (
     "NetworkChangeMode",
     "NetworkPolicy",
     "NetworkPolicyMode",
+    "Node",
+    "NodeCapacity",
+    "NodeLabels",
+    "NodeList",
+    "NodeState",
     "PoolOverview",
     "PoolOverviewSnapshots",
     "PoolStatus",
