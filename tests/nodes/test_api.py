@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 from litestar.testing import AsyncTestClient
+from sqlalchemy import update
 
 from service.app import create_app
 from service.db import models
@@ -117,3 +118,22 @@ async def test_drain(api: Api, settings: Settings, sessionmaker: Any) -> None:
 async def test_tenants_see_no_nodes(api: Api, tenant: Tenant, method: str, path: str) -> None:
     r = await api.client.request(method, path, headers=tenant.headers)
     assert r.status_code == 403, r.text
+
+
+async def test_a_lost_node_is_not_drained(api: Api, sessionmaker: Any) -> None:
+    info = replace(
+        describe(api.settings, RuntimeHolder.of(None), "test"),  # type: ignore[arg-type]
+        id="gone-node",
+    )
+    leases = Leases(sessionmaker, 15)
+    await leases.register(info)
+    async with sessionmaker() as session, session.begin():
+        await session.execute(
+            update(models.Node)
+            .where(models.Node.id == "gone-node")
+            .values(lease_expires_at=datetime.now(UTC) - timedelta(minutes=5))
+        )
+    assert "gone-node" in await leases.mark_lost()
+    r = await api.client.post("/v1/nodes/gone-node/drain", headers=api.operator)
+    assert r.status_code == 409, r.text
+    assert (await node_of(api, "gone-node"))["state"] == "lost"
