@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.errors import ServiceUnavailable
 from service.nodes.heartbeat import NodeHeartbeat, node_id_for
 from service.nodes.leases import Leases, NodeInfo
+from service.runtime.gvisor import cgroups
 from service.runtime.gvisor.host_memory import default_budget_mib
 from service.runtime.holder import RuntimeHolder
 from service.settings import Settings
@@ -23,11 +23,8 @@ def local_node_id(settings: Settings) -> str:
 
 
 def _pids_capacity() -> int:
-    """Half of the host's pid space, the share all sandboxes together are held to."""
-    try:
-        return int(Path("/proc/sys/kernel/pid_max").read_text()) // 2
-    except (OSError, ValueError):
-        return 16384
+    """The share of the host's pid space all sandboxes together are held to."""
+    return int((cgroups.pid_max() or 32768) * cgroups.SANDBOX_PID_SHARE)
 
 
 def describe(settings: Settings, runtimes: RuntimeHolder, version: str) -> NodeInfo:

@@ -16,7 +16,8 @@ from service.sandboxes.states import ACTIVE
 _ACTIVE = [s.value for s in ACTIVE]
 
 
-async def list_nodes(session: AsyncSession) -> NodeList:
+async def list_nodes(session: AsyncSession, only: str | None = None) -> NodeList:
+    """Every node (or just `only`) with what its live sandboxes hold."""
     held = (
         select(
             SandboxRow.node_id,
@@ -25,15 +26,21 @@ async def list_nodes(session: AsyncSession) -> NodeList:
             func.coalesce(func.sum(SandboxRow.memory_mib), 0).label("memory"),
             func.coalesce(func.sum(SandboxRow.disk_mib), 0).label("disk"),
         )
-        .where(SandboxRow.state.in_(_ACTIVE), SandboxRow.node_id.is_not(None))
+        .where(
+            SandboxRow.state.in_(_ACTIVE),
+            SandboxRow.node_id == only if only is not None else SandboxRow.node_id.is_not(None),
+        )
         .group_by(SandboxRow.node_id)
         .subquery()
     )
-    rows = await session.execute(
+    query = (
         select(NodeRow, held.c.n, held.c.cpus, held.c.memory, held.c.disk)
         .outerjoin(held, held.c.node_id == NodeRow.id)
         .order_by(NodeRow.id)
     )
+    if only is not None:
+        query = query.where(NodeRow.id == only)
+    rows = await session.execute(query)
     return NodeList(
         items=[_node(row, n, cpus, memory, disk) for row, n, cpus, memory, disk in rows]
     )
@@ -50,7 +57,7 @@ async def drain(session: AsyncSession, ctx: AuditContext, node_id: str) -> Node:
         row.state = DRAINING
         await record(session, ctx, chain=OPERATOR_CHAIN, action="node.drain", target=node_id)
     await session.flush()
-    return next(n for n in (await list_nodes(session)).items if n.id == node_id)
+    return (await list_nodes(session, only=node_id)).items[0]
 
 
 def _node(

@@ -67,13 +67,6 @@ def kvm_info() -> tuple[bool, str]:
     return present, "kvm (kind unknown)" if present else "none"
 
 
-def _pid_max() -> int | None:
-    try:
-        return int(Path("/proc/sys/kernel/pid_max").read_text())
-    except (OSError, ValueError):
-        return None
-
-
 async def _gvisor_works(state_dir: Path, platform: str | None) -> tuple[bool, str]:
     started = time.monotonic()
     try:
@@ -181,7 +174,7 @@ async def diagnose(
 
     layout = cgroups.detect()
     report.add("cgroups", layout != "none", layout, None if layout != "none" else "mount cgroupfs")
-    pid_max = _pid_max()
+    pid_max = cgroups.pid_max()
     if pid_max:
         report.add("pid space", True, f"pid_max {pid_max}; sandboxes together may use half")
 

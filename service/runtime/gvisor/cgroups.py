@@ -142,17 +142,29 @@ def _kill_and_rmdir(directory: Path) -> bool:
     return True
 
 
-def cap_parent_pids(parent: str, fraction: float = 0.5, root: Path = ROOT) -> int | None:
+SANDBOX_PID_SHARE = 0.5  # of the host's pid space, for all sandboxes together
+
+
+def pid_max() -> int | None:
+    """The host's pid space (`kernel.pid_max`), None when it cannot be read."""
+    try:
+        return int(Path("/proc/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def cap_parent_pids(
+    parent: str, fraction: float = SANDBOX_PID_SHARE, root: Path = ROOT
+) -> int | None:
     """Bound the host tasks of all sandboxes together to a share of the host's pid space.
 
     Each sandbox has its own pids cap; this parent cap keeps many misbehaving sandboxes
     together from exhausting the host's pids. Returns the cap set, or None if not possible.
     """
-    try:
-        pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
-    except (OSError, ValueError):
+    space = pid_max()
+    if space is None:
         return None
-    cap = int(pid_max * fraction)
+    cap = int(space * fraction)
     layout = detect(root)
     directory = root / ("pids" if layout in ("v1", "hybrid") else "") / parent.lstrip("/")
     try:

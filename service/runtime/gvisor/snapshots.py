@@ -133,13 +133,14 @@ class Snapshots(Lifecycle, Execs):
         snapshot_id = records.new_snapshot_id()
         directory = self._snapshot_dir(snapshot_id)
         (directory / "image").mkdir(parents=True)
+        leaves_running = self.checkpoint_leaves_running
         if (link := sandbox.agent) is not None:
             # A round trip with nothing after it: no frame is half-way through either pipe
             # when the agent is frozen, so it starts clean on the restored sandbox's pipes.
             await link.ping()
             # a checkpoint that stops the sandbox closes the agent's pipes
-            link.ending = not self.checkpoint_leaves_running
-        leave_running = ["--leave-running"] if self.checkpoint_leaves_running else []
+            link.ending = not leaves_running
+        leave_running = ["--leave-running"] if leaves_running else []
         code, out = await self.cli.run(
             "checkpoint", *leave_running, f"--image-path={directory / 'image'}", sandbox.id
         )
@@ -162,7 +163,7 @@ class Snapshots(Lifecycle, Execs):
             "agent": agent_link.mounted_at(sandbox.meta.get("agent")),
         }
         records.write_json(directory / "snapshot.json", meta)
-        if self.checkpoint_leaves_running:
+        if leaves_running:
             return self._snapshot_info(meta, directory)
         sandbox.close_link()
         await reap_while(self.cli.run("delete", "--force", sandbox.id, limit_s=30))
