@@ -18,13 +18,13 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from service.app import create_app
 
-    settings = Settings.from_env(host=args.host, port=args.port)
+    settings = Settings.from_env(host=args.host, port=args.port, role=args.role)
     # Refuse before binding the port, with the fix in the message.
     asyncio.run(_check_migrated(settings))
     app = create_app(settings)
     print(
         f"airlock: serving on http://{settings.host}:{settings.port} "
-        f"({settings.env.value}, database {_shown_url(settings)})",
+        f"({_role_shown(settings)}, {settings.env.value}, database {_shown_url(settings)})",
         file=sys.stderr,
     )
     uvicorn.run(
@@ -52,6 +52,15 @@ async def _check_migrated(settings: Settings) -> None:
         await ensure_migrated(engine, settings.effective_database_url)
     finally:
         await engine.dispose()
+
+
+def _role_shown(settings: Settings) -> str:
+    if settings.role == "api":
+        return "API replica"
+    from service.nodes.local import local_node_id
+
+    node = local_node_id(settings)
+    return f"node {node}" if settings.role == "node" else f"API and node {node}"
 
 
 def _shown_url(settings: Settings) -> str:
@@ -99,6 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the HTTP API")
     serve.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default 8080)")
+    serve.add_argument(
+        "--role",
+        choices=("all", "api", "node"),
+        default=None,
+        help="all: the API and this host's node (default); api: a replica that routes to "
+        "nodes; node: this host's sandboxes, for the replicas (AIRLOCK_ROLE)",
+    )
     serve.set_defaults(func=_serve)
 
     mig = sub.add_parser("migrate", help="apply database migrations")

@@ -39,7 +39,10 @@ from service.jobs.retention import RetentionJob
 from service.jobs.templates import TemplateBuilder
 from service.jobs.ttl import TtlReaper
 from service.nodes.controller import NodeController
+from service.nodes.credentials import NodeCredentials
 from service.nodes.local import heartbeat as node_heartbeat
+from service.nodes.local import local_node_id
+from service.nodes.routing import NodeRouter, RoutingMiddleware
 from service.openapi import correct_allow_header, document_problems
 from service.pool.controller import PoolController
 from service.pool.service import WarmPool
@@ -47,7 +50,7 @@ from service.requestid import add_request_id_header
 from service.reviews.controller import ReviewController
 from service.reviews.job import ReviewRunner
 from service.reviews.pipeline import Deps as ReviewDeps
-from service.runtime import SandboxRuntime, SandboxRuntimeError
+from service.runtime import RuntimeUnavailable, SandboxRuntime, SandboxRuntimeError
 from service.runtime.config import RuntimeConfig
 from service.runtime.holder import RuntimeHolder
 from service.runtime.problems import runtime_error_handler
@@ -79,11 +82,15 @@ def create_app(
     keyring.signer()  # fail now, not on the first request, if the keys are unreadable
     codec = TokenCodec(keyring, issuer=settings.jwt_issuer, audience=settings.jwt_audience)
     sessionmaker = make_sessionmaker(engine)
-    runtimes = (
-        RuntimeHolder.of(runtime)
-        if runtime is not None
-        else RuntimeHolder(lambda: open_runtime(RuntimeConfig.from_settings(settings)))
-    )
+    if runtime is not None:
+        runtimes = RuntimeHolder.of(runtime)
+    elif settings.runs_node:
+        runtimes = RuntimeHolder(lambda: open_runtime(RuntimeConfig.from_settings(settings)))
+    else:
+        runtimes = RuntimeHolder(_no_runtime_on_replicas)
+    node_credentials = NodeCredentials(keyring, issuer=settings.jwt_issuer)
+    local_node = local_node_id(settings) if settings.runs_node else None
+    router = NodeRouter(sessionmaker, settings, node_credentials, local_node)
     exec_runner = ExecRunner(sessionmaker, engine, runtimes)
     pool = WarmPool(settings)
     state = State(
@@ -95,6 +102,7 @@ def create_app(
             "token_codec": codec,
             "authenticator": Authenticator(engine, codec, secrets.operator_key),
             "runtimes": runtimes,
+            "node_credentials": node_credentials,
             "exec_runner": exec_runner,
             "pool": pool,
         }
@@ -106,15 +114,7 @@ def create_app(
             await ensure_migrated(engine, settings.effective_database_url)
         jobs: Sequence[Any] = []
         if run_jobs:
-            await _reconcile(sessionmaker, runtimes, pool.host)
-            jobs = [
-                RetentionJob(sessionmaker, settings),
-                TtlReaper(sessionmaker, runtimes, settings.ttl_reaper_interval_s),
-                TemplateBuilder(sessionmaker, runtimes, pool),
-                PoolRefiller(sessionmaker, runtimes, pool, settings.pool_refill_interval_s),
-                ReviewRunner(ReviewDeps(sessionmaker, runtimes, exec_runner, settings)),
-                node_heartbeat(settings, sessionmaker, runtimes, VERSION),
-            ]
+            jobs = await _jobs(settings, sessionmaker, runtimes, pool, exec_runner, local_node)
         for job in jobs:
             job.start()
         try:
@@ -123,6 +123,7 @@ def create_app(
             for job in jobs:
                 await job.stop()
             await exec_runner.shutdown()
+            await router.close()
             await runtimes.close()
             await engine.dispose()
 
@@ -164,6 +165,7 @@ def create_app(
             DefineMiddleware(
                 BearerAuthMiddleware, exclude_from_auth_key="public", exclude=PUBLIC_PATHS
             ),
+            DefineMiddleware(RoutingMiddleware, router=router),
         ],
         guards=[authorize],
         exception_handlers={  # type: ignore[arg-type]
@@ -197,15 +199,49 @@ def create_app(
     return app
 
 
+async def _jobs(
+    settings: Settings,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    runtimes: RuntimeHolder,
+    pool: WarmPool,
+    exec_runner: ExecRunner,
+    local_node: str | None,
+) -> list[Any]:
+    """The background work of this process's role. A node's jobs touch only its own
+    sandboxes; the record-keeping ones (retention) run where the API does."""
+    jobs: list[Any] = []
+    if settings.role != "node":
+        jobs.append(RetentionJob(sessionmaker, settings))
+    if local_node is not None:
+        await _reconcile(sessionmaker, runtimes, pool.host, local_node)
+        jobs += [
+            TtlReaper(sessionmaker, runtimes, settings.ttl_reaper_interval_s, local_node),
+            TemplateBuilder(sessionmaker, runtimes, pool, node_id=local_node),
+            PoolRefiller(sessionmaker, runtimes, pool, settings.pool_refill_interval_s),
+            ReviewRunner(ReviewDeps(sessionmaker, runtimes, exec_runner, settings)),
+            node_heartbeat(settings, sessionmaker, runtimes, VERSION),
+        ]
+    return jobs
+
+
+async def _no_runtime_on_replicas() -> SandboxRuntime:
+    raise RuntimeUnavailable(
+        "none", "this process is an API replica (AIRLOCK_ROLE=api): sandboxes run on the nodes"
+    )
+
+
 async def _reconcile(
-    sessionmaker: async_sessionmaker[AsyncSession], runtimes: RuntimeHolder, pool_host: str
+    sessionmaker: async_sessionmaker[AsyncSession],
+    runtimes: RuntimeHolder,
+    pool_host: str,
+    node_id: str,
 ) -> None:
     try:
         runtime = await runtimes.get()
     except ServiceUnavailable as exc:
         log.warning("sandboxes unavailable: %s", exc.detail)
         return
-    counts = await reconcile(sessionmaker, runtime, pool_host)
+    counts = await reconcile(sessionmaker, runtime, node_id, pool_host)
     if any(counts.values()):
         log.warning("start-up reconciliation: %s", counts)
 

@@ -99,6 +99,22 @@ class ServiceUnavailable(AppError):
     status, code, title = 503, "unavailable", "The service cannot serve this now"
 
 
+class NoCapacity(ServiceUnavailable):
+    code, title = "no_capacity", "No node has room for this sandbox now"
+
+    def __init__(self, detail: str | None = None, *, retry_after_s: int = 5, **kw: Any) -> None:
+        super().__init__(detail, **kw)
+        self.headers["Retry-After"] = str(max(1, int(retry_after_s)))
+
+
+class NodeUnavailable(ServiceUnavailable):
+    code, title = "node_unavailable", "The node that holds this sandbox cannot be reached"
+
+    def __init__(self, detail: str | None = None, *, retry_after_s: int = 5, **kw: Any) -> None:
+        super().__init__(detail, **kw)
+        self.headers["Retry-After"] = str(max(1, int(retry_after_s)))
+
+
 def _problem(
     request: Request[Any, Any, Any],
     *,

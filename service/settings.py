@@ -65,6 +65,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # often it is renewed (a node silent for a lease is lost).
     node_id: str | None = None
     node_address: str | None = None
+    # What this process is: `all` (the API with this host's node in the same process, the
+    # one-machine default), `api` (a stateless replica that places sandboxes on nodes and
+    # routes every sandbox call to its node) or `node` (this host's sandboxes, serving only
+    # the API replicas). More than one process shares PostgreSQL.
+    role: str = "all"
+    # Placement promises a node's CPUs up to this many times over, and its memory (which a
+    # sandbox cannot give back) up to this ratio.
+    cpu_overcommit: float = 2.0
+    memory_overcommit: float = 1.0
     node_lease_s: float = 15.0
     node_heartbeat_s: float = 5.0
     # A claim rings the refiller this much later, so the restore that replaces the member does
@@ -93,6 +102,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def image_registry_list(self) -> tuple[str, ...]:
         return tuple(e.strip().rstrip("/") for e in self.image_registries.split(",") if e.strip())
+
+    @property
+    def runs_node(self) -> bool:
+        """Whether this process owns this host's sandboxes (a runtime, its jobs)."""
+        return self.role != "api"
 
     @property
     def keys_dir(self) -> Path:
@@ -167,6 +181,18 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError(
                 "AIRLOCK_NODE_ID must be 1-63 lowercase letters, digits and dashes, starting "
                 "with a letter or digit"
+            )
+        if self.role not in ("all", "api", "node"):
+            raise ConfigurationError("AIRLOCK_ROLE must be one of all, api, node")
+        if self.role != "all" and not self.database_url.startswith("postgresql"):
+            raise ConfigurationError(
+                f"AIRLOCK_ROLE={self.role} shares its records with other processes: set "
+                "AIRLOCK_DATABASE_URL to a PostgreSQL database (postgresql+asyncpg://...)"
+            )
+        if not 1 <= self.cpu_overcommit <= 64 or not 0.1 <= self.memory_overcommit <= 4:
+            raise ConfigurationError(
+                "AIRLOCK_CPU_OVERCOMMIT must be within 1-64 and AIRLOCK_MEMORY_OVERCOMMIT "
+                "within 0.1-4"
             )
         if not 0 < self.node_heartbeat_s < self.node_lease_s <= 3600:
             raise ConfigurationError(

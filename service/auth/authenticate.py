@@ -43,26 +43,42 @@ class Authenticator:
         self.postgres = is_postgres(engine)
 
     async def authenticate(self, authorization: str | None) -> Principal:
-        if not authorization:
-            raise Unauthenticated("no bearer credential")
-        scheme, _, credential = authorization.partition(" ")
-        credential = credential.strip()
-        if scheme.lower() != "bearer" or not credential:
-            raise Unauthenticated("expected `Authorization: Bearer <credential>`")
+        credential = bearer_credential(authorization)
         if hmac.compare_digest(hashlib.sha256(credential.encode()).digest(), self._operator_digest):
             return OPERATOR
         if credential.startswith(API_KEY_PREFIX):
             return await self._from_api_key(credential)
         return await self._from_token(credential)
 
-    async def refusal(self, authorization: str | None) -> str | None:
-        """Why a credential accepted earlier no longer is (revoked, expired, its tenant
-        suspended), or None while it holds: for what outlives its request, like an event
-        stream."""
-        try:
-            await self.authenticate(authorization)
-        except Unauthenticated as exc:
-            return exc.detail
+    async def refusal(self, principal: Principal) -> str | None:
+        """Why a caller accepted earlier no longer is (its token expired or was revoked, its key
+        revoked, its tenant suspended), or None while it holds: for what outlives its request,
+        like an event stream. Asked of the principal, not the credential, so it holds the same
+        on a node, which sees the caller only through the API replica's call."""
+        if principal.is_operator:
+            return None
+        if principal.expires_at is not None and principal.expires_at <= utcnow():
+            return "token expired"
+        async with self._reader() as conn:
+            if principal.kind is PrincipalKind.TOKEN:
+                revoked = await conn.scalar(
+                    select(RevokedToken.jti).where(RevokedToken.jti == principal.actor)
+                )
+                if revoked is not None:
+                    return "token revoked"
+            row = (
+                await conn.execute(
+                    select(ApiKey.revoked_at, Tenant.status)
+                    .join(Tenant, Tenant.id == ApiKey.tenant_id)
+                    .where(ApiKey.id == principal.key_id)
+                )
+            ).one_or_none()
+        if row is None or row.revoked_at is not None:
+            if principal.kind is PrincipalKind.TOKEN:
+                return "the API key that issued this token was revoked"
+            return "API key revoked"
+        if row.status != "active":
+            return "tenant suspended"
         return None
 
     @contextlib.asynccontextmanager
@@ -139,7 +155,19 @@ class Authenticator:
             scopes=frozenset(claims.scp),
             key_id=claims.sub,
             sandbox_id=claims.sbx,
+            expires_at=claims.exp,
         )
+
+
+def bearer_credential(authorization: str | None) -> str:
+    """The credential of an `Authorization: Bearer <credential>` header."""
+    if not authorization:
+        raise Unauthenticated("no bearer credential")
+    scheme, _, credential = authorization.partition(" ")
+    credential = credential.strip()
+    if scheme.lower() != "bearer" or not credential:
+        raise Unauthenticated("expected `Authorization: Bearer <credential>`")
+    return credential
 
 
 def _api_key_principal(row: Any) -> tuple[Principal, datetime | None]:

@@ -18,6 +18,7 @@ from litestar.handlers.base import BaseRouteHandler
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
 from opentelemetry import trace
 
+from service.auth.authenticate import bearer_credential
 from service.auth.principal import Principal
 from service.errors import Forbidden, MissingScope, NotFound
 
@@ -26,8 +27,13 @@ class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
     async def authenticate_request(
         self, connection: ASGIConnection[Any, Any, Any, Any]
     ) -> AuthenticationResult:
-        authenticator = connection.app.state.authenticator
-        principal = await authenticator.authenticate(connection.headers.get("authorization"))
+        state = connection.app.state
+        authorization = connection.headers.get("authorization")
+        if state.settings.role == "node":
+            # A node serves the API replicas only: the caller comes inside their token.
+            forwarded = state.node_credentials.verify(bearer_credential(authorization))
+            return AuthenticationResult(user=forwarded.principal, auth=forwarded)
+        principal = await state.authenticator.authenticate(authorization)
         span = trace.get_current_span()
         span.set_attribute("airlock.principal.kind", principal.kind.value)
         if principal.tenant_id is not None:

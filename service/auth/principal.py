@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 SCOPES: tuple[str, ...] = (
@@ -38,6 +39,8 @@ class Principal:
     # The key that minted a token (the token's `sub`), or the key itself.
     key_id: str | None = None
     sandbox_id: str | None = None
+    # When the credential stops being valid on its own (a token's `exp`); None for keys.
+    expires_at: datetime | None = None
 
     @property
     def is_operator(self) -> bool:

@@ -73,43 +73,57 @@ class TokenCodec:
 
     def verify(self, token: str) -> TokenClaims:
         """Check signature and claims; the caller checks revocation and the tenant."""
-        try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError as exc:
-            raise Unauthenticated("malformed token") from exc
-        # Decide the algorithm from our own configuration, never from the token: this closes
-        # `alg: none` and HMAC-with-the-public-key confusion before any key is touched.
-        if header.get("alg") != ALGORITHM:
-            raise Unauthenticated("token algorithm not accepted")
-        kid = header.get("kid")
-        if not isinstance(kid, str) or not kid:
-            raise Unauthenticated("token has no key id")
-        key = self.keyring.get(kid)
-        if key is None:
-            raise Unauthenticated("token signed by an unknown key")
-        try:
-            claims = jwt.decode(
-                token,
-                key.public,
-                algorithms=[ALGORITHM],
-                audience=self.audience,
-                issuer=self.issuer,
-                leeway=LEEWAY_S,
-                options={"require": list(REQUIRED_CLAIMS), "strict_aud": True},
-            )
-        except jwt.ExpiredSignatureError as exc:
-            raise Unauthenticated("token expired") from exc
-        except jwt.ImmatureSignatureError as exc:
-            raise Unauthenticated("token not yet valid") from exc
-        except jwt.InvalidAudienceError as exc:
-            raise Unauthenticated("token audience not accepted") from exc
-        except jwt.InvalidIssuerError as exc:
-            raise Unauthenticated("token issuer not accepted") from exc
-        except jwt.MissingRequiredClaimError as exc:
-            raise Unauthenticated(f"token lacks the {exc.claim!r} claim") from exc
-        except jwt.PyJWTError as exc:
-            raise Unauthenticated("token signature or structure is invalid") from exc
-        return _typed_claims(claims)
+        return _typed_claims(
+            decode_signed(self.keyring, token, issuer=self.issuer, audience=self.audience)
+        )
+
+
+def decode_signed(
+    keyring: KeyRing,
+    token: str,
+    *,
+    issuer: str,
+    audience: str,
+    required: tuple[str, ...] = REQUIRED_CLAIMS,
+) -> dict[str, Any]:
+    """The claims of a token signed by one of `keyring`'s keys for `audience`, or
+    Unauthenticated saying what is wrong with it."""
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError as exc:
+        raise Unauthenticated("malformed token") from exc
+    # Decide the algorithm from our own configuration, never from the token: this closes
+    # `alg: none` and HMAC-with-the-public-key confusion before any key is touched.
+    if header.get("alg") != ALGORITHM:
+        raise Unauthenticated("token algorithm not accepted")
+    kid = header.get("kid")
+    if not isinstance(kid, str) or not kid:
+        raise Unauthenticated("token has no key id")
+    key = keyring.get(kid)
+    if key is None:
+        raise Unauthenticated("token signed by an unknown key")
+    try:
+        return jwt.decode(
+            token,
+            key.public,
+            algorithms=[ALGORITHM],
+            audience=audience,
+            issuer=issuer,
+            leeway=LEEWAY_S,
+            options={"require": list(required), "strict_aud": True},
+        )
+    except jwt.ExpiredSignatureError as exc:
+        raise Unauthenticated("token expired") from exc
+    except jwt.ImmatureSignatureError as exc:
+        raise Unauthenticated("token not yet valid") from exc
+    except jwt.InvalidAudienceError as exc:
+        raise Unauthenticated("token audience not accepted") from exc
+    except jwt.InvalidIssuerError as exc:
+        raise Unauthenticated("token issuer not accepted") from exc
+    except jwt.MissingRequiredClaimError as exc:
+        raise Unauthenticated(f"token lacks the {exc.claim!r} claim") from exc
+    except jwt.PyJWTError as exc:
+        raise Unauthenticated("token signature or structure is invalid") from exc
 
 
 def _typed_claims(claims: dict[str, Any]) -> TokenClaims:

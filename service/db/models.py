@@ -328,6 +328,8 @@ class TemplateVersion(Base):
     runtime: Mapped[str | None] = mapped_column(String(16), nullable=True)
     # None when the runtime could not snapshot: sandboxes then start from the image + setup.
     snapshot_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # The node that ran the build (its snapshot is on that node's disk).
+    node_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     snapshot_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)

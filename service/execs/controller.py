@@ -48,7 +48,7 @@ class ExecController(Controller):
         summary="Run a command in a sandbox",
         description="With `wait` (the default) the answer is the finished exec (200); "
         "`wait: false` answers 202 at once. A non-zero exit is a 200 with its exit code.",
-        opt={"scope": "exec"},
+        opt={"routed": "sandbox", "scope": "exec"},
         status_code=200,
         request_max_body_size=BODY_LIMIT,
         responses={
@@ -113,7 +113,7 @@ class ExecController(Controller):
         "Reconnect with `Last-Event-ID` (or `?after=`) to resume without loss. The credential "
         "is checked again every few seconds: once it is revoked or expired, or the tenant "
         'suspended, the stream ends with an `unauthenticated` event (`{"code", "detail"}`).',
-        opt={"scope": "exec"},
+        opt={"routed": "sandbox", "scope": "exec"},
     )
     async def stream_exec_events(
         self,
@@ -131,7 +131,6 @@ class ExecController(Controller):
             # The reader has everything, `exit` included: 204 tells EventSource to stop.
             return Response(None, status_code=204)
         authenticator = request.app.state.authenticator
-        authorization = request.headers.get("authorization")
         return ServerSentEvent(
             service.events(
                 db,
@@ -140,7 +139,7 @@ class ExecController(Controller):
                 sandbox_id,
                 exec_id,
                 start,
-                refusal=lambda: authenticator.refusal(authorization),
+                refusal=lambda: authenticator.refusal(principal),
             )
         )
 
@@ -148,7 +147,7 @@ class ExecController(Controller):
         "/{exec_id:str}/kill",
         operation_id="kill_exec",
         summary="Kill a running exec and its processes",
-        opt={"scope": "exec"},
+        opt={"routed": "sandbox", "scope": "exec"},
         status_code=200,
     )
     async def kill_exec(

@@ -85,7 +85,7 @@ class FileController(Controller):
         "by the tenant's `max_upload_mib` (413 beyond it, leaving nothing behind). Parent "
         "directories are made; an existing file is replaced.",
         # The body is the file, streamed under the tenant's limit whatever its content type.
-        opt={"scope": "files:write", "streamed_body": True},
+        opt={"routed": "sandbox", "scope": "files:write", "streamed_body": True},
         status_code=201,
         request_max_body_size=None,
         operation_class=_binary_operation("application/octet-stream"),
@@ -117,7 +117,7 @@ class FileController(Controller):
         "/files/{path:path}",
         operation_id="download_file",
         summary="Download a file from a sandbox",
-        opt={"scope": "files:read"},
+        opt={"routed": "sandbox", "scope": "files:read"},
         media_type="application/octet-stream",
     )
     async def download_file(
@@ -136,7 +136,7 @@ class FileController(Controller):
         "/files",
         operation_id="list_files",
         summary="List a directory in a sandbox",
-        opt={"scope": "files:read"},
+        opt={"routed": "sandbox", "scope": "files:read"},
     )
     async def list_files(
         self,
@@ -155,7 +155,7 @@ class FileController(Controller):
         description="The body is a tar (`application/x-tar`), streamed into the sandbox and "
         "unpacked there by the sandbox's user; the directory is made if missing. A tar that "
         "cannot be unpacked is a 422 with tar's own message.",
-        opt={"scope": "files:write", "streamed_body": True},
+        opt={"routed": "sandbox", "scope": "files:write", "streamed_body": True},
         status_code=201,
         request_max_body_size=None,
         operation_class=_binary_operation("application/x-tar"),
@@ -185,7 +185,7 @@ class FileController(Controller):
         "/archive",
         operation_id="download_archive",
         summary="Download a sandbox directory as a tar archive",
-        opt={"scope": "files:read"},
+        opt={"routed": "sandbox", "scope": "files:read"},
         media_type="application/x-tar",
     )
     async def download_archive(

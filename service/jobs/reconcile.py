@@ -10,8 +10,8 @@
 - template builds cut off (`building`) go back in the queue;
 - runtime sandboxes that no running record or ready pool member claims are destroyed.
 
-Sandboxes live on the host that runs the service (the runtime's state dir); one API process
-per runtime host owns them.
+Sandboxes live on the node that made them (a runtime's state dir on one host): each node
+repairs only its own rows and runtime sandboxes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext, record
@@ -38,15 +38,26 @@ SYSTEM = AuditContext(actor="system:reconciler", request_id=None, client=None)
 
 
 async def reconcile(
-    db: async_sessionmaker[AsyncSession], runtime: SandboxRuntime, pool_host: str | None = None
+    db: async_sessionmaker[AsyncSession],
+    runtime: SandboxRuntime,
+    node_id: str,
+    pool_host: str | None = None,
 ) -> dict[str, int]:
+    """Repair what this node's crash left; rows of other nodes are theirs (rows from before
+    nodes were recorded, with no node, are taken as this one's)."""
     counts = {"interrupted_execs": 0, "failed": 0, "stopped": 0, "lost": 0, "orphans": 0}
-    counts["builds_requeued"] = await requeue_interrupted(db)
+    counts["builds_requeued"] = await requeue_interrupted(db, node_id)
+    on_node = or_(Sandbox.node_id == node_id, Sandbox.node_id.is_(None))
     to_kill: list[tuple[str, str]] = []
     async with db() as session, session.begin():
         execs = (
             await session.scalars(
-                select(Exec).where(Exec.state.in_(["pending", "running"])).with_for_update()
+                select(Exec)
+                .where(
+                    Exec.state.in_(["pending", "running"]),
+                    Exec.sandbox_id.in_(select(Sandbox.id).where(on_node)),
+                )
+                .with_for_update()
             )
         ).all()
         for ex in execs:
@@ -71,7 +82,9 @@ async def reconcile(
         await stored.count_ended(session, [ex.id for ex in execs])
         creating = (
             await session.scalars(
-                select(Sandbox).where(Sandbox.state == State.CREATING.value).with_for_update()
+                select(Sandbox)
+                .where(Sandbox.state == State.CREATING.value, on_node)
+                .with_for_update()
             )
         ).all()
         for row in creating:
@@ -84,7 +97,9 @@ async def reconcile(
     async with db() as session:
         stopping = (
             await session.execute(
-                select(Sandbox.id, Sandbox.tenant_id).where(Sandbox.state == State.STOPPING.value)
+                select(Sandbox.id, Sandbox.tenant_id).where(
+                    Sandbox.state == State.STOPPING.value, on_node
+                )
             )
         ).all()
     for sandbox_id, tenant_id in stopping:
@@ -95,7 +110,9 @@ async def reconcile(
     async with db() as session:
         running = (
             await session.execute(
-                select(Sandbox.id, Sandbox.runtime_id).where(Sandbox.state == State.RUNNING.value)
+                select(Sandbox.id, Sandbox.runtime_id).where(
+                    Sandbox.state == State.RUNNING.value, on_node
+                )
             )
         ).all()
     # The runtime is asked with no transaction open; each loss is recorded on its own.

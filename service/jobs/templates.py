@@ -12,7 +12,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
 
@@ -50,8 +50,9 @@ class Claimed:
     version: int
 
 
-async def claim_next(db: Db) -> Claimed | None:
-    """The next build in fair order across owners (service.jobs.queues), marked building."""
+async def claim_next(db: Db, node_id: str | None = None) -> Claimed | None:
+    """The next build in fair order across owners (service.jobs.queues), marked building on
+    `node_id`."""
     async with db() as session, session.begin():
         past, past_template = aliased(TemplateVersion), aliased(Template)
         waiting = (
@@ -83,7 +84,12 @@ async def claim_next(db: Db) -> Claimed | None:
         version_id = await session.scalar(
             update(TemplateVersion)
             .where(TemplateVersion.id == pick.scalar_subquery())
-            .values(state="building", started_at=utcnow(), attempts=TemplateVersion.attempts + 1)
+            .values(
+                state="building",
+                started_at=utcnow(),
+                attempts=TemplateVersion.attempts + 1,
+                node_id=node_id,
+            )
             .returning(TemplateVersion.id)
         )
         if version_id is None:
@@ -212,15 +218,21 @@ class TemplateBuilder(PeriodicJob):
     name = "template-builder"
 
     def __init__(
-        self, db: Db, holder: RuntimeHolder, pool: WarmPool, interval_s: float = 1.0
+        self,
+        db: Db,
+        holder: RuntimeHolder,
+        pool: WarmPool,
+        interval_s: float = 1.0,
+        node_id: str | None = None,
     ) -> None:
         super().__init__(interval_s)
         self.db = db
         self.holder = holder
         self.pool = pool
+        self.node_id = node_id
 
     async def run_once(self) -> bool:
-        job = await claim_next(self.db)
+        job = await claim_next(self.db, self.node_id)
         if job is None:
             return False
         state = await build_one(self.db, self.holder, self.pool, job)
@@ -228,12 +240,16 @@ class TemplateBuilder(PeriodicJob):
         return True
 
 
-async def requeue_interrupted(db: Db) -> int:
-    """Start-up: builds a crash cut off go back in the queue (their sandboxes are orphans)."""
+async def requeue_interrupted(db: Db, node_id: str | None = None) -> int:
+    """Start-up: builds a crash of this node cut off go back in the queue (their sandboxes are
+    orphans). Builds other nodes are running are theirs."""
+    mine = TemplateVersion.node_id.is_(None)
+    if node_id is not None:
+        mine = or_(mine, TemplateVersion.node_id == node_id)
     async with db() as session, session.begin():
         result = await session.execute(
             update(TemplateVersion)
-            .where(TemplateVersion.state == "building")
-            .values(state="queued", build_log="")
+            .where(TemplateVersion.state == "building", mine)
+            .values(state="queued", build_log="", node_id=None)
         )
     return int(result.rowcount or 0)  # type: ignore[attr-defined]

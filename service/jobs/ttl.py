@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext, record
@@ -28,8 +28,11 @@ STUCK_STOPPING = timedelta(seconds=60)
 BATCH = 20
 
 
-async def reap_expired(db: async_sessionmaker[AsyncSession], holder: RuntimeHolder) -> list[str]:
-    """One pass; returns the ids of the sandboxes it stopped."""
+async def reap_expired(
+    db: async_sessionmaker[AsyncSession], holder: RuntimeHolder, node_id: str | None = None
+) -> list[str]:
+    """One pass over this node's sandboxes (every node's when `node_id` is None); returns the
+    ids of the sandboxes it stopped."""
     now = utcnow()
     claimed: list[tuple[str, str]] = []
     async with db() as session, session.begin():
@@ -47,6 +50,11 @@ async def reap_expired(db: async_sessionmaker[AsyncSession], holder: RuntimeHold
                             Sandbox.updated_at < now - STUCK_STOPPING,
                         ),
                     )
+                )
+                .where(
+                    or_(Sandbox.node_id == node_id, Sandbox.node_id.is_(None))
+                    if node_id is not None
+                    else true()
                 )
                 .order_by(Sandbox.expires_at)
                 .limit(BATCH)
@@ -82,14 +90,19 @@ class TtlReaper(PeriodicJob):
     name = "ttl-reaper"
 
     def __init__(
-        self, db: async_sessionmaker[AsyncSession], holder: RuntimeHolder, interval_s: float
+        self,
+        db: async_sessionmaker[AsyncSession],
+        holder: RuntimeHolder,
+        interval_s: float,
+        node_id: str | None = None,
     ) -> None:
         super().__init__(interval_s)
         self.db = db
         self.holder = holder
+        self.node_id = node_id
 
     async def run_once(self) -> bool:
-        stopped = await reap_expired(self.db, self.holder)
+        stopped = await reap_expired(self.db, self.holder, self.node_id)
         if stopped:
             log.info("stopped expired sandboxes: %s", ", ".join(stopped))
         return False

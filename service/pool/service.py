@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import socket
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -28,17 +26,13 @@ from service.settings import Settings
 from service.templates.repository import OPERATOR_OWNER, TemplateRepository, ready_version
 
 
-def host_id(state_dir: Path) -> str:
-    """Pool members live in one runtime's state dir on one host: only that host uses them."""
-    return f"{socket.gethostname()}:{Path(state_dir).resolve()}"[:200]
-
-
 class WarmPool:
     """Process-wide pool state: this host's id, the snapshot finding, and the refiller's bell."""
 
     def __init__(self, settings: Settings) -> None:
-        self.host = host_id(settings.state_dir)
+        # Pool members live in one node's runtime: only that node claims and refills them.
         self.node_id = local_node_id(settings)
+        self.host = self.node_id
         self.snapshots_enabled = settings.template_snapshots != "off"
         self.snapshots = "unknown" if self.snapshots_enabled else "disabled"
         self.note = (

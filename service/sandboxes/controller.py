@@ -61,7 +61,7 @@ class SandboxController(Controller):
         "/",
         operation_id="create_sandbox",
         summary="Create and start a sandbox",
-        opt={"scope": "sandboxes:write"},
+        opt={"routed": "create", "scope": "sandboxes:write"},
         status_code=201,
         responses={
             200: ResponseSpec(
@@ -142,7 +142,7 @@ class SandboxController(Controller):
         "/{sandbox_id:str}",
         operation_id="update_sandbox",
         summary="Extend a sandbox's TTL or change its network policy",
-        opt={"scope": "sandboxes:write", "bound_token": "sandbox"},
+        opt={"routed": "sandbox", "scope": "sandboxes:write", "bound_token": "sandbox"},
     )
     async def update_sandbox(
         self,
@@ -159,7 +159,7 @@ class SandboxController(Controller):
         "/{sandbox_id:str}",
         operation_id="delete_sandbox",
         summary="Stop and destroy a sandbox",
-        opt={"scope": "sandboxes:write", "bound_token": "sandbox"},
+        opt={"routed": "sandbox", "scope": "sandboxes:write", "bound_token": "sandbox"},
     )
     async def delete_sandbox(
         self,

@@ -64,7 +64,7 @@ def network_of(data: SandboxCreate) -> SandboxNetwork:
     return PRESETS[data.preset].network if data.preset else SandboxNetwork()
 
 
-def _caps(data: SandboxCreate) -> tuple[str, int, int, int]:
+def caps_of(data: SandboxCreate) -> tuple[str, int, int, int]:
     """Size name and caps: the size (small by default), or the preset's caps when no size is
     given, with explicit caps over either; "custom" when they match no size."""
     size = data.size or "small"
@@ -83,7 +83,7 @@ def _caps(data: SandboxCreate) -> tuple[str, int, int, int]:
     return size, cpus, memory, disk
 
 
-async def _template_for(
+async def template_for(
     session: AsyncSession, tenant_id: str, data: SandboxCreate
 ) -> tuple[Template, TemplateVersion]:
     """The template a create names and its newest ready build; its size and caps are fixed
@@ -129,7 +129,7 @@ async def create_sandbox(
     assert principal.tenant_id is not None
     runtime = await holder.get()  # no runtime: refuse before writing anything
     req_hash = request_hash(data)
-    size, cpus, memory, disk = _caps(data)
+    size, cpus, memory, disk = caps_of(data)
     image = data.image or DEFAULT_IMAGE
     await _check_names(db, principal.tenant_id, network_of(data))
     if data.template is None:
@@ -157,7 +157,7 @@ async def create_sandbox(
         template: Template | None = None
         recipe: starter.Recipe | None = None
         if data.template is not None:
-            template, version = await _template_for(session, principal.tenant_id, data)
+            template, version = await template_for(session, principal.tenant_id, data)
             recipe = starter.Recipe.of(version)
             size, cpus, memory, disk = (
                 version.size,

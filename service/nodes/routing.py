@@ -1,0 +1,427 @@
+"""Sandbox calls go to the node that holds the sandbox; a create goes to the node placement picks.
+
+A route says it is about one sandbox's runtime with `opt={"routed": "sandbox"}` (exec, files,
+archives, kill, network and TTL changes, delete), or `"create"`. On an API replica
+(`AIRLOCK_ROLE=api`) such a request is forwarded, once authenticated, to the owning node's
+internal address, the caller carried in a node token (service.nodes.credentials); the request
+and the response are streamed through in both directions, so an upload, a download or an
+event stream is never held whole here. Reads the database answers (a sandbox, its execs, its
+transitions) are answered by the replica itself. On the all-in-one server the sandboxes are its
+own and nothing is forwarded, unless a sandbox is on another node of the same database.
+
+A sandbox's node never changes, so the owner of each sandbox is cached here; a node's address
+is read again every ADDRESS_TTL_S. A node that cannot be reached is a 503 `node_unavailable`
+with Retry-After.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import msgspec
+from litestar.connection import ASGIConnection
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from service.auth.middleware import authorize
+from service.auth.principal import Principal
+from service.db.models import Node as NodeRow
+from service.db.models import PoolMember
+from service.db.models import Sandbox as SandboxRow
+from service.db.pg import driver_connection, is_postgres
+from service.errors import NoCapacity, NodeUnavailable
+from service.nodes.credentials import NodeCredentials
+from service.nodes.leases import READY
+from service.requestid import HEADER as REQUEST_ID
+from service.requestid import request_id_for
+from service.sandboxes import create
+from service.sandboxes.schemas import SandboxCreate
+from service.sandboxes.states import ACTIVE
+from service.settings import Settings
+
+log = logging.getLogger("airlock.nodes.routing")
+
+ADDRESS_TTL_S = 2.0
+# Placement looks at this many nodes with room, picked at random, and takes the freest: close
+# to the best choice at a fraction of the contention of everyone picking the same node.
+CANDIDATES = 3
+OWNERS_MAX = 65536
+# Never forwarded: hop-by-hop headers, the caller's credential, and what the proxy sets itself.
+_DROPPED = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+        b"host",
+        b"authorization",
+        REQUEST_ID.encode(),
+    }
+)
+_ACTIVE = [s.value for s in ACTIVE]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    id: str
+    address: str
+    state: str
+    live: bool  # its lease has not run out
+    vcpus: float
+    memory_mib: int
+    held_vcpus: float
+    held_memory_mib: int
+
+    def room(self, vcpus: float, memory_mib: int, overcommit: tuple[float, float]) -> float | None:
+        """The fraction left free once a sandbox of this size is here; None if it does not fit
+        within the node's capacity times the (CPU, memory) overcommit ratios."""
+        cpu_cap = self.vcpus * overcommit[0]
+        memory_cap = self.memory_mib * overcommit[1]
+        cpu_left = cpu_cap - self.held_vcpus - vcpus
+        memory_left = memory_cap - self.held_memory_mib - memory_mib
+        if cpu_left < 0 or memory_left < 0:
+            return None
+        return min(cpu_left / cpu_cap, memory_left / memory_cap)
+
+
+def place(
+    nodes: list[NodeView],
+    vcpus: float,
+    memory_mib: int,
+    overcommit: tuple[float, float],
+    rng: random.Random | None = None,
+) -> list[NodeView]:
+    """The nodes to try, best first: the freest of CANDIDATES ready nodes with room, then the
+    others with room. Empty when none has room."""
+    rng = rng or random.Random()  # noqa: S311 (spreading load, not secrecy)
+    fits = [
+        (free, n)
+        for n in nodes
+        if n.state == READY and n.live
+        for free in [n.room(vcpus, memory_mib, overcommit)]
+        if free is not None
+    ]
+    picked = rng.sample(fits, min(CANDIDATES, len(fits)))
+    rest = [f for f in fits if f not in picked]
+    ordered = sorted(picked, key=lambda f: -f[0]) + sorted(rest, key=lambda f: -f[0])
+    return [n for _, n in ordered]
+
+
+class NodeRouter:
+    def __init__(
+        self,
+        db: async_sessionmaker[AsyncSession],
+        settings: Settings,
+        credentials: NodeCredentials,
+        local_node: str | None,
+    ) -> None:
+        self.db = db
+        self.engine: AsyncEngine = db.kw["bind"]
+        self.role = settings.role
+        self.local = local_node
+        self.overcommit = (settings.cpu_overcommit, settings.memory_overcommit)
+        self.credentials = credentials
+        self._owners: dict[str, str | None] = {}
+        self._addresses: dict[str, str] = {}
+        self._addresses_at = 0.0
+        self._session: aiohttp.ClientSession | None = None
+
+    # -- where things are -------------------------------------------------------------------
+
+    async def owner(self, tenant_id: str, sandbox_id: str) -> str | None:
+        """The node of the tenant's sandbox; None when it has none or is not the tenant's (the
+        replica then answers itself: a 404 for another tenant's)."""
+        key = f"{tenant_id}/{sandbox_id}"
+        if key in self._owners:
+            return self._owners[key]
+        if is_postgres(self.engine):
+            async with driver_connection(self.engine) as conn:
+                node = await conn.fetchval(
+                    "SELECT node_id FROM sandboxes WHERE id = $1 AND tenant_id = $2",
+                    sandbox_id,
+                    tenant_id,
+                )
+        else:
+            async with self.engine.connect() as conn:
+                node = await conn.scalar(
+                    select(SandboxRow.node_id).where(
+                        SandboxRow.id == sandbox_id, SandboxRow.tenant_id == tenant_id
+                    )
+                )
+        if node is not None:
+            if len(self._owners) >= OWNERS_MAX:
+                self._owners.clear()
+            self._owners[key] = node
+        return node
+
+    async def nodes(self) -> list[NodeView]:
+        """Every node with what its live sandboxes hold, as the database has it now."""
+        held = (
+            select(
+                SandboxRow.node_id,
+                func.coalesce(func.sum(SandboxRow.cpus), 0).label("cpus"),
+                func.coalesce(func.sum(SandboxRow.memory_mib), 0).label("memory"),
+            )
+            .where(SandboxRow.state.in_(_ACTIVE), SandboxRow.node_id.is_not(None))
+            .group_by(SandboxRow.node_id)
+            .subquery()
+        )
+        now = func.now() if is_postgres(self.engine) else func.current_timestamp()
+        query = select(
+            NodeRow.id,
+            NodeRow.address,
+            NodeRow.state,
+            NodeRow.lease_expires_at > now,
+            NodeRow.vcpus,
+            NodeRow.memory_mib,
+            held.c.cpus,
+            held.c.memory,
+        ).outerjoin(held, held.c.node_id == NodeRow.id)
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        views = [
+            NodeView(
+                id=r[0],
+                address=r[1],
+                state=r[2],
+                live=bool(r[3]),
+                vcpus=float(r[4]),
+                memory_mib=int(r[5]),
+                held_vcpus=float(r[6] or 0),
+                held_memory_mib=int(r[7] or 0),
+            )
+            for r in rows
+        ]
+        self._addresses = {v.id: v.address for v in views}
+        self._addresses_at = time.monotonic()
+        return views
+
+    async def address(self, node_id: str) -> str:
+        if time.monotonic() - self._addresses_at > ADDRESS_TTL_S or node_id not in self._addresses:
+            await self.nodes()
+        address = self._addresses.get(node_id)
+        if address is None:
+            raise NodeUnavailable(f"node {node_id} is not registered")
+        return address
+
+    # -- forwarding -------------------------------------------------------------------------
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
+                # An exec waits as long as its deadline, an event stream longer: only the
+                # connection has a time limit; the node bounds the rest.
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
+                auto_decompress=False,
+            )
+        return self._session
+
+    async def forward(
+        self,
+        scope: dict[str, Any],
+        receive: Any,
+        send: Any,
+        node_id: str,
+        principal: Principal,
+        body: bytes | None = None,
+    ) -> bool:
+        """Send the request to the node and stream its answer back. False (nothing sent to the
+        client) when the node could not be reached; the caller decides what that means."""
+        address = await self.address(node_id)
+        query = scope.get("query_string") or b""
+        url = address.rstrip("/") + scope["raw_path"].decode("latin-1")
+        if query:
+            url += "?" + query.decode("latin-1")
+        client = scope.get("client")
+        token = self.credentials.mint(principal, client[0] if client else None)
+        headers = [
+            (k.decode("latin-1"), v.decode("latin-1"))
+            for k, v in scope["headers"]
+            if k.lower() not in _DROPPED
+        ]
+        headers.append(("Authorization", f"Bearer {token}"))
+        headers.append((REQUEST_ID, request_id_for(scope)))
+        has_body = any(k.lower() == "content-length" and v != "0" for k, v in headers) or any(
+            k.lower() == b"transfer-encoding" for k, _ in scope["headers"]
+        )
+        data: bytes | AsyncIterator[bytes] | None = (
+            body if body is not None else (_request_body(receive) if has_body else None)
+        )
+        try:
+            response = await self._http().request(
+                scope["method"],
+                url,
+                headers=_Headers(headers),
+                data=data,
+                allow_redirects=False,
+                skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type", "Accept"),
+            )
+        except (aiohttp.ClientConnectionError, TimeoutError) as exc:
+            log.warning("node %s at %s unreachable: %s", node_id, address, exc)
+            return False
+        gone = asyncio.ensure_future(_disconnected(receive))
+        gone.add_done_callback(lambda _: response.close())
+        try:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": response.status,
+                    "headers": [
+                        (k, v) for k, v in response.raw_headers if k.lower() not in _DROPPED
+                    ],
+                }
+            )
+            with contextlib.suppress(aiohttp.ClientConnectionError, aiohttp.ClientPayloadError):
+                async for chunk in response.content.iter_any():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            gone.cancel()
+            response.release()
+        return True
+
+    async def create(
+        self, scope: dict[str, Any], receive: Any, send: Any, principal: Principal
+    ) -> None:
+        """Place a new sandbox: the request goes to the first node with room that answers."""
+        assert principal.tenant_id is not None
+        body = await _read_all(receive)
+        ask = await self._asked(principal.tenant_id, body)
+        order = place(await self.nodes(), ask.vcpus, ask.memory_mib, self.overcommit)
+        if ask.only_on is not None:
+            order = [n for n in order if n.id == ask.only_on]
+        elif ask.warm:
+            # A claim from the warm pool starts nothing: nodes holding free members go first.
+            order.sort(key=lambda n: n.id not in ask.warm)
+        if not order:
+            where = f"node {ask.only_on}" if ask.only_on else "ready node"
+            raise NoCapacity(
+                f"no {where} has room for {ask.vcpus:g} vCPUs and {ask.memory_mib} MiB of "
+                "memory now"
+            )
+        for node in order:
+            if await self.forward(scope, receive, send, node.id, principal, body=body):
+                return
+        raise NodeUnavailable("no node with room could be reached")
+
+    async def _asked(self, tenant_id: str, body: bytes) -> _Ask:
+        """What a create asks for. A body that does not decode asks for the default size (the
+        node's answer then says what is wrong with it)."""
+        try:
+            data = msgspec.json.decode(body, type=SandboxCreate)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            data = SandboxCreate()
+        if data.template is None:
+            _, cpus, memory, _ = create.caps_of(data)
+            return _Ask(float(cpus), memory)
+        async with self.db() as session:
+            _, version = await create.template_for(session, tenant_id, data)
+            warm = set(
+                await session.scalars(
+                    select(PoolMember.host)
+                    .where(PoolMember.version_id == version.id, PoolMember.state == "ready")
+                    .distinct()
+                )
+            )
+        # A snapshot is on the disk of the node that built it.
+        only_on = version.node_id if version.snapshot_id is not None else None
+        return _Ask(float(version.cpus), version.memory_mib, only_on, frozenset(warm))
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    vcpus: float
+    memory_mib: int
+    only_on: str | None = None
+    warm: frozenset[str] = frozenset()
+
+
+class _Headers(list[tuple[str, str]]):
+    """Headers in order, repeats kept (aiohttp takes any iterable of pairs through `items`)."""
+
+    def items(self) -> list[tuple[str, str]]:  # type: ignore[override]
+        return list(self)
+
+
+async def _read_all(receive: Any) -> bytes:
+    parts = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise asyncio.CancelledError
+        parts.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(parts)
+
+
+async def _request_body(receive: Any) -> AsyncIterator[bytes]:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ConnectionResetError("the client went away during the upload")
+        chunk = message.get("body", b"")
+        if chunk:
+            yield chunk
+        if not message.get("more_body"):
+            return
+
+
+async def _disconnected(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+class RoutingMiddleware:
+    """The ASGI side of NodeRouter: runs after authentication, before the route's handler."""
+
+    def __init__(self, app: Any, router: NodeRouter) -> None:
+        self.app = app
+        self.router = router
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        router = self.router
+        handler = scope.get("route_handler")
+        routed = handler.opt.get("routed") if handler is not None else None
+        principal = scope.get("user")
+        if (
+            routed is None
+            or router.role == "node"
+            or scope["type"] != "http"
+            or not isinstance(principal, Principal)
+            or principal.tenant_id is None
+            or principal.is_operator
+        ):
+            await self.app(scope, receive, send)
+            return
+        # The replica refuses what the node would refuse (scope, a bound token's sandbox)
+        # before anything is forwarded; the node's guard checks again.
+        await authorize(ASGIConnection(scope=scope, receive=receive), handler)
+        if routed == "create":
+            if router.local is not None:  # this process's node takes its own creates
+                await self.app(scope, receive, send)
+                return
+            await router.create(scope, receive, send, principal)
+            return
+        node = await router.owner(principal.tenant_id, scope["path_params"]["sandbox_id"])
+        if node is None or node == router.local:
+            await self.app(scope, receive, send)
+            return
+        if not await router.forward(scope, receive, send, node, principal):
+            raise NodeUnavailable(f"node {node}, which holds this sandbox, cannot be reached")
