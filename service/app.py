@@ -40,9 +40,11 @@ from service.jobs.templates import TemplateBuilder
 from service.jobs.ttl import TtlReaper
 from service.nodes.controller import NodeController
 from service.nodes.credentials import NodeCredentials
+from service.nodes.leases import Leases
 from service.nodes.local import heartbeat as node_heartbeat
 from service.nodes.local import local_node_id
 from service.nodes.routing import NodeRouter, RoutingMiddleware
+from service.nodes.sweep import NodeSweep
 from service.openapi import correct_allow_header, document_problems
 from service.pool.controller import PoolController
 from service.pool.service import WarmPool
@@ -209,17 +211,22 @@ async def _jobs(
 ) -> list[Any]:
     """The background work of this process's role. A node's jobs touch only its own
     sandboxes; the record-keeping ones (retention) run where the API does."""
-    jobs: list[Any] = []
+    leases = Leases(sessionmaker, settings.node_lease_s)
+    jobs: list[Any] = [NodeSweep(sessionmaker, leases, settings.node_heartbeat_s, local_node)]
     if settings.role != "node":
         jobs.append(RetentionJob(sessionmaker, settings))
     if local_node is not None:
-        await _reconcile(sessionmaker, runtimes, pool.host, local_node)
+
+        async def repair() -> None:
+            await _reconcile(sessionmaker, runtimes, pool.host, local_node)
+
+        await repair()
         jobs += [
             TtlReaper(sessionmaker, runtimes, settings.ttl_reaper_interval_s, local_node),
             TemplateBuilder(sessionmaker, runtimes, pool, node_id=local_node),
             PoolRefiller(sessionmaker, runtimes, pool, settings.pool_refill_interval_s),
             ReviewRunner(ReviewDeps(sessionmaker, runtimes, exec_runner, settings)),
-            node_heartbeat(settings, sessionmaker, runtimes, VERSION),
+            node_heartbeat(settings, sessionmaker, runtimes, VERSION, on_return=repair),
         ]
     return jobs
 

@@ -85,7 +85,7 @@ def ensure_operator_key(settings: Settings, *, announce: bool = True) -> str:
 
 def load_audit_key(settings: Settings) -> None:
     """Every process that records or verifies audit events loads the key first."""
-    audit_chain.use_key(audit_key.load_or_create(settings.state_dir))
+    audit_chain.use_key(audit_key.load_or_create(settings.audit_key_path))
 
 
 def prepare(settings: Settings, *, announce: bool = True) -> Secrets:

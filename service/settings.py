@@ -35,6 +35,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     jwt_audience: str = "airlock-api"
     # Directory of Ed25519 private keys in PEM, one file per key id; defaults to <state_dir>/keys.
     jwt_keys_dir: Path | None = None
+    # The keys every process of one deployment shares (the audit chain's HMAC key, the key
+    # secrets are sealed with); default <state_dir>/audit.key and <state_dir>/secrets.key.
+    audit_key_file: Path | None = None
+    secrets_key_file: Path | None = None
     operator_key: str | None = None
     # When set, GET /metrics requires `Authorization: Bearer <it>`; unset, /metrics is public.
     metrics_token: str | None = None
@@ -102,6 +106,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def image_registry_list(self) -> tuple[str, ...]:
         return tuple(e.strip().rstrip("/") for e in self.image_registries.split(",") if e.strip())
+
+    @property
+    def audit_key_path(self) -> Path:
+        return self.audit_key_file or self.state_dir / "audit.key"
+
+    @property
+    def secrets_key_path(self) -> Path:
+        return self.secrets_key_file or self.state_dir / "secrets.key"
 
     @property
     def runs_node(self) -> bool:

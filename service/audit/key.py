@@ -11,16 +11,15 @@ from pathlib import Path
 
 from service.errors import ConfigurationError
 
-KEY_FILE = "audit.key"
 KEY_BYTES = 32
 
 
-def load_or_create(state_dir: Path) -> bytes:
-    path = state_dir / KEY_FILE
+def load_or_create(path: Path) -> bytes:
+    """The key in `path` (Settings.audit_key_path), made when there is none."""
     try:
         key = path.read_bytes()
     except FileNotFoundError:
-        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         key = os.urandom(KEY_BYTES)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -1,4 +1,9 @@
-"""The pool refiller: keeps each pool at its target on this host (see service/pool/README.md).
+"""The pool refiller: keeps this node's share of each pool (see service/pool/README.md).
+
+A pool's target is for the whole cluster: it is spread over the nodes that can start its
+members (ready, their lease running, and holding the template's snapshot), the first
+`target % n` of them in id order taking one more. A node that is drained, lost or without the
+snapshot has a share of 0, so its members are removed and the other nodes' shares grow.
 
 Each pass, per pool: members of an older template version, or older than `MAX_AGE`, are
 stale and removed; ready members whose runtime sandbox died are removed (checked every
@@ -17,13 +22,14 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.db.base import utcnow
-from service.db.models import PoolMember
+from service.db.models import Node, PoolMember
 from service.ids import new_id
 from service.jobs.periodic import PeriodicJob
+from service.nodes.leases import READY
 from service.pool import metrics
 from service.pool.repository import PoolRepository
 from service.pool.service import WarmPool, label, parse_targets, upsert_target
@@ -58,6 +64,25 @@ class Member:
     state: str
     runtime_id: str | None
     ready_at: datetime | None
+
+
+def share_of(target: int, nodes: set[str], node_id: str) -> int:
+    """This node's part of a cluster-wide target spread over `nodes`."""
+    if node_id not in nodes:
+        return 0
+    index = sorted(nodes).index(node_id)
+    return target // len(nodes) + (1 if index < target % len(nodes) else 0)
+
+
+async def _startable_nodes(session: AsyncSession, node_id: str) -> set[str]:
+    """The nodes that may hold pool members now: ready with a running lease. This node counts
+    until its first registration is in the record (a fresh start refills at once)."""
+    now = func.now() if session.bind.dialect.name == "postgresql" else utcnow()
+    rows = (await session.execute(select(Node.id, Node.state, Node.lease_expires_at > now))).all()
+    ready = {node for node, state, live in rows if state == READY and live}
+    if node_id not in {node for node, _, _ in rows}:
+        ready.add(node_id)
+    return ready
 
 
 class PoolRefiller(PeriodicJob):
@@ -113,15 +138,19 @@ class PoolRefiller(PeriodicJob):
 
     async def _pools(self) -> list[Pool]:
         async with self.db() as session:
+            nodes = await _startable_nodes(session, self.pool.node_id)
             found = []
             for target, template in await PoolRepository(session).targets():
                 version = await ready_version(session, template.id)
                 if version is not None and version.size != target.size:
                     version = None  # built for another size: nothing to start for this pool
+                eligible = nodes
+                if version is not None and version.snapshot_id and version.node_id:
+                    eligible = nodes & {version.node_id}  # the snapshot is on its builder's disk
                 found.append(
                     Pool(
                         id=target.id,
-                        target=target.target,
+                        target=share_of(target.target, eligible, self.pool.node_id),
                         size=target.size,
                         label=label(template.name, template.owner),
                         recipe=Recipe.of(version) if version else None,

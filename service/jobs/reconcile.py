@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import ColumnElement, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext, record
@@ -48,38 +48,13 @@ async def reconcile(
     counts = {"interrupted_execs": 0, "failed": 0, "stopped": 0, "lost": 0, "orphans": 0}
     counts["builds_requeued"] = await requeue_interrupted(db, node_id)
     on_node = or_(Sandbox.node_id == node_id, Sandbox.node_id.is_(None))
-    to_kill: list[tuple[str, str]] = []
     async with db() as session, session.begin():
-        execs = (
-            await session.scalars(
-                select(Exec)
-                .where(
-                    Exec.state.in_(["pending", "running"]),
-                    Exec.sandbox_id.in_(select(Sandbox.id).where(on_node)),
-                )
-                .with_for_update()
-            )
-        ).all()
-        for ex in execs:
-            ex.state = "interrupted"
-            ex.finished_at = utcnow()
-            ex.error = "the service stopped while this exec ran"
-            sandbox = await session.get(Sandbox, ex.sandbox_id)
-            if sandbox is not None and sandbox.runtime_id and ex.runtime_exec_id:
-                to_kill.append((sandbox.runtime_id, ex.runtime_exec_id))
-            await record(
-                session,
-                SYSTEM,
-                chain=ex.tenant_id,
-                action="exec.interrupted",
-                target=ex.id,
-                outcome="interrupted",
-                details={"sandbox_id": ex.sandbox_id},
-            )
-            counts["interrupted_execs"] += 1
-        await session.flush()
-        # What they stored before the crash is counted now (a finish would have).
-        await stored.count_ended(session, [ex.id for ex in execs])
+        counts["interrupted_execs"], to_kill = await interrupt_execs(
+            session,
+            SYSTEM,
+            Exec.sandbox_id.in_(select(Sandbox.id).where(on_node)),
+            "the service stopped while this exec ran",
+        )
         creating = (
             await session.scalars(
                 select(Sandbox)
@@ -137,6 +112,39 @@ async def reconcile(
             await runtime.destroy(info.id)
             counts["orphans"] += 1
     return counts
+
+
+async def interrupt_execs(
+    session: AsyncSession, ctx: AuditContext, which: ColumnElement[bool], error: str
+) -> tuple[int, list[tuple[str, str]]]:
+    """Execs still pending or running among `which` become `interrupted` (audited, their
+    stored output counted as a finish would). How many, and the (runtime sandbox, runtime
+    exec) ids of their processes, for whoever can still kill them."""
+    execs = (
+        await session.scalars(
+            select(Exec).where(Exec.state.in_(["pending", "running"]), which).with_for_update()
+        )
+    ).all()
+    to_kill = []
+    for ex in execs:
+        ex.state = "interrupted"
+        ex.finished_at = utcnow()
+        ex.error = error
+        sandbox = await session.get(Sandbox, ex.sandbox_id)
+        if sandbox is not None and sandbox.runtime_id and ex.runtime_exec_id:
+            to_kill.append((sandbox.runtime_id, ex.runtime_exec_id))
+        await record(
+            session,
+            ctx,
+            chain=ex.tenant_id,
+            action="exec.interrupted",
+            target=ex.id,
+            outcome="interrupted",
+            details={"sandbox_id": ex.sandbox_id},
+        )
+    await session.flush()
+    await stored.count_ended(session, [ex.id for ex in execs])
+    return len(execs), to_kill
 
 
 async def _pool_members(

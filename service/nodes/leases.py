@@ -109,14 +109,18 @@ class Leases:
     async def mark_lost(self) -> list[str]:
         """Nodes whose lease ran out become lost; their ids."""
         async with self.db() as session, session.begin():
-            now, _ = self._clock(session)
-            rows = await session.execute(
-                update(Node)
-                .where(Node.state != LOST, Node.lease_expires_at < now)
-                .values(state=LOST)
-                .returning(Node.id)
-            )
-            return sorted(rows.scalars())
+            return await self.mark_lost_in(session)
+
+    async def mark_lost_in(self, session: AsyncSession, keep: str | None = None) -> list[str]:
+        """`mark_lost` inside the caller's transaction, sparing the node `keep`."""
+        now, _ = self._clock(session)
+        late = [Node.state != LOST, Node.lease_expires_at < now]
+        if keep is not None:
+            late.append(Node.id != keep)
+        rows = await session.execute(
+            update(Node).where(*late).values(state=LOST).returning(Node.id)
+        )
+        return sorted(rows.scalars())
 
     async def set_state(self, node_id: str, state: str) -> bool:
         """Drain a node (or make a drained one ready); False when there is no such node or it

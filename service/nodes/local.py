@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Awaitable, Callable
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -48,8 +49,17 @@ def heartbeat(
     db: async_sessionmaker[AsyncSession],
     runtimes: RuntimeHolder,
     version: str,
+    on_return: Callable[[], Awaitable[None]] | None = None,
 ) -> NodeHeartbeat:
-    """The job that registers this host's node and keeps its lease."""
+    """The job that registers this host's node and keeps its lease; `on_return` runs when the
+    node registers again after it was lost (the start-up one has its own repair)."""
+    registrations = 0
+
+    async def registered(_node_id: str) -> None:
+        nonlocal registrations
+        registrations += 1
+        if registrations > 1 and on_return is not None:
+            await on_return()
 
     async def current() -> NodeInfo:
         try:
@@ -58,4 +68,6 @@ def heartbeat(
             pass
         return describe(settings, runtimes, version)
 
-    return NodeHeartbeat(Leases(db, settings.node_lease_s), current, settings.node_heartbeat_s)
+    return NodeHeartbeat(
+        Leases(db, settings.node_lease_s), current, settings.node_heartbeat_s, registered
+    )

@@ -228,7 +228,7 @@ async def _auth(deps: Deps, job: Job) -> HttpAuth | None:
     async with deps.db() as session:
         try:
             value = await reveal(
-                session, deps.settings.state_dir, job.tenant_id, name, url=job.repo
+                session, deps.settings.secrets_key_path, job.tenant_id, name, url=job.repo
             )
         except Undecryptable as exc:
             raise StageFailed(f"fetch: the secret {name!r} cannot be decrypted: {exc}") from None

@@ -68,9 +68,10 @@ _lock = threading.Lock()
 _boxes: dict[Path, SecretBox] = {}
 
 
-def box_for(state_dir: Path) -> SecretBox:
-    """The state dir's key, read once per process and created (0600) when there is none."""
-    path = (state_dir / KEY_FILE).resolve()
+def box_for(key_file: Path) -> SecretBox:
+    """The key in `key_file` (Settings.secrets_key_path), read once per process and created
+    (0600) when there is none."""
+    path = key_file.resolve()
     with _lock:
         box = _boxes.get(path)
         if box is None:
@@ -83,7 +84,7 @@ def _read_or_create(path: Path) -> bytes:
     if not path.exists():
         # Written whole under a private name, then linked into place: two processes starting
         # together end up with one key, and nobody reads a half-written file.
-        staging = path.with_name(f".{KEY_FILE}.{os.getpid()}.{os.urandom(4).hex()}")
+        staging = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
         fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(os.urandom(KEY_BYTES))

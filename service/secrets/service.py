@@ -70,7 +70,7 @@ async def put_secret(
             extra={"max_bytes": MAX_VALUE_BYTES},
         )
     allowed_hosts = hosts.normalize(data.allowed_hosts)
-    sealed = box_for(settings.state_dir).seal(tenant_id, name, data.value)
+    sealed = box_for(settings.secrets_key_path).seal(tenant_id, name, data.value)
     repo = SecretRepository(session, tenant_id)
     row = await repo.get(name, for_update=True)
     now = utcnow()
@@ -138,7 +138,7 @@ async def check_usable(session: AsyncSession, tenant_id: str, name: str, url: st
 
 
 async def reveal(
-    session: AsyncSession, state_dir: Path, tenant_id: str, name: str, *, url: str
+    session: AsyncSession, key_file: Path, tenant_id: str, name: str, *, url: str
 ) -> str | None:
     """The value, for the host code that sends it to `url`; None when there is no such secret.
     A 403 (`SecretHostRefused`) when the secret may not go to that URL's host, checked again
@@ -149,4 +149,4 @@ async def reveal(
         return None
     hosts.check(name, list(row.allowed_hosts), url)
     sealed = Sealed(row.key_id, row.nonce, row.ciphertext)
-    return box_for(state_dir).open(tenant_id, name, sealed)
+    return box_for(key_file).open(tenant_id, name, sealed)

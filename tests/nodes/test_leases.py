@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from service.db import models
 from service.db.models import Node
 from service.errors import ConfigurationError
+from service.ids import new_id
 from service.nodes.heartbeat import NodeHeartbeat, node_id_for
 from service.nodes.leases import DRAINING, LOST, READY, REPLACED, Leases, NodeInfo
 from service.nodes.local import describe, local_node_id
+from service.nodes.sweep import sweep_once
 from service.runtime.holder import RuntimeHolder
 from service.settings import Settings
 
@@ -158,3 +162,46 @@ def test_this_hosts_node_describes_itself(settings: Settings) -> None:
 def test_node_settings_are_checked(env: dict[str, str]) -> None:
     with pytest.raises(ConfigurationError):
         Settings.from_env(env)
+
+
+async def test_a_lost_nodes_sandboxes_fail_with_node_lost(
+    api: Any, tenant: Any, sessionmaker: async_sessionmaker[AsyncSession]
+) -> None:
+    leases = Leases(sessionmaker, lease_s=15)
+    node_id = f"node-{id(leases)}-s"
+    await leases.register(info(node_id))
+    other = f"node-{id(leases)}-t"
+    await leases.register(info(other))
+    now = datetime.now(UTC)
+    ids = {}
+    async with sessionmaker() as session, session.begin():
+        for name, on, state in (
+            ("held", node_id, "running"),
+            ("elsewhere", other, "running"),
+            ("done", node_id, "stopped"),
+        ):
+            row = models.Sandbox(
+                id=new_id("sbx"), tenant_id=tenant.id, node_id=on, state=state, image="default",
+                size="small", cpus=1, memory_mib=512, disk_mib=1024, network={"mode": "none"},
+                env={}, labels={}, ttl_s=60, created_at=now, updated_at=now, expires_at=now,
+            )  # fmt: skip
+            session.add(row)
+            ids[name] = row.id
+    assert not set(ids.values()) & set(await sweep_once(sessionmaker, leases))  # none is late
+    await age(sessionmaker, node_id, timedelta(seconds=60))
+    failed = set(await sweep_once(sessionmaker, leases))
+    assert ids["held"] in failed and not {ids["elsewhere"], ids["done"]} & failed
+    async with sessionmaker() as session:
+        states = dict(
+            (await session.execute(select(models.Sandbox.id, models.Sandbox.state))).all()
+        )
+        reason = await session.scalar(
+            select(models.Sandbox.failure_reason).where(models.Sandbox.id == ids["held"])
+        )
+    assert (states[ids["held"]], reason) == ("failed", "node_lost")
+    assert states[ids["elsewhere"]] == "running" and states[ids["done"]] == "stopped"
+    assert ids["held"] not in await sweep_once(sessionmaker, leases)  # nothing twice
+    r = await api.client.get("/v1/audit", headers=tenant.headers, params={"limit": 5})
+    assert any(
+        e["action"] == "sandbox.fail" and e["target"] == ids["held"] for e in r.json()["items"]
+    )

@@ -1,0 +1,357 @@
+"""A local cluster on this machine: N nodes and M API replicas sharing one PostgreSQL database.
+
+Run through scripts/cluster.sh, which prepares the Python environment, PostgreSQL and the
+runtime first. Everything lives in one directory (default .airlock-cluster):
+
+    shared/            the keys every process shares: keys/ (token signing), audit.key,
+                       secrets.key, operator_key
+    node-<i>/          a node's state dir (its runtime state, its sandboxes; images linked in)
+    api-<j>/           a replica's state dir (nothing of value)
+    <name>.log         each process's log; <name>.pid its pid
+    cluster.json       what `start` made: URLs, node ids, pids, the database URL
+
+Node i listens on port+10+i with the sandbox network range 10.(200+i).0.0/16; replica j on
+port+j. AIRLOCK_* variables set by the caller reach every process (AIRLOCK_NODE_LEASE_S, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import asyncpg
+from sqlalchemy.engine import make_url
+
+REPO = Path(__file__).resolve().parents[1]
+AIRLOCK = REPO / ".venv/bin/airlock"
+READY_TIMEOUT_S = 180.0
+STOP_TIMEOUT_S = 30.0
+# What a process sets for itself; the rest of AIRLOCK_* comes from the caller.
+_OWN = (
+    "AIRLOCK_ROLE",
+    "AIRLOCK_STATE_DIR",
+    "AIRLOCK_NODE_ID",
+    "AIRLOCK_NODE_ADDRESS",
+    "AIRLOCK_SANDBOX_NETWORK_RANGE",
+    "AIRLOCK_PORT",
+    "AIRLOCK_HOST",
+)
+
+
+def say(message: str) -> None:
+    print(f"cluster: {message}", file=sys.stderr, flush=True)
+
+
+async def ensure_database(admin_url: str, name: str) -> str:
+    conn = await asyncpg.connect(admin_url)
+    try:
+        exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
+        if not exists:
+            await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    url = make_url(admin_url).set(drivername="postgresql+asyncpg", database=name)
+    return url.render_as_string(hide_password=False)
+
+
+def shared_keys(shared: Path, env: dict[str, str]) -> dict[str, str]:
+    """The deployment's keys, made once; the variables that point every process at them."""
+    shared.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for name in ("audit.key", "secrets.key"):
+        path = shared / name
+        if not path.exists():
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(os.urandom(32))
+    operator = shared / "operator_key"
+    if not operator.exists():
+        fd = os.open(operator, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write("alo_" + secrets.token_urlsafe(32) + "\n")
+    keys = shared / "keys"
+    if not (keys.is_dir() and any(p.suffix == ".pem" for p in keys.iterdir())):
+        subprocess.run(
+            [str(AIRLOCK), "keys", "rotate"],
+            env={**env, "AIRLOCK_JWT_KEYS_DIR": str(keys)},
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    return {
+        "AIRLOCK_JWT_KEYS_DIR": str(keys),
+        "AIRLOCK_AUDIT_KEY_FILE": str(shared / "audit.key"),
+        "AIRLOCK_SECRETS_KEY_FILE": str(shared / "secrets.key"),
+        "AIRLOCK_OPERATOR_KEY": operator.read_text().strip(),
+    }
+
+
+def base_env(database_url: str) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+        "HOME": os.environ.get("HOME", "/root"),
+        "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+    }
+    env.update({k: v for k, v in os.environ.items() if k.startswith("AIRLOCK_") and k not in _OWN})
+    env["AIRLOCK_DATABASE_URL"] = database_url
+    return env
+
+
+def spawn(directory: Path, name: str, env: dict[str, str], port: int) -> int:
+    state = directory / name
+    state.mkdir(parents=True, exist_ok=True, mode=0o700)
+    log = (directory / f"{name}.log").open("ab")
+    proc = subprocess.Popen(
+        [str(AIRLOCK), "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env={**env, "AIRLOCK_STATE_DIR": str(state)},
+        cwd=state,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # `stop` signals the process group: runsc children too
+    )
+    (directory / f"{name}.pid").write_text(f"{proc.pid}\n")
+    return proc.pid
+
+
+def start_process(directory: Path, spec: dict, env: dict[str, str]) -> int:
+    """(Re)start one process of the cluster as cluster.json describes it."""
+    own = {"AIRLOCK_ROLE": spec["role"]}
+    if spec["role"] == "node":
+        own |= {
+            "AIRLOCK_NODE_ID": spec["node_id"],
+            "AIRLOCK_NODE_ADDRESS": spec["url"],
+            "AIRLOCK_SANDBOX_NETWORK_RANGE": spec["network_range"],
+        }
+    return spawn(directory, spec["name"], {**env, **own}, spec["port"])
+
+
+def ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/readyz", timeout=2) as response:  # noqa: S310 (loopback)
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_ready(directory: Path, processes: list[dict]) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    waiting = list(processes)
+    while waiting:
+        for spec in list(waiting):
+            pid = int((directory / f"{spec['name']}.pid").read_text())
+            if not alive(pid):
+                tail = (directory / f"{spec['name']}.log").read_text(errors="replace")[-3000:]
+                raise SystemExit(f"cluster: {spec['name']} exited:\n{tail}")
+            if ready(spec["url"]):
+                waiting.remove(spec)
+        if waiting and time.monotonic() > deadline:
+            names = ", ".join(s["name"] for s in waiting)
+            raise SystemExit(f"cluster: not ready after {READY_TIMEOUT_S:.0f} s: {names}")
+        time.sleep(0.2)
+
+
+def wait_registered(api_url: str, operator_key: str, node_ids: list[str]) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    request = urllib.request.Request(  # noqa: S310 (loopback)
+        f"{api_url}/v1/nodes", headers={"Authorization": f"Bearer {operator_key}"}
+    )
+    while True:
+        with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310
+            nodes = {n["id"]: n["state"] for n in json.load(response)["items"]}
+        if all(nodes.get(i) == "ready" for i in node_ids):
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"cluster: nodes not all ready after {READY_TIMEOUT_S:.0f} s: {nodes}")
+        time.sleep(0.2)
+
+
+def start(args: argparse.Namespace) -> int:
+    directory = args.dir.resolve()
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if (directory / "cluster.json").exists() and any(
+        alive(p["pid"]) for p in json.loads((directory / "cluster.json").read_text())["processes"]
+    ):
+        raise SystemExit(f"cluster: already running in {directory} (scripts/cluster.sh stop)")
+    database_url = asyncio.run(ensure_database(args.admin_url, args.database))
+    env = base_env(database_url)
+    env |= shared_keys(directory / "shared", env)
+    say(f"database {make_url(database_url).render_as_string(hide_password=True)}")
+    subprocess.run(
+        [str(AIRLOCK), "migrate"],
+        env={**env, "AIRLOCK_STATE_DIR": str(directory / "shared")},
+        check=True,
+    )
+    processes: list[dict] = []
+    for i in range(1, args.nodes + 1):
+        port = args.port + 10 + i
+        name = f"node-{i}"
+        state = directory / name
+        state.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not (state / "images").exists():
+            (state / "images").symlink_to(args.images.resolve())
+        processes.append(
+            {
+                "name": name,
+                "role": "node",
+                "node_id": name,
+                "port": port,
+                "url": f"http://127.0.0.1:{port}",
+                "state_dir": str(state),
+                "network_range": f"10.{200 + i}.0.0/16",
+            }
+        )
+    for j in range(1, args.apis + 1):
+        port = args.port + j
+        processes.append(
+            {
+                "name": f"api-{j}",
+                "role": "api",
+                "port": port,
+                "url": f"http://127.0.0.1:{port}",
+                "state_dir": str(directory / f"api-{j}"),
+            }
+        )
+    for spec in processes:
+        spec["pid"] = start_process(directory, spec, env)
+        say(f"started {spec['name']} ({spec['role']}) pid {spec['pid']} on {spec['url']}")
+    info = {
+        "database_url": database_url,
+        "operator_key_file": str(directory / "shared" / "operator_key"),
+        "env": env,
+        "processes": processes,
+    }
+    (directory / "cluster.json").write_text(json.dumps(info, indent=2) + "\n")
+    (directory / "cluster.json").chmod(0o600)
+    wait_ready(directory, processes)
+    apis = [p for p in processes if p["role"] == "api"]
+    nodes = [p["node_id"] for p in processes if p["role"] == "node"]
+    if apis and nodes:
+        wait_registered(apis[0]["url"], env["AIRLOCK_OPERATOR_KEY"], nodes)
+    print(f"API replicas: {' '.join(p['url'] for p in apis)}")
+    print(f"nodes:        {' '.join(p['url'] for p in processes if p['role'] == 'node')}")
+    print(f"operator key: {info['operator_key_file']}")
+    print(f"logs:         {directory}/*.log   stop: scripts/cluster.sh stop --dir {args.dir}")
+    return 0
+
+
+def stop(args: argparse.Namespace) -> int:
+    directory = args.dir.resolve()
+    pids = []
+    for pidfile in sorted(directory.glob("*.pid")):
+        pid = int(pidfile.read_text())
+        if alive(pid):
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            pids.append((pidfile, pid))
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    for pidfile, pid in pids:
+        while alive(pid) and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.1)
+        if alive(pid):
+            say(f"{pidfile.stem} did not stop in {STOP_TIMEOUT_S:.0f} s: killed")
+            os.killpg(pid, signal.SIGKILL)
+        say(f"stopped {pidfile.stem}")
+    for pidfile in directory.glob("*.pid"):
+        pidfile.unlink()
+    return 0
+
+
+def status(args: argparse.Namespace) -> int:
+    directory = args.dir.resolve()
+    try:
+        info = json.loads((directory / "cluster.json").read_text())
+    except FileNotFoundError:
+        print(f"no cluster in {directory}")
+        return 1
+    down = 0
+    for spec in info["processes"]:
+        pidfile = directory / f"{spec['name']}.pid"
+        pid = int(pidfile.read_text()) if pidfile.exists() else None
+        state = (
+            "ready"
+            if pid and alive(pid) and ready(spec["url"])
+            else ("starting" if pid and alive(pid) else "stopped")
+        )
+        down += state != "ready"
+        print(f"{spec['name']:8} {spec['role']:5} {spec['url']:24} pid {pid or '-':>7}  {state}")
+    return 1 if down else 0
+
+
+def restart(args: argparse.Namespace) -> int:
+    """Start one process again (after a crash a test caused), as `start` made it."""
+    directory = args.dir.resolve()
+    info = json.loads((directory / "cluster.json").read_text())
+    spec = next(p for p in info["processes"] if p["name"] == args.name)
+    spec["pid"] = start_process(directory, spec, info["env"])
+    (directory / "cluster.json").write_text(json.dumps(info, indent=2) + "\n")
+    wait_ready(directory, [spec])
+    say(f"restarted {spec['name']} pid {spec['pid']}")
+    return 0
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/cluster.sh",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--dir", type=Path, default=REPO / ".airlock-cluster")
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser(
+        "start", parents=[common], help="start the database, the nodes and the replicas"
+    )
+    up.add_argument("--nodes", type=int, default=2)
+    up.add_argument("--apis", type=int, default=2)
+    up.add_argument(
+        "--port", type=int, default=8100, help="replica j on PORT+j, node i on PORT+10+i"
+    )
+    up.add_argument("--database", default="airlock_cluster")
+    up.add_argument(
+        "--admin-url", required=True, help="a PostgreSQL admin URL (scripts/postgres.sh)"
+    )
+    up.add_argument("--images", type=Path, default=REPO / ".airlock" / "images")
+    up.set_defaults(func=start)
+    sub.add_parser("stop", parents=[common], help="stop every process").set_defaults(func=stop)
+    sub.add_parser(
+        "status", parents=[common], help="each process and whether it is ready"
+    ).set_defaults(func=status)
+    again = sub.add_parser("restart", parents=[common], help="start one stopped process again")
+    again.add_argument("name", help="node-<i> or api-<j>")
+    again.set_defaults(func=restart)
+    args = parser.parse_args(argv)
+    if getattr(args, "nodes", 1) < 1 or getattr(args, "apis", 1) < 1:
+        parser.error("--nodes and --apis must be at least 1")
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Lost nodes, said plainly. A node whose lease ran out is `lost`; every sandbox it held is
+`failed` with reason `node_lost` and every exec still running there `interrupted` (each audited
+on its tenant's chain), and its warm pool members are dropped, so the other nodes' shares of
+each pool grow and replace them (service.jobs.pool).
+
+Every process runs the sweep; on PostgreSQL a transaction-scoped advisory lock lets one of them
+do each pass, so two processes never fail the same sandboxes twice. A process never declares
+its own node lost: it is running, so its lease is only late and its next renewal holds (on
+the embedded SQLite database, one process and one node, the sweep therefore does nothing).
+A node that was lost while it still ran learns so at its next renewal, registers again and
+reconciles: it destroys the runtime sandboxes the record no longer gives it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import delete, select, text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.audit.recorder import AuditContext
+from service.db.models import Exec, Node, PoolMember, Sandbox
+from service.jobs.periodic import PeriodicJob
+from service.jobs.reconcile import interrupt_execs
+from service.nodes.leases import LOST, Leases
+from service.sandboxes.service import record_failure
+from service.sandboxes.states import ACTIVE
+
+log = logging.getLogger("airlock.nodes")
+
+SYSTEM = AuditContext(actor="system:nodes", request_id=None, client=None)
+NODE_LOST = "node_lost"
+_LOCK_KEY = 0x61697231  # one pass at a time across processes (pg advisory lock key)
+_ACTIVE = [s.value for s in ACTIVE]
+
+
+async def sweep_once(
+    db: async_sessionmaker[AsyncSession], leases: Leases, own_node: str | None = None
+) -> list[str]:
+    """Mark late nodes (other than `own_node`) lost and fail what they held; the ids of the
+    sandboxes failed."""
+    async with db() as session, session.begin():
+        if session.bind.dialect.name == "postgresql":
+            got = await session.scalar(
+                text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": _LOCK_KEY}
+            )
+            if not got:
+                return []
+        for node_id in await leases.mark_lost_in(session, keep=own_node):
+            log.warning("node %s lost: its lease ran out", node_id)
+        # Every lost node's live sandboxes, not only the newly lost ones': a pass that died
+        # half-way is finished by the next.
+        lost = select(Node.id).where(Node.state == LOST)
+        held = (
+            await session.execute(
+                select(Sandbox.tenant_id, Sandbox.id, Sandbox.node_id).where(
+                    Sandbox.node_id.in_(lost), Sandbox.state.in_(_ACTIVE)
+                )
+            )
+        ).all()
+        interrupted, _ = await interrupt_execs(
+            session,
+            SYSTEM,
+            Exec.sandbox_id.in_(select(Sandbox.id).where(Sandbox.node_id.in_(lost))),
+            "the node running this exec was lost",
+        )
+        dropped = await session.execute(
+            delete(PoolMember)
+            .where(PoolMember.host.in_(lost), PoolMember.state.in_(["starting", "ready"]))
+            .returning(PoolMember.id)
+        )
+        members = len(dropped.all())
+        if interrupted or members:
+            log.warning(
+                "lost nodes: %d execs interrupted, %d pool members dropped", interrupted, members
+            )
+    failed = []
+    for tenant_id, sandbox_id, node_id in held:
+        await record_failure(db, tenant_id, sandbox_id, SYSTEM, NODE_LOST)
+        failed.append(sandbox_id)
+        log.warning("sandbox %s failed: its node %s was lost", sandbox_id, node_id)
+    return failed
+
+
+class NodeSweep(PeriodicJob):
+    name = "node sweep"
+
+    def __init__(
+        self,
+        db: async_sessionmaker[AsyncSession],
+        leases: Leases,
+        interval_s: float,
+        own_node: str | None = None,
+    ) -> None:
+        super().__init__(interval_s)
+        self.db = db
+        self.leases = leases
+        self.own_node = own_node
+
+    async def run_once(self) -> bool:
+        await sweep_once(self.db, self.leases, self.own_node)
+        return False
