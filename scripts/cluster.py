@@ -33,6 +33,7 @@ import asyncpg
 from sqlalchemy.engine import make_url
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 AIRLOCK = REPO / ".venv/bin/airlock"
 READY_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 30.0
@@ -274,7 +275,30 @@ def stop(args: argparse.Namespace) -> int:
         say(f"stopped {pidfile.stem}")
     for pidfile in directory.glob("*.pid"):
         pidfile.unlink()
+    if args.clean:
+        for state in sorted(directory.glob("node-*")):
+            if state.is_dir():
+                destroyed = asyncio.run(destroy_sandboxes(state))
+                say(f"{state.name}: destroyed {destroyed} sandboxes")
     return 0
+
+
+async def destroy_sandboxes(state_dir: Path) -> int:
+    """Every sandbox a node's runtime still holds (its processes, network, files)."""
+    from service.runtime import RuntimeUnavailable
+    from service.runtime.gvisor import GVisorRuntime
+
+    try:
+        runtime = await GVisorRuntime.open(state_dir)
+    except RuntimeUnavailable:
+        return 0
+    try:
+        found = await runtime.list_sandboxes()
+        for info in found:
+            await runtime.destroy(info.id)
+        return len(found)
+    finally:
+        await runtime.close()
 
 
 def status(args: argparse.Namespace) -> int:
@@ -340,7 +364,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     up.add_argument("--images", type=Path, default=REPO / ".airlock" / "images")
     up.set_defaults(func=start)
-    sub.add_parser("stop", parents=[common], help="stop every process").set_defaults(func=stop)
+    down = sub.add_parser("stop", parents=[common], help="stop every process")
+    down.add_argument(
+        "--clean",
+        action="store_true",
+        help="also destroy the sandboxes the nodes hold (stopped nodes leave them running, "
+        "as a restart would find them)",
+    )
+    down.set_defaults(func=stop)
     sub.add_parser(
         "status", parents=[common], help="each process and whether it is ready"
     ).set_defaults(func=status)

@@ -1,0 +1,207 @@
+"""A real cluster for the tests: scripts/cluster.py starts 2 nodes (gVisor) and 2 API replicas
+on one fresh PostgreSQL database, each an `airlock serve` process of its own.
+
+Leases are short here (AIRLOCK_NODE_LEASE_S=6, heartbeat every second) so a node's loss is
+seen within seconds; everything else is as a deployment runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import asyncpg
+import httpx
+import pytest
+
+from service.runtime import images
+from tests.conftest import pg_admin_url
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED_STATE = Path(os.environ.get("AIRLOCK_STATE_DIR") or REPO / ".airlock").resolve()
+LEASE_S = 6.0
+T = TypeVar("T")
+
+
+def _free_base() -> int:
+    """A port P with P+1..P+2 and P+11..P+12 free (the replicas' and the nodes' ports)."""
+    for _ in range(100):
+        base = 20000 + secrets.randbelow(20000)
+        try:
+            for port in (base + 1, base + 2, base + 11, base + 12):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError("no free ports")
+
+
+@dataclass
+class Cluster:
+    directory: Path
+    info: dict[str, Any]
+    db_url: str  # postgresql:// for asyncpg
+    made: list[tuple[str, str]] = field(default_factory=list)  # (key, sandbox id)
+
+    def process(self, name: str) -> dict[str, Any]:
+        return next(p for p in self.info["processes"] if p["name"] == name)
+
+    @property
+    def apis(self) -> list[str]:
+        return [p["url"] for p in self.info["processes"] if p["role"] == "api"]
+
+    @property
+    def operator_key(self) -> str:
+        return str(self.info["env"]["AIRLOCK_OPERATOR_KEY"])
+
+    def pid(self, name: str) -> int:
+        return int((self.directory / f"{name}.pid").read_text())
+
+    def log(self, name: str) -> str:
+        return (self.directory / f"{name}.log").read_text(errors="replace")
+
+    def http(self, url: str, credential: str) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=url, headers={"Authorization": f"Bearer {credential}"}, timeout=120
+        )
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the node's server process alone, as a crash would: its sandboxes' runsc
+        processes are left running, like a host whose service died."""
+        os.kill(self.pid(name), signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(self.pid(name), 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+
+    def restart(self, name: str) -> None:
+        subprocess.run(
+            [sys.executable, str(REPO / "scripts/cluster.py"), "restart", name,
+             "--dir", str(self.directory)],
+            check=True,
+        )  # fmt: skip
+        self.info = json.loads((self.directory / "cluster.json").read_text())
+
+    async def fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
+        conn = await asyncpg.connect(self.db_url)
+        try:
+            return await conn.fetch(sql, *args)
+        finally:
+            await conn.close()
+
+    async def node_of(self, sandbox_id: str) -> str:
+        rows = await self.fetch("SELECT node_id FROM sandboxes WHERE id = $1", sandbox_id)
+        return str(rows[0]["node_id"])
+
+    async def tenant(self, **quotas: int) -> str:
+        """A new tenant's API key."""
+        body: dict[str, Any] = {"name": f"cl-{secrets.token_hex(6)}"}
+        if quotas:
+            body["quotas"] = quotas
+        async with self.http(self.apis[0], self.operator_key) as op:
+            r = await op.post("/v1/tenants", json=body)
+        assert r.status_code == 201, r.text
+        return str(r.json()["api_key"])
+
+    async def sandbox(self, key: str, via: int = 0, **body: Any) -> str:
+        async with self.http(self.apis[via], key) as http:
+            r = await http.post("/v1/sandboxes", json={"ttl_s": 900, **body})
+        assert r.status_code == 201, r.text
+        assert r.json()["state"] == "running", r.json()
+        self.made.append((key, r.json()["id"]))
+        return str(r.json()["id"])
+
+
+async def wait_for(check: Callable[[], Awaitable[T]], timeout_s: float = 30.0) -> T:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = await check()
+        if result or time.monotonic() > deadline:
+            return result
+        await asyncio.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Cluster]:
+    images.build_default_image(SHARED_STATE)  # instant when built
+    directory = tmp_path_factory.mktemp("cluster")
+    database = f"airlock_cluster_{secrets.token_hex(4)}"
+    admin = pg_admin_url()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("AIRLOCK_")},
+        "AIRLOCK_RUNTIME": "gvisor",
+        "AIRLOCK_NODE_LEASE_S": str(LEASE_S),
+        "AIRLOCK_NODE_HEARTBEAT_S": "1",
+        "AIRLOCK_TTL_REAPER_INTERVAL_S": "1",
+        "AIRLOCK_POOL_REFILL_INTERVAL_S": "1",
+    }
+    if os.environ.get("AIRLOCK_RUNSC_PLATFORM"):
+        env["AIRLOCK_RUNSC_PLATFORM"] = os.environ["AIRLOCK_RUNSC_PLATFORM"]
+    started = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, str(REPO / "scripts/cluster.py"), "start", "--dir", str(directory),
+         "--nodes", "2", "--apis", "2", "--port", str(_free_base()), "--database", database,
+         "--admin-url", admin, "--images", str(SHARED_STATE / "images")],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    info_path = directory / "cluster.json"
+    try:
+        if started.returncode != 0:
+            logs = "\n".join(
+                f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+                for p in directory.glob("*.log")
+            )
+            pytest.fail(f"cluster did not start:\n{started.stderr[-4000:]}\n{logs}")
+        db_url = f"{admin.rsplit('/', 1)[0]}/{database}"
+        yield Cluster(directory, json.loads(info_path.read_text()), db_url)
+    finally:
+        await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, str(REPO / "scripts/cluster.py"), "stop", "--clean",
+             "--dir", str(directory)],
+            capture_output=True,
+        )  # fmt: skip
+        conn = await asyncpg.connect(admin)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        finally:
+            await conn.close()
+
+
+@pytest.fixture(autouse=True)
+async def _delete_sandboxes(cluster: Cluster) -> AsyncIterator[None]:
+    """What a test made is deleted after it: the nodes' capacity is real."""
+    yield
+    made, cluster.made = cluster.made, []
+    for key, sandbox in made:
+        with contextlib.suppress(httpx.HTTPError):
+            async with cluster.http(cluster.apis[0], key) as http:
+                await http.delete(f"/v1/sandboxes/{sandbox}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failing test shows the end of every process's log."""
+    outcome = yield
+    report = outcome.get_result()
+    cluster = getattr(item, "funcargs", {}).get("cluster")
+    if report.failed and cluster is not None:
+        for p in cluster.info["processes"]:
+            tail = "\n".join(cluster.log(p["name"]).splitlines()[-40:])
+            report.sections.append((f"{p['name']} log (last 40 lines)", tail))

@@ -1,0 +1,305 @@
+"""Two nodes and two API replicas on one database (tests/cluster/conftest.py), on real gVisor:
+placement spreads sandboxes, either replica answers every sandbox route, bodies stream
+through, nodes refuse tenants' credentials, a drained node gets nothing new, and a node killed
+with SIGKILL is lost (its sandboxes failed `node_lost`, its execs interrupted) while the other
+node goes on untouched; restarted, it leaves nothing of them running."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import subprocess
+import tarfile
+import threading
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+
+from service.auth.keyring import KeyRing
+from service.auth.principal import Principal, PrincipalKind
+from service.nodes.credentials import NodeCredentials
+from tests.cluster.conftest import LEASE_S, Cluster, wait_for
+
+MIB = 1 << 20
+
+
+async def test_creates_spread_over_both_nodes(cluster: Cluster) -> None:
+    key = await cluster.tenant()
+    made = [await cluster.sandbox(key, via=i % 2) for i in range(4)]
+    nodes = [await cluster.node_of(s) for s in made]
+    assert sorted(nodes) == ["node-1", "node-1", "node-2", "node-2"], nodes
+    async with cluster.http(cluster.apis[1], cluster.operator_key) as op:
+        listed = {n["id"]: n for n in (await op.get("/v1/nodes")).json()["items"]}
+    assert {listed[n]["sandboxes"] for n in ("node-1", "node-2")} == {2}
+    assert listed["node-1"]["allocated"]["memory_mib"] > 0
+
+
+async def test_every_sandbox_route_is_answered_by_either_replica(cluster: Cluster) -> None:
+    key = await cluster.tenant()
+    for first, second in ((0, 1), (1, 0)):
+        sandbox = await cluster.sandbox(key, via=first)
+        async with (
+            cluster.http(cluster.apis[first], key) as a,
+            cluster.http(cluster.apis[second], key) as b,
+        ):
+            base = f"/v1/sandboxes/{sandbox}"
+            r = await b.post(f"{base}/execs", json={"cmd": ["sh", "-c", "echo $((6*7))"]})
+            assert (r.status_code, r.json()["stdout"]) == (200, "42\n"), r.text
+            # Started through one replica, streamed and read back through the other.
+            r = await a.post(
+                f"{base}/execs",
+                json={"cmd": ["sh", "-c", "echo one; sleep 0.3; echo two"], "wait": False},
+            )
+            assert r.status_code == 202, r.text
+            exec_id = r.json()["id"]
+            async with b.stream("GET", f"{base}/execs/{exec_id}/events") as events:
+                body = "".join([chunk async for chunk in events.aiter_text()])
+            assert "one" in body and "two" in body and "event: exit" in body, body
+            r = await a.get(f"{base}/execs/{exec_id}")
+            assert (r.json()["state"], r.json()["stdout"]) == ("finished", "one\ntwo\n")
+            # Kill through the replica that did not start it.
+            r = await a.post(f"{base}/execs", json={"cmd": ["sleep", "60"], "wait": False})
+            exec_id = r.json()["id"]
+            r = await b.post(f"{base}/execs/{exec_id}/kill")
+            assert r.status_code == 200, r.text
+            path = f"{base}/execs/{exec_id}"
+            done = await wait_for(lambda path=path: _state(a, path, "finished"))
+            assert done and done["outcome"] == "killed", done
+            # Files and archives.
+            r = await a.put(f"{base}/files/work/hello.txt", content=b"hello cluster")
+            assert r.status_code == 201, r.text
+            r = await b.get(f"{base}/files/work/hello.txt")
+            assert (r.status_code, r.content) == (200, b"hello cluster")
+            r = await b.get(f"{base}/files", params={"dir": "/work"})
+            assert "hello.txt" in [e["name"] for e in r.json()["items"]], r.text
+            r = await b.put(
+                f"{base}/archive",
+                params={"dir": "/work/in"},
+                content=_tar({"a.txt": b"A"}),
+                headers={"Content-Type": "application/x-tar"},
+            )
+            assert r.status_code == 201, r.text
+            r = await a.get(f"{base}/archive", params={"dir": "/work/in"})
+            assert r.status_code == 200, r.text
+            with tarfile.open(fileobj=io.BytesIO(r.content)) as tar:
+                assert any(m.name.endswith("a.txt") for m in tar.getmembers())
+            # TTL, then delete through the other replica.
+            r = await b.patch(base, json={"ttl_s": 1200})
+            assert r.status_code == 200 and r.json()["ttl_s"] == 1200, r.text
+            r = await b.delete(base)
+            assert r.status_code == 204, r.text
+            r = await a.get(base)
+            assert r.json()["state"] == "stopped", r.text
+
+
+async def test_a_100_mib_file_streams_through_the_replicas(cluster: Cluster) -> None:
+    """Uploaded through one replica and read back through the other; neither replica's memory
+    grows with the file."""
+    key = await cluster.tenant()
+    sandbox = await cluster.sandbox(key, memory_mib=512, disk_mib=1024)
+    pids = [cluster.pid("api-1"), cluster.pid("api-2")]
+    sampler = _RssSampler(pids)
+    sent = hashlib.sha256()
+
+    async def chunks() -> AsyncIterator[bytes]:
+        block = hashlib.sha256(b"seed").digest() * (MIB // 32)
+        for i in range(100):
+            piece = bytes([i]) + block[1:]
+            sent.update(piece)
+            yield piece
+
+    with sampler:
+        async with cluster.http(cluster.apis[0], key) as a:
+            r = await a.put(f"/v1/sandboxes/{sandbox}/files/work/big.bin", content=chunks())
+        assert r.status_code == 201 and r.json()["size"] == 100 * MIB, r.text
+        got = hashlib.sha256()
+        size = 0
+        async with (
+            cluster.http(cluster.apis[1], key) as b,
+            b.stream("GET", f"/v1/sandboxes/{sandbox}/files/work/big.bin") as download,
+        ):
+            assert download.status_code == 200
+            async for chunk in download.aiter_raw():
+                got.update(chunk)
+                size += len(chunk)
+    assert (size, got.hexdigest()) == (100 * MIB, sent.hexdigest())
+    for pid in pids:
+        grew = sampler.peak[pid] - sampler.start[pid]
+        assert grew < 40 * MIB, f"replica {pid} grew by {grew / MIB:.0f} MiB for a 100 MiB file"
+
+
+async def test_a_node_refuses_tenant_credentials(cluster: Cluster) -> None:
+    key = await cluster.tenant()
+    sandbox = await cluster.sandbox(key)
+    node = cluster.process(await cluster.node_of(sandbox))
+    async with cluster.http(cluster.apis[0], key) as a:
+        r = await a.post("/v1/tokens", json={"scopes": ["exec"], "ttl_s": 300})
+        token = r.json()["token"]
+    for credential in (key, token, cluster.operator_key):
+        async with cluster.http(node["url"], credential) as direct:
+            r = await direct.post(f"/v1/sandboxes/{sandbox}/execs", json={"cmd": ["id"]})
+            assert r.status_code == 401, r.text
+            assert "routed by an API replica" in r.json()["detail"]
+    # And the other way: a node token is not an API credential.
+    ring = KeyRing(Path(cluster.info["env"]["AIRLOCK_JWT_KEYS_DIR"]))
+    rows = await cluster.fetch("SELECT tenant_id FROM sandboxes WHERE id = $1", sandbox)
+    principal = Principal(
+        kind=PrincipalKind.API_KEY,
+        actor="k",
+        tenant_id=rows[0]["tenant_id"],
+        scopes=frozenset({"exec"}),
+        key_id="k",
+    )
+    node_token = NodeCredentials(ring, issuer="airlock").mint(principal, None)
+    async with cluster.http(cluster.apis[0], node_token) as replica:
+        r = await replica.post(f"/v1/sandboxes/{sandbox}/execs", json={"cmd": ["id"]})
+        assert r.status_code == 401, r.text
+
+
+async def test_a_drained_node_gets_no_new_sandboxes(cluster: Cluster) -> None:
+    key = await cluster.tenant()
+    async with cluster.http(cluster.apis[0], cluster.operator_key) as op:
+        r = await op.post("/v1/nodes/node-2/drain")
+        assert (r.status_code, r.json()["state"]) == (200, "draining"), r.text
+    try:
+        made = [await cluster.sandbox(key, via=i % 2) for i in range(3)]
+        assert {await cluster.node_of(s) for s in made} == {"node-1"}
+    finally:
+        await cluster.fetch("UPDATE nodes SET state = 'ready' WHERE id = 'node-2'")
+
+
+async def test_a_killed_node_is_lost_and_the_other_goes_on(cluster: Cluster) -> None:
+    key = await cluster.tenant()
+    on: dict[str, list[str]] = {"node-1": [], "node-2": []}
+    while not (on["node-1"] and on["node-2"]):
+        sandbox = await cluster.sandbox(key)
+        on[await cluster.node_of(sandbox)].append(sandbox)
+    doomed, survivor = on["node-1"][0], on["node-2"][0]
+    runtime_ids = [
+        r["runtime_id"]
+        for r in await cluster.fetch(
+            "SELECT runtime_id FROM sandboxes WHERE node_id = 'node-1' AND state = 'running'"
+        )
+    ]
+    async with cluster.http(cluster.apis[0], key) as a:
+        r = await a.post(
+            f"/v1/sandboxes/{doomed}/execs", json={"cmd": ["sleep", "300"], "wait": False}
+        )
+        assert r.status_code == 202, r.text
+        cut = r.json()["id"]
+        r = await a.post(f"/v1/sandboxes/{survivor}/execs", json={"cmd": ["sleep", "300"],
+                                                               "wait": False})  # fmt: skip
+        kept = r.json()["id"]
+
+        cluster.kill("node-1")
+        killed_at = time.monotonic()
+        failed = await wait_for(
+            lambda: _state(a, f"/v1/sandboxes/{doomed}", "failed"), timeout_s=LEASE_S * 4
+        )
+        took = time.monotonic() - killed_at
+        assert failed, f"not failed {took:.1f} s after the kill"
+        assert failed["failure_reason"] == "node_lost", failed
+        r = await a.get(f"/v1/sandboxes/{doomed}/execs/{cut}")
+        assert r.json()["state"] == "interrupted", r.json()
+        async with cluster.http(cluster.apis[1], cluster.operator_key) as op:
+            nodes = {n["id"]: n["state"] for n in (await op.get("/v1/nodes")).json()["items"]}
+            assert nodes == {"node-1": "lost", "node-2": "ready"}, nodes
+        # Nothing on the surviving node was touched: its sandbox runs, its exec still runs.
+        r = await a.get(f"/v1/sandboxes/{survivor}")
+        assert r.json()["state"] == "running", r.json()
+        r = await a.get(f"/v1/sandboxes/{survivor}/execs/{kept}")
+        assert r.json()["state"] == "running", r.json()
+        r = await a.post(f"/v1/sandboxes/{survivor}/execs", json={"cmd": ["echo", "still"]})
+        assert r.json()["stdout"] == "still\n", r.text
+        # New sandboxes land on the node that is left.
+        fresh = [await cluster.sandbox(key, via=i % 2) for i in range(2)]
+        assert {await cluster.node_of(s) for s in fresh} == {"node-2"}
+        # The tenant reads why in its own audit chain.
+        r = await a.get("/v1/audit", params={"limit": 100})
+        assert any(
+            e["action"] == "sandbox.fail"
+            and e["target"] == doomed
+            and e["details"]["reason"] == "node_lost"
+            for e in r.json()["items"]
+        ), r.json()
+        assert any(e["action"] == "exec.interrupted" and e["target"] == cut for e in
+                   r.json()["items"])  # fmt: skip
+
+        # Restarted, the node reconciles: nothing of its lost sandboxes is left on the host.
+        cluster.restart("node-1")
+        state_dir = cluster.process("node-1")["state_dir"]
+
+        async def cleared() -> bool:
+            return not _leftovers(runtime_ids, state_dir)
+
+        assert await wait_for(cleared, timeout_s=60), _leftovers(runtime_ids, state_dir)
+        async with cluster.http(cluster.apis[0], cluster.operator_key) as op:
+            nodes = {n["id"]: n["state"] for n in (await op.get("/v1/nodes")).json()["items"]}
+        assert nodes == {"node-1": "ready", "node-2": "ready"}, nodes
+        later = [await cluster.sandbox(key) for _ in range(2)]
+        assert "node-1" in {await cluster.node_of(s) for s in later}
+
+
+async def _state(http: httpx.AsyncClient, path: str, want: str) -> dict | None:
+    r = await http.get(path)
+    body = r.json()
+    return body if body.get("state") == want else None
+
+
+def _leftovers(runtime_ids: list[str], state_dir: str) -> list[str]:
+    """Host processes and network namespaces still carrying one of these runtime sandboxes."""
+    ps = subprocess.run(["ps", "-eww", "-o", "pid=,args="], capture_output=True, text=True)
+    found = [
+        line.strip()
+        for line in ps.stdout.splitlines()
+        if any(rid in line for rid in runtime_ids) and "ps -eww" not in line
+    ]
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    found += [f"netns {rid}" for rid in runtime_ids if rid in netns]
+    runsc_root = Path(state_dir) / "gvisor" / "sandboxes"
+    if runsc_root.exists():
+        found += [f"sandbox dir {p.name}" for p in runsc_root.iterdir() if p.name in runtime_ids]
+    return found
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+class _RssSampler:
+    """The resident memory of some processes, sampled every 20 ms while in use."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+        self.start = {pid: _rss(pid) for pid in pids}
+        self.peak = dict(self.start)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            for pid in self.pids:
+                self.peak[pid] = max(self.peak[pid], _rss(pid))
+
+    def __enter__(self) -> _RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
