@@ -99,6 +99,11 @@ class ServiceUnavailable(AppError):
     status, code, title = 503, "unavailable", "The service cannot serve this now"
 
 
+# On a node's refusal to take a sandbox for lack of room: the API replica that placed it there
+# tries the next node instead of passing the refusal on (and strips the header).
+NODE_FULL_HEADER = "Airlock-Node-Full"
+
+
 class NoCapacity(ServiceUnavailable):
     code, title = "no_capacity", "No node has room for this sandbox now"
 

@@ -76,7 +76,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     role: str = "all"
     # Placement promises a node's CPUs up to this many times over, and its memory (which a
     # sandbox cannot give back) up to this ratio.
-    cpu_overcommit: float = 2.0
+    cpu_overcommit: float = 8.0
     memory_overcommit: float = 1.0
     node_lease_s: float = 15.0
     node_heartbeat_s: float = 5.0

@@ -29,6 +29,7 @@ from service.execs.records import Event, ExecRecords, RecordTx, SandboxFacts
 from service.execs.schemas import Exec, ExecCreate
 from service.ids import new_id
 from service.runtime import (
+    ExecNotFound,
     ExecRequest,
     ExecResult,
     SandboxFailed,
@@ -49,6 +50,7 @@ log = logging.getLogger("airlock.execs")
 Db = async_sessionmaker[AsyncSession]
 
 SYSTEM = AuditContext(actor="system:exec", request_id=None, client=None)
+KILL_WAIT_S = 5.0
 
 
 @dataclass
@@ -464,9 +466,20 @@ class ExecRunner:
         finally:
             self.trims.pop(tenant_id, None)
 
-    async def kill(self, runtime_id: str, runtime_exec_id: str) -> None:
+    async def kill(self, exec_id: str, runtime_id: str, runtime_exec_id: str) -> None:
         runtime = await self.holder.get()
-        await runtime.kill_exec(runtime_id, runtime_exec_id)
+        # The start is recorded before the runtime has the process: a kill that comes in
+        # between waits for it (while this process is still starting it).
+        deadline = time.monotonic() + KILL_WAIT_S
+        while True:
+            try:
+                await runtime.kill_exec(runtime_id, runtime_exec_id)
+                return
+            except ExecNotFound:
+                live = self.live.get(exec_id)
+                if live is None or live.task.done() or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.02)
 
     async def shutdown(self) -> None:
         """Stop every exec of this process; each is recorded as interrupted."""

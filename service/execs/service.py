@@ -175,7 +175,7 @@ async def kill_exec(
         )
         runtime_exec_id, runtime_id = row.runtime_exec_id, sandbox.runtime_id
     if runtime_exec_id is not None and runtime_id is not None:
-        await runner.kill(runtime_id, runtime_exec_id)
+        await runner.kill(exec_id, runtime_id, runtime_exec_id)
     await runner.wait(exec_id)
     return await get_exec(db, principal, sandbox_id, exec_id)
 

@@ -37,9 +37,9 @@ from service.db.models import Node as NodeRow
 from service.db.models import PoolMember
 from service.db.models import Sandbox as SandboxRow
 from service.db.pg import driver_connection, is_postgres
-from service.errors import NoCapacity, NodeUnavailable
+from service.errors import NODE_FULL_HEADER, NoCapacity, NodeUnavailable, SandboxNotUsable
 from service.nodes.credentials import NodeCredentials
-from service.nodes.leases import READY
+from service.nodes.leases import LOST, READY
 from service.requestid import HEADER as REQUEST_ID
 from service.requestid import request_id_for
 from service.sandboxes import create
@@ -68,6 +68,7 @@ _DROPPED = frozenset(
         b"host",
         b"authorization",
         REQUEST_ID.encode(),
+        NODE_FULL_HEADER.lower().encode(),
     }
 )
 _ACTIVE = [s.value for s in ACTIVE]
@@ -135,6 +136,7 @@ class NodeRouter:
         self.credentials = credentials
         self._owners: dict[str, str | None] = {}
         self._addresses: dict[str, str] = {}
+        self._states: dict[str, str] = {}
         self._addresses_at = 0.0
         self._session: aiohttp.ClientSession | None = None
 
@@ -205,12 +207,20 @@ class NodeRouter:
             for r in rows
         ]
         self._addresses = {v.id: v.address for v in views}
+        self._states = {v.id: v.state for v in views}
         self._addresses_at = time.monotonic()
         return views
 
-    async def address(self, node_id: str) -> str:
+    async def is_lost(self, node_id: str) -> bool:
+        await self._fresh(node_id)
+        return self._states.get(node_id) == LOST
+
+    async def _fresh(self, node_id: str) -> None:
         if time.monotonic() - self._addresses_at > ADDRESS_TTL_S or node_id not in self._addresses:
             await self.nodes()
+
+    async def address(self, node_id: str) -> str:
+        await self._fresh(node_id)
         address = self._addresses.get(node_id)
         if address is None:
             raise NodeUnavailable(f"node {node_id} is not registered")
@@ -237,9 +247,11 @@ class NodeRouter:
         node_id: str,
         principal: Principal,
         body: bytes | None = None,
+        placing: bool = False,
     ) -> bool:
         """Send the request to the node and stream its answer back. False (nothing sent to the
-        client) when the node could not be reached; the caller decides what that means."""
+        client) when the node could not be reached, or when `placing` and the node said it is
+        full; the caller decides what that means."""
         address = await self.address(node_id)
         query = scope.get("query_string") or b""
         url = address.rstrip("/") + scope["raw_path"].decode("latin-1")
@@ -271,6 +283,10 @@ class NodeRouter:
             )
         except (aiohttp.ClientConnectionError, TimeoutError) as exc:
             log.warning("node %s at %s unreachable: %s", node_id, address, exc)
+            return False
+        if placing and response.status == 503 and response.headers.get(NODE_FULL_HEADER):
+            log.info("node %s was full when asked: trying the next", node_id)
+            response.release()
             return False
         gone = asyncio.ensure_future(_disconnected(receive))
         gone.add_done_callback(lambda _: response.close())
@@ -313,9 +329,11 @@ class NodeRouter:
                 "memory now"
             )
         for node in order:
-            if await self.forward(scope, receive, send, node.id, principal, body=body):
+            if await self.forward(
+                scope, receive, send, node.id, principal, body=body, placing=True
+            ):
                 return
-        raise NodeUnavailable("no node with room could be reached")
+        raise NoCapacity("no node with room could take the sandbox now")
 
     async def _asked(self, tenant_id: str, body: bytes) -> _Ask:
         """What a create asks for. A body that does not decode asks for the default size (the
@@ -419,9 +437,19 @@ class RoutingMiddleware:
                 return
             await router.create(scope, receive, send, principal)
             return
-        node = await router.owner(principal.tenant_id, scope["path_params"]["sandbox_id"])
+        sandbox_id = scope["path_params"]["sandbox_id"]
+        node = await router.owner(principal.tenant_id, sandbox_id)
         if node is None or node == router.local:
             await self.app(scope, receive, send)
             return
+        if await router.is_lost(node):
+            # Its sandboxes failed with it: what is left is the record, kept here.
+            if scope["method"] in ("DELETE", "PATCH"):
+                await self.app(scope, receive, send)
+                return
+            raise SandboxNotUsable(
+                f"sandbox {sandbox_id} failed: node_lost (its node {node} was lost)",
+                extra={"state": "failed", "reason": "node_lost"},
+            )
         if not await router.forward(scope, receive, send, node, principal):
             raise NodeUnavailable(f"node {node}, which holds this sandbox, cannot be reached")

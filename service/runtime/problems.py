@@ -71,6 +71,9 @@ def problem(exc: rt.SandboxRuntimeError) -> errors.AppError:
     if status == 503:
         retry = RETRY_S if isinstance(exc, rt.RuntimeUnavailable) else HOST_FULL_RETRY_S
         headers = {"Retry-After": str(int(retry))}
+        if isinstance(exc, rt.ResourceExhausted):
+            # A replica placing a sandbox here tries another node.
+            headers[errors.NODE_FULL_HEADER] = "1"
     kind = errors.ServiceUnavailable if status == 503 else errors.AppError
     err = kind(exc.public(), headers=headers, extra=extra)
     err.status, err.code, err.title = status, code, title

@@ -89,6 +89,7 @@ class SandboxController(Controller):
             idempotency_key,
             pool,
             node_id=local_node_id(settings),
+            overcommit=(settings.cpu_overcommit, settings.memory_overcommit),
         )
         return Response(sandbox, status_code=201 if created else 200)
 

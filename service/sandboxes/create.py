@@ -21,6 +21,7 @@ from service.errors import (
     NotFound,
     Unprocessable,
 )
+from service.nodes.capacity import check_room
 from service.pool import claim as pool_claim
 from service.pool.service import WarmPool, label, try_claim
 from service.runtime import SandboxRuntime, SandboxRuntimeError, SandboxSpec
@@ -119,6 +120,7 @@ async def create_sandbox(
     idempotency_key: str | None,
     pool: WarmPool | None = None,
     node_id: str | None = None,
+    overcommit: tuple[float, float] | None = None,
 ) -> tuple[Sandbox, bool]:
     """Create and start a sandbox; returns it and whether this call created it.
 
@@ -172,6 +174,8 @@ async def create_sandbox(
         if template is not None and data.preset is not None:
             raise Unprocessable("sandboxes from templates take no preset: the build fixes caps")
         check_quotas(quotas, data.ttl_s, await repo.active_usage(), Caps(cpus, memory, disk))
+        if node_id is not None and overcommit is not None:
+            await check_room(session, node_id, float(cpus), memory, overcommit)
         now = utcnow()
         row = service.new_row(
             principal.tenant_id,

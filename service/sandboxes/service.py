@@ -24,6 +24,7 @@ from service.errors import (
     Forbidden,
     NotFound,
     SandboxNotUsable,
+    ServiceUnavailable,
     Unprocessable,
 )
 from service.ids import new_id
@@ -406,6 +407,7 @@ async def delete_sandbox(
             raise NotFound(f"no sandbox {sandbox_id}")
         if row.state in (State.STOPPED, State.STOPPING):
             return
+        failed = row.state == State.FAILED
         await record(
             session, ctx, chain=principal.tenant_id, action="sandbox.delete", target=row.id
         )
@@ -413,17 +415,27 @@ async def delete_sandbox(
         if row.runtime_id is None:
             # Still starting: the creating request finishes the delete once it has a handle.
             return
-    await stop_sandbox(db, await holder.get(), sandbox_id, principal.tenant_id, reason="deleted")
+    try:
+        runtime: SandboxRuntime | None = await holder.get()
+    except ServiceUnavailable:
+        if not failed:
+            raise
+        # A failed sandbox of a lost node, deleted through an API replica: no runtime here
+        # can reach it, and that node destroys whatever is left of it when it registers
+        # again (service.jobs.reconcile).
+        runtime = None
+    await stop_sandbox(db, runtime, sandbox_id, principal.tenant_id, reason="deleted")
 
 
 async def stop_sandbox(
-    db: Db, runtime: SandboxRuntime, sandbox_id: str, tenant_id: str, *, reason: str
+    db: Db, runtime: SandboxRuntime | None, sandbox_id: str, tenant_id: str, *, reason: str
 ) -> None:
-    """Destroy the runtime side of a sandbox already marked `stopping`, then mark it stopped."""
+    """Destroy the runtime side of a sandbox already marked `stopping` (unless there is no
+    `runtime` that can reach it), then mark it stopped."""
     async with db() as session:
         row = await SandboxRepository(session, tenant_id).get(sandbox_id)
         runtime_id = row.runtime_id if row else None
-    if runtime_id is not None:
+    if runtime_id is not None and runtime is not None:
         await runtime.destroy(runtime_id)
     async with db() as session, session.begin():
         row = await SandboxRepository(session, tenant_id).get(sandbox_id, for_update=True)

@@ -227,6 +227,15 @@ async def test_a_killed_node_is_lost_and_the_other_goes_on(cluster: Cluster) -> 
         assert any(e["action"] == "exec.interrupted" and e["target"] == cut for e in
                    r.json()["items"])  # fmt: skip
 
+        # What the lost node held answers from the record, through either replica.
+        async with cluster.http(cluster.apis[1], key) as b:
+            r = await b.post(f"/v1/sandboxes/{doomed}/execs", json={"cmd": ["true"]})
+            assert (r.status_code, r.json()["reason"]) == (409, "node_lost"), r.text
+            r = await b.delete(f"/v1/sandboxes/{doomed}")
+            assert r.status_code == 204, r.text
+        r = await a.get(f"/v1/sandboxes/{doomed}")
+        assert r.json()["state"] == "stopped", r.json()
+
         # Restarted, the node reconciles: nothing of its lost sandboxes is left on the host.
         cluster.restart("node-1")
         state_dir = cluster.process("node-1")["state_dir"]

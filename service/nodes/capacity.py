@@ -1,0 +1,49 @@
+"""A node never takes a sandbox past its capacity times the overcommit ratios.
+
+Placement (service.nodes.routing) picks a node with room from what the record says; two
+replicas may pick the same node at once, so the node checks again as it records the sandbox,
+holding its own row locked (PostgreSQL) so concurrent creates on it count one after another.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.db.models import Node
+from service.db.models import Sandbox as SandboxRow
+from service.errors import NODE_FULL_HEADER, NoCapacity
+from service.sandboxes.states import ACTIVE
+
+_ACTIVE = [s.value for s in ACTIVE]
+
+
+async def check_room(
+    session: AsyncSession,
+    node_id: str,
+    vcpus: float,
+    memory_mib: int,
+    overcommit: tuple[float, float],
+) -> None:
+    query = select(Node.vcpus, Node.memory_mib).where(Node.id == node_id)
+    if session.bind.dialect.name == "postgresql":
+        query = query.with_for_update()
+    node = (await session.execute(query)).one_or_none()
+    if node is None:
+        return  # not registered yet (its first heartbeat is due): no capacity on record
+    held_vcpus, held_memory = (
+        await session.execute(
+            select(
+                func.coalesce(func.sum(SandboxRow.cpus), 0),
+                func.coalesce(func.sum(SandboxRow.memory_mib), 0),
+            ).where(SandboxRow.node_id == node_id, SandboxRow.state.in_(_ACTIVE))
+        )
+    ).one()
+    cpu_cap, memory_cap = node.vcpus * overcommit[0], node.memory_mib * overcommit[1]
+    if held_vcpus + vcpus > cpu_cap or held_memory + memory_mib > memory_cap:
+        raise NoCapacity(
+            f"node {node_id} has no room for {vcpus:g} vCPUs and {memory_mib} MiB now "
+            f"({held_vcpus:g} of {cpu_cap:g} vCPUs and {held_memory} of {memory_cap:.0f} MiB "
+            "promised)",
+            headers={NODE_FULL_HEADER: "1"},
+        )
