@@ -38,12 +38,14 @@ from service.jobs.reconcile import reconcile
 from service.jobs.retention import RetentionJob
 from service.jobs.templates import TemplateBuilder
 from service.jobs.ttl import TtlReaper
+from service.nodes.cleanup import clean_up
 from service.nodes.controller import NodeController
 from service.nodes.credentials import NodeCredentials
 from service.nodes.leases import Leases
 from service.nodes.local import heartbeat as node_heartbeat
 from service.nodes.local import local_node_id
 from service.nodes.routing import NodeRouter, RoutingMiddleware
+from service.nodes.snapshots import FetchingRuntime, SnapshotFetcher, export_snapshot
 from service.nodes.sweep import NodeSweep
 from service.openapi import correct_allow_header, document_problems
 from service.pool.controller import PoolController
@@ -84,14 +86,18 @@ def create_app(
     keyring.signer()  # fail now, not on the first request, if the keys are unreadable
     codec = TokenCodec(keyring, issuer=settings.jwt_issuer, audience=settings.jwt_audience)
     sessionmaker = make_sessionmaker(engine)
-    if runtime is not None:
-        runtimes = RuntimeHolder.of(runtime)
-    elif settings.runs_node:
-        runtimes = RuntimeHolder(lambda: open_runtime(RuntimeConfig.from_settings(settings)))
-    else:
-        runtimes = RuntimeHolder(_no_runtime_on_replicas)
     node_credentials = NodeCredentials(keyring, issuer=settings.jwt_issuer)
     local_node = local_node_id(settings) if settings.runs_node else None
+    if local_node is None:
+        runtimes = RuntimeHolder(_no_runtime_on_replicas)
+    else:
+        fetcher = SnapshotFetcher(sessionmaker, node_credentials, local_node)
+
+        async def open_node_runtime() -> SandboxRuntime:
+            opened = runtime or await open_runtime(RuntimeConfig.from_settings(settings))
+            return FetchingRuntime(opened, fetcher)  # type: ignore[return-value]
+
+        runtimes = RuntimeHolder(open_node_runtime)
     router = NodeRouter(sessionmaker, settings, node_credentials, local_node)
     exec_runner = ExecRunner(sessionmaker, engine, runtimes)
     pool = WarmPool(settings)
@@ -148,6 +154,8 @@ def create_app(
             healthz,
             readyz,
             MetricsController,
+            export_snapshot,
+            clean_up,
         ],
         state=state,
         lifespan=[lifespan],

@@ -19,8 +19,9 @@ from litestar.middleware import AbstractAuthenticationMiddleware, Authentication
 from opentelemetry import trace
 
 from service.auth.authenticate import bearer_credential
-from service.auth.principal import Principal
+from service.auth.principal import Principal, PrincipalKind
 from service.errors import Forbidden, MissingScope, NotFound
+from service.nodes.credentials import looks_like_node_token
 
 
 class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
@@ -29,8 +30,12 @@ class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
     ) -> AuthenticationResult:
         state = connection.app.state
         authorization = connection.headers.get("authorization")
-        if state.settings.role == "node":
-            # A node serves the API replicas only: the caller comes inside their token.
+        role = state.settings.role
+        if role == "node" or (
+            role == "all" and looks_like_node_token(bearer_credential(authorization))
+        ):
+            # A node serves the API replicas (the caller comes inside their token) and the
+            # other nodes (internal routes); the all-in-one server is a node too.
             forwarded = state.node_credentials.verify(bearer_credential(authorization))
             return AuthenticationResult(user=forwarded.principal, auth=forwarded)
         principal = await state.authenticator.authenticate(authorization)
@@ -53,6 +58,15 @@ async def authorize(
     if connection.url.path.startswith("/schema"):
         return
     principal: Principal = connection.user
+    if (principal.kind is PrincipalKind.NODE) != bool(handler.opt.get("internal")):
+        # Internal routes are for the nodes of the deployment, and only they are.
+        raise Forbidden(
+            "this route is for the nodes of this deployment"
+            if handler.opt.get("internal")
+            else "a node's call reaches the internal routes only"
+        )
+    if principal.kind is PrincipalKind.NODE:
+        return
     if handler.opt.get("operator"):
         if not principal.is_operator:
             raise Forbidden("this route is for the operator")

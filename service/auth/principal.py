@@ -27,6 +27,7 @@ class PrincipalKind(StrEnum):
     OPERATOR = "operator"
     API_KEY = "api_key"
     TOKEN = "token"  # noqa: S105 (a kind of credential, not a secret)
+    NODE = "node"  # another node of the deployment, on the internal routes only
 
 
 @dataclass(frozen=True, slots=True)

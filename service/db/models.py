@@ -140,6 +140,20 @@ class Node(Base):
     lease_expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
 
 
+class NodeSnapshot(Base):
+    """A copy of a template build's snapshot on a node's disk (the build's node, or one that
+    fetched it from another and checked its digest)."""
+
+    __tablename__ = "node_snapshots"
+    __table_args__ = (Index("ix_node_snapshots_snapshot_id", "snapshot_id"),)
+
+    node_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    snapshot_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    digest: Mapped[str] = mapped_column(String(80), nullable=False)
+    size_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    stored_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
 class Sandbox(Base):
     """A tenant's sandbox. The row is the record; the runtime's sandbox is a cache of it."""
 
@@ -328,8 +342,10 @@ class TemplateVersion(Base):
     runtime: Mapped[str | None] = mapped_column(String(16), nullable=True)
     # None when the runtime could not snapshot: sandboxes then start from the image + setup.
     snapshot_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    # The node that ran the build (its snapshot is on that node's disk).
+    # The node that ran the build (its snapshot is on that node's disk), and the sha256 of the
+    # snapshot as it moves to other nodes (None: it cannot move; sandboxes start on that node).
     node_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    snapshot_digest: Mapped[str | None] = mapped_column(String(80), nullable=True)
     snapshot_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)

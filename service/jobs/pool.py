@@ -1,7 +1,8 @@
 """The pool refiller: keeps this node's share of each pool (see service/pool/README.md).
 
 A pool's target is for the whole cluster: it is spread over the nodes that can start its
-members (ready, their lease running, and holding the template's snapshot), the first
+members (ready, their lease running; for a snapshot that cannot move, only its builder; the
+others fetch it when they start their first member), the first
 `target % n` of them in id order taking one more. A node that is drained, lost or without the
 snapshot has a share of 0, so its members are removed and the other nodes' shares grow.
 
@@ -145,8 +146,14 @@ class PoolRefiller(PeriodicJob):
                 if version is not None and version.size != target.size:
                     version = None  # built for another size: nothing to start for this pool
                 eligible = nodes
-                if version is not None and version.snapshot_id and version.node_id:
-                    eligible = nodes & {version.node_id}  # the snapshot is on its builder's disk
+                if (
+                    version is not None
+                    and version.snapshot_id
+                    and version.node_id
+                    and version.snapshot_digest is None
+                ):
+                    # A snapshot that cannot move: only its builder can start members.
+                    eligible = nodes & {version.node_id}
                 found.append(
                     Pool(
                         id=target.id,

@@ -22,6 +22,7 @@ from service.db.models import Template, TemplateVersion, Tenant
 from service.errors import QuotaExceeded, ServiceUnavailable
 from service.jobs.periodic import PeriodicJob
 from service.jobs.queues import fair_order, owner_turns
+from service.nodes.snapshots import digest_of, record_copy
 from service.pool.service import WarmPool
 from service.runtime import SandboxRuntimeError, SnapshotInfo
 from service.runtime.egress import OPERATOR_GRANTS
@@ -112,10 +113,13 @@ async def claim_next(db: Db, node_id: str | None = None) -> Claimed | None:
         )
 
 
-async def build_one(db: Db, holder: RuntimeHolder, pool: WarmPool, job: Claimed) -> str:
-    """Build a claimed version; returns its final state."""
+async def build_one(
+    db: Db, holder: RuntimeHolder, pool: WarmPool, job: Claimed, node_id: str | None = None
+) -> str:
+    """Build a claimed version on this node (`node_id`); returns its final state."""
     text = BuildLog()
     snapshot: SnapshotInfo | None = None
+    digest: str | None = None
     error: str | None = None
     runtime_name: str | None = None
     if job.attempts > MAX_ATTEMPTS:
@@ -127,6 +131,9 @@ async def build_one(db: Db, holder: RuntimeHolder, pool: WarmPool, job: Claimed)
             runtime = await holder.get()
             runtime_name = runtime.name
             snapshot = await build(runtime, job.recipe, text, snapshots=pool.snapshots_enabled)
+            if snapshot is not None and node_id is not None and runtime.supports("move_snapshots"):
+                # Content-addressed, so other nodes can fetch it and check what they got.
+                digest = await digest_of(runtime, snapshot.id)
             if snapshot is not None or job.recipe.network == NO_NETWORK:
                 # (A template with a network is not snapshotted where files cannot be carried.)
                 pool.note_snapshots(snapshot is not None, text.text)
@@ -142,7 +149,9 @@ async def build_one(db: Db, holder: RuntimeHolder, pool: WarmPool, job: Claimed)
             error = f"internal error: {type(exc).__name__}"
     if error:
         text.add(f"build failed: {error}\n")
-    orphan = await _finish(db, job, text, snapshot, error, runtime_name)
+    orphan = await _finish(db, job, text, snapshot, error, runtime_name, digest)
+    if snapshot is not None and digest is not None and node_id is not None and orphan is None:
+        await record_copy(db, node_id, snapshot.id, digest, snapshot.size_bytes)
     if orphan is not None:
         # The template was deleted while it built: nothing refers to the snapshot.
         runtime = await holder.get()
@@ -180,6 +189,7 @@ async def _finish(
     snapshot: SnapshotInfo | None,
     error: str | None,
     runtime_name: str | None,
+    digest: str | None = None,
 ) -> str | None:
     async with db() as session, session.begin():
         row = await session.get(
@@ -195,6 +205,7 @@ async def _finish(
         if snapshot is not None:
             row.snapshot_id = snapshot.id
             row.snapshot_bytes = snapshot.size_bytes
+            row.snapshot_digest = digest
         await record(
             session,
             SYSTEM,
@@ -235,7 +246,7 @@ class TemplateBuilder(PeriodicJob):
         job = await claim_next(self.db, self.node_id)
         if job is None:
             return False
-        state = await build_one(self.db, self.holder, self.pool, job)
+        state = await build_one(self.db, self.holder, self.pool, job, self.node_id)
         log.info("template %s version %s: %s", job.name, job.version, state)
         return True
 

@@ -51,7 +51,9 @@ class NodeCredentials:
 
     def mint(self, principal: Principal, client: str | None) -> str:
         """A token for a call made on `principal`'s behalf (a replica's side)."""
-        if principal.kind not in _KINDS or principal.tenant_id is None:
+        if principal.kind is not PrincipalKind.NODE and (
+            principal.kind not in _KINDS or principal.tenant_id is None
+        ):
             raise ValueError("only a tenant's calls are routed to nodes")
         now = time.time()
         hit = self._minted.get((principal, client))
@@ -61,12 +63,12 @@ class NodeCredentials:
         claims: dict[str, Any] = {
             "iss": self.issuer,
             "aud": NODE_AUDIENCE,
-            "sub": REPLICA,
+            "sub": f"node:{principal.actor}" if principal.kind is PrincipalKind.NODE else REPLICA,
             "jti": f"node_{secrets.token_hex(12)}",
             "iat": int(now),
             "nbf": int(now),
             "exp": exp,
-            "prn": _principal_claim(principal),
+            "prn": None if principal.kind is PrincipalKind.NODE else _principal_claim(principal),
             "cli": client,
         }
         key = self.keyring.signer()
@@ -75,6 +77,10 @@ class NodeCredentials:
             self._minted.clear()
         self._minted[(principal, client)] = (token, float(exp))
         return token
+
+    def mint_node(self, node_id: str) -> str:
+        """A token for this node's own call to another node (an internal route)."""
+        return self.mint(node_principal(node_id), None)
 
     def verify(self, token: str) -> Forwarded:
         """The call a token carries (a node's side); Unauthenticated for anything else,
@@ -88,13 +94,18 @@ class NodeCredentials:
             raise Unauthenticated(
                 f"a node accepts only calls routed by an API replica ({exc.detail})"
             ) from None
-        if claims["sub"] != REPLICA:
+        subject = claims["sub"]
+        if subject != REPLICA and not (isinstance(subject, str) and subject.startswith("node:")):
             raise Unauthenticated("a node accepts calls from the API replicas only")
         client = claims.get("cli")
         if client is not None and not isinstance(client, str):
             raise Unauthenticated("token 'cli' must be a string")
         forwarded = Forwarded(
-            principal=_principal_of(claims.get("prn")),
+            principal=(
+                node_principal(subject.removeprefix("node:"))
+                if subject != REPLICA
+                else _principal_of(claims.get("prn"))
+            ),
             client=client,
             expires_at=float(claims["exp"]),
         )
@@ -102,6 +113,20 @@ class NodeCredentials:
             self._verified.clear()
         self._verified[token] = forwarded
         return forwarded
+
+
+def node_principal(node_id: str) -> Principal:
+    return Principal(kind=PrincipalKind.NODE, actor=node_id, tenant_id=None, scopes=frozenset())
+
+
+def looks_like_node_token(credential: str) -> bool:
+    """Whether a bearer credential says it is for the nodes' audience (unverified: which
+    verification it gets is all this decides)."""
+    try:
+        claims = jwt.decode(credential, options={"verify_signature": False})
+    except jwt.PyJWTError:
+        return False
+    return claims.get("aud") == NODE_AUDIENCE
 
 
 def _principal_claim(principal: Principal) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from service.auth.middleware import authorize
 from service.auth.principal import Principal
 from service.db.models import Node as NodeRow
-from service.db.models import PoolMember
+from service.db.models import NodeSnapshot, PoolMember
 from service.db.models import Sandbox as SandboxRow
 from service.db.pg import driver_connection, is_postgres
 from service.errors import NODE_FULL_HEADER, NoCapacity, NodeUnavailable, SandboxNotUsable
@@ -319,9 +319,10 @@ class NodeRouter:
         order = place(await self.nodes(), ask.vcpus, ask.memory_mib, self.overcommit)
         if ask.only_on is not None:
             order = [n for n in order if n.id == ask.only_on]
-        elif ask.warm:
-            # A claim from the warm pool starts nothing: nodes holding free members go first.
-            order.sort(key=lambda n: n.id not in ask.warm)
+        else:
+            # A claim from the warm pool starts nothing: nodes holding free members go first,
+            # then nodes that have the snapshot on disk (the others fetch it first).
+            order.sort(key=lambda n: (n.id not in ask.warm, n.id not in ask.holding))
         if not order:
             where = f"node {ask.only_on}" if ask.only_on else "ready node"
             raise NoCapacity(
@@ -354,9 +355,26 @@ class NodeRouter:
                     .distinct()
                 )
             )
-        # A snapshot is on the disk of the node that built it.
-        only_on = version.node_id if version.snapshot_id is not None else None
-        return _Ask(float(version.cpus), version.memory_mib, only_on, frozenset(warm))
+            holding = (
+                set(
+                    await session.scalars(
+                        select(NodeSnapshot.node_id).where(
+                            NodeSnapshot.snapshot_id == version.snapshot_id
+                        )
+                    )
+                )
+                if version.snapshot_id is not None
+                else set()
+            )
+        # A snapshot that cannot move is on the disk of the node that built it alone.
+        only_on = (
+            version.node_id
+            if version.snapshot_id is not None and version.snapshot_digest is None
+            else None
+        )
+        return _Ask(
+            float(version.cpus), version.memory_mib, only_on, frozenset(warm), frozenset(holding)
+        )
 
     async def close(self) -> None:
         if self._session is not None:
@@ -369,6 +387,7 @@ class _Ask:
     memory_mib: int
     only_on: str | None = None
     warm: frozenset[str] = frozenset()
+    holding: frozenset[str] = frozenset()
 
 
 class _Headers(list[tuple[str, str]]):

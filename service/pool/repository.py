@@ -97,17 +97,27 @@ class PoolRepository:
     async def member_counts(
         self, pool_id: str, host: str, version_id: str | None
     ) -> dict[str, int]:
+        """This node's members of the version, by state."""
+        return {
+            state: n
+            for (node, state), n in (await self.members_by_node(pool_id, version_id)).items()
+            if node == host
+        }
+
+    async def members_by_node(
+        self, pool_id: str, version_id: str | None
+    ) -> dict[tuple[str, str], int]:
+        """Every node's members of the version: (node, state) -> how many."""
         rows = await self.session.execute(
-            select(PoolMember.state, func.count(PoolMember.id))
+            select(PoolMember.host, PoolMember.state, func.count(PoolMember.id))
             .where(
                 PoolMember.pool_id == pool_id,
-                PoolMember.host == host,
                 PoolMember.version_id == (version_id or ""),
                 PoolMember.state.in_(["starting", "ready"]),
             )
-            .group_by(PoolMember.state)
+            .group_by(PoolMember.host, PoolMember.state)
         )
-        return {state: int(n) for state, n in rows}
+        return {(host, state): int(n) for host, state, n in rows}
 
     async def claims_and_misses(self, pool_id: str) -> tuple[int, int]:
         rows = await self.session.execute(

@@ -22,14 +22,17 @@ class PoolStatus(msgspec.Struct, kw_only=True):
     # None for the operator's (shared) templates.
     tenant_id: str | None
     size: str
+    # Members wanted across the cluster, spread over the nodes that can start them.
     target: int
     # The template version members are started from; None until one is built.
     version: int | None
     # "snapshot": members are restored from the template's snapshot; "image": pre-started
     # from the image with the setup run (the runtime cannot snapshot on this host).
     mode: Literal["snapshot", "image"] | None
+    # Members across the cluster; the ready ones per node.
     ready: int
     starting: int
+    ready_by_node: dict[str, int] = msgspec.field(default_factory=dict)
     # Creates in the last 24 hours that matched this pool: served by a member, or cold.
     claims: int
     misses: int

@@ -136,7 +136,7 @@ async def overview(session: AsyncSession, pool: WarmPool) -> PoolOverview:
     statuses = []
     for target, template in await repo.targets():
         version = await ready_version(session, template.id)
-        counts = await repo.member_counts(target.id, pool.host, version.id if version else None)
+        by_node = await repo.members_by_node(target.id, version.id if version else None)
         claims, misses = await repo.claims_and_misses(target.id)
         tenants, _ = await repo.recent_asks(target.id, "")
         tenants -= 1  # recent_asks counts the asker itself; there is none here
@@ -149,8 +149,11 @@ async def overview(session: AsyncSession, pool: WarmPool) -> PoolOverview:
                 target=target.target,
                 version=version.version if version else None,
                 mode=("snapshot" if version.snapshot_id else "image") if version else None,
-                ready=counts.get("ready", 0),
-                starting=counts.get("starting", 0),
+                ready=sum(n for (_, state), n in by_node.items() if state == "ready"),
+                starting=sum(n for (_, state), n in by_node.items() if state == "starting"),
+                ready_by_node={
+                    node: n for (node, state), n in sorted(by_node.items()) if state == "ready"
+                },
                 claims=claims,
                 misses=misses,
                 fair_share_per_minute=fair_share(target.target, max(1, tenants)),

@@ -55,6 +55,13 @@ def _status(exc: rt.SandboxRuntimeError) -> tuple[int, str, str, dict[str, Any]]
             )
         case rt.InvalidSpec():
             return 422, "validation_failed", "The request is not valid", {}
+        case rt.SnapshotNotFound():
+            return (
+                503,
+                "snapshot_unavailable",
+                "The snapshot is not on this node, and no other node could give it",
+                {},
+            )
         case rt.NotSupported():
             return 501, "not_supported", "This runtime cannot do that", {}
         case rt.ResourceExhausted():

@@ -22,6 +22,7 @@ Capability = Literal[
     "snapshots",  # snapshot / create_from_snapshot / list_snapshots / delete_snapshot
     "copy_files",  # copy_files: what one sandbox wrote, into another
     "update_network",  # update_network: change a running sandbox's egress policy
+    "move_snapshots",  # export_snapshot / import_snapshot: a snapshot from one node to another
 ]
 
 
@@ -142,6 +143,17 @@ class SandboxRuntime(Protocol):
     async def list_snapshots(self) -> list[SnapshotInfo]: ...
 
     async def delete_snapshot(self, snapshot_id: str) -> None: ...
+
+    def export_snapshot(self, snapshot_id: str) -> AsyncIterator[bytes]:
+        """The snapshot as a tar stream that is the same bytes every time (its sha256 names
+        it); SnapshotNotFound on the first iteration. Capability "move_snapshots"."""
+        ...
+
+    async def import_snapshot(self, snapshot_id: str, data: AsyncIterable[bytes]) -> SnapshotInfo:
+        """Take in a snapshot another node of this runtime exported; it is usable only once
+        the whole stream arrived (an error from `data` leaves nothing). Capability
+        "move_snapshots"."""
+        ...
 
     async def stats(self, sandbox_id: str) -> SandboxStats: ...
 

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import Controller, Response, delete, get, post
+from litestar import Controller, Request, Response, delete, get, post
 from litestar.params import FromPath, JSONBody, QueryParameter
 
-from service.deps import Audit, CurrentPrincipal, Db, DbSession, Runtimes
+from service.deps import AppSettings, Audit, CurrentPrincipal, Db, DbSession, Runtimes
+from service.nodes.local import local_node_id
 from service.templates import service
 from service.templates.schemas import Template, TemplateCreate, TemplatePage
 
@@ -71,7 +72,19 @@ class TemplateController(Controller):
         runtimes: Runtimes,
         principal: CurrentPrincipal,
         audit_ctx: Audit,
+        request: Request[Any, Any, Any],
+        settings: AppSettings,
         name: FromPath[str],
         force: Force = False,
     ) -> None:
-        await service.delete_template(db, runtimes, principal, audit_ctx, name, force=force)
+        state = request.app.state
+        await service.delete_template(
+            db,
+            runtimes,
+            principal,
+            audit_ctx,
+            name,
+            force=force,
+            credentials=state.node_credentials,
+            local_node=local_node_id(settings) if settings.runs_node else None,
+        )

@@ -6,7 +6,6 @@ their own templates and the operator's (shared); their own win when names clash.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 
 import msgspec
@@ -17,12 +16,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.audit.recorder import OPERATOR_CHAIN, AuditContext, record
 from service.auth.principal import Principal
 from service.db.base import utcnow
-from service.db.models import PoolMember, PoolTarget, TemplateVersion, Tenant
 from service.db.models import Template as TemplateRow
+from service.db.models import TemplateVersion, Tenant
 from service.errors import Conflict, Forbidden, NotFound
 from service.ids import new_id
 from service.jobs.queues import check_queued
-from service.runtime import SandboxRuntimeError
+from service.nodes import cleanup
+from service.nodes.credentials import NodeCredentials
 from service.runtime.egress import OPERATOR_GRANTS
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes.schemas import SIZES, NetworkPolicy
@@ -213,9 +213,12 @@ async def delete_template(
     name: str,
     *,
     force: bool,
+    credentials: NodeCredentials,
+    local_node: str | None,
 ) -> None:
     """Refused (409) while sandboxes or pool members use it, unless forced. Sandboxes already
-    started from it keep running; its pool members and snapshots are removed."""
+    started from it keep running; its pool members and snapshots are removed (on every node
+    that holds them)."""
     owner = owner_of(principal)
     async with db() as session, session.begin():
         repo = TemplateRepository(session, owner)
@@ -231,20 +234,7 @@ async def delete_template(
                 "delete with ?force=true to remove it anyway",
                 extra={"sandboxes": sandboxes, "pool_members": members},
             )
-        snapshots = [v.snapshot_id for v in await repo.versions(row.id) if v.snapshot_id]
-        runtime_ids = list(
-            (
-                await session.scalars(
-                    select(PoolMember.runtime_id)
-                    .join(PoolTarget, PoolTarget.id == PoolMember.pool_id)
-                    .where(
-                        PoolTarget.template_id == row.id,
-                        PoolMember.state.in_(["starting", "ready"]),
-                        PoolMember.runtime_id.is_not(None),
-                    )
-                )
-            ).all()
-        )
+        leftovers = await cleanup.gather(session, row.id, local_node)
         await record(
             session,
             ctx,
@@ -259,14 +249,5 @@ async def delete_template(
             },
         )
         await session.execute(delete(TemplateRow).where(TemplateRow.id == row.id))
-    if not (snapshots or runtime_ids):
-        return
-    runtime = await holder.get()
-    for runtime_id in runtime_ids:
-        with contextlib.suppress(SandboxRuntimeError):
-            await runtime.destroy(runtime_id)
-    for snapshot_id in snapshots:
-        try:
-            await runtime.delete_snapshot(snapshot_id)
-        except SandboxRuntimeError as exc:
-            log.warning("snapshot %s of deleted template %s left: %s", snapshot_id, name, exc)
+    # Its pool members and snapshot copies, destroyed by the nodes that hold them.
+    await cleanup.clean(db, holder, credentials, local_node, leftovers)

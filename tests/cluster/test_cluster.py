@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import secrets
 import subprocess
 import tarfile
 import threading
@@ -152,10 +153,21 @@ async def test_a_node_refuses_tenant_credentials(cluster: Cluster) -> None:
         scopes=frozenset({"exec"}),
         key_id="k",
     )
-    node_token = NodeCredentials(ring, issuer="airlock").mint(principal, None)
+    credentials = NodeCredentials(ring, issuer="airlock")
+    node_token = credentials.mint(principal, None)
     async with cluster.http(cluster.apis[0], node_token) as replica:
         r = await replica.post(f"/v1/sandboxes/{sandbox}/execs", json={"cmd": ["id"]})
         assert r.status_code == 401, r.text
+    # A caller a replica routes cannot reach a node's internal routes, nor a node's own call
+    # the tenants' routes.
+    async with cluster.http(node["url"], node_token) as routed:
+        r = await routed.get("/internal/v1/snapshots/snap-000000000000000000000000")
+        assert r.status_code == 403, r.text
+    async with cluster.http(node["url"], credentials.mint_node("node-9")) as peer:
+        r = await peer.post(f"/v1/sandboxes/{sandbox}/execs", json={"cmd": ["id"]})
+        assert r.status_code == 403, r.text
+        r = await peer.get("/internal/v1/snapshots/snap-000000000000000000000000")
+        assert r.status_code == 404, r.text
 
 
 async def test_a_drained_node_gets_no_new_sandboxes(cluster: Cluster) -> None:
@@ -168,6 +180,163 @@ async def test_a_drained_node_gets_no_new_sandboxes(cluster: Cluster) -> None:
         assert {await cluster.node_of(s) for s in made} == {"node-1"}
     finally:
         await cluster.fetch("UPDATE nodes SET state = 'ready' WHERE id = 'node-2'")
+
+
+async def _state(http: httpx.AsyncClient, path: str, want: str) -> dict | None:
+    r = await http.get(path)
+    body = r.json()
+    return body if body.get("state") == want else None
+
+
+def _leftovers(runtime_ids: list[str], state_dir: str) -> list[str]:
+    """Host processes and network namespaces still carrying one of these runtime sandboxes."""
+    ps = subprocess.run(["ps", "-eww", "-o", "pid=,args="], capture_output=True, text=True)
+    found = [
+        line.strip()
+        for line in ps.stdout.splitlines()
+        if any(rid in line for rid in runtime_ids) and "ps -eww" not in line
+    ]
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    found += [f"netns {rid}" for rid in runtime_ids if rid in netns]
+    runsc_root = Path(state_dir) / "gvisor" / "sandboxes"
+    if runsc_root.exists():
+        found += [f"sandbox dir {p.name}" for p in runsc_root.iterdir() if p.name in runtime_ids]
+    return found
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+class _RssSampler:
+    """The resident memory of some processes, sampled every 20 ms while in use."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+        self.start = {pid: _rss(pid) for pid in pids}
+        self.peak = dict(self.start)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            for pid in self.pids:
+                self.peak[pid] = max(self.peak[pid], _rss(pid))
+
+    def __enter__(self) -> _RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+async def test_a_template_built_on_one_node_starts_sandboxes_on_the_other(
+    cluster: Cluster,
+) -> None:
+    """The snapshot moves: fetched by the other node on its first start, checked against the
+    build's digest, recorded as that node's copy; the warm pool then spreads over both."""
+    name = f"cl-{secrets.token_hex(4)}"
+    async with cluster.http(cluster.apis[0], cluster.operator_key) as op:
+        r = await op.post(
+            "/v1/templates",
+            json={"name": name, "setup": [["sh", "-c", "echo built > /work/built"]]},
+        )
+        assert r.status_code == 202, r.text
+
+        async def built() -> dict | None:
+            got = (await op.get(f"/v1/templates/{name}")).json()
+            return got if got["versions"][0]["state"] in ("ready", "failed") else None
+
+        template = await wait_for(built, timeout_s=180)
+        assert template and template["versions"][0]["state"] == "ready", template
+    rows = await cluster.fetch(
+        "SELECT node_id, snapshot_id, snapshot_digest FROM template_versions v "
+        "JOIN templates t ON t.id = v.template_id WHERE t.name = $1",
+        name,
+    )
+    builder, snapshot_id, digest = rows[0]["node_id"], rows[0]["snapshot_id"], rows[0][2]
+    assert builder in ("node-1", "node-2") and snapshot_id and digest.startswith("sha256:")
+    other = "node-2" if builder == "node-1" else "node-1"
+    key = await cluster.tenant()
+    # With the builder drained, the only place for the sandbox is the other node.
+    await cluster.fetch("UPDATE nodes SET state = 'draining' WHERE id = $1", builder)
+    try:
+        sandbox = await cluster.sandbox(key, template=name)
+        assert await cluster.node_of(sandbox) == other
+        async with cluster.http(cluster.apis[1], key) as b:
+            r = await b.post(f"/v1/sandboxes/{sandbox}/execs", json={"cmd": ["cat", "/work/built"]})
+            assert r.json()["stdout"] == "built\n", r.text
+    finally:
+        await cluster.fetch("UPDATE nodes SET state = 'ready' WHERE id = $1", builder)
+    copies = await cluster.fetch(
+        "SELECT node_id, digest FROM node_snapshots WHERE snapshot_id = $1 ORDER BY node_id",
+        snapshot_id,
+    )
+    assert [(c["node_id"], c["digest"]) for c in copies] == [
+        ("node-1", digest),
+        ("node-2", digest),
+    ]
+    assert f"snapshot {snapshot_id} fetched from node {builder}" in cluster.log(other)
+
+    # A warm pool of two for it: one member on each node.
+    async with cluster.http(cluster.apis[1], cluster.operator_key) as op:
+        r = await op.put(f"/v1/pool/{name}", json={"size": "small", "target": 2})
+        assert r.status_code == 200, r.text
+
+        async def spread() -> dict | None:
+            pools = (await op.get("/v1/pool")).json()["pools"]
+            status = next(p for p in pools if p["template"] == name)
+            return status if status["ready_by_node"] == {"node-1": 1, "node-2": 1} else None
+
+        assert await wait_for(spread, timeout_s=120), (await op.get("/v1/pool")).json()
+        claimed = [await cluster.sandbox(key, via=i % 2, template=name) for i in range(2)]
+        rows = await cluster.fetch(
+            "SELECT started_from, node_id FROM sandboxes WHERE id = ANY($1::text[])", claimed
+        )
+        assert sorted((r["started_from"], r["node_id"]) for r in rows) == [
+            ("pool", "node-1"),
+            ("pool", "node-2"),
+        ], rows
+        # Deleted through a replica: each node destroys its members and its snapshot copy.
+        assert await wait_for(spread, timeout_s=120)
+        members = [
+            r["runtime_id"]
+            for r in await cluster.fetch(
+                "SELECT runtime_id FROM pool_members WHERE state = 'ready' AND runtime_id "
+                "IS NOT NULL AND pool_id IN (SELECT p.id FROM pool_targets p JOIN templates t "
+                "ON t.id = p.template_id WHERE t.name = $1)",
+                name,
+            )
+        ]
+        assert len(members) == 2
+        r = await op.delete(f"/v1/templates/{name}", params={"force": "true"})
+        assert r.status_code == 204, r.text
+    dirs = [cluster.process(n)["state_dir"] for n in ("node-1", "node-2")]
+
+    async def cleaned() -> bool:
+        return not _leftovers(members, dirs[0]) + _leftovers(members, dirs[1]) and not any(
+            (Path(d) / "gvisor" / "snapshots" / snapshot_id).exists() for d in dirs
+        )
+
+    assert await wait_for(cleaned, timeout_s=30)
+    assert not await cluster.fetch(
+        "SELECT 1 FROM node_snapshots WHERE snapshot_id = $1", snapshot_id
+    )
 
 
 async def test_a_killed_node_is_lost_and_the_other_goes_on(cluster: Cluster) -> None:
@@ -249,66 +418,3 @@ async def test_a_killed_node_is_lost_and_the_other_goes_on(cluster: Cluster) -> 
         assert nodes == {"node-1": "ready", "node-2": "ready"}, nodes
         later = [await cluster.sandbox(key) for _ in range(2)]
         assert "node-1" in {await cluster.node_of(s) for s in later}
-
-
-async def _state(http: httpx.AsyncClient, path: str, want: str) -> dict | None:
-    r = await http.get(path)
-    body = r.json()
-    return body if body.get("state") == want else None
-
-
-def _leftovers(runtime_ids: list[str], state_dir: str) -> list[str]:
-    """Host processes and network namespaces still carrying one of these runtime sandboxes."""
-    ps = subprocess.run(["ps", "-eww", "-o", "pid=,args="], capture_output=True, text=True)
-    found = [
-        line.strip()
-        for line in ps.stdout.splitlines()
-        if any(rid in line for rid in runtime_ids) and "ps -eww" not in line
-    ]
-    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    found += [f"netns {rid}" for rid in runtime_ids if rid in netns]
-    runsc_root = Path(state_dir) / "gvisor" / "sandboxes"
-    if runsc_root.exists():
-        found += [f"sandbox dir {p.name}" for p in runsc_root.iterdir() if p.name in runtime_ids]
-    return found
-
-
-def _tar(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
-class _RssSampler:
-    """The resident memory of some processes, sampled every 20 ms while in use."""
-
-    def __init__(self, pids: list[int]) -> None:
-        self.pids = pids
-        self.start = {pid: _rss(pid) for pid in pids}
-        self.peak = dict(self.start)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.02):
-            for pid in self.pids:
-                self.peak[pid] = max(self.peak[pid], _rss(pid))
-
-    def __enter__(self) -> _RssSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
-def _rss(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0

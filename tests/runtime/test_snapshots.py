@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from service.runtime import (
     ExecRequest,
+    NotSupported,
     SandboxBusy,
     SandboxRuntime,
     SnapshotNotFound,
@@ -127,3 +131,56 @@ async def test_work_arriving_during_a_snapshot_waits(
         assert (await runtime.get(box.id)).state == "running"
     finally:
         await runtime.delete_snapshot(snapshot.id)
+
+
+async def test_a_snapshot_moves_to_another_node(
+    runtime: SandboxRuntime,
+    make_sandbox: SandboxFactory,
+    tmp_path_factory: pytest.TempPathFactory,
+    state_dir: Path,
+) -> None:
+    """Exported from this runtime's state dir and imported into another's (another node on the
+    same images): the same bytes on every export, and the files come back there."""
+    if not runtime.supports("move_snapshots"):
+        with pytest.raises(NotSupported):
+            await runtime.import_snapshot("snap-000000000000000000000000", _chunks([b""]))
+        return
+    assert isinstance(runtime, GVisorRuntime)
+    source = await make_sandbox()
+    await sh(runtime, source.id, "echo carried > /work/state")
+    snapshot = await runtime.snapshot(source.id)
+    other_dir = tmp_path_factory.mktemp("other-node")
+    (other_dir / "images").symlink_to(state_dir / "images")
+    other = await GVisorRuntime.open(other_dir, runtime.platform, use_agent=runtime.use_agent)
+    try:
+        first = [chunk async for chunk in runtime.export_snapshot(snapshot.id)]
+        again = b"".join([chunk async for chunk in runtime.export_snapshot(snapshot.id)])
+        assert hashlib.sha256(b"".join(first)).digest() == hashlib.sha256(again).digest()
+
+        # A stream that breaks half-way leaves nothing on the other node.
+        async def broken() -> AsyncIterator[bytes]:
+            yield first[0]
+            raise ConnectionResetError("the connection broke")
+
+        with pytest.raises(ConnectionResetError):
+            await other.import_snapshot(snapshot.id, broken())
+        with pytest.raises(SnapshotNotFound):
+            await other.create_from_snapshot(snapshot.id)
+        assert not [p for p in (other_dir / "gvisor" / "snapshots").iterdir()]
+
+        moved = await other.import_snapshot(snapshot.id, _chunks(first))
+        assert moved.id == snapshot.id and moved.image_digest == snapshot.image_digest
+        clone = await other.create_from_snapshot(snapshot.id)
+        try:
+            assert (await sh(other, clone.id, "cat /work/state")).stdout == b"carried\n"
+        finally:
+            await other.destroy(clone.id)
+    finally:
+        await other.delete_snapshot(snapshot.id)
+        await runtime.delete_snapshot(snapshot.id)
+        await other.close()
+
+
+async def _chunks(parts: list[bytes]) -> AsyncIterator[bytes]:
+    for part in parts:
+        yield part

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import AsyncIterable, AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotSupported, RuntimeUnavailable, SandboxNotFound
 from ..protocol import Capability
 from ..specs import validate
-from ..types import SandboxInfo, SandboxSpec, SandboxStats
+from ..types import SandboxInfo, SandboxSpec, SandboxStats, SnapshotInfo
 from .core import START_TIMEOUT_S, ImageSource, Sandbox
 from .errors import typed_error
 from .files import Files
@@ -142,6 +143,13 @@ class BoxliteRuntime(Snapshots, Files, Images):
         private: list[str] | None = None,
     ) -> SandboxInfo:
         raise NotSupported(self.name, "change a running sandbox's network")
+
+    async def export_snapshot(self, snapshot_id: str) -> AsyncIterator[bytes]:
+        raise NotSupported(self.name, "move a snapshot to another node")
+        yield b""  # pragma: no cover (an async generator that raises at once)
+
+    async def import_snapshot(self, snapshot_id: str, data: AsyncIterable[bytes]) -> SnapshotInfo:
+        raise NotSupported(self.name, "move a snapshot to another node")
 
     # -- the rest -------------------------------------------------------------------------
 

@@ -49,7 +49,9 @@ class GVisorRuntime(Snapshots, Files, Policy):
 
     name = "gvisor"
     snapshots_memory = True
-    capabilities: frozenset[Capability] = frozenset({"snapshots", "copy_files", "update_network"})
+    capabilities: frozenset[Capability] = frozenset(
+        {"snapshots", "copy_files", "update_network", "move_snapshots"}
+    )
 
     def __init__(
         self,

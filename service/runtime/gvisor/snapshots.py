@@ -13,12 +13,13 @@ import contextlib
 import logging
 import shutil
 import time
+from collections.abc import AsyncIterable, AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from .. import images, records
+from .. import images, records, snapshot_files
 from ..errors import InvalidSpec, SandboxBusy, SandboxFailed, SandboxRuntimeError, SnapshotNotFound
 from ..types import SandboxInfo, SandboxSpec, SnapshotInfo
 from . import agent_link, bundle
@@ -84,6 +85,24 @@ class Snapshots(Lifecycle, Execs):
     async def delete_snapshot(self, snapshot_id: str) -> None:
         directory = self._snapshot_dir(snapshot_id)
         await asyncio.to_thread(shutil.rmtree, directory, True)
+
+    async def export_snapshot(self, snapshot_id: str) -> AsyncIterator[bytes]:
+        _, directory = self._load_snapshot(snapshot_id)
+        async for chunk in snapshot_files.tar_stream(directory):
+            yield chunk
+
+    async def import_snapshot(self, snapshot_id: str, data: AsyncIterable[bytes]) -> SnapshotInfo:
+        directory = self._snapshot_dir(snapshot_id)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        await snapshot_files.receive(data, directory)
+        try:
+            meta, _ = self._load_snapshot(snapshot_id)
+            if meta.get("id") != snapshot_id or not (directory / "image").is_dir():
+                raise SandboxRuntimeError(f"what arrived is not snapshot {snapshot_id}")
+        except SandboxRuntimeError:
+            await asyncio.to_thread(shutil.rmtree, directory, True)
+            raise
+        return self._snapshot_info(meta, directory)
 
     @property
     def _snapshots(self) -> Path:

@@ -1,0 +1,204 @@
+"""Template snapshots across nodes: content-addressed, fetched on demand, verified, cached.
+
+A build's snapshot is made on the node that ran the build. Its digest is the sha256 of the tar
+stream the runtime exports it as (the same bytes every time: runtime/snapshot_files.py), kept
+on the template version; each node that holds a copy has a `node_snapshots` row. When a node
+is asked to start a sandbox from a snapshot it does not have (a create placed there, a warm pool
+member of its share), it fetches the snapshot from a node that has one, over that node's
+internal route, checks the digest as the bytes arrive, and only a copy whose digest matches
+becomes usable (runtime.import_snapshot keeps nothing of a stream that fails). One fetch per
+snapshot at a time in a node; the next start finds it on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import random
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any
+
+import aiohttp
+from litestar import get
+from litestar.response import Stream
+from sqlalchemy import delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.db.base import utcnow
+from service.db.models import Node, NodeSnapshot, TemplateVersion
+from service.deps import Runtimes
+from service.errors import NotFound
+from service.nodes.credentials import NodeCredentials
+from service.nodes.leases import LOST
+from service.runtime import SandboxRuntime, SandboxRuntimeError, SnapshotInfo, SnapshotNotFound
+
+log = logging.getLogger("airlock.nodes.snapshots")
+
+Db = async_sessionmaker[AsyncSession]
+ROUTE = "/internal/v1/snapshots"
+FETCH_CONNECT_S = 5.0
+
+
+class DigestMismatch(SandboxRuntimeError):
+    def __init__(self, snapshot_id: str, source: str, got: str, want: str) -> None:
+        super().__init__(f"snapshot {snapshot_id} from {source} has digest {got}, not {want}")
+
+
+async def digest_of(runtime: SandboxRuntime, snapshot_id: str) -> str:
+    sha = hashlib.sha256()
+    async for chunk in runtime.export_snapshot(snapshot_id):
+        sha.update(chunk)
+    return f"sha256:{sha.hexdigest()}"
+
+
+async def record_copy(db: Db, node_id: str, snapshot_id: str, digest: str, size: int) -> None:
+    async with db() as session, session.begin():
+        await session.execute(
+            delete(NodeSnapshot).where(
+                NodeSnapshot.node_id == node_id, NodeSnapshot.snapshot_id == snapshot_id
+            )
+        )
+        session.add(
+            NodeSnapshot(
+                node_id=node_id,
+                snapshot_id=snapshot_id,
+                digest=digest,
+                size_bytes=size,
+                stored_at=utcnow(),
+            )
+        )
+
+
+class SnapshotFetcher:
+    def __init__(self, db: Db, credentials: NodeCredentials, node_id: str) -> None:
+        self.db = db
+        self.credentials = credentials
+        self.node_id = node_id
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def fetch(self, runtime: SandboxRuntime, snapshot_id: str) -> bool:
+        """Bring the snapshot to this node; False when no node can give a verified copy (or
+        it cannot move at all)."""
+        if not runtime.supports("move_snapshots"):
+            return False
+        lock = self._locks.setdefault(snapshot_id, asyncio.Lock())
+        async with lock:
+            digest, sources = await self._sources(snapshot_id)
+            if digest is None:
+                return False
+            for node_id, address in sources:
+                try:
+                    info = await self._fetch_from(runtime, snapshot_id, digest, node_id, address)
+                except (aiohttp.ClientError, TimeoutError, SandboxRuntimeError, OSError) as exc:
+                    log.warning("snapshot %s from node %s: %s", snapshot_id, node_id, exc)
+                    continue
+                await record_copy(self.db, self.node_id, snapshot_id, digest, info.size_bytes)
+                log.info(
+                    "snapshot %s fetched from node %s (%d bytes, %s verified)",
+                    snapshot_id,
+                    node_id,
+                    info.size_bytes,
+                    digest,
+                )
+                return True
+            return False
+
+    async def _sources(self, snapshot_id: str) -> tuple[str | None, list[tuple[str, str]]]:
+        async with self.db() as session:
+            digest = await session.scalar(
+                select(TemplateVersion.snapshot_digest)
+                .where(TemplateVersion.snapshot_id == snapshot_id)
+                .limit(1)
+            )
+            now = func.now() if session.bind.dialect.name == "postgresql" else utcnow()
+            rows = (
+                await session.execute(
+                    select(Node.id, Node.address)
+                    .join(NodeSnapshot, NodeSnapshot.node_id == Node.id)
+                    .where(
+                        NodeSnapshot.snapshot_id == snapshot_id,
+                        NodeSnapshot.digest == digest,
+                        Node.id != self.node_id,
+                        Node.state != LOST,
+                        Node.lease_expires_at > now,
+                    )
+                )
+            ).all()
+        sources = [(r[0], r[1]) for r in rows]
+        random.shuffle(sources)  # spread the fetches of many nodes over the copies
+        return digest, sources
+
+    async def _fetch_from(
+        self, runtime: SandboxRuntime, snapshot_id: str, digest: str, node_id: str, address: str
+    ) -> SnapshotInfo:
+        url = f"{address.rstrip('/')}{ROUTE}/{snapshot_id}"
+        headers = {"Authorization": f"Bearer {self.credentials.mint_node(self.node_id)}"}
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=FETCH_CONNECT_S, sock_read=60)
+        async with (
+            aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as http,
+            http.get(url, headers=headers) as response,
+        ):
+            if response.status != 200:
+                raise SandboxRuntimeError(f"{url} answered {response.status}")
+            return await runtime.import_snapshot(
+                snapshot_id, _verified(response.content.iter_chunked(1 << 20), snapshot_id,
+                                       node_id, digest)
+            )  # fmt: skip
+
+
+async def _verified(
+    chunks: AsyncIterable[bytes], snapshot_id: str, source: str, digest: str
+) -> AsyncIterator[bytes]:
+    """The chunks, and at their end an error unless their sha256 is `digest` (the import then
+    keeps nothing)."""
+    sha = hashlib.sha256()
+    async for chunk in chunks:
+        sha.update(chunk)
+        yield chunk
+    got = f"sha256:{sha.hexdigest()}"
+    if got != digest:
+        raise DigestMismatch(snapshot_id, source, got, digest)
+
+
+class FetchingRuntime:
+    """The node's runtime, with snapshots it lacks fetched from other nodes when a start from
+    one is asked; everything else goes straight to the runtime."""
+
+    def __init__(self, runtime: SandboxRuntime, fetcher: SnapshotFetcher) -> None:
+        self._runtime = runtime
+        self._fetcher = fetcher
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._runtime, name)
+
+    async def create_from_snapshot(self, snapshot_id: str) -> Any:
+        try:
+            return await self._runtime.create_from_snapshot(snapshot_id)
+        except SnapshotNotFound:
+            if not await self._fetcher.fetch(self._runtime, snapshot_id):
+                raise
+        return await self._runtime.create_from_snapshot(snapshot_id)
+
+
+@get(
+    f"{ROUTE}/{{snapshot_id:str}}",
+    operation_id="export_snapshot",
+    opt={"internal": True},
+    include_in_schema=False,
+)
+async def export_snapshot(runtimes: Runtimes, snapshot_id: str) -> Stream:
+    """A snapshot this node holds, for another node (node tokens only)."""
+    runtime = await runtimes.get()
+    chunks = runtime.export_snapshot(snapshot_id)
+    try:
+        first = await anext(chunks)
+    except (SnapshotNotFound, StopAsyncIteration):
+        raise NotFound(f"no snapshot {snapshot_id} on this node") from None
+
+    async def body() -> AsyncIterator[bytes]:
+        yield first
+        async for chunk in chunks:
+            yield chunk
+
+    return Stream(body(), media_type="application/x-tar")
