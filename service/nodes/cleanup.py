@@ -17,6 +17,7 @@ from collections import defaultdict
 import aiohttp
 import msgspec
 from litestar import post
+from litestar.params import JSONBody
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -132,6 +133,6 @@ async def clean_here(holder: RuntimeHolder, left: Leftovers) -> Cleaned:
 
 @post(ROUTE, operation_id="clean_up", opt={"internal": True}, include_in_schema=False,
       status_code=200)  # fmt: skip
-async def clean_up(runtimes: Runtimes, data: Leftovers) -> Cleaned:
+async def clean_up(runtimes: Runtimes, data: JSONBody[Leftovers]) -> Cleaned:
     """Destroy what another process of the deployment says is left of a deleted template."""
     return await clean_here(runtimes, data)

@@ -21,6 +21,7 @@ from typing import Any
 
 import aiohttp
 from litestar import get
+from litestar.params import FromPath
 from litestar.response import Stream
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -187,7 +188,7 @@ class FetchingRuntime:
     opt={"internal": True},
     include_in_schema=False,
 )
-async def export_snapshot(runtimes: Runtimes, snapshot_id: str) -> Stream:
+async def export_snapshot(runtimes: Runtimes, snapshot_id: FromPath[str]) -> Stream:
     """A snapshot this node holds, for another node (node tokens only)."""
     runtime = await runtimes.get()
     chunks = runtime.export_snapshot(snapshot_id)

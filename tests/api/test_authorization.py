@@ -41,7 +41,8 @@ async def test_every_route_requires_a_credential(api: Api) -> None:
 
 async def test_every_route_declares_its_authorisation(api: Api) -> None:
     for method, path, opt in routes(api.app):
-        assert opt.get("operator") or opt.get("scope") or opt.get("authenticated"), (method, path)
+        declared = opt.get("operator") or opt.get("scope") or opt.get("authenticated")
+        assert declared or opt.get("internal"), (method, path)
 
 
 @pytest.mark.parametrize(
@@ -152,3 +153,17 @@ async def test_revoking_another_token_needs_keys_write(api: Api, tenant: Tenant)
     assert (
         await api.client.get("/v1/audit", headers=api.bearer(victim["token"]))
     ).status_code == 200
+
+
+async def test_internal_routes_refuse_tenants_and_the_operator(api: Api, tenant: Tenant) -> None:
+    """The nodes' own routes answer node tokens only (tests/cluster shows them working)."""
+    internal = [(m, p) for m, p, opt in routes(api.app) if opt.get("internal")]
+    assert {p for _, p in internal} == {
+        "/internal/v1/snapshots/{snapshot_id:str}",
+        "/internal/v1/cleanup",
+    }
+    for method, path in internal:
+        for headers in (tenant.headers, api.operator):
+            r = await api.client.request(method, concrete(path), json={}, headers=headers)
+            assert r.status_code == 403, f"{method} {path} answered {r.status_code}"
+            assert "for the nodes of this deployment" in r.json()["detail"]

@@ -92,6 +92,8 @@ async def serve(state: Path, database_url: str, **overrides: Any) -> AsyncIterat
         runtime="gvisor",
         pool_refill_interval_s=0.5,
         host_memory_mib=HOST_MEMORY_MIB,
+        # Many small sandboxes at once on a 2-CPU machine, as with the memory above.
+        cpu_overcommit=64,
         **overrides,
     )
     app = create_app(settings)

@@ -13,6 +13,7 @@ from .audit_verification import AuditVerification
 from .broken_link import BrokenLink
 from .bundle import Bundle
 from .capacity import Capacity
+from .cleaned import Cleaned
 from .diff_stat import DiffStat
 from .exec_ import Exec
 from .exec_create import ExecCreate
@@ -31,6 +32,7 @@ from .health import Health
 from .health_checks import HealthChecks
 from .jwks import JWKS
 from .jwks_keys_item import JWKSKeysItem
+from .leftovers import Leftovers
 from .list_reviews_state_type_0_item import ListReviewsStateType0Item
 from .network_change import NetworkChange
 from .network_change_mode import NetworkChangeMode
@@ -45,6 +47,7 @@ from .pool_overview import PoolOverview
 from .pool_overview_snapshots import PoolOverviewSnapshots
 from .pool_status import PoolStatus
 from .pool_status_mode_type_0 import PoolStatusModeType0
+from .pool_status_ready_by_node import PoolStatusReadyByNode
 from .pool_target_set import PoolTargetSet
 from .pool_target_set_size import PoolTargetSetSize
 from .problem import Problem
@@ -118,6 +121,7 @@ __all__ = (
     "BrokenLink",
     "Bundle",
     "Capacity",
+    "Cleaned",
     "DiffStat",
     "Exec",
     "ExecCreate",
@@ -136,6 +140,7 @@ __all__ = (
     "HealthChecks",
     "JWKS",
     "JWKSKeysItem",
+    "Leftovers",
     "ListReviewsStateType0Item",
     "NetworkChange",
     "NetworkChangeMode",
@@ -150,6 +155,7 @@ __all__ = (
     "PoolOverviewSnapshots",
     "PoolStatus",
     "PoolStatusModeType0",
+    "PoolStatusReadyByNode",
     "PoolTargetSet",
     "PoolTargetSetSize",
     "Problem",

@@ -1,12 +1,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.pool_status_mode_type_0 import PoolStatusModeType0, check_pool_status_mode_type_0
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.pool_status_ready_by_node import PoolStatusReadyByNode
+
 
 T = TypeVar("T", bound="PoolStatus")
 
@@ -30,6 +35,7 @@ class PoolStatus:
         tenant_id (None | str):
         tenants_last_minute (int):
         version (int | None):
+        ready_by_node (PoolStatusReadyByNode | Unset):
     """
 
     claims: int
@@ -47,6 +53,7 @@ class PoolStatus:
     tenant_id: None | str
     tenants_last_minute: int
     version: int | None
+    ready_by_node: PoolStatusReadyByNode | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,6 +95,10 @@ class PoolStatus:
         version: int | None
         version = self.version
 
+        ready_by_node: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.ready_by_node, Unset):
+            ready_by_node = self.ready_by_node.to_dict()
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -109,11 +120,15 @@ class PoolStatus:
                 "version": version,
             }
         )
+        if ready_by_node is not UNSET:
+            field_dict["ready_by_node"] = ready_by_node
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.pool_status_ready_by_node import PoolStatusReadyByNode
+
         d = dict(src_dict)
         claims = d.pop("claims")
 
@@ -178,6 +193,13 @@ class PoolStatus:
 
         version = _parse_version(d.pop("version"))
 
+        _ready_by_node = d.pop("ready_by_node", UNSET)
+        ready_by_node: PoolStatusReadyByNode | Unset
+        if isinstance(_ready_by_node, Unset):
+            ready_by_node = UNSET
+        else:
+            ready_by_node = PoolStatusReadyByNode.from_dict(_ready_by_node)
+
         pool_status = cls(
             claims=claims,
             fair_share_per_minute=fair_share_per_minute,
@@ -194,6 +216,7 @@ class PoolStatus:
             tenant_id=tenant_id,
             tenants_last_minute=tenants_last_minute,
             version=version,
+            ready_by_node=ready_by_node,
         )
 
         pool_status.additional_properties = d

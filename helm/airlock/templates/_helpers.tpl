@@ -1,0 +1,132 @@
+{{- define "airlock.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "airlock.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "airlock.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+app.kubernetes.io/name: {{ include "airlock.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "airlock.selector" -}}
+app.kubernetes.io/name: {{ include "airlock.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "airlock.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{- define "airlock.keysSecret" -}}
+{{- .Values.keys.existingSecret | default (printf "%s-keys" (include "airlock.fullname" .)) -}}
+{{- end -}}
+
+{{- define "airlock.databaseSecret" -}}
+{{- .Values.database.existingSecret | default (printf "%s-database" (include "airlock.fullname" .)) -}}
+{{- end -}}
+
+{{/* The settings every process shares; `role` is api or node. */}}
+{{- define "airlock.env" -}}
+- name: AIRLOCK_ROLE
+  value: {{ .role }}
+- name: AIRLOCK_ENV
+  value: {{ .root.Values.config.env | quote }}
+- name: AIRLOCK_LOG_LEVEL
+  value: {{ .root.Values.config.logLevel | quote }}
+- name: AIRLOCK_HOST
+  value: "0.0.0.0"
+- name: AIRLOCK_DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "airlock.databaseSecret" .root }}
+      key: {{ .root.Values.database.existingSecretKey }}
+- name: AIRLOCK_OPERATOR_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "airlock.keysSecret" .root }}
+      key: operator-key
+- name: AIRLOCK_JWT_KEYS_DIR
+  value: /etc/airlock/jwt
+- name: AIRLOCK_AUDIT_KEY_FILE
+  value: /etc/airlock/keys/audit.key
+- name: AIRLOCK_SECRETS_KEY_FILE
+  value: /etc/airlock/keys/secrets.key
+- name: AIRLOCK_NODE_LEASE_S
+  value: {{ .root.Values.config.nodeLeaseSeconds | quote }}
+- name: AIRLOCK_NODE_HEARTBEAT_S
+  value: {{ .root.Values.config.nodeHeartbeatSeconds | quote }}
+- name: AIRLOCK_CPU_OVERCOMMIT
+  value: {{ .root.Values.config.cpuOvercommit | quote }}
+- name: AIRLOCK_MEMORY_OVERCOMMIT
+  value: {{ .root.Values.config.memoryOvercommit | quote }}
+{{- with .root.Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "airlock.keyVolumes" -}}
+- name: jwt
+  secret:
+    secretName: {{ include "airlock.keysSecret" . }}
+    defaultMode: 0400
+    items:
+      - key: signing-key.pem
+        path: signing-key.pem
+- name: keys
+  secret:
+    secretName: {{ include "airlock.keysSecret" . }}
+    defaultMode: 0400
+    items:
+      - key: audit.key
+        path: audit.key
+      - key: secrets.key
+        path: secrets.key
+{{- end -}}
+
+{{- define "airlock.keyMounts" -}}
+- name: jwt
+  mountPath: /etc/airlock/jwt
+  readOnly: true
+- name: keys
+  mountPath: /etc/airlock/keys
+  readOnly: true
+{{- end -}}
+
+{{/* Probes on the process's own port. */}}
+{{- define "airlock.probes" -}}
+startupProbe:
+  httpGet: {path: /healthz, port: http}
+  periodSeconds: 2
+  failureThreshold: 90
+livenessProbe:
+  httpGet: {path: /healthz, port: http}
+  periodSeconds: 10
+  timeoutSeconds: 3
+readinessProbe:
+  httpGet: {path: /readyz, port: http}
+  periodSeconds: 5
+  timeoutSeconds: 3
+{{- end -}}
+
+{{- define "airlock.restrictedSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 10001
+runAsGroup: 10001
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
