@@ -27,3 +27,14 @@ class NodeController(Controller):
         self, db_session: DbSession, audit_ctx: Audit, node_id: FromPath[str]
     ) -> Node:
         return await service.drain(db_session, audit_ctx, node_id)
+
+    @post(
+        "/{node_id:str}/ready",
+        operation_id="ready_node",
+        summary="Place sandboxes on a drained node again",
+        status_code=200,
+    )
+    async def ready_node(
+        self, db_session: DbSession, audit_ctx: Audit, node_id: FromPath[str]
+    ) -> Node:
+        return await service.undrain(db_session, audit_ctx, node_id)

@@ -9,7 +9,7 @@ from service.audit.recorder import OPERATOR_CHAIN, AuditContext, record
 from service.db.models import Node as NodeRow
 from service.db.models import Sandbox as SandboxRow
 from service.errors import Conflict, NotFound
-from service.nodes.leases import DRAINING, LOST
+from service.nodes.leases import DRAINING, LOST, READY
 from service.nodes.schemas import Capacity, Node, NodeCapacity, NodeList
 from service.sandboxes.states import ACTIVE
 
@@ -56,6 +56,20 @@ async def drain(session: AsyncSession, ctx: AuditContext, node_id: str) -> Node:
     if row.state != DRAINING:
         row.state = DRAINING
         await record(session, ctx, chain=OPERATOR_CHAIN, action="node.drain", target=node_id)
+    await session.flush()
+    return (await list_nodes(session, only=node_id)).items[0]
+
+
+async def undrain(session: AsyncSession, ctx: AuditContext, node_id: str) -> Node:
+    """A drained node takes new sandboxes again."""
+    row = await session.scalar(select(NodeRow).where(NodeRow.id == node_id).with_for_update())
+    if row is None:
+        raise NotFound(f"no node {node_id}")
+    if row.state == LOST:
+        raise Conflict(f"node {node_id} is lost: it is ready again once it registers")
+    if row.state == DRAINING:
+        row.state = READY
+        await record(session, ctx, chain=OPERATOR_CHAIN, action="node.ready", target=node_id)
     await session.flush()
     return (await list_nodes(session, only=node_id)).items[0]
 

@@ -179,7 +179,9 @@ async def test_a_drained_node_gets_no_new_sandboxes(cluster: Cluster) -> None:
         made = [await cluster.sandbox(key, via=i % 2) for i in range(3)]
         assert {await cluster.node_of(s) for s in made} == {"node-1"}
     finally:
-        await cluster.fetch("UPDATE nodes SET state = 'ready' WHERE id = 'node-2'")
+        async with cluster.http(cluster.apis[1], cluster.operator_key) as op:
+            r = await op.post("/v1/nodes/node-2/ready")
+            assert (r.status_code, r.json()["state"]) == (200, "ready"), r.text
 
 
 async def _state(http: httpx.AsyncClient, path: str, want: str) -> dict | None:
@@ -274,7 +276,8 @@ async def test_a_template_built_on_one_node_starts_sandboxes_on_the_other(
     other = "node-2" if builder == "node-1" else "node-1"
     key = await cluster.tenant()
     # With the builder drained, the only place for the sandbox is the other node.
-    await cluster.fetch("UPDATE nodes SET state = 'draining' WHERE id = $1", builder)
+    async with cluster.http(cluster.apis[0], cluster.operator_key) as op:
+        assert (await op.post(f"/v1/nodes/{builder}/drain")).status_code == 200
     try:
         sandbox = await cluster.sandbox(key, template=name)
         assert await cluster.node_of(sandbox) == other
@@ -282,7 +285,8 @@ async def test_a_template_built_on_one_node_starts_sandboxes_on_the_other(
             r = await b.post(f"/v1/sandboxes/{sandbox}/execs", json={"cmd": ["cat", "/work/built"]})
             assert r.json()["stdout"] == "built\n", r.text
     finally:
-        await cluster.fetch("UPDATE nodes SET state = 'ready' WHERE id = $1", builder)
+        async with cluster.http(cluster.apis[0], cluster.operator_key) as op:
+            assert (await op.post(f"/v1/nodes/{builder}/ready")).status_code == 200
     copies = await cluster.fetch(
         "SELECT node_id, digest FROM node_snapshots WHERE snapshot_id = $1 ORDER BY node_id",
         snapshot_id,

@@ -110,10 +110,18 @@ async def test_drain(api: Api, settings: Settings, sessionmaker: Any) -> None:
     assert missing.json()["code"] == "not_found"
     r = await api.client.get("/v1/audit", headers=api.operator, params={"limit": 5})
     assert any(e["action"] == "node.drain" and e["target"] == "drain-me" for e in r.json()["items"])
+    # And back: placement may use it again.
+    r = await api.client.post("/v1/nodes/drain-me/ready", headers=api.operator)
+    assert (r.status_code, r.json()["state"]) == (200, "ready"), r.text
+    r = await api.client.get("/v1/audit", headers=api.operator, params={"limit": 5})
+    assert any(e["action"] == "node.ready" and e["target"] == "drain-me" for e in r.json()["items"])
+    missing = await api.client.post("/v1/nodes/no-such-node/ready", headers=api.operator)
+    assert missing.status_code == 404
 
 
 @pytest.mark.parametrize(
-    ("method", "path"), [("GET", "/v1/nodes"), ("POST", "/v1/nodes/any/drain")]
+    ("method", "path"),
+    [("GET", "/v1/nodes"), ("POST", "/v1/nodes/any/drain"), ("POST", "/v1/nodes/any/ready")],
 )
 async def test_tenants_see_no_nodes(api: Api, tenant: Tenant, method: str, path: str) -> None:
     r = await api.client.request(method, path, headers=tenant.headers)
@@ -135,5 +143,7 @@ async def test_a_lost_node_is_not_drained(api: Api, sessionmaker: Any) -> None:
         )
     assert "gone-node" in await leases.mark_lost()
     r = await api.client.post("/v1/nodes/gone-node/drain", headers=api.operator)
+    assert r.status_code == 409, r.text
+    r = await api.client.post("/v1/nodes/gone-node/ready", headers=api.operator)
     assert r.status_code == 409, r.text
     assert (await node_of(api, "gone-node"))["state"] == "lost"

@@ -1,0 +1,177 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.node import Node
+from ...models.problem import Problem
+from ...types import Response
+
+
+def _get_kwargs(
+    node_id: str,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/nodes/{node_id}/ready".format(
+            node_id=quote(str(node_id), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Node | Problem | None:
+    if response.status_code == 200:
+        response_200 = Node.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Node | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    node_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[Node | Problem]:
+    """Place sandboxes on a drained node again
+
+    Args:
+        node_id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Node | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        node_id=node_id,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    node_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Node | Problem | None:
+    """Place sandboxes on a drained node again
+
+    Args:
+        node_id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Node | Problem
+    """
+
+    return sync_detailed(
+        node_id=node_id,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    node_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[Node | Problem]:
+    """Place sandboxes on a drained node again
+
+    Args:
+        node_id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Node | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        node_id=node_id,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    node_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Node | Problem | None:
+    """Place sandboxes on a drained node again
+
+    Args:
+        node_id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Node | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            node_id=node_id,
+            client=client,
+        )
+    ).parsed
