@@ -10,7 +10,7 @@ API replica (scripts/cluster.py, its own database), both on gVisor on this machi
 - creates per second through the replica, with one node taking them (the other drained) and
   with both.
 
-    .venv/bin/python bench/cluster.py [--runs 200] [--downloads 30] [--creates 16]
+    .venv/bin/python bench/cluster.py [--runs 200] [--downloads 30] [--creates 12]
 
 Needs PostgreSQL: AIRLOCK_TEST_PG_ADMIN_URL (scripts/postgres.sh prints one). The nodes share
 this machine's CPUs, so the second node's gain here is the most two processes on the same cores
@@ -76,7 +76,8 @@ class Target:
         return f"/v1/sandboxes/{self.sandbox}/files/work/ten.bin"
 
     async def create(self) -> str:
-        async with self.http.post("/v1/sandboxes", json={"ttl_s": 900}, headers=self.auth) as r:
+        body = {"ttl_s": 900, "cpus": 1, "memory_mib": 256, "disk_mib": 256}
+        async with self.http.post("/v1/sandboxes", json=body, headers=self.auth) as r:
             assert r.status == 201, await r.text()
             return str((await r.json())["id"])
 
@@ -149,7 +150,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--downloads", type=int, default=30)
-    parser.add_argument("--creates", type=int, default=16)
+    parser.add_argument("--creates", type=int, default=12)
     parser.add_argument("--parallel", type=int, default=4)
     args = parser.parse_args()
     admin = os.environ.get("AIRLOCK_TEST_PG_ADMIN_URL")

@@ -18,32 +18,43 @@ from service.sandboxes.states import ACTIVE
 _ACTIVE = [s.value for s in ACTIVE]
 
 
+def promised_memory(runtime: str, memory_mib: int, disk_mib: int) -> int:
+    """The host memory a sandbox is promised on a node of this runtime: on gVisor its writable
+    space is a tmpfs in the sandbox kernel's memory, so it counts too (the runtime's own
+    admission adds the kernel's share, and stays the last word)."""
+    return memory_mib + (disk_mib if runtime == "gvisor" else 0)
+
+
 async def check_room(
     session: AsyncSession,
     node_id: str,
-    vcpus: float,
-    memory_mib: int,
+    caps: tuple[float, int, int],
     overcommit: tuple[float, float],
 ) -> None:
-    query = select(Node.vcpus, Node.memory_mib).where(Node.id == node_id)
+    """`caps`: the sandbox's vCPUs, memory and writable space (MiB)."""
+    vcpus, memory_mib, disk_mib = caps
+    query = select(Node.vcpus, Node.memory_mib, Node.runtime).where(Node.id == node_id)
     if session.bind.dialect.name == "postgresql":
         query = query.with_for_update()
     node = (await session.execute(query)).one_or_none()
     if node is None:
         return  # not registered yet (its first heartbeat is due): no capacity on record
-    held_vcpus, held_memory = (
+    held_vcpus, held_memory, held_disk = (
         await session.execute(
             select(
                 func.coalesce(func.sum(SandboxRow.cpus), 0),
                 func.coalesce(func.sum(SandboxRow.memory_mib), 0),
+                func.coalesce(func.sum(SandboxRow.disk_mib), 0),
             ).where(SandboxRow.node_id == node_id, SandboxRow.state.in_(_ACTIVE))
         )
     ).one()
+    held = promised_memory(node.runtime, held_memory, held_disk)
+    asked = promised_memory(node.runtime, memory_mib, disk_mib)
     cpu_cap, memory_cap = node.vcpus * overcommit[0], node.memory_mib * overcommit[1]
-    if held_vcpus + vcpus > cpu_cap or held_memory + memory_mib > memory_cap:
+    if held_vcpus + vcpus > cpu_cap or held + asked > memory_cap:
         raise NoCapacity(
-            f"node {node_id} has no room for {vcpus:g} vCPUs and {memory_mib} MiB now "
-            f"({held_vcpus:g} of {cpu_cap:g} vCPUs and {held_memory} of {memory_cap:.0f} MiB "
+            f"node {node_id} has no room for {vcpus:g} vCPUs and {asked} MiB of memory now "
+            f"({held_vcpus:g} of {cpu_cap:g} vCPUs and {held} of {memory_cap:.0f} MiB "
             "promised)",
             headers={NODE_FULL_HEADER: "1"},
         )

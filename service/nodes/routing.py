@@ -38,6 +38,7 @@ from service.db.models import NodeSnapshot, PoolMember
 from service.db.models import Sandbox as SandboxRow
 from service.db.pg import driver_connection, is_postgres
 from service.errors import NODE_FULL_HEADER, NoCapacity, NodeUnavailable, SandboxNotUsable
+from service.nodes.capacity import promised_memory
 from service.nodes.credentials import NodeCredentials
 from service.nodes.leases import LOST, READY
 from service.requestid import HEADER as REQUEST_ID
@@ -80,18 +81,22 @@ class NodeView:
     address: str
     state: str
     live: bool  # its lease has not run out
+    runtime: str
     vcpus: float
     memory_mib: int
     held_vcpus: float
-    held_memory_mib: int
+    held_memory_mib: int  # as capacity.promised_memory counts it on this node
 
-    def room(self, vcpus: float, memory_mib: int, overcommit: tuple[float, float]) -> float | None:
+    def room(self, ask: Ask, overcommit: tuple[float, float]) -> float | None:
         """The fraction left free once a sandbox of this size is here; None if it does not fit
         within the node's capacity times the (CPU, memory) overcommit ratios."""
         cpu_cap = self.vcpus * overcommit[0]
         memory_cap = self.memory_mib * overcommit[1]
-        cpu_left = cpu_cap - self.held_vcpus - vcpus
-        memory_left = memory_cap - self.held_memory_mib - memory_mib
+        cpu_left = cpu_cap - self.held_vcpus - ask.vcpus
+        memory_left = (
+            memory_cap - self.held_memory_mib - promised_memory(self.runtime, ask.memory_mib,
+                                                                ask.disk_mib)
+        )  # fmt: skip
         if cpu_left < 0 or memory_left < 0:
             return None
         return min(cpu_left / cpu_cap, memory_left / memory_cap)
@@ -99,8 +104,7 @@ class NodeView:
 
 def place(
     nodes: list[NodeView],
-    vcpus: float,
-    memory_mib: int,
+    ask: Ask,
     overcommit: tuple[float, float],
     rng: random.Random | None = None,
 ) -> list[NodeView]:
@@ -111,7 +115,7 @@ def place(
         (free, n)
         for n in nodes
         if n.state == READY and n.live
-        for free in [n.room(vcpus, memory_mib, overcommit)]
+        for free in [n.room(ask, overcommit)]
         if free is not None
     ]
     picked = rng.sample(fits, min(CANDIDATES, len(fits)))
@@ -175,6 +179,7 @@ class NodeRouter:
                 SandboxRow.node_id,
                 func.coalesce(func.sum(SandboxRow.cpus), 0).label("cpus"),
                 func.coalesce(func.sum(SandboxRow.memory_mib), 0).label("memory"),
+                func.coalesce(func.sum(SandboxRow.disk_mib), 0).label("disk"),
             )
             .where(SandboxRow.state.in_(_ACTIVE), SandboxRow.node_id.is_not(None))
             .group_by(SandboxRow.node_id)
@@ -190,6 +195,8 @@ class NodeRouter:
             NodeRow.memory_mib,
             held.c.cpus,
             held.c.memory,
+            held.c.disk,
+            NodeRow.runtime,
         ).outerjoin(held, held.c.node_id == NodeRow.id)
         async with self.engine.connect() as conn:
             rows = (await conn.execute(query)).all()
@@ -199,10 +206,11 @@ class NodeRouter:
                 address=r[1],
                 state=r[2],
                 live=bool(r[3]),
+                runtime=r[9],
                 vcpus=float(r[4]),
                 memory_mib=int(r[5]),
                 held_vcpus=float(r[6] or 0),
-                held_memory_mib=int(r[7] or 0),
+                held_memory_mib=promised_memory(r[9], int(r[7] or 0), int(r[8] or 0)),
             )
             for r in rows
         ]
@@ -316,7 +324,7 @@ class NodeRouter:
         assert principal.tenant_id is not None
         body = await _read_all(receive)
         ask = await self._asked(principal.tenant_id, body)
-        order = place(await self.nodes(), ask.vcpus, ask.memory_mib, self.overcommit)
+        order = place(await self.nodes(), ask, self.overcommit)
         if ask.only_on is not None:
             order = [n for n in order if n.id == ask.only_on]
         else:
@@ -326,8 +334,8 @@ class NodeRouter:
         if not order:
             where = f"node {ask.only_on}" if ask.only_on else "ready node"
             raise NoCapacity(
-                f"no {where} has room for {ask.vcpus:g} vCPUs and {ask.memory_mib} MiB of "
-                "memory now"
+                f"no {where} has room for {ask.vcpus:g} vCPUs, {ask.memory_mib} MiB of memory "
+                f"and {ask.disk_mib} MiB of writable space now"
             )
         for node in order:
             if await self.forward(
@@ -336,7 +344,7 @@ class NodeRouter:
                 return
         raise NoCapacity("no node with room could take the sandbox now")
 
-    async def _asked(self, tenant_id: str, body: bytes) -> _Ask:
+    async def _asked(self, tenant_id: str, body: bytes) -> Ask:
         """What a create asks for. A body that does not decode asks for the default size (the
         node's answer then says what is wrong with it)."""
         try:
@@ -344,8 +352,8 @@ class NodeRouter:
         except (msgspec.DecodeError, msgspec.ValidationError):
             data = SandboxCreate()
         if data.template is None:
-            _, cpus, memory, _ = create.caps_of(data)
-            return _Ask(float(cpus), memory)
+            _, cpus, memory, disk = create.caps_of(data)
+            return Ask(float(cpus), memory, disk)
         async with self.db() as session:
             _, version = await create.template_for(session, tenant_id, data)
             warm = set(
@@ -372,8 +380,13 @@ class NodeRouter:
             if version.snapshot_id is not None and version.snapshot_digest is None
             else None
         )
-        return _Ask(
-            float(version.cpus), version.memory_mib, only_on, frozenset(warm), frozenset(holding)
+        return Ask(
+            float(version.cpus),
+            version.memory_mib,
+            version.disk_mib,
+            only_on,
+            frozenset(warm),
+            frozenset(holding),
         )
 
     async def close(self) -> None:
@@ -382,9 +395,12 @@ class NodeRouter:
 
 
 @dataclass(frozen=True, slots=True)
-class _Ask:
+class Ask:
+    """What a create asks of a node, and where it should go first."""
+
     vcpus: float
     memory_mib: int
+    disk_mib: int
     only_on: str | None = None
     warm: frozenset[str] = frozenset()
     holding: frozenset[str] = frozenset()

@@ -175,7 +175,7 @@ async def create_sandbox(
             raise Unprocessable("sandboxes from templates take no preset: the build fixes caps")
         check_quotas(quotas, data.ttl_s, await repo.active_usage(), Caps(cpus, memory, disk))
         if node_id is not None and overcommit is not None:
-            await check_room(session, node_id, float(cpus), memory, overcommit)
+            await check_room(session, node_id, (float(cpus), memory, disk), overcommit)
         now = utcnow()
         row = service.new_row(
             principal.tenant_id,
