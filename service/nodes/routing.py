@@ -55,6 +55,10 @@ ADDRESS_TTL_S = 2.0
 # to the best choice at a fraction of the contention of everyone picking the same node.
 CANDIDATES = 3
 OWNERS_MAX = 65536
+# Bodies up to this size go through whole (one write each way); larger ones are streamed.
+SMALL_BODY = 64 << 10
+CHUNK = 1 << 20
+_NOT_ADDED = ("User-Agent", "Accept-Encoding", "Content-Type", "Accept")
 # Never forwarded: hop-by-hop headers, the caller's credential, and what the proxy sets itself.
 _DROPPED = frozenset(
     {
@@ -244,6 +248,8 @@ class NodeRouter:
                 # connection has a time limit; the node bounds the rest.
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
                 auto_decompress=False,
+                # Large reads for downloads: fewer, bigger pieces to pass on.
+                read_bufsize=CHUNK,
             )
         return self._session
 
@@ -267,27 +273,32 @@ class NodeRouter:
             url += "?" + query.decode("latin-1")
         client = scope.get("client")
         token = self.credentials.mint(principal, client[0] if client else None)
-        headers = [
-            (k.decode("latin-1"), v.decode("latin-1"))
-            for k, v in scope["headers"]
-            if k.lower() not in _DROPPED
-        ]
+        headers = _Headers()
+        length: int | None = None
+        chunked = False
+        for k, v in scope["headers"]:
+            name = k.lower()
+            if name == b"content-length":
+                length = int(v)
+            elif name == b"transfer-encoding":
+                chunked = True
+            if name not in _DROPPED:
+                headers.append((k.decode("latin-1"), v.decode("latin-1")))
         headers.append(("Authorization", f"Bearer {token}"))
         headers.append((REQUEST_ID, request_id_for(scope)))
-        has_body = any(k.lower() == "content-length" and v != "0" for k, v in headers) or any(
-            k.lower() == b"transfer-encoding" for k, _ in scope["headers"]
-        )
-        data: bytes | AsyncIterator[bytes] | None = (
-            body if body is not None else (_request_body(receive) if has_body else None)
-        )
+        data: bytes | AsyncIterator[bytes] | None = body
+        if data is None and (chunked or (length or 0) > SMALL_BODY):
+            data = _request_body(receive)  # an upload: streamed through as it arrives
+        elif data is None and length:
+            data = await _read_all(receive)  # one write for a small body
         try:
             response = await self._http().request(
                 scope["method"],
                 url,
-                headers=_Headers(headers),
+                headers=headers,
                 data=data,
                 allow_redirects=False,
-                skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type", "Accept"),
+                skip_auto_headers=_NOT_ADDED,
             )
         except (aiohttp.ClientConnectionError, TimeoutError) as exc:
             log.warning("node %s at %s unreachable: %s", node_id, address, exc)
@@ -296,20 +307,29 @@ class NodeRouter:
             log.info("node %s was full when asked: trying the next", node_id)
             response.release()
             return False
+        start = {
+            "type": "http.response.start",
+            "status": response.status,
+            "headers": [(k, v) for k, v in response.raw_headers if k.lower() not in _DROPPED],
+        }
+        if response.content_length is not None and response.content_length <= SMALL_BODY:
+            # A JSON answer: read whole, sent in one piece.
+            try:
+                payload = await response.read()
+            finally:
+                response.release()
+            await send(start)
+            await send({"type": "http.response.body", "body": payload, "more_body": False})
+            return True
+        # A download or an event stream: passed on as it comes, until the client goes away.
         gone = asyncio.ensure_future(_disconnected(receive))
         gone.add_done_callback(lambda _: response.close())
+        events = response.content_type == "text/event-stream"
+        chunks = response.content.iter_any() if events else response.content.iter_chunked(CHUNK)
         try:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": response.status,
-                    "headers": [
-                        (k, v) for k, v in response.raw_headers if k.lower() not in _DROPPED
-                    ],
-                }
-            )
+            await send(start)
             with contextlib.suppress(aiohttp.ClientConnectionError, aiohttp.ClientPayloadError):
-                async for chunk in response.content.iter_any():
+                async for chunk in chunks:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
