@@ -139,6 +139,8 @@ class NodeRouter:
         self.db = db
         self.engine: AsyncEngine = db.kw["bind"]
         self.role = settings.role
+        # The embedded database serves one process: every sandbox in it is this node's.
+        self.alone = settings.role == "all" and not is_postgres(self.engine)
         self.local = local_node
         self.overcommit = (settings.cpu_overcommit, settings.memory_overcommit)
         self.credentials = credentials
@@ -476,6 +478,7 @@ class RoutingMiddleware:
         if (
             routed is None
             or router.role == "node"
+            or router.alone
             or scope["type"] != "http"
             or not isinstance(principal, Principal)
             or principal.tenant_id is None
