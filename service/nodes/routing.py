@@ -28,11 +28,12 @@ from typing import Any
 import aiohttp
 import msgspec
 from litestar.connection import ASGIConnection
-from sqlalchemy import func, select
+from sqlalchemy import func, literal, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.auth.middleware import authorize
 from service.auth.principal import Principal
+from service.db.base import UTCDateTime, utcnow
 from service.db.models import Node as NodeRow
 from service.db.models import NodeSnapshot, PoolMember
 from service.db.models import Sandbox as SandboxRow
@@ -191,7 +192,7 @@ class NodeRouter:
             .group_by(SandboxRow.node_id)
             .subquery()
         )
-        now = func.now() if is_postgres(self.engine) else func.current_timestamp()
+        now = func.now() if is_postgres(self.engine) else literal(utcnow(), UTCDateTime())
         query = select(
             NodeRow.id,
             NodeRow.address,

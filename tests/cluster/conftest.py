@@ -1,4 +1,4 @@
-"""A real cluster for the tests: scripts/cluster.py starts 2 nodes (gVisor) and 2 API replicas
+"""A real cluster for the tests: scripts/cluster.sh starts 2 nodes (gVisor) and 2 API replicas
 on one fresh PostgreSQL database, each an `airlock serve` process of its own.
 
 Leases are short here (AIRLOCK_NODE_LEASE_S=6, heartbeat every second) so a node's loss is
@@ -15,7 +15,6 @@ import secrets
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -92,8 +91,8 @@ class Cluster:
 
     def restart(self, name: str) -> None:
         subprocess.run(
-            [sys.executable, str(REPO / "scripts/cluster.py"), "restart", name,
-             "--dir", str(self.directory)],
+            ["bash", str(REPO / "scripts/cluster.sh"), "restart", name, "--dir",
+             str(self.directory)],
             check=True,
         )  # fmt: skip
         self.info = json.loads((self.directory / "cluster.json").read_text())
@@ -150,14 +149,15 @@ async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Clu
         "AIRLOCK_NODE_HEARTBEAT_S": "1",
         "AIRLOCK_TTL_REAPER_INTERVAL_S": "1",
         "AIRLOCK_POOL_REFILL_INTERVAL_S": "1",
+        "AIRLOCK_TEST_PG_ADMIN_URL": admin,  # scripts/postgres.sh answers with it
     }
     if os.environ.get("AIRLOCK_RUNSC_PLATFORM"):
         env["AIRLOCK_RUNSC_PLATFORM"] = os.environ["AIRLOCK_RUNSC_PLATFORM"]
     started = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, str(REPO / "scripts/cluster.py"), "start", "--dir", str(directory),
+        ["bash", str(REPO / "scripts/cluster.sh"), "start", "--dir", str(directory),
          "--nodes", "2", "--apis", "2", "--port", str(_free_base()), "--database", database,
-         "--admin-url", admin, "--images", str(SHARED_STATE / "images")],
+         "--images", str(SHARED_STATE / "images")],
         env=env, capture_output=True, text=True,
     )  # fmt: skip
     info_path = directory / "cluster.json"
@@ -173,8 +173,7 @@ async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Clu
     finally:
         await asyncio.to_thread(
             subprocess.run,
-            [sys.executable, str(REPO / "scripts/cluster.py"), "stop", "--clean",
-             "--dir", str(directory)],
+            ["bash", str(REPO / "scripts/cluster.sh"), "stop", "--clean", "--dir", str(directory)],
             capture_output=True,
         )  # fmt: skip
         conn = await asyncpg.connect(admin)

@@ -198,12 +198,16 @@ def _leftovers(runtime_ids: list[str], state_dir: str) -> list[str]:
         for line in ps.stdout.splitlines()
         if any(rid in line for rid in runtime_ids) and "ps -eww" not in line
     ]
-    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    netns = _netns()
     found += [f"netns {rid}" for rid in runtime_ids if rid in netns]
     runsc_root = Path(state_dir) / "gvisor" / "sandboxes"
     if runsc_root.exists():
         found += [f"sandbox dir {p.name}" for p in runsc_root.iterdir() if p.name in runtime_ids]
     return found
+
+
+def _netns() -> str:
+    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
 
 
 def _tar(files: dict[str, bytes]) -> bytes:
@@ -350,6 +354,18 @@ async def test_a_killed_node_is_lost_and_the_other_goes_on(cluster: Cluster) -> 
         sandbox = await cluster.sandbox(key)
         on[await cluster.node_of(sandbox)].append(sandbox)
     doomed, survivor = on["node-1"][0], on["node-2"][0]
+    # One with a network on the node to kill, so its namespace is there to be cleaned up.
+    async with cluster.http(cluster.apis[0], cluster.operator_key) as op:
+        assert (await op.post("/v1/nodes/node-2/drain")).status_code == 200
+        try:
+            networked = await cluster.sandbox(
+                key, network={"mode": "allowlist", "allow": ["1.1.1.1:443"]}
+            )
+        finally:
+            assert (await op.post("/v1/nodes/node-2/ready")).status_code == 200
+    assert await cluster.node_of(networked) == "node-1"
+    (row,) = await cluster.fetch("SELECT runtime_id FROM sandboxes WHERE id = $1", networked)
+    assert row["runtime_id"] in _netns()  # (the check after the restart is not a vacuous one)
     runtime_ids = [
         r["runtime_id"]
         for r in await cluster.fetch(
