@@ -83,6 +83,20 @@ async def database_url(root: Path) -> tuple[str, str]:
     return url.render_as_string(hide_password=False), "PostgreSQL"
 
 
+async def drop_database(url: str) -> None:
+    """The benchmark's PostgreSQL database goes with it (SQLite's is in the temporary dir)."""
+    admin = os.environ.get("AIRLOCK_TEST_PG_ADMIN_URL")
+    if not admin or not url.startswith("postgresql"):
+        return
+    import asyncpg
+
+    conn = await asyncpg.connect(admin)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
 async def wait_ready(base: str, proc: subprocess.Popen[bytes]) -> None:
     async with httpx.AsyncClient() as client:
         for _ in range(300):
@@ -142,6 +156,7 @@ async def main() -> None:
             proc.wait(timeout=30)
             await destroy_all(root / "service")
             log.close()
+            await drop_database(url)
 
 
 async def run(

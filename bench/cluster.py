@@ -36,7 +36,15 @@ import aiohttp
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.api import database_url, destroy_all, free_port, pct, state_dir, wait_ready  # noqa: E402
+from bench.api import (  # noqa: E402
+    database_url,
+    destroy_all,
+    drop_database,
+    free_port,
+    pct,
+    state_dir,
+    wait_ready,
+)
 from service.db import migrate  # noqa: E402
 from service.runtime import images  # noqa: E402
 
@@ -209,7 +217,8 @@ async def main() -> None:
             proc.wait(timeout=30)
             await destroy_all(root / "all-in-one")
             log.close()
-            await drop(admin, database, url)
+            await drop_database(url)
+            await drop_database(f"postgresql+asyncpg:///{database}")
 
 
 async def run(
@@ -242,19 +251,6 @@ async def run(
     finally:
         await local.http.close()
         await routed.http.close()
-
-
-async def drop(admin: str, database: str, url: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(admin)
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-        if url.startswith("postgresql"):
-            own = url.rsplit("/", 1)[1]
-            await conn.execute(f'DROP DATABASE IF EXISTS "{own}" WITH (FORCE)')
-    finally:
-        await conn.close()
 
 
 if __name__ == "__main__":

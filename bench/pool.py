@@ -41,7 +41,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from api import database_url, destroy_all, free_port, pct, state_dir, wait_ready  # noqa: E402
+from api import (  # noqa: E402
+    database_url,
+    destroy_all,
+    drop_database,
+    free_port,
+    pct,
+    state_dir,
+    wait_ready,
+)
 
 from service.db import migrate  # noqa: E402
 from service.runtime import images  # noqa: E402
@@ -103,6 +111,7 @@ async def main() -> None:
             proc.wait(timeout=60)
             await destroy_all(root / "service")
             log.close()
+            await drop_database(url)
 
 
 async def build(client: httpx.AsyncClient, op: dict[str, str], name: str) -> None:

@@ -1,6 +1,6 @@
 """Snapshots across nodes: the sha256 of each template build's snapshot
-(`template_versions.snapshot_digest`, of the tar stream it moves as), and which nodes hold a
-copy (`node_snapshots`).
+(`template_versions.snapshot_digest`, of the tar stream it moves as), which nodes hold a copy
+(`node_snapshots`), and the node each running review is on (`reviews.node_id`).
 
 Revision ID: 0012
 Revises: 0011
@@ -31,9 +31,13 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("node_id", "snapshot_id", name=op.f("pk_node_snapshots")),
     )
     op.create_index("ix_node_snapshots_snapshot_id", "node_snapshots", ["snapshot_id"])
+    with op.batch_alter_table("reviews") as batch:
+        batch.add_column(sa.Column("node_id", sa.String(200), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("reviews") as batch:
+        batch.drop_column("node_id")
     op.drop_index("ix_node_snapshots_snapshot_id", table_name="node_snapshots")
     op.drop_table("node_snapshots")
     with op.batch_alter_table("template_versions") as batch:

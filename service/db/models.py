@@ -433,6 +433,8 @@ class Review(Base):
     )
     created_by: Mapped[str] = mapped_column(String(64), nullable=False)
     state: Mapped[str] = mapped_column(String(16), nullable=False)
+    # The node running it (its sandbox is there); it puts the review back when it restarts.
+    node_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     repo: Mapped[str] = mapped_column(String(2048), nullable=False)
     base: Mapped[str] = mapped_column(String(256), nullable=False)
     head: Mapped[str] = mapped_column(String(256), nullable=False)

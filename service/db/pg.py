@@ -62,3 +62,14 @@ def dumps(value: Any) -> str:
     """JSON text for a `json` column (read back, it is the same value SQLAlchemy's JSON type
     gives; msgspec writes it several times faster than the json module)."""
     return msgspec.json.encode(value).decode()
+
+
+async def only_one(session: Any, key: int) -> bool:
+    """Whether this transaction may do the work `key` names, which one process at a time does
+    (a transaction-scoped advisory lock, released at commit or rollback); always on SQLite,
+    whose database serves one process."""
+    if session.bind.dialect.name != "postgresql":
+        return True
+    from sqlalchemy import text
+
+    return bool(await session.scalar(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": key}))

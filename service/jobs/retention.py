@@ -19,6 +19,7 @@ from service.audit.recorder import PURGE_ACTION, AuditContext, record
 from service.audit.repository import AuditRepository
 from service.db.base import utcnow
 from service.db.models import Exec, RevokedToken, Sandbox, Tenant
+from service.db.pg import only_one
 from service.execs import stored
 from service.jobs.output_retention import purge_outputs
 from service.jobs.periodic import PeriodicJob
@@ -28,6 +29,7 @@ from service.tenants.service import quotas_of
 log = logging.getLogger("airlock.jobs.retention")
 
 SYSTEM = AuditContext(actor="system:retention", request_id=None, client=None)
+_LOCK_KEY = 0x61697232  # pg advisory lock key of the retention passes
 
 
 async def purge_once(session: AsyncSession, default_days: int | None = None) -> dict[str, int]:
@@ -106,12 +108,15 @@ class RetentionJob(PeriodicJob):
         self.sessionmaker = sessionmaker
 
     async def run_once(self) -> bool:
+        # Every API process runs this job; one of them at a time does each pass.
         async with self.sessionmaker() as session, session.begin():
-            purged = await purge_once(session)
+            purged = await purge_once(session) if await only_one(session, _LOCK_KEY) else {}
         if purged:
             log.info("audit retention purged %s", purged)
         async with self.sessionmaker() as session, session.begin():
-            outputs = await purge_outputs(session, utcnow())
+            outputs = (
+                await purge_outputs(session, utcnow()) if await only_one(session, _LOCK_KEY) else {}
+            )
         if outputs:
             log.info("output retention purged %s", outputs)
         return False

@@ -251,16 +251,26 @@ class TemplateBuilder(PeriodicJob):
         return True
 
 
-async def requeue_interrupted(db: Db, node_id: str | None = None) -> int:
-    """Start-up: builds a crash of this node cut off go back in the queue (their sandboxes are
-    orphans). Builds other nodes are running are theirs."""
-    mine = TemplateVersion.node_id.is_(None)
+async def requeue_interrupted(
+    db: Db | None = None,
+    node_id: str | None = None,
+    *,
+    session: AsyncSession | None = None,
+    unowned: bool = True,
+) -> int:
+    """Builds a crash of `node_id` cut off (at its start, or when the node was lost) go back in
+    the queue (their sandboxes are orphans); builds other nodes are running are theirs.
+    `unowned`: with the ones from before nodes were recorded. In `session`'s transaction when
+    given."""
+    if session is None:
+        assert db is not None
+        async with db() as own, own.begin():
+            return await requeue_interrupted(node_id=node_id, session=own, unowned=unowned)
+    which = [TemplateVersion.state == "building"]
     if node_id is not None:
-        mine = or_(mine, TemplateVersion.node_id == node_id)
-    async with db() as session, session.begin():
-        result = await session.execute(
-            update(TemplateVersion)
-            .where(TemplateVersion.state == "building", mine)
-            .values(state="queued", build_log="", node_id=None)
-        )
+        mine = TemplateVersion.node_id == node_id
+        which.append(or_(mine, TemplateVersion.node_id.is_(None)) if unowned else mine)
+    result = await session.execute(
+        update(TemplateVersion).where(*which).values(state="queued", build_log="", node_id=None)
+    )
     return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -1,7 +1,8 @@
 """Lost nodes, said plainly. A node whose lease ran out is `lost`; every sandbox it held is
 `failed` with reason `node_lost` and every exec still running there `interrupted` (each audited
-on its tenant's chain), and its warm pool members are dropped, so the other nodes' shares of
-each pool grow and replace them (service.jobs.pool).
+on its tenant's chain), its warm pool members are dropped, so the other nodes' shares of each
+pool grow and replace them (service.jobs.pool), and the template builds and reviews it was
+running go back in the queue for another node.
 
 Every process runs the sweep; on PostgreSQL a transaction-scoped advisory lock lets one of them
 do each pass, so two processes never fail the same sandboxes twice. A process never declares
@@ -15,14 +16,17 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import delete, select, text
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext
 from service.db.models import Exec, Node, PoolMember, Sandbox
+from service.db.pg import only_one
+from service.jobs import templates as builds
 from service.jobs.periodic import PeriodicJob
 from service.jobs.reconcile import interrupt_execs
 from service.nodes.leases import LOST, Leases
+from service.reviews import job as reviews
 from service.sandboxes.service import record_failure
 from service.sandboxes.states import ACTIVE
 
@@ -40,12 +44,8 @@ async def sweep_once(
     """Mark late nodes (other than `own_node`) lost and fail what they held; the ids of the
     sandboxes failed."""
     async with db() as session, session.begin():
-        if session.bind.dialect.name == "postgresql":
-            got = await session.scalar(
-                text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": _LOCK_KEY}
-            )
-            if not got:
-                return []
+        if not await only_one(session, _LOCK_KEY):
+            return []
         for node_id in await leases.mark_lost_in(session, keep=own_node):
             log.warning("node %s lost: its lease ran out", node_id)
         # Every lost node's live sandboxes, not only the newly lost ones': a pass that died
@@ -70,9 +70,22 @@ async def sweep_once(
             .returning(PoolMember.id)
         )
         members = len(dropped.all())
-        if interrupted or members:
+        # Their builds and reviews start again on another node.
+        requeued = 0
+        for node_id in await session.scalars(lost):
+            requeued += await builds.requeue_interrupted(
+                node_id=node_id, session=session, unowned=False
+            )
+            requeued += await reviews.requeue_interrupted(
+                node_id=node_id, session=session, unowned=False
+            )
+        if interrupted or members or requeued:
             log.warning(
-                "lost nodes: %d execs interrupted, %d pool members dropped", interrupted, members
+                "lost nodes: %d execs interrupted, %d pool members dropped, %d builds and "
+                "reviews back in the queue",
+                interrupted,
+                members,
+                requeued,
             )
     failed = []
     for tenant_id, sandbox_id, node_id in held:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from service.audit.recorder import AuditContext, record
@@ -20,6 +21,7 @@ from service.db.base import utcnow
 from service.db.models import Review
 from service.jobs.periodic import PeriodicJob
 from service.jobs.queues import fair_order, owner_turns
+from service.nodes.local import local_node_id
 from service.reviews.pipeline import Db, Deps, run_review
 
 log = logging.getLogger("airlock.jobs.reviews")
@@ -42,8 +44,8 @@ REPORT_FIELDS = (
 SYSTEM = AuditContext(actor="system:review-runner", request_id=None, client=None)
 
 
-async def claim_next(db: Db) -> str | None:
-    """The next review in fair order (service.jobs.queues), marked running."""
+async def claim_next(db: Db, node_id: str | None = None) -> str | None:
+    """The next review in fair order (service.jobs.queues), marked running on `node_id`."""
     async with db() as session, session.begin():
         past = aliased(Review)
         waiting = select(Review.tenant_id).where(Review.state == "queued").distinct()
@@ -66,36 +68,54 @@ async def claim_next(db: Db) -> str | None:
         return await session.scalar(
             update(Review)
             .where(Review.id == pick.scalar_subquery())
-            .values(state="running", started_at=utcnow(), attempts=Review.attempts + 1)
+            .values(
+                state="running",
+                started_at=utcnow(),
+                attempts=Review.attempts + 1,
+                node_id=node_id,
+            )
             .returning(Review.id)
         )
 
 
-async def requeue_interrupted(db: Db) -> int:
-    """Start-up: reviews a crash cut off go back in the queue, or fail after MAX_ATTEMPTS."""
-    count = 0
-    async with db() as session, session.begin():
-        rows = (await session.scalars(select(Review).where(Review.state == "running"))).all()
-        for row in rows:
-            count += 1
-            if row.attempts >= MAX_ATTEMPTS:
-                row.state, row.finished_at = "failed", utcnow()
-                row.error = f"gave up after {MAX_ATTEMPTS} runs cut off by restarts"
-            else:
-                # Stages stay as history; the report is made again by the next run.
-                row.state = "queued"
-                for name in REPORT_FIELDS:
-                    setattr(row, name, None)
-            await record(
-                session,
-                SYSTEM,
-                chain=row.tenant_id,
-                action="review.requeue" if row.state == "queued" else "review.finish",
-                target=row.id,
-                outcome=row.state,
-                details={"attempts": row.attempts, "error": row.error},
-            )
-    return count
+async def requeue_interrupted(
+    db: Db | None = None,
+    node_id: str | None = None,
+    *,
+    session: AsyncSession | None = None,
+    unowned: bool = True,
+) -> int:
+    """Reviews a crash of `node_id` cut off (at its start, or when the node was lost) go back in
+    the queue, or fail after MAX_ATTEMPTS; other nodes' running reviews are theirs. `unowned`:
+    with the ones from before nodes were recorded. In `session`'s transaction when given."""
+    if session is None:
+        assert db is not None
+        async with db() as own, own.begin():
+            return await requeue_interrupted(node_id=node_id, session=own, unowned=unowned)
+    which = [Review.state == "running"]
+    if node_id is not None:
+        mine = Review.node_id == node_id
+        which.append(or_(mine, Review.node_id.is_(None)) if unowned else mine)
+    rows = (await session.scalars(select(Review).where(*which))).all()
+    for row in rows:
+        if row.attempts >= MAX_ATTEMPTS:
+            row.state, row.finished_at = "failed", utcnow()
+            row.error = f"gave up after {MAX_ATTEMPTS} runs cut off by restarts"
+        else:
+            # Stages stay as history; the report is made again by the next run.
+            row.state, row.node_id = "queued", None
+            for name in REPORT_FIELDS:
+                setattr(row, name, None)
+        await record(
+            session,
+            SYSTEM,
+            chain=row.tenant_id,
+            action="review.requeue" if row.state == "queued" else "review.finish",
+            target=row.id,
+            outcome=row.state,
+            details={"attempts": row.attempts, "error": row.error},
+        )
+    return len(rows)
 
 
 class ReviewRunner(PeriodicJob):
@@ -107,16 +127,17 @@ class ReviewRunner(PeriodicJob):
         self.concurrency = concurrency
         self.running: set[asyncio.Task[str]] = set()
         self._recovered = False
+        self.node_id = local_node_id(deps.settings)
 
     async def run_once(self) -> bool:
         if not self._recovered:
-            requeued = await requeue_interrupted(self.deps.db)
+            requeued = await requeue_interrupted(self.deps.db, self.node_id)
             if requeued:
                 log.warning("%d reviews cut off by a restart were put back in the queue", requeued)
             self._recovered = True
         if len(self.running) >= self.concurrency:
             return False
-        review_id = await claim_next(self.deps.db)
+        review_id = await claim_next(self.deps.db, self.node_id)
         if review_id is None:
             return False
         task = asyncio.create_task(self._run(review_id), name=f"review-{review_id}")

@@ -211,3 +211,43 @@ async def test_a_lost_nodes_sandboxes_fail_with_node_lost(
     assert any(
         e["action"] == "sandbox.fail" and e["target"] == ids["held"] for e in r.json()["items"]
     )
+
+
+async def test_a_lost_nodes_builds_go_back_in_the_queue(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    """Another node builds them again; what other nodes are building stays theirs."""
+    leases = Leases(sessionmaker, lease_s=15)
+    lost, alive = f"node-{id(leases)}-b", f"node-{id(leases)}-c"
+    for node in (lost, alive):
+        await leases.register(info(node))
+    now = datetime.now(UTC)
+    versions = {}
+    async with sessionmaker() as session, session.begin():
+        template = models.Template(
+            id=new_id("tpl"), owner="operator", name=f"t-{id(leases)}", latest_version=2,
+            created_at=now, updated_at=now,
+        )  # fmt: skip
+        session.add(template)
+        await session.flush()
+        for number, node in ((1, lost), (2, alive)):
+            row = models.TemplateVersion(
+                id=new_id("tpv"), template_id=template.id, version=number, state="building",
+                image="default", setup=[], size="small", cpus=1, memory_mib=512, disk_mib=1024,
+                env={}, network={"mode": "none"}, attempts=1, node_id=node, created_at=now,
+            )  # fmt: skip
+            session.add(row)
+            versions[node] = row.id
+    await age(sessionmaker, lost, timedelta(seconds=60))
+    await sweep_once(sessionmaker, leases)
+    async with sessionmaker() as session:
+        rows = {
+            v.id: (v.state, v.node_id)
+            for v in await session.scalars(
+                select(models.TemplateVersion).where(
+                    models.TemplateVersion.id.in_(list(versions.values()))
+                )
+            )
+        }
+    assert rows[versions[lost]] == ("queued", None)
+    assert rows[versions[alive]] == ("building", alive)
