@@ -163,6 +163,8 @@ class Sandbox(msgspec.Struct, kw_only=True):
     expires_at: datetime
     stopped_at: datetime | None
     failure_reason: str | None
+    # The node that runs it (GET /v1/nodes); none for sandboxes made before nodes were kept.
+    node_id: str | None = None
 
 
 class SandboxPage(msgspec.Struct, kw_only=True):

@@ -72,6 +72,7 @@ def to_schema(row: SandboxRow) -> Sandbox:
         expires_at=row.expires_at,
         stopped_at=row.stopped_at,
         failure_reason=row.failure_reason,
+        node_id=row.node_id,
     )
 
 

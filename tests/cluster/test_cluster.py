@@ -389,7 +389,7 @@ async def test_a_killed_node_is_lost_and_the_other_goes_on(cluster: Cluster) -> 
         )
         took = time.monotonic() - killed_at
         assert failed, f"not failed {took:.1f} s after the kill"
-        assert failed["failure_reason"] == "node_lost", failed
+        assert (failed["failure_reason"], failed["node_id"]) == ("node_lost", "node-1"), failed
         r = await a.get(f"/v1/sandboxes/{doomed}/execs/{cut}")
         assert r.json()["state"] == "interrupted", r.json()
         async with cluster.http(cluster.apis[1], cluster.operator_key) as op:

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 if TYPE_CHECKING:
     from ..models.sandbox_env import SandboxEnv
     from ..models.sandbox_labels import SandboxLabels
@@ -40,6 +42,7 @@ class Sandbox:
         template (None | str):
         template_version (int | None):
         ttl_s (int):
+        node_id (None | str | Unset):
     """
 
     cpus: int
@@ -61,6 +64,7 @@ class Sandbox:
     template: None | str
     template_version: int | None
     ttl_s: int
+    node_id: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,6 +112,12 @@ class Sandbox:
 
         ttl_s = self.ttl_s
 
+        node_id: None | str | Unset
+        if isinstance(self.node_id, Unset):
+            node_id = UNSET
+        else:
+            node_id = self.node_id
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -133,6 +143,8 @@ class Sandbox:
                 "ttl_s": ttl_s,
             }
         )
+        if node_id is not UNSET:
+            field_dict["node_id"] = node_id
 
         return field_dict
 
@@ -211,6 +223,15 @@ class Sandbox:
 
         ttl_s = d.pop("ttl_s")
 
+        def _parse_node_id(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        node_id = _parse_node_id(d.pop("node_id", UNSET))
+
         sandbox = cls(
             cpus=cpus,
             created_at=created_at,
@@ -231,6 +252,7 @@ class Sandbox:
             template=template,
             template_version=template_version,
             ttl_s=ttl_s,
+            node_id=node_id,
         )
 
         sandbox.additional_properties = d
