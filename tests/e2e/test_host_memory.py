@@ -36,10 +36,10 @@ def mem_available_mib() -> int:
     raise AssertionError("no MemAvailable")
 
 
-def assert_host_full(r: httpx.Response) -> None:
+def assert_host_full(r: httpx.Response, *codes: str) -> None:
     assert r.status_code == 503, r.text
     assert r.headers["content-type"].startswith("application/problem+json")
-    assert r.json()["code"] == "resource_exhausted"
+    assert r.json()["code"] in (codes or ("resource_exhausted",))
     assert int(r.headers["Retry-After"]) >= 1
 
 
@@ -114,7 +114,9 @@ async def test_default_budget_refuses_a_sandbox_larger_than_the_host(
         r = await http.post("/v1/sandboxes", json={"memory_mib": 128, "disk_mib": 262_144})
         if r.status_code == 201:
             tenant.sandboxes.append(r.json()["id"])
-        assert_host_full(r)
+        # Refused by the node's own capacity (its writable space is memory on gVisor), or by
+        # the runtime's admission, which counts the sandbox kernel's share too.
+        assert_host_full(r, "no_capacity", "resource_exhausted")
         async with httpx.AsyncClient(base_url=airlock.server.url, timeout=10) as anon:
             assert (await anon.get("/healthz")).status_code == 200
 

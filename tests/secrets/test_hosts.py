@@ -78,7 +78,8 @@ async def test_the_value_is_read_only_for_an_allowed_host(
     async with sessionmaker() as session:
         for url in ("https://github.com/a/b.git", "https://GITHUB.COM:9999/a/b.git",
                     "https://git.example.com:8443/x.git"):  # fmt: skip
-            assert await reveal(session, settings.state_dir, tenant.id, "gh", url=url) == value
+            key_file = settings.secrets_key_path
+            assert await reveal(session, key_file, tenant.id, "gh", url=url) == value
         for name, url in (
             ("gh", "https://attacker.example/x.git"),
             ("gh", "https://github.com.attacker.example/x.git"),
@@ -86,5 +87,5 @@ async def test_the_value_is_read_only_for_an_allowed_host(
             ("nowhere", "https://github.com/a/b.git"),
         ):
             with pytest.raises(SecretHostRefused) as refused:
-                await reveal(session, settings.state_dir, tenant.id, name, url=url)
+                await reveal(session, settings.secrets_key_path, tenant.id, name, url=url)
             assert value not in str(refused.value)

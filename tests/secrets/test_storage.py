@@ -57,7 +57,8 @@ async def test_the_stored_row_is_ciphertext(
     # AES-GCM: the plaintext's length plus a 16-byte tag.
     assert len(row.ciphertext) == len(value.encode()) + 16
     async with sessionmaker() as session:
-        assert await reveal(session, settings.state_dir, tenant.id, "token", url=URL) == value
+        key_file = settings.secrets_key_path
+        assert await reveal(session, key_file, tenant.id, "token", url=URL) == value
     # Replacing seals again with a fresh nonce.
     await put(tenant, "token", value, allowed_hosts=HOSTS)
     assert (await stored(sessionmaker, tenant, "token")).nonce != row.nonce
@@ -88,7 +89,7 @@ async def test_a_row_moved_to_another_tenant_does_not_decrypt(
         )
     async with sessionmaker() as session:
         with pytest.raises(Undecryptable):
-            await reveal(session, settings.state_dir, other.id, "token", url=URL)
+            await reveal(session, settings.secrets_key_path, other.id, "token", url=URL)
 
 
 async def test_a_renamed_row_does_not_decrypt(
@@ -103,8 +104,8 @@ async def test_a_renamed_row_does_not_decrypt(
         )
     async with sessionmaker() as session:
         with pytest.raises(Undecryptable):
-            await reveal(session, settings.state_dir, tenant.id, "staging", url=URL)
-        assert await reveal(session, settings.state_dir, tenant.id, "prod", url=URL) is None
+            await reveal(session, settings.secrets_key_path, tenant.id, "staging", url=URL)
+        assert await reveal(session, settings.secrets_key_path, tenant.id, "prod", url=URL) is None
 
 
 class Collect(logging.Handler):
