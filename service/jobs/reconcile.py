@@ -8,7 +8,8 @@
 - warm pool members of this host: `starting` ones are dropped (whatever they started is an
   orphan), `ready` ones whose runtime sandbox is alive are kept, the others dropped;
 - template builds cut off (`building`) go back in the queue;
-- runtime sandboxes that no running record or ready pool member claims are destroyed.
+- runtime sandboxes that no running record or ready pool member claims are destroyed;
+- copies of snapshots no template refers to any more (deleted while this node was away) go.
 
 Sandboxes live on the node that made them (a runtime's state dir on one host): each node
 repairs only its own rows and runtime sandboxes.
@@ -27,6 +28,7 @@ from service.db.base import utcnow
 from service.db.models import Exec, PoolMember, Sandbox
 from service.execs import stored
 from service.jobs.templates import requeue_interrupted
+from service.nodes.snapshots import forget_unused
 from service.runtime import SandboxNotFound, SandboxRuntime, SandboxRuntimeError
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.service import stop_sandbox
@@ -111,6 +113,7 @@ async def reconcile(
             log.warning("destroying runtime sandbox %s: no running record claims it", info.id)
             await runtime.destroy(info.id)
             counts["orphans"] += 1
+    counts["snapshot_copies_dropped"] = await forget_unused(db, runtime, node_id)
     return counts
 
 

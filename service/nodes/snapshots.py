@@ -71,6 +71,37 @@ async def record_copy(db: Db, node_id: str, snapshot_id: str, digest: str, size:
         )
 
 
+async def forget_unused(db: Db, runtime: SandboxRuntime, node_id: str) -> int:
+    """Delete this node's copies of snapshots no template version refers to any more (their
+    template was deleted while this node could not be told); how many."""
+    async with db() as session:
+        unused = list(
+            await session.scalars(
+                select(NodeSnapshot.snapshot_id).where(
+                    NodeSnapshot.node_id == node_id,
+                    NodeSnapshot.snapshot_id.not_in(
+                        select(TemplateVersion.snapshot_id).where(
+                            TemplateVersion.snapshot_id.is_not(None)
+                        )
+                    ),
+                )
+            )
+        )
+    for snapshot_id in unused:
+        try:
+            await runtime.delete_snapshot(snapshot_id)
+        except SandboxRuntimeError as exc:
+            log.warning("snapshot copy %s left: %s", snapshot_id, exc)
+            continue
+        async with db() as session, session.begin():
+            await session.execute(
+                delete(NodeSnapshot).where(
+                    NodeSnapshot.node_id == node_id, NodeSnapshot.snapshot_id == snapshot_id
+                )
+            )
+    return len(unused)
+
+
 class SnapshotFetcher:
     def __init__(self, db: Db, credentials: NodeCredentials, node_id: str) -> None:
         self.db = db

@@ -20,6 +20,7 @@ from service.ids import new_id
 from service.nodes.heartbeat import NodeHeartbeat, node_id_for
 from service.nodes.leases import DRAINING, LOST, READY, REPLACED, Leases, NodeInfo
 from service.nodes.local import describe, local_node_id
+from service.nodes.snapshots import forget_unused
 from service.nodes.sweep import sweep_once
 from service.runtime.holder import RuntimeHolder
 from service.settings import Settings
@@ -251,3 +252,51 @@ async def test_a_lost_nodes_builds_go_back_in_the_queue(
         }
     assert rows[versions[lost]] == ("queued", None)
     assert rows[versions[alive]] == ("building", alive)
+
+
+async def test_copies_of_deleted_templates_snapshots_are_dropped(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    """At a node's start: its copies no template version refers to go (the runtime is asked to
+    delete exactly those), the others stay."""
+    node = f"node-{id(sessionmaker)}-g"
+    now = datetime.now(UTC)
+    kept, dropped = f"snap-{id(node):024x}"[:29], f"snap-{id(now):024x}"[:29]
+    async with sessionmaker() as session, session.begin():
+        template = models.Template(
+            id=new_id("tpl"), owner="operator", name=f"g-{id(node)}", latest_version=1,
+            created_at=now, updated_at=now,
+        )  # fmt: skip
+        session.add(template)
+        await session.flush()
+        session.add(
+            models.TemplateVersion(
+                id=new_id("tpv"), template_id=template.id, version=1, state="ready",
+                image="default", setup=[], size="small", cpus=1, memory_mib=512, disk_mib=1024,
+                env={}, network={"mode": "none"}, attempts=1, snapshot_id=kept, created_at=now,
+            )
+        )  # fmt: skip
+        for snapshot_id in (kept, dropped):
+            session.add(
+                models.NodeSnapshot(
+                    node_id=node, snapshot_id=snapshot_id, digest="sha256:x", size_bytes=1,
+                    stored_at=now,
+                )
+            )  # fmt: skip
+
+    class Deletes:
+        asked: list[str] = []
+
+        async def delete_snapshot(self, snapshot_id: str) -> None:
+            self.asked.append(snapshot_id)
+
+    runtime = Deletes()
+    assert await forget_unused(sessionmaker, runtime, node) == 1  # type: ignore[arg-type]
+    assert runtime.asked == [dropped]
+    async with sessionmaker() as session:
+        left = set(
+            await session.scalars(
+                select(models.NodeSnapshot.snapshot_id).where(models.NodeSnapshot.node_id == node)
+            )
+        )
+    assert left == {kept}
