@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -34,7 +35,7 @@ from service.files.controller import FileController
 from service.health.controller import healthz, readyz
 from service.inputs import DEFAULT_BODY_LIMIT, InputPolicy
 from service.jobs.pool import PoolRefiller
-from service.jobs.reconcile import reconcile
+from service.jobs.reconcile import drop_orphans, reconcile
 from service.jobs.retention import RetentionJob
 from service.jobs.templates import TemplateBuilder
 from service.jobs.ttl import TtlReaper
@@ -225,16 +226,21 @@ async def _jobs(
         jobs.append(RetentionJob(sessionmaker, settings))
     if local_node is not None:
 
-        async def repair() -> None:
-            await _reconcile(sessionmaker, runtimes, pool.host, local_node)
+        async def rejoined() -> None:
+            """Back after being lost: what the sweep failed meanwhile goes."""
+            registered = time.time()
+            runtime = await runtimes.get()
+            dropped = await drop_orphans(sessionmaker, runtime, local_node, pool.host, registered)
+            log.warning("node %s registered again after it was lost: %d sandboxes destroyed",
+                        local_node, dropped)  # fmt: skip
 
-        await repair()
+        await _reconcile(sessionmaker, runtimes, pool.host, local_node)
         jobs += [
             TtlReaper(sessionmaker, runtimes, settings.ttl_reaper_interval_s, local_node),
             TemplateBuilder(sessionmaker, runtimes, pool, node_id=local_node),
             PoolRefiller(sessionmaker, runtimes, pool, settings.pool_refill_interval_s),
             ReviewRunner(ReviewDeps(sessionmaker, runtimes, exec_runner, settings)),
-            node_heartbeat(settings, sessionmaker, runtimes, VERSION, on_return=repair),
+            node_heartbeat(settings, sessionmaker, runtimes, VERSION, on_return=rejoined),
         ]
     return jobs
 

@@ -32,7 +32,7 @@ from service.nodes.snapshots import forget_unused
 from service.runtime import SandboxNotFound, SandboxRuntime, SandboxRuntimeError
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.service import stop_sandbox
-from service.sandboxes.states import State
+from service.sandboxes.states import ACTIVE, State
 
 log = logging.getLogger("airlock.jobs.reconcile")
 
@@ -115,6 +115,43 @@ async def reconcile(
             counts["orphans"] += 1
     counts["snapshot_copies_dropped"] = await forget_unused(db, runtime, node_id)
     return counts
+
+
+async def drop_orphans(
+    db: async_sessionmaker[AsyncSession],
+    runtime: SandboxRuntime,
+    node_id: str,
+    pool_host: str,
+    before: float,
+) -> int:
+    """A node that registers again after it was lost, while it kept running: destroy its
+    runtime sandboxes made before `before` (epoch seconds) that no live record of this node
+    claims (the sweep failed them). Work started since, and what is still starting, is left
+    alone, unlike the start-up repair's."""
+    on_node = or_(Sandbox.node_id == node_id, Sandbox.node_id.is_(None))
+    async with db() as session:
+        claimed = set(
+            await session.scalars(
+                select(Sandbox.runtime_id).where(
+                    on_node,
+                    Sandbox.state.in_([s.value for s in ACTIVE]),
+                    Sandbox.runtime_id.is_not(None),
+                )
+            )
+        ) | set(
+            await session.scalars(
+                select(PoolMember.runtime_id).where(
+                    PoolMember.host == pool_host, PoolMember.runtime_id.is_not(None)
+                )
+            )
+        )
+    dropped = 0
+    for info in await runtime.list_sandboxes():
+        if info.id not in claimed and info.created_at < before:
+            log.warning("destroying runtime sandbox %s: its node was lost meanwhile", info.id)
+            await runtime.destroy(info.id)
+            dropped += 1
+    return dropped
 
 
 async def interrupt_execs(

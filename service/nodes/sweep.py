@@ -9,12 +9,15 @@ do each pass, so two processes never fail the same sandboxes twice. A process ne
 its own node lost: it is running, so its lease is only late and its next renewal holds (on
 the embedded SQLite database, one process and one node, the sweep therefore does nothing).
 A node that was lost while it still ran learns so at its next renewal, registers again and
-reconciles: it destroys the runtime sandboxes the record no longer gives it.
+reconciles: it destroys the runtime sandboxes the record no longer gives it. Nobody is judged
+late until the sweeping process has reached the database for a whole lease without a break:
+while the database was away, no node could renew.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -27,7 +30,7 @@ from service.jobs.periodic import PeriodicJob
 from service.jobs.reconcile import interrupt_execs
 from service.nodes.leases import LOST, Leases
 from service.reviews import job as reviews
-from service.sandboxes.service import record_failure
+from service.sandboxes.service import fail_in
 from service.sandboxes.states import ACTIVE
 
 log = logging.getLogger("airlock.nodes")
@@ -39,25 +42,33 @@ _ACTIVE = [s.value for s in ACTIVE]
 
 
 async def sweep_once(
-    db: async_sessionmaker[AsyncSession], leases: Leases, own_node: str | None = None
+    db: async_sessionmaker[AsyncSession],
+    leases: Leases,
+    own_node: str | None = None,
+    judge: bool = True,
 ) -> list[str]:
-    """Mark late nodes (other than `own_node`) lost and fail what they held; the ids of the
-    sandboxes failed."""
+    """Mark late nodes (other than `own_node`; none unless `judge`) lost and fail what lost
+    nodes hold; the ids of the sandboxes failed."""
     async with db() as session, session.begin():
         if not await only_one(session, _LOCK_KEY):
             return []
-        for node_id in await leases.mark_lost_in(session, keep=own_node):
+        for node_id in await leases.mark_lost_in(session, keep=own_node) if judge else []:
             log.warning("node %s lost: its lease ran out", node_id)
         # Every lost node's live sandboxes, not only the newly lost ones': a pass that died
         # half-way is finished by the next.
         lost = select(Node.id).where(Node.state == LOST)
+        # Failed in this transaction, with the nodes marked lost: a node that registers again
+        # meanwhile finds them failed (and destroys them) or not at all.
         held = (
-            await session.execute(
-                select(Sandbox.tenant_id, Sandbox.id, Sandbox.node_id).where(
-                    Sandbox.node_id.in_(lost), Sandbox.state.in_(_ACTIVE)
-                )
+            await session.scalars(
+                select(Sandbox)
+                .where(Sandbox.node_id.in_(lost), Sandbox.state.in_(_ACTIVE))
+                .with_for_update()
             )
         ).all()
+        for row in held:
+            await fail_in(session, row, SYSTEM, NODE_LOST)
+            log.warning("sandbox %s failed: its node %s was lost", row.id, row.node_id)
         interrupted, _ = await interrupt_execs(
             session,
             SYSTEM,
@@ -87,12 +98,7 @@ async def sweep_once(
                 members,
                 requeued,
             )
-    failed = []
-    for tenant_id, sandbox_id, node_id in held:
-        await record_failure(db, tenant_id, sandbox_id, SYSTEM, NODE_LOST)
-        failed.append(sandbox_id)
-        log.warning("sandbox %s failed: its node %s was lost", sandbox_id, node_id)
-    return failed
+    return [row.id for row in held]
 
 
 class NodeSweep(PeriodicJob):
@@ -109,7 +115,21 @@ class NodeSweep(PeriodicJob):
         self.db = db
         self.leases = leases
         self.own_node = own_node
+        # Since when this process has reached the database without a break.
+        self.reachable_since: float | None = None
 
     async def run_once(self) -> bool:
-        await sweep_once(self.db, self.leases, self.own_node)
+        # When the database was out of reach, no node could renew either: nobody is judged
+        # late until the database has answered for a whole lease, time for every node alive
+        # to renew (a failover of PostgreSQL does not fail every sandbox).
+        now = time.monotonic()
+        reachable = self.reachable_since
+        judge = reachable is not None and now - reachable >= self.leases.lease.total_seconds()
+        try:
+            await sweep_once(self.db, self.leases, self.own_node, judge=judge)
+        except Exception:
+            self.reachable_since = None
+            raise
+        if reachable is None:
+            self.reachable_since = now
         return False

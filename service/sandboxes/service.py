@@ -242,21 +242,27 @@ async def record_failure(
 ) -> None:
     async with db() as session, session.begin():
         row = await SandboxRepository(session, tenant_id).get(sandbox_id, for_update=True)
-        if row is None or row.state in (State.FAILED, State.STOPPED):
-            return
-        if row.state == State.STOPPING:
-            await transition(session, row, State.STOPPED, reason)
-        else:
-            await transition(session, row, State.FAILED, reason)
-        await record(
-            session,
-            ctx,
-            chain=tenant_id,
-            action="sandbox.fail",
-            target=sandbox_id,
-            outcome="failed",
-            details={"reason": reason[:500]},
-        )
+        if row is not None:
+            await fail_in(session, row, ctx, reason)
+
+
+async def fail_in(session: AsyncSession, row: SandboxRow, ctx: AuditContext, reason: str) -> None:
+    """`record_failure` of a row locked in the caller's transaction."""
+    if row.state in (State.FAILED, State.STOPPED):
+        return
+    if row.state == State.STOPPING:
+        await transition(session, row, State.STOPPED, reason)
+    else:
+        await transition(session, row, State.FAILED, reason)
+    await record(
+        session,
+        ctx,
+        chain=row.tenant_id,
+        action="sandbox.fail",
+        target=row.id,
+        outcome="failed",
+        details={"reason": reason[:500]},
+    )
 
 
 async def mark_failed(

@@ -21,7 +21,7 @@ from service.nodes.heartbeat import NodeHeartbeat, node_id_for
 from service.nodes.leases import DRAINING, LOST, READY, REPLACED, Leases, NodeInfo
 from service.nodes.local import describe, local_node_id
 from service.nodes.snapshots import forget_unused
-from service.nodes.sweep import sweep_once
+from service.nodes.sweep import NodeSweep, sweep_once
 from service.runtime.holder import RuntimeHolder
 from service.settings import Settings
 
@@ -300,3 +300,21 @@ async def test_copies_of_deleted_templates_snapshots_are_dropped(
             )
         )
     assert left == {kept}
+
+
+async def test_no_node_is_judged_until_the_database_answered_for_a_lease(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    """After the database was out of reach (a failover), no node could renew: the sweep waits
+    a whole lease of reaching it before it calls anyone lost."""
+    leases = Leases(sessionmaker, lease_s=15)
+    node = f"node-{id(leases)}-o"
+    await leases.register(info(node))
+    await age(sessionmaker, node, timedelta(seconds=60))
+    sweep = NodeSweep(sessionmaker, leases, interval_s=1)
+    await sweep.run_once()  # the first pass only starts the clock
+    assert (await row(sessionmaker, node)).state == READY
+    assert sweep.reachable_since is not None
+    sweep.reachable_since -= 16  # as if it had reached the database for a whole lease
+    await sweep.run_once()
+    assert (await row(sessionmaker, node)).state == LOST
