@@ -7,8 +7,8 @@ need_apt() { command -v apt-get >/dev/null && { apt-get update -qq; DEBIAN_FRONT
 
 PY=${PYTHON:-python3}
 if ! command -v "$PY" >/dev/null; then need_apt python3 python3-venv; fi
-if ! "$PY" -c 'import sys; assert sys.version_info >= (3, 11)' 2>/dev/null; then
-  echo "airlock needs Python 3.11 or newer (found: $("$PY" --version 2>&1))" >&2
+if ! "$PY" -c 'import sys; assert sys.version_info >= (3, 11, 4)' 2>/dev/null; then
+  echo "airlock needs Python 3.11.4 or newer (found: $("$PY" --version 2>&1))" >&2
   exit 1
 fi
 if [[ ! -x .venv/bin/python ]]; then

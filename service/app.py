@@ -87,8 +87,8 @@ def create_app(
     keyring.signer()  # fail now, not on the first request, if the keys are unreadable
     codec = TokenCodec(keyring, issuer=settings.jwt_issuer, audience=settings.jwt_audience)
     sessionmaker = make_sessionmaker(engine)
-    node_credentials = NodeCredentials(keyring, issuer=settings.jwt_issuer)
     local_node = local_node_id(settings) if settings.runs_node else None
+    node_credentials = NodeCredentials(keyring, issuer=settings.jwt_issuer, node_id=local_node)
     if local_node is None:
         runtimes = RuntimeHolder(_no_runtime_on_replicas)
     else:

@@ -52,6 +52,9 @@ def ensure_signing_key(settings: Settings, *, announce: bool = True) -> None:
 
 
 def ensure_operator_key(settings: Settings, *, announce: bool = True) -> str:
+    if settings.role == "node" and settings.operator_key is None:
+        # A node answers node tokens only: it never needs (and should not hold) the key.
+        return OPERATOR_KEY_PREFIX + secrets.token_urlsafe(32)
     generated = _read_generated_operator_key(settings.state_dir)
     if settings.operator_key is not None:
         if (

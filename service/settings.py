@@ -233,11 +233,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         if self.metrics_token is not None and len(self.metrics_token) < 32:
             raise ConfigurationError("AIRLOCK_METRICS_TOKEN must be at least 32 characters")
         if self.is_production:
-            if self.operator_key is None:
+            if self.operator_key is None and self.role != "node":
                 raise ConfigurationError(
                     "AIRLOCK_OPERATOR_KEY is required when AIRLOCK_ENV=production"
                 )
-            if self.operator_key.lower() in WEAK_OPERATOR_KEYS:
+            if self.operator_key is not None and self.operator_key.lower() in WEAK_OPERATOR_KEYS:
                 raise ConfigurationError("AIRLOCK_OPERATOR_KEY is a default value; set a real one")
             if self.jwt_keys_dir is None:
                 raise ConfigurationError(

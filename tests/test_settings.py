@@ -283,3 +283,20 @@ async def test_configured_retention_is_the_default_for_new_tenants(
         r = await client.post("/v1/tenants", json=body, headers=operator)
         assert r.status_code == 201, r.text
         assert r.json()["tenant"]["quotas"]["audit_retention_days"] == 30
+
+
+def test_a_production_node_needs_no_operator_key() -> None:
+    """A node answers node tokens only; the API still requires the key."""
+    env = {
+        "AIRLOCK_ENV": "production",
+        "AIRLOCK_DATABASE_URL": "postgresql+asyncpg://airlock@db/airlock",
+        "AIRLOCK_JWT_KEYS_DIR": "/etc/airlock/jwt",
+    }
+    assert Settings.from_env({**env, "AIRLOCK_ROLE": "node"}).operator_key is None
+    with pytest.raises(ConfigurationError, match="AIRLOCK_OPERATOR_KEY is required"):
+        Settings.from_env({**env, "AIRLOCK_ROLE": "api"})
+
+
+def test_the_cluster_roles_need_postgresql() -> None:
+    with pytest.raises(ConfigurationError, match="PostgreSQL"):
+        Settings.from_env({"AIRLOCK_ROLE": "api"})

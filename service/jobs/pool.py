@@ -75,14 +75,21 @@ def share_of(target: int, nodes: set[str], node_id: str) -> int:
     return target // len(nodes) + (1 if index < target % len(nodes) else 0)
 
 
-async def _startable_nodes(session: AsyncSession, node_id: str) -> set[str]:
-    """The nodes that may hold pool members now: ready with a running lease. This node counts
-    until its first registration is in the record (a fresh start refills at once)."""
+async def _startable_nodes(session: AsyncSession, node_id: str) -> dict[str, str | None]:
+    """The nodes that may hold pool members now, with their runtimes: ready with a running
+    lease. This node counts until its first registration is in the record (a fresh start
+    refills at once; its runtime is not known then)."""
     now = func.now() if session.bind.dialect.name == "postgresql" else utcnow()
-    rows = (await session.execute(select(Node.id, Node.state, Node.lease_expires_at > now))).all()
-    ready = {node for node, state, live in rows if state == READY and live}
-    if node_id not in {node for node, _, _ in rows}:
-        ready.add(node_id)
+    rows = (
+        await session.execute(
+            select(Node.id, Node.state, Node.lease_expires_at > now, Node.runtime)
+        )
+    ).all()
+    ready: dict[str, str | None] = {
+        node: runtime for node, state, live, runtime in rows if state == READY and live
+    }
+    if node_id not in {row[0] for row in rows}:
+        ready[node_id] = None
     return ready
 
 
@@ -139,13 +146,15 @@ class PoolRefiller(PeriodicJob):
 
     async def _pools(self) -> list[Pool]:
         async with self.db() as session:
-            nodes = await _startable_nodes(session, self.pool.node_id)
+            startable = await _startable_nodes(session, self.pool.node_id)
             found = []
             for target, template in await PoolRepository(session).targets():
                 version = await ready_version(session, template.id)
                 if version is not None and version.size != target.size:
                     version = None  # built for another size: nothing to start for this pool
-                eligible = nodes
+                # A snapshot restores on the runtime that took it.
+                runtime = version.runtime if version is not None and version.snapshot_id else None
+                eligible = {n for n, r in startable.items() if None in (runtime, r) or r == runtime}
                 if (
                     version is not None
                     and version.snapshot_id
@@ -153,7 +162,7 @@ class PoolRefiller(PeriodicJob):
                     and version.snapshot_digest is None
                 ):
                     # A snapshot that cannot move: only its builder can start members.
-                    eligible = nodes & {version.node_id}
+                    eligible &= {version.node_id}
                 found.append(
                     Pool(
                         id=target.id,

@@ -48,7 +48,8 @@ async def gather(
     session: AsyncSession, template_id: str, local_node: str | None
 ) -> dict[str | None, Leftovers]:
     """The template's leftovers by node (None: rows from before nodes were recorded, this
-    process's); the snapshot copies' records go in the same transaction."""
+    process's). The records of the snapshot copies stay until their node destroyed them (a
+    node that cannot be told now finds them at its next start: snapshots.forget_unused)."""
     found: dict[str | None, Leftovers] = defaultdict(Leftovers)
     members = await session.execute(
         select(PoolMember.host, PoolMember.runtime_id)
@@ -74,7 +75,6 @@ async def gather(
         )
         for node in holders | {builder or local_node}:
             found[node].snapshots.append(snapshot_id)
-        await session.execute(delete(NodeSnapshot).where(NodeSnapshot.snapshot_id == snapshot_id))
     return dict(found)
 
 
@@ -93,6 +93,8 @@ async def clean(
                 await clean_here(holder, left)
             except ServiceUnavailable as exc:
                 log.warning("leftovers kept until this node's restart: %s", exc.detail)
+                continue
+            await _forget(db, local_node, left.snapshots)
             continue
         async with db() as session:
             address = await session.scalar(select(Node.address).where(Node.id == node))
@@ -106,16 +108,31 @@ async def clean(
                     f"{address.rstrip('/')}{ROUTE}",
                     data=msgspec.json.encode(left),
                     headers={
-                        "Authorization": f"Bearer {credentials.mint_node(caller)}",
+                        "Authorization": f"Bearer {credentials.mint_node(caller, node)}",
                         "Content-Type": "application/json",
                     },
                 ) as response,
             ):
                 if response.status != 200:
                     log.warning("node %s did not clean up (%s)", node, response.status)
+                    continue
+            await _forget(db, node, left.snapshots)
         except (aiohttp.ClientError, TimeoutError) as exc:
             log.warning("node %s unreachable for its leftovers (%s); its restart removes them",
                         node, exc)  # fmt: skip
+
+
+async def _forget(
+    db: async_sessionmaker[AsyncSession], node: str | None, snapshots: list[str]
+) -> None:
+    if node is None or not snapshots:
+        return
+    async with db() as session, session.begin():
+        await session.execute(
+            delete(NodeSnapshot).where(
+                NodeSnapshot.node_id == node, NodeSnapshot.snapshot_id.in_(snapshots)
+            )
+        )
 
 
 async def clean_here(holder: RuntimeHolder, left: Leftovers) -> Cleaned:

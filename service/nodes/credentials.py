@@ -43,20 +43,22 @@ class Forwarded:
 
 
 class NodeCredentials:
-    def __init__(self, keyring: KeyRing, *, issuer: str) -> None:
+    def __init__(self, keyring: KeyRing, *, issuer: str, node_id: str | None = None) -> None:
         self.keyring = keyring
         self.issuer = issuer
-        self._minted: dict[tuple[Principal, str | None], tuple[str, float]] = {}
+        # The node this process is: a token for another node is refused here.
+        self.node_id = node_id
+        self._minted: dict[tuple[Principal, str | None, str], tuple[str, float]] = {}
         self._verified: dict[str, Forwarded] = {}
 
-    def mint(self, principal: Principal, client: str | None) -> str:
-        """A token for a call made on `principal`'s behalf (a replica's side)."""
+    def mint(self, principal: Principal, client: str | None, node: str) -> str:
+        """A token for a call to `node` made on `principal`'s behalf (a replica's side)."""
         if principal.kind is not PrincipalKind.NODE and (
             principal.kind not in _KINDS or principal.tenant_id is None
         ):
             raise ValueError("only a tenant's calls are routed to nodes")
         now = time.time()
-        hit = self._minted.get((principal, client))
+        hit = self._minted.get((principal, client, node))
         if hit is not None and hit[1] - now > REUSE_S:
             return hit[0]
         exp = int(now) + TTL_S
@@ -70,17 +72,18 @@ class NodeCredentials:
             "exp": exp,
             "prn": None if principal.kind is PrincipalKind.NODE else _principal_claim(principal),
             "cli": client,
+            "nod": node,
         }
         key = self.keyring.signer()
         token = jwt.encode(claims, key.private, algorithm=ALGORITHM, headers={"kid": key.kid})
         if len(self._minted) >= CACHE_MAX:
             self._minted.clear()
-        self._minted[(principal, client)] = (token, float(exp))
+        self._minted[(principal, client, node)] = (token, float(exp))
         return token
 
-    def mint_node(self, node_id: str) -> str:
-        """A token for this node's own call to another node (an internal route)."""
-        return self.mint(node_principal(node_id), None)
+    def mint_node(self, caller: str, node: str) -> str:
+        """A token for `caller`'s own call to the internal routes of `node`."""
+        return self.mint(node_principal(caller), None, node)
 
     def verify(self, token: str) -> Forwarded:
         """The call a token carries (a node's side); Unauthenticated for anything else,
@@ -94,6 +97,8 @@ class NodeCredentials:
             raise Unauthenticated(
                 f"a node accepts only calls routed by an API replica ({exc.detail})"
             ) from None
+        if self.node_id is not None and claims.get("nod") != self.node_id:
+            raise Unauthenticated(f"this token is for another node, not {self.node_id}")
         subject = claims["sub"]
         if subject != REPLICA and not (isinstance(subject, str) and subject.startswith("node:")):
             raise Unauthenticated("a node accepts calls from the API replicas only")

@@ -67,6 +67,7 @@ _DROPPED = frozenset(
         b"keep-alive",
         b"proxy-authenticate",
         b"proxy-authorization",
+        b"proxy-connection",
         b"te",
         b"trailer",
         b"transfer-encoding",
@@ -119,7 +120,7 @@ def place(
     fits = [
         (free, n)
         for n in nodes
-        if n.state == READY and n.live
+        if n.state == READY and n.live and ask.runtime in (None, n.runtime)
         for free in [n.room(ask, overcommit)]
         if free is not None
     ]
@@ -275,17 +276,24 @@ class NodeRouter:
         if query:
             url += "?" + query.decode("latin-1")
         client = scope.get("client")
-        token = self.credentials.mint(principal, client[0] if client else None)
+        token = self.credentials.mint(principal, client[0] if client else None, node_id)
         headers = _Headers()
         length: int | None = None
         chunked = False
+        # Hop-by-hop: the fixed ones, and whatever the client's Connection header names.
+        dropped = _DROPPED | {
+            token.strip().lower()
+            for k, v in scope["headers"]
+            if k.lower() == b"connection"
+            for token in v.split(b",")
+        }
         for k, v in scope["headers"]:
             name = k.lower()
             if name == b"content-length":
                 length = int(v)
             elif name == b"transfer-encoding":
                 chunked = True
-            if name not in _DROPPED:
+            if name not in dropped:
                 headers.append((k.decode("latin-1"), v.decode("latin-1")))
         headers.append(("Authorization", f"Bearer {token}"))
         headers.append((REQUEST_ID, request_id_for(scope)))
@@ -303,9 +311,17 @@ class NodeRouter:
                 allow_redirects=False,
                 skip_auto_headers=_NOT_ADDED,
             )
-        except (aiohttp.ClientConnectionError, TimeoutError) as exc:
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
+            # Not connected at all: nothing reached the node, another may be asked.
             log.warning("node %s at %s unreachable: %s", node_id, address, exc)
             return False
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            # The node may have acted on it (a create recorded): never asked again elsewhere.
+            log.warning("node %s at %s broke off: %s", node_id, address, exc)
+            raise NodeUnavailable(
+                f"node {node_id} broke off before it answered; retry (with an Idempotency-Key "
+                "to be sure a create is made once)"
+            ) from exc
         if placing and response.status == 503 and response.headers.get(NODE_FULL_HEADER):
             log.info("node %s was full when asked: trying the next", node_id)
             response.release()
@@ -319,6 +335,8 @@ class NodeRouter:
             # A JSON answer: read whole, sent in one piece.
             try:
                 payload = await response.read()
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raise NodeUnavailable(f"node {node_id} broke off while it answered") from exc
             finally:
                 response.release()
             await send(start)
@@ -410,6 +428,8 @@ class NodeRouter:
             only_on,
             frozenset(warm),
             frozenset(holding),
+            # A snapshot restores on the runtime that took it.
+            version.runtime if version.snapshot_id is not None else None,
         )
 
     async def close(self) -> None:
@@ -427,6 +447,7 @@ class Ask:
     only_on: str | None = None
     warm: frozenset[str] = frozenset()
     holding: frozenset[str] = frozenset()
+    runtime: str | None = None
 
 
 class _Headers(list[tuple[str, str]]):

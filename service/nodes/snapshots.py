@@ -165,7 +165,7 @@ class SnapshotFetcher:
         self, runtime: SandboxRuntime, snapshot_id: str, digest: str, node_id: str, address: str
     ) -> SnapshotInfo:
         url = f"{address.rstrip('/')}{ROUTE}/{snapshot_id}"
-        headers = {"Authorization": f"Bearer {self.credentials.mint_node(self.node_id)}"}
+        headers = {"Authorization": f"Bearer {self.credentials.mint_node(self.node_id, node_id)}"}
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=FETCH_CONNECT_S, sock_read=60)
         async with (
             aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as http,

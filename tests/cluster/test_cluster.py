@@ -154,7 +154,7 @@ async def test_a_node_refuses_tenant_credentials(cluster: Cluster) -> None:
         key_id="k",
     )
     credentials = NodeCredentials(ring, issuer="airlock")
-    node_token = credentials.mint(principal, None)
+    node_token = credentials.mint(principal, None, node["name"])
     async with cluster.http(cluster.apis[0], node_token) as replica:
         r = await replica.post(f"/v1/sandboxes/{sandbox}/execs", json={"cmd": ["id"]})
         assert r.status_code == 401, r.text
@@ -163,7 +163,12 @@ async def test_a_node_refuses_tenant_credentials(cluster: Cluster) -> None:
     async with cluster.http(node["url"], node_token) as routed:
         r = await routed.get("/internal/v1/snapshots/snap-000000000000000000000000")
         assert r.status_code == 403, r.text
-    async with cluster.http(node["url"], credentials.mint_node("node-9")) as peer:
+    # A token made for one node is refused by another.
+    other = "node-2" if node["name"] == "node-1" else "node-1"
+    async with cluster.http(node["url"], credentials.mint(principal, None, other)) as elsewhere:
+        r = await elsewhere.post(f"/v1/sandboxes/{sandbox}/execs", json={"cmd": ["id"]})
+        assert r.status_code == 401 and "for another node" in r.json()["detail"], r.text
+    async with cluster.http(node["url"], credentials.mint_node("node-9", node["name"])) as peer:
         r = await peer.post(f"/v1/sandboxes/{sandbox}/execs", json={"cmd": ["id"]})
         assert r.status_code == 403, r.text
         r = await peer.get("/internal/v1/snapshots/snap-000000000000000000000000")

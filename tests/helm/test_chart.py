@@ -104,7 +104,15 @@ def test_what_the_default_values_deploy() -> None:
     assert env["AIRLOCK_DATABASE_URL"]["secretKeyRef"]["name"] == "airlock-database"
     assert env["AIRLOCK_AUDIT_KEY_FILE"].startswith("/etc/airlock/keys/")
     keys = next(s for s in by_kind(docs, "Secret") if s["metadata"]["name"] == "airlock-keys")
-    assert set(keys["data"]) == {"signing-key.pem", "audit.key", "secrets.key", "operator-key"}
+    assert set(keys["data"]) == {
+        "signing-key.pem",
+        "audit.key",
+        "secrets.key",
+        "operator-key",
+        "metrics-token",
+    }
+    # /metrics answers the scraper's token only (the Ingress serves the same port).
+    assert env["AIRLOCK_METRICS_TOKEN"]["secretKeyRef"]["key"] == "metrics-token"
     assert keys["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
     # The nodes: one per labelled host, root for runsc but not privileged, no host network.
     (node,) = by_kind(docs, "DaemonSet")
@@ -116,6 +124,8 @@ def test_what_the_default_values_deploy() -> None:
     assert "SYS_ADMIN" in runsc["securityContext"]["capabilities"]["add"]
     node_env = env_of(runsc)
     assert node_env["AIRLOCK_ROLE"] == "node" and node_env["AIRLOCK_RUNTIME"] == "gvisor"
+    # A node never holds the operator key (it answers node tokens only).
+    assert "AIRLOCK_OPERATOR_KEY" not in node_env and "AIRLOCK_METRICS_TOKEN" not in node_env
     assert node_env["AIRLOCK_NODE_ID"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
     assert node_env["AIRLOCK_NODE_ADDRESS"] == "http://$(POD_IP):8081"
     assert {v["name"]: v for v in node_pod["volumes"]}["state"]["hostPath"]["path"] == (
@@ -167,9 +177,41 @@ def test_kvm_hosts_get_boxlite_with_dev_kvm() -> None:
     ]
     assert by_kind(docs, "HorizontalPodAutoscaler") and by_kind(docs, "Ingress")
     (monitor,) = by_kind(docs, "ServiceMonitor")
-    assert monitor["spec"]["endpoints"] == [{"port": "http", "path": "/metrics", "interval": "30s"}]
+    assert monitor["spec"]["endpoints"] == [
+        {
+            "port": "http",
+            "path": "/metrics",
+            "interval": "30s",
+            "bearerTokenSecret": {"name": "airlock-keys", "key": "metrics-token"},
+        }
+    ]
     (api,) = by_kind(docs, "Deployment")
     assert "replicas" not in api["spec"]  # the HPA owns it
+
+
+def test_a_label_both_selectors_name_renders_once() -> None:
+    docs = documents(
+        helm(
+            "template", "airlock", str(CHART), "--kube-version", KUBE_VERSION,
+            "-f", str(KVM_VALUES),
+            "--set-string", "node.kvm.nodeSelector.airlock\\.dev/sandbox-host=true",
+        ).stdout
+    )  # fmt: skip
+    nodes = {
+        d["metadata"]["name"]: d["spec"]["template"]["spec"] for d in by_kind(docs, "DaemonSet")
+    }
+    assert nodes["airlock-node-kvm"]["nodeSelector"] == {
+        "airlock.dev/sandbox-host": "true",
+        "airlock.dev/kvm": "true",
+    }
+    # The gVisor nodes still run on the sandbox hosts that are not KVM hosts.
+    terms = nodes["airlock-node"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert {"key": "airlock.dev/kvm", "operator": "NotIn", "values": ["true"]} in [
+        t["matchExpressions"][0] for t in terms
+    ]
+    assert all(len(t["matchExpressions"]) == 1 for t in terms)
 
 
 def test_existing_secrets_are_used_instead_of_made() -> None:

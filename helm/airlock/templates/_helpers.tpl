@@ -51,11 +51,18 @@ app.kubernetes.io/component: {{ .component }}
     secretKeyRef:
       name: {{ include "airlock.databaseSecret" .root }}
       key: {{ .root.Values.database.existingSecretKey }}
+{{- if eq .role "api" }}
 - name: AIRLOCK_OPERATOR_KEY
   valueFrom:
     secretKeyRef:
       name: {{ include "airlock.keysSecret" .root }}
       key: operator-key
+- name: AIRLOCK_METRICS_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "airlock.keysSecret" .root }}
+      key: metrics-token
+{{- end }}
 - name: AIRLOCK_JWT_KEYS_DIR
   value: /etc/airlock/jwt
 - name: AIRLOCK_AUDIT_KEY_FILE

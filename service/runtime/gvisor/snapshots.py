@@ -53,8 +53,12 @@ class Snapshots(Lifecycle, Execs):
 
     async def create_from_snapshot(self, snapshot_id: str) -> SandboxInfo:
         meta, directory = self._load_snapshot(snapshot_id)
-        # Restore on the very root filesystem the checkpoint was taken on.
-        rootfs = Path(meta.get("rootfs") or images.rootfs_dir(self.state_dir, meta["image_digest"]))
+        # Restore on the very root filesystem the checkpoint was taken on, when it is this
+        # state dir's (a snapshot from another node names that node's: this node's unpacking
+        # of the same image digest is used).
+        own = images.rootfs_dir(self.state_dir, meta["image_digest"])
+        taken = meta.get("rootfs")
+        rootfs = Path(taken) if taken and Path(taken).is_relative_to(self.state_dir) else own
         if not (rootfs.parent / f"{rootfs.name}.complete").exists():
             info, rootfs = await asyncio.to_thread(
                 images.ensure_rootfs, self.state_dir, meta["image"]
