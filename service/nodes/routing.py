@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import socket
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ OWNERS_MAX = 65536
 SMALL_BODY = 64 << 10
 CHUNK = 1 << 20
 _NOT_ADDED = ("User-Agent", "Accept-Encoding", "Content-Type", "Accept")
+KEEPALIVE_IDLE_S, KEEPALIVE_INTERVAL_S, KEEPALIVE_PROBES = 30, 10, 3
 # Never forwarded: hop-by-hop headers, the caller's credential, and what the proxy sets itself.
 _DROPPED = frozenset(
     {
@@ -247,7 +249,9 @@ class NodeRouter:
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
+                connector=aiohttp.TCPConnector(
+                    limit=0, keepalive_timeout=30, socket_factory=_keepalive_socket
+                ),
                 # An exec waits as long as its deadline, an event stream longer: only the
                 # connection has a time limit; the node bounds the rest.
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
@@ -448,6 +452,19 @@ class Ask:
     warm: frozenset[str] = frozenset()
     holding: frozenset[str] = frozenset()
     runtime: str | None = None
+
+
+def _keepalive_socket(addr_info: Any) -> socket.socket:
+    """A connection to a node whose host dies without closing it (power, network) fails in
+    about a minute (TCP keepalive) rather than holding its requests for hours; a waiting
+    exec or an event stream has no other deadline on this side."""
+    family, kind, proto, _, _ = addr_info
+    sock = socket.socket(family=family, type=kind, proto=proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, KEEPALIVE_IDLE_S)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, KEEPALIVE_INTERVAL_S)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE_PROBES)
+    return sock
 
 
 class _Headers(list[tuple[str, str]]):
