@@ -25,6 +25,18 @@ KillTree = Callable[[], Awaitable[None]]
 Classify = Callable[[int | None], Awaitable[Outcome]]
 
 
+async def outcome_of(forced: Outcome | None, classify: Classify, code: int | None) -> Outcome:
+    """The outcome of an exec that ended with `code`: what stopped it (`forced`: timeout,
+    killed), else what `classify` makes of it. An exec whose deadline passed while the OOM
+    killer struck in its sandbox is `oom`: the kill left it hanging (under systrap the host
+    may kill the sandbox kernel rather than the hog), and its deadline is not why it ended."""
+    if forced is None:
+        return await classify(code)
+    if forced == "timeout" and await classify(code) == "oom":
+        return "oom"
+    return forced
+
+
 class Spawned:
     """A client process whose stdio pipes we own, so waiting for its exit never waits for
     processes in the sandbox that inherited the output pipe."""
@@ -289,7 +301,7 @@ class SupervisedExecution(ExecutionBase):
                 task.cancel()
             self._stdin_task.cancel()
             code = self._proc.returncode
-            outcome = self._forced or await self._classify(code)
+            outcome = await outcome_of(self._forced, self._classify, code)
             return self._result(code, outcome, finished - self._started)
         finally:
             for task in pumps:

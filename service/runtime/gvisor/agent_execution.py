@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Literal
 
-from ..execution import Classify, ExecutionBase, KillTree
+from ..execution import Classify, ExecutionBase, KillTree, outcome_of
 from ..types import ExecResult, Outcome, OutputChunk
 from .agent_link import (
     ACK,
@@ -143,7 +143,7 @@ class AgentExecution(ExecutionBase):
             if self._stdin_task is not None:
                 self._stdin_task.cancel()
             code = end.code if end is not None else None
-            outcome = self._forced or await self._classify(code)
+            outcome = await outcome_of(self._forced, self._classify, code)
             if end is None and outcome == "exited":
                 outcome = "killed"
             ran = finished - self._started
