@@ -21,12 +21,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.apikeys.controller import ApiKeyController
 from service.audit.controller import AuditController
 from service.auth.authenticate import Authenticator
+from service.auth.cache import AuthCache, AuthListener
 from service.auth.keyring import KeyRing
 from service.auth.middleware import PUBLIC_PATHS, BearerAuthMiddleware, authorize
 from service.auth.tokens import TokenCodec
 from service.bootstrap import prepare
 from service.context import provide_audit_context, provide_principal
 from service.db.migrate import ensure_migrated
+from service.db.pg import is_postgres
 from service.db.session import make_engine, make_sessionmaker, provide_db_session
 from service.errors import EXCEPTION_HANDLERS, ServiceUnavailable
 from service.execs.controller import ExecController
@@ -102,6 +104,13 @@ def create_app(
     router = NodeRouter(sessionmaker, settings, node_credentials, local_node)
     exec_runner = ExecRunner(sessionmaker, engine, runtimes)
     pool = WarmPool(settings)
+    auth_cache = AuthCache()
+    # A node hears its callers inside the replicas' tokens: it looks no credential up.
+    auth_listener = (
+        AuthListener(engine, auth_cache)
+        if is_postgres(engine) and settings.role != "node"
+        else None
+    )
     state = State(
         {
             "settings": settings,
@@ -109,7 +118,8 @@ def create_app(
             "sessionmaker": sessionmaker,
             "keyring": keyring,
             "token_codec": codec,
-            "authenticator": Authenticator(engine, codec, secrets.operator_key),
+            "authenticator": Authenticator(engine, codec, secrets.operator_key, auth_cache),
+            "auth_listener": auth_listener,
             "runtimes": runtimes,
             "node_credentials": node_credentials,
             "exec_runner": exec_runner,
@@ -126,9 +136,13 @@ def create_app(
             jobs = await _jobs(settings, sessionmaker, runtimes, pool, exec_runner, local_node)
         for job in jobs:
             job.start()
+        if auth_listener is not None:
+            auth_listener.start()
         try:
             yield
         finally:
+            if auth_listener is not None:
+                await auth_listener.stop()
             for job in jobs:
                 await job.stop()
             await exec_runner.shutdown()

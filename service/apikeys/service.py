@@ -10,6 +10,7 @@ from service.apikeys.repository import ApiKeyRepository
 from service.apikeys.schemas import ApiKey, ApiKeyCreate, ApiKeyCreated, ApiKeyPage
 from service.audit.recorder import AuditContext, record
 from service.auth.authenticate import API_KEY_PREFIX, hash_api_key
+from service.auth.cache import auth_changed
 from service.auth.principal import SCOPES, Principal, PrincipalKind
 from service.db import models
 from service.db.base import utcnow
@@ -111,4 +112,5 @@ async def revoke_key(session: AsyncSession, ctx: AuditContext, tenant_id: str, k
         raise NotFound(f"no API key {key_id}")
     if row.revoked_at is None:
         row.revoked_at = utcnow()
+        await auth_changed(session)
         await record(session, ctx, chain=tenant_id, action="api_key.revoke", target=key_id)

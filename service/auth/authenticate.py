@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from service.auth.cache import AuthCache
 from service.auth.principal import OPERATOR, Principal, PrincipalKind
 from service.auth.tokens import TokenCodec
 from service.db.base import utcnow
@@ -20,7 +21,9 @@ from service.db.pg import driver_connection, is_postgres
 from service.errors import Unauthenticated
 
 API_KEY_PREFIX = "alk_"
-# `last_used_at` is written at most this often per key, so reads do not become writes.
+# `last_used_at` is written at most this often per key, so reads do not become writes (and a
+# cached key is looked up again every TTL_S of service/auth/cache.py: it is at most the sum of
+# the two behind).
 LAST_USED_RESOLUTION = timedelta(seconds=30)
 
 
@@ -36,19 +39,35 @@ def hash_api_key(key: str) -> str:
 
 class Authenticator:
     # Core statements on a pooled connection, not ORM sessions: this runs on every request.
-    def __init__(self, engine: AsyncEngine, codec: TokenCodec, operator_key: str) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        codec: TokenCodec,
+        operator_key: str,
+        cache: AuthCache | None = None,
+    ) -> None:
         self.engine = engine
         self.codec = codec
         self._operator_digest = hashlib.sha256(operator_key.encode()).digest()
         self.postgres = is_postgres(engine)
+        # On only while revocations reach this process (service/auth/cache.py).
+        self.cache = cache or AuthCache()
 
     async def authenticate(self, authorization: str | None) -> Principal:
         credential = bearer_credential(authorization)
-        if hmac.compare_digest(hashlib.sha256(credential.encode()).digest(), self._operator_digest):
+        digest = hashlib.sha256(credential.encode()).digest()
+        if hmac.compare_digest(digest, self._operator_digest):
             return OPERATOR
+        cached = self.cache.get(digest)
+        if cached is not None:
+            return cached
+        mark = self.cache.mark()
         if credential.startswith(API_KEY_PREFIX):
-            return await self._from_api_key(credential)
-        return await self._from_token(credential)
+            principal = await self._from_api_key(credential)
+        else:
+            principal = await self._from_token(credential)
+        self.cache.put(digest, principal, mark)
+        return principal
 
     async def refusal(self, principal: Principal) -> str | None:
         """Why a caller accepted earlier no longer is (its token expired or was revoked, its key

@@ -256,6 +256,8 @@ class NodeRouter:
                 # connection has a time limit; the node bounds the rest.
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
                 auto_decompress=False,
+                # A node's cookies are not kept, nor sent along with the next caller's request.
+                cookie_jar=aiohttp.DummyCookieJar(),
                 # Large reads for downloads: fewer, bigger pieces to pass on.
                 read_bufsize=CHUNK,
             )

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from service.apikeys import service as apikeys
 from service.apikeys.schemas import ApiKeyCreate, ApiKeyCreated
 from service.audit.recorder import AuditContext, record
+from service.auth.cache import auth_changed
 from service.auth.principal import SCOPES
 from service.db import models
 from service.db.base import utcnow
@@ -143,6 +144,7 @@ async def update_tenant(
     if data.status is not None and data.status != row.status:
         changes["status"] = data.status
         row.status = data.status
+        await auth_changed(session)
     row.updated_at = utcnow()
     await session.flush()
     await record(session, ctx, chain=row.id, action="tenant.update", target=row.id, details=changes)

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.apikeys.service import check_scopes
 from service.audit.recorder import AuditContext, record
+from service.auth.cache import auth_changed
 from service.auth.principal import Principal, PrincipalKind
 from service.auth.tokens import TokenCodec
 from service.db.models import AuditEvent, RevokedToken
@@ -104,4 +105,5 @@ async def revoke_token(
             revoked_by=principal.actor,
         )
     )
+    await auth_changed(session)
     await record(session, ctx, chain=principal.tenant_id, action="token.revoke", target=jti)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 
+from service.auth.cache import TTL_S
 from service.auth.keyring import KeyRing
 from service.auth.principal import Principal, PrincipalKind
 from service.nodes.credentials import NodeCredentials
@@ -173,6 +174,28 @@ async def test_a_node_refuses_tenant_credentials(cluster: Cluster) -> None:
         assert r.status_code == 403, r.text
         r = await peer.get("/internal/v1/snapshots/snap-000000000000000000000000")
         assert r.status_code == 404, r.text
+
+
+async def test_a_revocation_through_one_replica_is_refused_by_the_other(
+    cluster: Cluster,
+) -> None:
+    """Each replica caches who a credential is (service/auth/cache.py): a key revoked through
+    one replica is refused by the other once its notification arrives, well before a cached
+    entry would lapse on its own."""
+    key = await cluster.tenant()
+    async with cluster.http(cluster.apis[0], key) as a:
+        made = await a.post("/v1/api-keys", json={"name": "short", "scopes": ["sandboxes:read"]})
+        assert made.status_code == 201, made.text
+        short, short_id = made.json()["key"], made.json()["api_key"]["id"]
+        async with cluster.http(cluster.apis[1], short) as b:
+            for _ in range(3):  # looked up once, then answered from the cache
+                assert (await b.get("/v1/sandboxes")).status_code == 200
+            assert (await a.delete(f"/v1/api-keys/{short_id}")).status_code == 204
+
+            async def refused() -> bool:
+                return (await b.get("/v1/sandboxes")).status_code == 401
+
+            assert await wait_for(refused, timeout_s=TTL_S / 4)
 
 
 async def test_a_drained_node_gets_no_new_sandboxes(cluster: Cluster) -> None:
