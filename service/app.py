@@ -63,6 +63,7 @@ from service.runtime.holder import RuntimeHolder
 from service.runtime.problems import runtime_error_handler
 from service.runtime.select import open_runtime
 from service.sandboxes.controller import SandboxController
+from service.sandboxes.usage import UsageSampler
 from service.secrets.controller import SecretController
 from service.settings import Settings
 from service.telemetry import MetricsController, otel_plugin, prometheus_config, tracer_provider
@@ -253,6 +254,7 @@ async def _jobs(
             TtlReaper(sessionmaker, runtimes, settings.ttl_reaper_interval_s, local_node),
             TemplateBuilder(sessionmaker, runtimes, pool, node_id=local_node),
             PoolRefiller(sessionmaker, runtimes, pool, settings.pool_refill_interval_s),
+            UsageSampler(sessionmaker, runtimes, settings.usage_sample_interval_s, local_node),
             ReviewRunner(ReviewDeps(sessionmaker, runtimes, exec_runner, settings)),
             node_heartbeat(settings, sessionmaker, runtimes, VERSION, on_return=rejoined),
         ]

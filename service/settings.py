@@ -65,6 +65,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # counts its memory plus its writable space (tmpfs, held in memory). None: 3/4 of MemTotal.
     host_memory_mib: int | None = None
     pool_refill_interval_s: float = 2.0
+    # How often a node sums what each tenant's sandboxes use, for /metrics.
+    usage_sample_interval_s: float = 15.0
     # This host's node: its id (default: the host name and a hash of the state dir), the
     # address the API reaches it at (default: this server's), how long its lease lasts and how
     # often it is renewed (a node silent for a lease is lost).
@@ -190,6 +192,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError("AIRLOCK_HOST_MEMORY_MIB must be at least 256")
         if self.pool_refill_interval_s <= 0:
             raise ConfigurationError("AIRLOCK_POOL_REFILL_INTERVAL_S must be positive")
+        if self.usage_sample_interval_s <= 0:
+            raise ConfigurationError("AIRLOCK_USAGE_SAMPLE_INTERVAL_S must be positive")
         if self.node_id is not None and not _NODE_ID.fullmatch(self.node_id):
             raise ConfigurationError(
                 "AIRLOCK_NODE_ID must be 1-200 lowercase letters, digits, dots and dashes, "

@@ -103,11 +103,23 @@ class SandboxInfo(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class SandboxStats(msgspec.Struct, frozen=True, kw_only=True):
-    cpu_seconds: float
+    """What a sandbox uses now. A runtime that cannot measure a figure gives None for it,
+    never a made-up value."""
+
+    # CPU time the sandbox has spent (its kernel's too, on gVisor), since it started.
+    cpu_seconds: float | None
+    # Host memory it holds (on gVisor: its kernel, its processes and its tmpfs files).
     memory_bytes: int
     memory_limit_bytes: int
+    # Host tasks of the sandbox (the sandbox kernel's threads on gVisor) and their cap.
     pids: int
     pids_limit: int
+    # Processes inside the sandbox, besides its init, and the spec's cap on them.
+    processes: int | None = None
+    processes_limit: int = 0
+    # The writable space its processes have used, and the size of it all.
+    writable_bytes: int | None = None
+    writable_limit_bytes: int | None = None
 
 
 class FileEntry(msgspec.Struct, frozen=True, kw_only=True):

@@ -26,6 +26,7 @@ from service.sandboxes.schemas import (
     LABEL_FILTER_PATTERN,
     Sandbox,
     SandboxCreate,
+    SandboxMetrics,
     SandboxPage,
     SandboxUpdate,
     Transition,
@@ -127,6 +128,25 @@ class SandboxController(Controller):
         self, db_session: DbSession, principal: CurrentPrincipal, sandbox_id: FromPath[str]
     ) -> Sandbox:
         return await service.get_sandbox(db_session, principal, sandbox_id)
+
+    @get(
+        "/{sandbox_id:str}/metrics",
+        operation_id="get_sandbox_metrics",
+        summary="What a running sandbox uses now",
+        description="CPU time, host memory, processes and writable space, read from the "
+        "sandbox's runtime when asked. A figure the runtime cannot measure is null (BoxLite "
+        "gives no CPU time, processes or writable space). A sandbox that is not running is a "
+        "409.",
+        opt={"routed": "sandbox", "scope": "sandboxes:read", "bound_token": "sandbox"},
+    )
+    async def get_sandbox_metrics(
+        self,
+        db: Db,
+        runtimes: Runtimes,
+        principal: CurrentPrincipal,
+        sandbox_id: FromPath[str],
+    ) -> SandboxMetrics:
+        return await service.sandbox_metrics(db, runtimes, principal, sandbox_id)
 
     @get(
         "/{sandbox_id:str}/transitions",

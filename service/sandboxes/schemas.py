@@ -177,3 +177,22 @@ class Transition(msgspec.Struct, kw_only=True):
     to_state: str
     reason: str | None
     at: datetime
+
+
+class SandboxMetrics(msgspec.Struct, kw_only=True):
+    """What a running sandbox uses now. A figure its runtime cannot measure is null."""
+
+    sandbox_id: str
+    at: datetime
+    # CPU time spent since the sandbox started (on gVisor its sandbox kernel's too).
+    cpu_seconds: float | None
+    # Host memory the sandbox holds, and its cap (on gVisor both include its tmpfs files and
+    # its sandbox kernel).
+    memory_bytes: int
+    memory_limit_bytes: int
+    # Processes in the sandbox besides its init, and the cap on them.
+    processes: int | None
+    processes_limit: int
+    # Writable space used (/work, /tmp, /var/tmp, /dev/shm, the home directory) and its size.
+    writable_bytes: int | None
+    writable_limit_bytes: int | None

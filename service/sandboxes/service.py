@@ -37,6 +37,7 @@ from service.sandboxes.repository import SandboxRepository
 from service.sandboxes.schemas import (
     Sandbox,
     SandboxCreate,
+    SandboxMetrics,
     SandboxNetwork,
     SandboxPage,
     SandboxUpdate,
@@ -174,6 +175,28 @@ async def get_row_scoped(
     if row is None:
         raise NotFound(f"no sandbox {sandbox_id}")
     return row
+
+
+async def sandbox_metrics(
+    db: Db, holder: RuntimeHolder, principal: Principal, sandbox_id: str
+) -> SandboxMetrics:
+    async with db() as session:
+        row = await get_row(session, principal, sandbox_id)
+    require_running(row)
+    assert row.runtime_id is not None
+    runtime = await holder.get()
+    stats = await runtime.stats(row.runtime_id)
+    return SandboxMetrics(
+        sandbox_id=row.id,
+        at=utcnow(),
+        cpu_seconds=stats.cpu_seconds,
+        memory_bytes=stats.memory_bytes,
+        memory_limit_bytes=stats.memory_limit_bytes,
+        processes=stats.processes,
+        processes_limit=stats.processes_limit,
+        writable_bytes=stats.writable_bytes,
+        writable_limit_bytes=stats.writable_limit_bytes,
+    )
 
 
 def require_running(row: SandboxRow) -> None:

@@ -266,6 +266,7 @@ async def airlock(e2e_state: Path) -> AsyncIterator[Airlock]:
         "AIRLOCK_RUNTIME": "gvisor",
         "AIRLOCK_OPERATOR_KEY": operator_key,
         "AIRLOCK_TTL_REAPER_INTERVAL_S": "1",
+        "AIRLOCK_USAGE_SAMPLE_INTERVAL_S": "1",
     }
     server = Server(e2e_state, env, free_port(), e2e_state / "server.log")
     server.start()

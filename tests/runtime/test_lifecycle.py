@@ -30,6 +30,32 @@ async def test_create_list_get_stats(runtime: SandboxRuntime, make_sandbox: Sand
     assert (await runtime.get(box.id)).state == "running"
     stats = await runtime.stats(box.id)
     assert stats.memory_bytes > 0 and stats.pids >= 1
+    assert stats.processes_limit == box.spec.pids
+
+
+async def test_stats_see_processes_and_writable_space(
+    runtime: SandboxRuntime, make_sandbox: SandboxFactory
+) -> None:
+    """Processes are counted inside the sandbox (by its agent, or `runsc ps` without one);
+    writable space only where an agent can look (None otherwise, never a guess)."""
+    box = await make_sandbox()
+    before = await runtime.stats(box.id)
+    assert before.processes == 0, before
+    await sh(
+        runtime,
+        box.id,
+        "head -c 8388608 /dev/zero > /work/eight; "
+        "(sleep 60 >/dev/null 2>&1 &); sleep 60 >/dev/null 2>&1 &",
+    )
+    after = await runtime.stats(box.id)
+    assert after.processes is not None and after.processes >= 2, after
+    if after.writable_bytes is None:
+        assert isinstance(runtime, GVisorRuntime) and not runtime.use_agent
+    else:
+        assert before.writable_bytes is not None
+        assert after.writable_bytes - before.writable_bytes >= 8 << 20, (before, after)
+        assert after.writable_limit_bytes is not None
+        assert after.writable_limit_bytes >= box.spec.disk_mib << 20
 
 
 async def test_invalid_spec_is_rejected(runtime: SandboxRuntime) -> None:

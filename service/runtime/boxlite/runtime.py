@@ -163,12 +163,14 @@ class BoxliteRuntime(Snapshots, Files, Images):
             metrics = await sandbox.box.metrics()
         except Exception as exc:
             raise typed_error(exc, "metrics", sandbox_id=sandbox_id) from exc
+        # BoxLite reports a CPU percentage, not the time spent: not given rather than made up.
         return SandboxStats(
-            cpu_seconds=0.0,
+            cpu_seconds=None,
             memory_bytes=int(getattr(metrics, "memory_bytes", 0) or 0),
             memory_limit_bytes=spec.memory_mib << 20,
             pids=0,
             pids_limit=spec.pids,
+            processes_limit=spec.pids,
         )
 
     async def reap_orphans(self) -> list[str]:

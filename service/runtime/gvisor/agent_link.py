@@ -47,9 +47,12 @@ KILL_CONFIRM_S = 5.0
 PING_TIMEOUT_S = 2.0
 F_SETPIPE_SZ = 1031
 
-PING, START, STDIN, STDIN_CLOSE, KILL, ACK = 1, 2, 3, 4, 5, 6
-HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK = 64, 65, 66, 67, 68, 69, 70
-FROM_AGENT = {HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK}
+PING, START, STDIN, STDIN_CLOSE, KILL, ACK, USAGE = 1, 2, 3, 4, 5, 6, 7
+HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK, USAGE_OF = 64, 65, 66, 67, 68, 69, 70, 71
+FROM_AGENT = {HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK, USAGE_OF}
+# An agent from before the usage frame (a sandbox restored from an older snapshot) does not
+# answer it: asked once, for this long.
+USAGE_TIMEOUT_S = 1.0
 
 # PID 1's program: run the agent; if it cannot start (or ever returns), become the plain init.
 BOOT = """import os, sys
@@ -104,6 +107,13 @@ class _Hello(msgspec.Struct, forbid_unknown_fields=True):
 class _Pong(msgspec.Struct, forbid_unknown_fields=True):
     v: int
     token: str
+
+
+class Usage(msgspec.Struct, forbid_unknown_fields=True):
+    token: str
+    processes: int
+    # mount point -> [bytes used, bytes in all]
+    mounts: dict[str, tuple[int, int]]
 
 
 class _Started(msgspec.Struct, forbid_unknown_fields=True):
@@ -168,6 +178,8 @@ class AgentLink(asyncio.Protocol):
         self._channels: dict[int, Channel] = {}
         self._last = 0
         self._pings: dict[str, asyncio.Future[None]] = {}
+        self._usages: dict[str, asyncio.Future[Usage]] = {}
+        self.answers_usage = True
         self._ready = asyncio.get_running_loop().create_future()
         self._reader: asyncio.ReadTransport | None = None
         self._writer: asyncio.WriteTransport | None = None
@@ -220,6 +232,14 @@ class AgentLink(asyncio.Protocol):
         self.close("the agent closed its output")
 
     def _dispatch(self, kind: int, number: int, payload: bytes) -> None:
+        if kind == USAGE_OF:
+            if number != 0:
+                raise ValueError("usage on an exec channel")
+            usage = _decode(payload, Usage)
+            waiter = self._usages.pop(usage.token, None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(usage)
+            return
         if kind == HELLO or kind == PONG:
             if number != 0:
                 raise ValueError("hello/pong on an exec channel")
@@ -323,6 +343,25 @@ class AgentLink(asyncio.Protocol):
             return False
         finally:
             self._pings.pop(token, None)
+
+    async def usage(self, paths: list[str]) -> Usage | None:
+        """The processes and the writable space the agent sees in the sandbox; None when it
+        cannot say (an agent older than this question, which is then not asked again)."""
+        if not self.answers_usage:
+            return None
+        token = secrets.token_hex(8)
+        waiter: asyncio.Future[Usage] = asyncio.get_running_loop().create_future()
+        self._usages[token] = waiter
+        try:
+            self.send(USAGE, 0, msgspec.json.encode({"token": token, "paths": paths}))
+            return await asyncio.wait_for(waiter, USAGE_TIMEOUT_S)
+        except TimeoutError:
+            self.answers_usage = False
+            return None
+        except AgentLost:
+            return None
+        finally:
+            self._usages.pop(token, None)
 
     async def wait_ready(self, timeout_s: float) -> bool:
         if not self._ready.done() and timeout_s > 0:

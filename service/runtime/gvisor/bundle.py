@@ -47,6 +47,11 @@ def scratch_mib(spec: SandboxSpec) -> int:
     return max(4, spec.disk_mib // 4)
 
 
+# The sandbox's writable space: the tmpfs mounts of `config` a tenant's processes write to
+# (the home directory where the image has one).
+WRITABLE = ("/work", "/tmp", "/var/tmp", "/dev/shm", "/home/sandbox")  # noqa: S108
+
+
 def writable_mib(spec: SandboxSpec, with_home: bool) -> int:
     return spec.disk_mib + scratch_mib(spec) * (3 if with_home else 2) + 16
 

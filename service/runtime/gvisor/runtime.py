@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import resource
@@ -34,7 +35,7 @@ from .platform import version as platform_version
 from .policy import Policy
 from .runsc import BackgroundReaper, Runsc
 from .snapshots import Snapshots
-from .store import Store
+from .store import Sandbox, Store
 
 if TYPE_CHECKING:
     from ..config import RuntimeConfig
@@ -42,6 +43,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CGROUP_PARENT = "/airlock"
+
+
+# How long metrics wait for a just-started sandbox's agent (else they do without it).
+AGENT_HELLO_S = 2.0
 
 
 class GVisorRuntime(Snapshots, Files, Policy):
@@ -202,13 +207,37 @@ class GVisorRuntime(Snapshots, Files, Policy):
         if not sandbox.cgroup.exists():
             raise SandboxFailed(sandbox_id, sandbox.meta.get("failure_reason") or "stopped")
         usage = await asyncio.to_thread(sandbox.cgroup.usage)
+        # A sandbox just started has an agent that may not have said hello yet.
+        ready = await self.agent_ready(sandbox_id, AGENT_HELLO_S)
+        inside = await sandbox.link.usage(list(bundle.WRITABLE)) if ready and sandbox.link else None
+        if inside is not None:
+            processes: int | None = inside.processes
+            used = sum(u for u, _ in inside.mounts.values())
+            size: int | None = sum(s for _, s in inside.mounts.values())
+        else:
+            processes, used, size = await self._processes(sandbox), None, None
         return SandboxStats(
             cpu_seconds=usage.cpu_seconds,
             memory_bytes=usage.memory_bytes,
             memory_limit_bytes=usage.memory_limit_bytes,
             pids=usage.pids,
             pids_limit=usage.pids_limit,
+            processes=processes,
+            processes_limit=sandbox.spec.pids,
+            writable_bytes=used if size else None,
+            writable_limit_bytes=size or None,
         )
+
+    async def _processes(self, sandbox: Sandbox) -> int | None:
+        """Without the agent: the sandbox's processes as `runsc ps` lists them, but its init."""
+        code, out = await self.cli.run("ps", "--format=json", sandbox.id, limit_s=10)
+        if code != 0:
+            return None
+        try:
+            listed = json.loads(out) or []
+        except ValueError:
+            return None
+        return max(0, len(listed) - 1)
 
     async def close(self) -> None:
         await self.reaper.close()

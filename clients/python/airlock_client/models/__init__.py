@@ -74,6 +74,7 @@ from .sandbox_create_preset_type_0 import SandboxCreatePresetType0
 from .sandbox_create_size_type_0 import SandboxCreateSizeType0
 from .sandbox_env import SandboxEnv
 from .sandbox_labels import SandboxLabels
+from .sandbox_metrics import SandboxMetrics
 from .sandbox_network import SandboxNetwork
 from .sandbox_network_mode import SandboxNetworkMode
 from .sandbox_page import SandboxPage
@@ -182,6 +183,7 @@ __all__ = (
     "SandboxCreateSizeType0",
     "SandboxEnv",
     "SandboxLabels",
+    "SandboxMetrics",
     "SandboxNetwork",
     "SandboxNetworkMode",
     "SandboxPage",

@@ -13,7 +13,8 @@ here (it made the sandbox); the host trusts nothing from this side. When the hos
 init. Stdlib only, and Python 3.6 syntax: images bring their own python3.
 
 Modules: `wire` (frames, constants), `loop` (the Agent: frames, pipes, reaping), `become`
-(turning a child into the exec), `tree` (killing an exec's process tree).
+(turning a child into the exec), `tree` (killing an exec's process tree), `usage` (what the
+sandbox holds, for its metrics).
 """
 
 import loop

@@ -12,6 +12,7 @@ import time
 
 import become
 import tree
+import usage
 from wire import (
     ACK,
     CHUNK,
@@ -34,6 +35,8 @@ from wire import (
     STDIN_ACK,
     STDIN_CLOSE,
     STDOUT,
+    USAGE,
+    USAGE_OF,
     VERSION,
     log,
     set_nonblocking,
@@ -163,6 +166,9 @@ class Agent:
         ex = self.execs.get(channel)
         if kind == PING:
             self.send_json(PONG, channel, {"v": VERSION, "token": payload.decode()})
+        elif kind == USAGE:
+            req = json.loads(payload.decode())
+            self.send_json(USAGE_OF, 0, dict(usage.usage(req["paths"]), token=req["token"]))
         elif kind == START:
             self.start(channel, json.loads(payload.decode()))
         elif ex is None:
