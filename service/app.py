@@ -66,7 +66,13 @@ from service.sandboxes.controller import SandboxController
 from service.sandboxes.usage import UsageSampler
 from service.secrets.controller import SecretController
 from service.settings import Settings
-from service.telemetry import MetricsController, otel_plugin, prometheus_config, tracer_provider
+from service.telemetry import (
+    MetricsController,
+    otel_plugin,
+    prometheus_config,
+    tracer_provider,
+    use_tracer,
+)
 from service.templates.controller import TemplateController
 from service.tenants.controller import TenantController
 from service.tokens.controller import TokenController, jwks
@@ -105,6 +111,14 @@ def create_app(
     router = NodeRouter(sessionmaker, settings, node_credentials, local_node)
     exec_runner = ExecRunner(sessionmaker, engine, runtimes)
     pool = WarmPool(settings)
+    # Tracing costs a span per request: only when something receives the spans.
+    provider = (
+        tracer_provider(settings, span_processor)
+        if settings.otel_traces_exporter != "none" or span_processor is not None
+        else None
+    )
+    if provider is not None:
+        use_tracer(provider)
     auth_cache = AuthCache()
     # A node hears its callers inside the replicas' tokens: it looks no credential up.
     auth_listener = (
@@ -199,12 +213,7 @@ def create_app(
             SandboxRuntimeError: runtime_error_handler,
         },
         before_send=[add_request_id_header],
-        # Tracing costs a span per request: only when something receives the spans.
-        plugins=(
-            [otel_plugin(tracer_provider(settings, span_processor))]
-            if settings.otel_traces_exporter != "none" or span_processor is not None
-            else []
-        ),
+        plugins=[otel_plugin(provider)] if provider is not None else [],
         openapi_config=OpenAPIConfig(
             title="Airlock",
             version=VERSION,

@@ -9,12 +9,40 @@ from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 from litestar.plugins.opentelemetry import OpenTelemetryConfig, OpenTelemetryPlugin
 from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
+from opentelemetry import propagate, trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
 from service.errors import Unauthenticated
 from service.settings import Settings
+
+
+class _Tracing:
+    """The tracer of this process's app: a no-op one until an app that traces is made
+    (`use_tracer`; in a process with several apps, the last that traces)."""
+
+    tracer: trace.Tracer = trace.NoOpTracer()
+
+
+def use_tracer(provider: TracerProvider) -> None:
+    _Tracing.tracer = provider.get_tracer("airlock")
+
+
+def span(
+    name: str, attributes: dict[str, Any], kind: trace.SpanKind = trace.SpanKind.INTERNAL
+) -> Any:
+    """A span inside the current request's (a child of its server span): for what a request
+    asks of the runtime, and of another node."""
+    return _Tracing.tracer.start_as_current_span(name, kind=kind, attributes=attributes)
+
+
+def trace_headers() -> dict[str, str]:
+    """The W3C trace context of the current span, for a request to another node (empty when
+    nothing is traced)."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return carrier
 
 
 def tracer_provider(settings: Settings, extra: SpanProcessor | None = None) -> TracerProvider:

@@ -19,6 +19,7 @@ import msgspec
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from service import telemetry
 from service.audit.recorder import AuditContext
 from service.db.base import utcnow
 from service.errors import IdempotencyKeyReused, NotFound, QuotaExceeded, Unprocessable
@@ -286,6 +287,28 @@ class ExecRunner:
             )
 
     async def _run(
+        self,
+        runtime: SandboxRuntime,
+        tenant_id: str,
+        sandbox_id: str,
+        runtime_id: str,
+        row: dict[str, Any],
+        *rest: Any,
+    ) -> Exec:
+        """The exec in the runtime, as a span of the request that started it."""
+        attributes = {
+            "airlock.sandbox_id": sandbox_id,
+            "airlock.exec_id": row["id"],
+            "airlock.runtime": runtime.name,
+        }
+        with telemetry.span("airlock.exec", attributes) as span:
+            final = await self._execute(runtime, tenant_id, sandbox_id, runtime_id, row, *rest)
+            span.set_attribute("airlock.exec.outcome", final.outcome or "none")
+            if final.exit_code is not None:
+                span.set_attribute("airlock.exec.exit_code", final.exit_code)
+            return final
+
+    async def _execute(
         self,
         runtime: SandboxRuntime,
         tenant_id: str,

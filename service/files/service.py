@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from service import telemetry
 from service.audit.recorder import AuditContext, record
 from service.auth.principal import Principal
 from service.db.models import Tenant
@@ -191,9 +192,12 @@ async def stream_into(
     runtime: SandboxRuntime, target: Target, path: str, body: CappedBody, mode: int = 0o600
 ) -> int:
     """Write the body to `path`; on any failure (including the limit) remove it and raise."""
+    attributes = {"airlock.sandbox_id": target.sandbox_id, "airlock.path": path}
     try:
-        size = await runtime.write_file(target.runtime_id, path, body, mode=mode)
-        body.check()
+        with telemetry.span("airlock.files.write", attributes) as span:
+            size = await runtime.write_file(target.runtime_id, path, body, mode=mode)
+            body.check()
+            span.set_attribute("airlock.files.bytes", size)
     except BaseException:
         await remove_quietly(runtime, target, path)
         raise
@@ -298,7 +302,11 @@ async def download_file(
     runtime = await holder.get()
     target = await resolve(db, principal, sandbox_id)
     chunks = runtime.read_file(target.runtime_id, source)
-    first = await first_chunk(chunks)
+    # The span covers opening the file; its bytes stream after the request's handler returns.
+    with telemetry.span(
+        "airlock.files.read", {"airlock.sandbox_id": sandbox_id, "airlock.path": source}
+    ):
+        first = await first_chunk(chunks)
     try:
         await audit(db, ctx, target, "file.read", path=source)
     except BaseException:

@@ -29,9 +29,11 @@ from typing import Any
 import aiohttp
 import msgspec
 from litestar.connection import ASGIConnection
+from opentelemetry.trace import SpanKind
 from sqlalchemy import func, literal, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from service import telemetry
 from service.auth.middleware import authorize
 from service.auth.principal import Principal
 from service.db.base import UTCDateTime, utcnow
@@ -80,6 +82,8 @@ _DROPPED = frozenset(
         NODE_FULL_HEADER.lower().encode(),
     }
 )
+# W3C trace context: replaced by this request's own when it is traced.
+_TRACE_CONTEXT = frozenset({b"traceparent", b"tracestate"})
 _ACTIVE = [s.value for s in ACTIVE]
 
 
@@ -275,7 +279,26 @@ class NodeRouter:
     ) -> bool:
         """Send the request to the node and stream its answer back. False (nothing sent to the
         client) when the node could not be reached, or when `placing` and the node said it is
-        full; the caller decides what that means."""
+        full; the caller decides what that means. Traced as a client span of this request,
+        whose context the node's server span continues."""
+        attributes = {
+            "airlock.node_id": node_id,
+            "http.request.method": scope["method"],
+            "url.path": scope["path"],
+        }
+        with telemetry.span("airlock.route", attributes, SpanKind.CLIENT):
+            return await self._forward(scope, receive, send, node_id, principal, body, placing)
+
+    async def _forward(
+        self,
+        scope: dict[str, Any],
+        receive: Any,
+        send: Any,
+        node_id: str,
+        principal: Principal,
+        body: bytes | None,
+        placing: bool,
+    ) -> bool:
         address = await self.address(node_id)
         query = scope.get("query_string") or b""
         url = address.rstrip("/") + scope["raw_path"].decode("latin-1")
@@ -293,6 +316,9 @@ class NodeRouter:
             if k.lower() == b"connection"
             for token in v.split(b",")
         }
+        traced = telemetry.trace_headers()
+        if traced:  # the caller's trace context is this request's parent, not the node's
+            dropped |= _TRACE_CONTEXT
         for k, v in scope["headers"]:
             name = k.lower()
             if name == b"content-length":
@@ -302,6 +328,7 @@ class NodeRouter:
             if name not in dropped:
                 headers.append((k.decode("latin-1"), v.decode("latin-1")))
         headers.append(("Authorization", f"Bearer {token}"))
+        headers.extend(traced.items())
         headers.append((REQUEST_ID, request_id_for(scope)))
         data: bytes | AsyncIterator[bytes] | None = body
         if data is None and (chunked or (length or 0) > SMALL_BODY):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service import telemetry
 from service.audit.recorder import AuditContext, record
 from service.auth.principal import Principal
 from service.db.base import utcnow
@@ -236,12 +237,14 @@ async def create_sandbox(
         network_private=list(quotas.network_private_cidrs),
         **({"pids": preset.pids, "user": preset.user} if (preset := _preset(data)) else {}),
     )
+    attributes = {"airlock.sandbox_id": sandbox_id, "airlock.runtime": runtime.name}
     try:
-        if recipe is not None:
-            recipe = starter.with_grants(recipe, quotas.network_private_cidrs)
-            info = await starter.start(runtime, recipe, (network.mode, tuple(network.allow)))
-        else:
-            info = await runtime.create(image, spec)
+        with telemetry.span("airlock.sandbox.start", attributes):
+            if recipe is not None:
+                recipe = starter.with_grants(recipe, quotas.network_private_cidrs)
+                info = await starter.start(runtime, recipe, (network.mode, tuple(network.allow)))
+            else:
+                info = await runtime.create(image, spec)
     except SandboxRuntimeError as exc:
         await service.record_failure(
             db, principal.tenant_id, sandbox_id, ctx, f"create failed: {exc.public()}"

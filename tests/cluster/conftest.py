@@ -24,6 +24,9 @@ from typing import Any, TypeVar
 import asyncpg
 import httpx
 import pytest
+from aiohttp import web
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from service.runtime import images
 from tests.conftest import pg_admin_url
@@ -54,6 +57,7 @@ class Cluster:
     info: dict[str, Any]
     db_url: str  # postgresql:// for asyncpg
     made: list[tuple[str, str]] = field(default_factory=list)  # (key, sandbox id)
+    traces: TraceSink | None = None  # the spans every process exported
 
     def process(self, name: str) -> dict[str, Any]:
         return next(p for p in self.info["processes"] if p["name"] == name)
@@ -136,6 +140,39 @@ async def wait_for(check: Callable[[], Awaitable[T]], timeout_s: float = 30.0) -
         await asyncio.sleep(0.2)
 
 
+class TraceSink:
+    """An OTLP/HTTP receiver the cluster's processes export their spans to."""
+
+    def __init__(self) -> None:
+        self.spans: list[Span] = []
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/traces", self._receive)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}/v1/traces"
+
+    async def _receive(self, request: web.Request) -> web.Response:
+        export = ExportTraceServiceRequest.FromString(await request.read())
+        for resource in export.resource_spans:
+            for scope in resource.scope_spans:
+                self.spans.extend(scope.spans)
+        return web.Response(content_type="application/x-protobuf")
+
+    def of_trace(self, trace_id: bytes) -> list[Span]:
+        return [s for s in self.spans if s.trace_id == trace_id]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
 @pytest.fixture(scope="module")
 async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Cluster]:
     images.build_default_image(SHARED_STATE)  # instant when built
@@ -153,6 +190,12 @@ async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Clu
     }
     if os.environ.get("AIRLOCK_RUNSC_PLATFORM"):
         env["AIRLOCK_RUNSC_PLATFORM"] = os.environ["AIRLOCK_RUNSC_PLATFORM"]
+    # Every process traces, to a receiver here: a request's spans can be followed across them.
+    traces = TraceSink()
+    await traces.start()
+    env["OTEL_TRACES_EXPORTER"] = "otlp"
+    env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = traces.url
+    env["OTEL_BSP_SCHEDULE_DELAY"] = "200"
     started = await asyncio.to_thread(
         subprocess.run,
         ["bash", str(REPO / "scripts/cluster.sh"), "start", "--dir", str(directory),
@@ -169,8 +212,9 @@ async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Clu
             )
             pytest.fail(f"cluster did not start:\n{started.stderr[-4000:]}\n{logs}")
         db_url = f"{admin.rsplit('/', 1)[0]}/{database}"
-        yield Cluster(directory, json.loads(info_path.read_text()), db_url)
+        yield Cluster(directory, json.loads(info_path.read_text()), db_url, traces=traces)
     finally:
+        await traces.stop()
         await asyncio.to_thread(
             subprocess.run,
             ["bash", str(REPO / "scripts/cluster.sh"), "stop", "--clean", "--dir", str(directory)],

@@ -198,6 +198,50 @@ async def test_a_revocation_through_one_replica_is_refused_by_the_other(
             assert await wait_for(refused, timeout_s=TTL_S / 4)
 
 
+async def test_one_request_is_traced_from_the_replica_through_the_node_into_the_runtime(
+    cluster: Cluster,
+) -> None:
+    """The caller's trace context goes on from the replica's server span, through its span for
+    the call to the node, into the node's server span and the exec's span in the runtime."""
+    assert cluster.traces is not None
+    key = await cluster.tenant()
+    sandbox = await cluster.sandbox(key)
+    trace_id = secrets.token_bytes(16)
+    caller_span = secrets.token_bytes(8)
+    parent = f"00-{trace_id.hex()}-{caller_span.hex()}-01"
+    async with cluster.http(cluster.apis[0], key) as http:
+        r = await http.post(
+            f"/v1/sandboxes/{sandbox}/execs",
+            json={"cmd": ["echo", "traced"]},
+            headers={"traceparent": parent},
+        )
+        assert r.status_code == 200 and r.json()["stdout"] == "traced\n", r.text
+
+    def names() -> set[str]:
+        return {s.name for s in cluster.traces.of_trace(trace_id)}  # type: ignore[union-attr]
+
+    async def complete() -> bool:
+        return {"airlock.route", "airlock.exec"} <= names()
+
+    assert await wait_for(complete, timeout_s=15), names()
+    spans = cluster.traces.of_trace(trace_id)
+    by_id = {s.span_id: s for s in spans}
+    route = next(s for s in spans if s.name == "airlock.route")
+    replica = by_id[route.parent_span_id]
+    assert replica.kind == replica.SPAN_KIND_SERVER and replica.parent_span_id == caller_span
+    node_server = next(
+        s for s in spans if s.kind == s.SPAN_KIND_SERVER and s.parent_span_id == route.span_id
+    )
+    exec_span = next(s for s in spans if s.name == "airlock.exec")
+    # The exec ran under the node's request: its parents lead back to the node's server span.
+    ancestor = exec_span
+    while ancestor.parent_span_id in by_id and ancestor.span_id != node_server.span_id:
+        ancestor = by_id[ancestor.parent_span_id]
+    assert ancestor.span_id == node_server.span_id
+    attributes = {a.key: a.value.string_value for a in exec_span.attributes}
+    assert attributes["airlock.sandbox_id"] == sandbox
+
+
 async def test_a_drained_node_gets_no_new_sandboxes(cluster: Cluster) -> None:
     key = await cluster.tenant()
     async with cluster.http(cluster.apis[0], cluster.operator_key) as op:
