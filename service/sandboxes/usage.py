@@ -62,6 +62,12 @@ _GAUGES = (
 )
 
 
+SAMPLE_AGE = "airlock_usage_sample_age_seconds"
+SAMPLE_DURATION = "airlock_usage_sample_duration_seconds"
+# Every name this module puts on /metrics.
+METRIC_NAMES = (*(f"airlock_tenant_{name}" for name, _ in _GAUGES), SAMPLE_AGE, SAMPLE_DURATION)
+
+
 class _UsageCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         if LATEST.at is None:
@@ -74,12 +80,12 @@ class _UsageCollector(Collector):
                 family.add_metric([tenant_id], getattr(usage, name))
             yield family
         yield GaugeMetricFamily(
-            "airlock_usage_sample_age_seconds",
+            SAMPLE_AGE,
             "Seconds since the per-tenant figures were sampled",
             value=time.monotonic() - LATEST.at,
         )
         yield GaugeMetricFamily(
-            "airlock_usage_sample_duration_seconds",
+            SAMPLE_DURATION,
             "How long the last per-tenant sample took",
             value=LATEST.took_s,
         )

@@ -5,12 +5,18 @@ deployment needs."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from service.sandboxes import usage
+from tests.conftest import Api
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "helm" / "airlock"
@@ -19,7 +25,8 @@ VALIDATE = REPO / ".venv" / "bin" / "kubernetes-validate"
 KUBE_VERSION = "1.35.0"
 KVM_VALUES = CHART / "ci" / "kvm-values.yaml"
 # Kinds whose schema is a CRD's, which kubernetes-validate does not have.
-CRD_KINDS = {"ServiceMonitor"}
+CRD_KINDS = {"ServiceMonitor", "PodMonitor"}
+DASHBOARD = CHART / "dashboards" / "airlock.json"
 
 
 def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -187,6 +194,18 @@ def test_kvm_hosts_get_boxlite_with_dev_kvm() -> None:
     ]
     (api,) = by_kind(docs, "Deployment")
     assert "replicas" not in api["spec"]  # the HPA owns it
+    # The nodes' /metrics too (the tenants' use is there), reachable from the scraper's
+    # namespace only; and the dashboard, for Grafana's sidecar.
+    (pods,) = by_kind(docs, "PodMonitor")
+    assert pods["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"] == "node"
+    (policy,) = by_kind(docs, "NetworkPolicy")
+    scraper = {"kubernetes.io/metadata.name": "monitoring"}
+    assert policy["spec"]["ingress"][1]["from"] == [{"namespaceSelector": {"matchLabels": scraper}}]
+    (board,) = [
+        c for c in by_kind(docs, "ConfigMap") if c["metadata"]["name"].endswith("dashboard")
+    ]
+    assert board["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(board["data"]["airlock.json"]) == json.loads(DASHBOARD.read_text())
 
 
 def test_a_label_both_selectors_name_renders_once() -> None:
@@ -239,3 +258,19 @@ def test_the_values_schema_refuses_mistakes(setting: str, complaint: str) -> Non
     )  # fmt: skip
     assert result.returncode != 0
     assert complaint in result.stderr, result.stderr
+
+
+async def test_the_dashboard_asks_only_for_what_the_service_exports(api: Api) -> None:
+    """Every series a panel queries is one Airlock's /metrics has (a renamed metric would
+    leave a panel silently empty)."""
+    board = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for p in board["panels"] for t in p["targets"]]
+    asked = {m for e in exprs for m in re.findall(r"\b((?:airlock|process)_[a-z_]+)\b", e)}
+    # The request metrics exist once a request was served.
+    assert (await api.client.get("/v1/tenants", headers=api.operator)).status_code == 200
+    text = (await api.client.get("/metrics")).text
+    exported = {f.name for f in text_string_to_metric_families(text)}
+    exported |= {f"{n}_bucket" for n in exported} | {f"{n}_total" for n in exported}
+    exported |= set(usage.METRIC_NAMES)  # per node, once it has sampled
+    assert asked - exported == set(), sorted(asked - exported)
+    assert len({p["id"] for p in board["panels"]}) == len(board["panels"])
