@@ -11,7 +11,8 @@ runtime first. Everything lives in one directory (default .airlock-cluster):
     cluster.json       what `start` made: URLs, node ids, pids, the database URL
 
 Node i listens on port+10+i with the sandbox network range 10.(200+i).0.0/16; replica j on
-port+j. AIRLOCK_* variables set by the caller reach every process (AIRLOCK_NODE_LEASE_S, ...).
+port+j. AIRLOCK_* variables set by the caller reach every process (AIRLOCK_NODE_LEASE_S, ...),
+and so do OTEL_* ones (OTEL_EXPORTER_OTLP_ENDPOINT: every process sends its spans there).
 """
 
 from __future__ import annotations
@@ -102,7 +103,14 @@ def base_env(database_url: str) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "PYTHONUNBUFFERED": "1",
     }
-    env.update({k: v for k, v in os.environ.items() if k.startswith("AIRLOCK_") and k not in _OWN})
+    # The caller's AIRLOCK_* settings, and the standard OTEL_* ones (where spans go).
+    env.update(
+        {
+            k: v
+            for k, v in os.environ.items()
+            if (k.startswith("AIRLOCK_") and k not in _OWN) or k.startswith("OTEL_")
+        }
+    )
     env["AIRLOCK_DATABASE_URL"] = database_url
     return env
 

@@ -29,6 +29,13 @@ class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
         self, connection: ASGIConnection[Any, Any, Any, Any]
     ) -> AuthenticationResult:
         state = connection.app.state
+        span = trace.get_current_span()
+        template = connection.scope.get("path_template")
+        if template and span.is_recording():
+            # The span began before routing, named by the raw path (ids in it): name it by the
+            # route instead, as the metrics are.
+            span.update_name(f"{connection.scope['method']} {template}")
+            span.set_attribute("http.route", template)
         authorization = connection.headers.get("authorization")
         role = state.settings.role
         if role == "node" or (
@@ -39,7 +46,6 @@ class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
             forwarded = state.node_credentials.verify(bearer_credential(authorization))
             return AuthenticationResult(user=forwarded.principal, auth=forwarded)
         principal = await state.authenticator.authenticate(authorization)
-        span = trace.get_current_span()
         span.set_attribute("airlock.principal.kind", principal.kind.value)
         if principal.tenant_id is not None:
             span.set_attribute("airlock.tenant_id", principal.tenant_id)

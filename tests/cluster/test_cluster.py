@@ -229,6 +229,8 @@ async def test_one_request_is_traced_from_the_replica_through_the_node_into_the_
     route = next(s for s in spans if s.name == "airlock.route")
     replica = by_id[route.parent_span_id]
     assert replica.kind == replica.SPAN_KIND_SERVER and replica.parent_span_id == caller_span
+    # Server spans are named by the route, not by a path with ids in it.
+    assert replica.name == "POST /v1/sandboxes/{sandbox_id}/execs", replica.name
     node_server = next(
         s for s in spans if s.kind == s.SPAN_KIND_SERVER and s.parent_span_id == route.span_id
     )
