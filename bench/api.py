@@ -97,9 +97,9 @@ async def drop_database(url: str) -> None:
         await conn.close()
 
 
-async def wait_ready(base: str, proc: subprocess.Popen[bytes]) -> None:
+async def wait_ready(base: str, proc: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
     async with httpx.AsyncClient() as client:
-        for _ in range(300):
+        for _ in range(int(timeout_s * 10)):
             if proc.poll() is not None:
                 raise SystemExit("the server exited; see its log")
             try:

@@ -152,20 +152,27 @@ class SaasChurn(_Airlock):
             self.delete(sandbox)
 
 
-class ExecStream(_Airlock):
-    wait_time = between(0.5, 1.5)
-    tenant_pool = "streams"
-    LINES = 20
+class _OwnSandbox(_Airlock):
+    """A user with one sandbox of its own for the whole run."""
+
+    abstract = True
+    SANDBOX: dict[str, Any] = {}
 
     def on_start(self) -> None:
         super().on_start()
-        self.sandbox = self.create(ttl_s=3600)
+        self.sandbox = self.create(ttl_s=3600, **self.SANDBOX)
         if self.sandbox is None:
             raise StopUser()
 
     def on_stop(self) -> None:
         if getattr(self, "sandbox", None):
             self.delete(self.sandbox)
+
+
+class ExecStream(_OwnSandbox):
+    wait_time = between(0.5, 1.5)
+    tenant_pool = "streams"
+    LINES = 20
 
     @task
     def follow(self) -> None:
@@ -284,21 +291,12 @@ class Reviewer(_Airlock):
         )
 
 
-class ExecRate(_Airlock):
+class ExecRate(_OwnSandbox):
     """Execs back to back in a sandbox of its own: the sustained exec rate."""
 
     wait_time = constant(0)
     tenant_pool = "agents"
-
-    def on_start(self) -> None:
-        super().on_start()
-        self.sandbox = self.create(ttl_s=3600, memory_mib=128, disk_mib=64)
-        if self.sandbox is None:
-            raise StopUser()
-
-    def on_stop(self) -> None:
-        if getattr(self, "sandbox", None):
-            self.delete(self.sandbox)
+    SANDBOX = {"memory_mib": 128, "disk_mib": 64}
 
     @task
     def run_true(self) -> None:

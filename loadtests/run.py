@@ -35,7 +35,13 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.api import database_url, destroy_all, drop_database, free_port  # noqa: E402
+from bench.api import (  # noqa: E402
+    database_url,
+    destroy_all,
+    drop_database,
+    free_port,
+    wait_ready,
+)
 from loadtests import host  # noqa: E402
 from loadtests.fixtures import make_bundle  # noqa: E402
 
@@ -126,7 +132,8 @@ class Target:
         )
         self.api_pids = [self._proc.pid]
         self.url = f"http://127.0.0.1:{port}"
-        await self._wait_ready()
+        # A loaded machine (the test command runs this too) can take a while to start it.
+        await wait_ready(self.url, self._proc, timeout_s=120)
 
     async def _start_cluster(self) -> None:
         cluster = self.root / "cluster"
@@ -150,19 +157,6 @@ class Target:
         self.url = apis[0]["url"]
         self.api_pids = [p["pid"] for p in info["processes"]]
         self.state_dirs = [Path(p["state_dir"]) for p in info["processes"] if p["role"] == "node"]
-
-    async def _wait_ready(self) -> None:
-        async with httpx.AsyncClient() as client:
-            for _ in range(600):
-                if self._proc is not None and self._proc.poll() is not None:
-                    raise SystemExit("the server exited; see server.log in the results folder")
-                try:
-                    if (await client.get(f"{self.url}/readyz")).status_code == 200:
-                        return
-                except httpx.HTTPError:
-                    pass
-                await asyncio.sleep(0.2)
-        raise SystemExit("the server did not become ready")
 
     async def stop(self) -> None:
         if self.args.target == "cluster":
