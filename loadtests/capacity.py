@@ -33,6 +33,8 @@ def level(args: argparse.Namespace, users: int, out: Path) -> dict[str, object]:
          "--target", args.target, "--out", str(out)],
         env=os.environ, check=False,
     )  # fmt: skip
+    if not (out / "verdict.json").exists():  # the run itself broke: see its folder
+        return {"users": users, "held": False, "per_second": 0.0, "results": str(out)}
     with (out / "locust_stats.csv").open() as fh:
         rows = {r["Name"]: r for r in csv.DictReader(fh)}
     row = rows.get(REQUEST[args.scenario], {})
@@ -81,8 +83,8 @@ def main() -> int:
     (base / "capacity.json").write_text(json.dumps(report, indent=2))
     print(f"\n{'users':>6} {'per s':>8} {'p50 ms':>8} {'p95 ms':>8} {'failed':>7} held")
     for lv in levels:
-        print(f"{lv['users']:>6} {lv['per_second']:>8} {lv['p50_ms']:>8.0f} {lv['p95_ms']:>8.0f} "
-              f"{lv['failed']:>7} {lv['held']}")  # fmt: skip
+        print(f"{lv['users']:>6} {lv['per_second']:>8} {lv.get('p50_ms', 0):>8.0f} "
+              f"{lv.get('p95_ms', 0):>8.0f} {lv.get('failed', '-'):>7} {lv['held']}")  # fmt: skip
     print(f"best: {best}")
     return 0
 
