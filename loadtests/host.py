@@ -3,7 +3,10 @@ network namespaces, iptables chains, and the memory of the API and database proc
 
 from __future__ import annotations
 
+import csv
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +49,39 @@ def snapshot(state_dirs: list[Path], api_pids: list[int]) -> dict[str, Any]:
         "api_rss_mib": round(sum(procs[p][1] for p in api_pids if p in procs) / 1024, 1),
         "postgres_rss_mib": round(postgres / 1024, 1),
     }
+
+
+class Timeline:
+    """The snapshot every `every_s` while a run goes on, as CSV rows (seconds since start)."""
+
+    def __init__(self, path: Path, state_dirs: list[Path], api_pids: list[int], every_s: float):
+        self.path, self.state_dirs, self.api_pids, self.every_s = (
+            path,
+            state_dirs,
+            api_pids,
+            every_s,
+        )
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="host-timeline", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        with self.path.open("w", newline="") as fh:
+            writer: csv.DictWriter[str] | None = None
+            while True:
+                row = {"seconds": round(time.monotonic() - t0, 1)}
+                row.update(snapshot(self.state_dirs, self.api_pids))
+                if writer is None:
+                    writer = csv.DictWriter(fh, fieldnames=list(row))
+                    writer.writeheader()
+                writer.writerow(row)
+                fh.flush()
+                if self._stop.wait(self.every_s):
+                    return

@@ -83,6 +83,31 @@ def plots(out: Path, history: list[dict[str, str]]) -> list[str]:
     return made
 
 
+def host_plot(out: Path) -> list[str]:
+    """What the host held through the run (host.csv, sampled by run.py)."""
+    rows = _rows(out / "host.csv")
+    if len(rows) < 2:
+        return []
+    t = [_num(r["seconds"]) / 60 for r in rows]
+    fig, (counts, memory) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+    for key in ("runtime_processes", "network_namespaces", "iptables_chains"):
+        counts.plot(t, [_num(r[key]) for r in rows], label=key.replace("_", " "), linewidth=1.2)
+    counts.set_title("What the host holds during the run")
+    counts.set_ylabel("count")
+    counts.legend(loc="upper left")
+    counts.grid(alpha=0.3)
+    for key in ("api_rss_mib", "postgres_rss_mib"):
+        memory.plot(t, [_num(r[key]) for r in rows], label=key.replace("_", " "), linewidth=1.2)
+    memory.set_ylabel("MiB")
+    memory.set_xlabel("minutes into the run")
+    memory.legend(loc="upper left")
+    memory.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "host.png", dpi=110)
+    plt.close(fig)
+    return ["host.png"]
+
+
 def summary(out: Path) -> dict[str, Any]:
     run = json.loads((out / "run.json").read_text())
     stats = _rows(out / "locust_stats.csv")
@@ -91,7 +116,7 @@ def summary(out: Path) -> dict[str, Any]:
     raised = _rows(out / "locust_exceptions.csv")
     exceptions = sum(int(_num(r.get("Count"))) for r in raised)
     history = _rows(out / "locust_stats_history.csv")
-    images = plots(out, history)
+    images = plots(out, history) + host_plot(out)
     total = next((r for r in stats if r["Name"] == "Aggregated"), None)
     failed = int(_num(total["Failure Count"])) if total else 0
     leaks = {k: (run["before"][k], run["after"][k]) for k in LEAKS}

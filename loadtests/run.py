@@ -297,6 +297,7 @@ async def main() -> int:
     parser.add_argument("--pool", type=int, default=4, help="warm pool target (burst)")
     parser.add_argument("--admin-url", default=os.environ.get("AIRLOCK_TEST_PG_ADMIN_URL"))
     parser.add_argument("--out", type=Path, help="results folder (default loadtests/results/…)")
+    parser.add_argument("--sample-s", type=float, default=30.0, help="host counts every … s")
     args = parser.parse_args()
     if not args.admin_url:
         raise SystemExit("set AIRLOCK_TEST_PG_ADMIN_URL or --admin-url (scripts/postgres.sh)")
@@ -313,7 +314,14 @@ async def main() -> int:
             setup = await prepare(target, args.scenario, args.out)
             before = host.snapshot(target.state_dirs, target.api_pids)
             started = datetime.now(UTC)
-            code = await asyncio.to_thread(run_locust, args, target, args.out / "setup.json")
+            watch = host.Timeline(
+                args.out / "host.csv", target.state_dirs, target.api_pids, args.sample_s
+            )
+            watch.start()
+            try:
+                code = await asyncio.to_thread(run_locust, args, target, args.out / "setup.json")
+            finally:
+                watch.stop()
             ended = datetime.now(UTC)
             left = await clean_up(target, setup)
             after = host.snapshot(target.state_dirs, target.api_pids)

@@ -127,6 +127,8 @@ def node_principal(node_id: str) -> Principal:
 def looks_like_node_token(credential: str) -> bool:
     """Whether a bearer credential says it is for the nodes' audience (unverified: which
     verification it gets is all this decides)."""
+    if credential.count(".") != 2:  # API keys and the operator key: not a JWT at all
+        return False
     try:
         claims = jwt.decode(credential, options={"verify_signature": False})
     except jwt.PyJWTError:
