@@ -1,5 +1,10 @@
 """What the host holds for Airlock, counted before and after a load run: runtime processes,
-network namespaces, iptables chains, and the memory of the API and database processes."""
+network namespaces, iptables chains, and the memory of the API and database processes.
+
+Only what belongs to the server under load is counted, so other servers on the host (a test
+suite's, another run's) do not change the figures: runtime processes by its state dirs, and
+network namespaces and iptables chains by the runtime ids its database has ever recorded
+(a sandbox's netns is named by its runtime id, its chains by that id's tag)."""
 
 from __future__ import annotations
 
@@ -31,36 +36,58 @@ def runtime_processes(state_dirs: list[Path], procs: dict[int, tuple[int, int, s
     )
 
 
-def _lines(command: list[str], prefix: str) -> int:
-    try:
-        out = subprocess.run(command, capture_output=True, text=True, check=False).stdout
-    except OSError:
-        return -1
-    return sum(1 for line in out.splitlines() if line.startswith(prefix))
+def runtime_ids(database_url: str) -> set[str]:
+    """Every runtime id the server's database holds (its sandboxes, live or ended)."""
+    url = database_url.replace("postgresql+asyncpg://", "postgresql://", 1)
+    out = subprocess.run(
+        ["psql", url, "-Atc", "SELECT runtime_id FROM sandboxes WHERE runtime_id IS NOT NULL"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return set(out.stdout.split())
 
 
-def snapshot(state_dirs: list[Path], api_pids: list[int]) -> dict[str, Any]:
+def _netns(ids: set[str]) -> int:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
+    return sum(1 for line in out.stdout.splitlines() if line.split(" ")[0] in ids)
+
+
+def _chains(ids: set[str]) -> int:
+    """The sandboxes' egress and ingress chains (ALK-<tag>, ALI-<tag>)."""
+    tags = {i.rsplit("-", 1)[-1] for i in ids}
+    out = subprocess.run(
+        ["iptables-save", "-t", "filter"], capture_output=True, text=True, check=False
+    )
+    found = 0
+    for line in out.stdout.splitlines():
+        name = line[1:].split(" ")[0] if line.startswith(":") else ""
+        if name[:4] in ("ALK-", "ALI-") and name[4:] in tags:
+            found += 1
+    return found
+
+
+def snapshot(state_dirs: list[Path], api_pids: list[int], database_url: str) -> dict[str, Any]:
     procs = _ps()
     postgres = sum(rss for _, rss, args in procs.values() if args.startswith("postgres"))
+    ids = runtime_ids(database_url)
     return {
         "runtime_processes": runtime_processes(state_dirs, procs),
-        "network_namespaces": _lines(["ip", "netns", "list"], "alk-"),
-        "iptables_chains": _lines(["iptables-save", "-t", "filter"], ":ALK-"),
+        "network_namespaces": _netns(ids),
+        "iptables_chains": _chains(ids),
         "api_rss_mib": round(sum(procs[p][1] for p in api_pids if p in procs) / 1024, 1),
         "postgres_rss_mib": round(postgres / 1024, 1),
     }
 
 
+def of(target: Any) -> dict[str, Any]:
+    """The snapshot of a server under load (loadtests/run.py's Target)."""
+    return snapshot(target.state_dirs, target.api_pids, target.database)
+
+
 class Timeline:
     """The snapshot every `every_s` while a run goes on, as CSV rows (seconds since start)."""
 
-    def __init__(self, path: Path, state_dirs: list[Path], api_pids: list[int], every_s: float):
-        self.path, self.state_dirs, self.api_pids, self.every_s = (
-            path,
-            state_dirs,
-            api_pids,
-            every_s,
-        )
+    def __init__(self, path: Path, target: Any, every_s: float) -> None:
+        self.path, self.target, self.every_s = path, target, every_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="host-timeline", daemon=True)
 
@@ -77,7 +104,7 @@ class Timeline:
             writer: csv.DictWriter[str] | None = None
             while True:
                 row = {"seconds": round(time.monotonic() - t0, 1)}
-                row.update(snapshot(self.state_dirs, self.api_pids))
+                row.update(of(self.target))
                 if writer is None:
                     writer = csv.DictWriter(fh, fieldnames=list(row))
                     writer.writeheader()

@@ -101,14 +101,14 @@ async def fill(target: Target, most: int) -> dict[str, object]:
         took = time.monotonic() - t0
         await asyncio.sleep(5)  # what the last ones started settles
         mem1, procs1 = mem_available_mib(), host_processes()
-        snapshot = host.snapshot(target.state_dirs, target.api_pids)
+        snapshot = host.of(target)
         n = max(1, len(made))
         for sandbox in made:
             await http.delete(f"/v1/sandboxes/{sandbox}", headers=auth)
         deadline = time.monotonic() + 120
         left = -1
         while time.monotonic() < deadline:
-            left = host.snapshot(target.state_dirs, target.api_pids)["runtime_processes"]
+            left = host.of(target)["runtime_processes"]
             if left == 0:
                 break
             await asyncio.sleep(2)

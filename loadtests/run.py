@@ -73,6 +73,7 @@ TENANTS = {"agents": 4, "saas": 20, "streams": 2, "bursts": 1, "reviews": 2}
 POOL_TEMPLATE = "load-pool"
 AGENT_TEMPLATE = "load-agent"
 SETTLE_S = 120.0
+LOAD_NETWORK_RANGE = "10.240.0.0/16"
 
 
 def say(message: str) -> None:
@@ -122,6 +123,10 @@ class Target:
             "AIRLOCK_OPERATOR_KEY": self.operator,
             "AIRLOCK_LOG_LEVEL": "WARNING",
             "AIRLOCK_TTL_REAPER_INTERVAL_S": "2",
+            # Apart from the default range another server on this host may be using.
+            "AIRLOCK_SANDBOX_NETWORK_RANGE": os.environ.get(
+                "AIRLOCK_SANDBOX_NETWORK_RANGE", LOAD_NETWORK_RANGE
+            ),
         }
         log = (self.args.out / "server.log").open("wb")
         self._proc = subprocess.Popen(  # noqa: ASYNC220
@@ -173,7 +178,7 @@ class Target:
         await drop_database(self.database)
 
 
-async def prepare(target: Target, scenario: str, out: Path) -> dict[str, Any]:
+async def prepare(target: Target, scenario: str) -> dict[str, Any]:
     """Tenants per user pool, the templates (built, the pool one kept warm) and a bundle."""
     op = {"Authorization": f"Bearer {target.operator}"}
     setup: dict[str, Any] = {"tenants": {}, "template": AGENT_TEMPLATE}
@@ -200,9 +205,10 @@ async def prepare(target: Target, scenario: str, out: Path) -> dict[str, Any]:
         if POOL_TEMPLATE in templates:
             _ok(await http.put(f"/v1/pool/{POOL_TEMPLATE}", json={"target": target.args.pool}))
             await _warm(http, target.args.pool)
+    # The tenants' keys stay in the run's temporary folder, never with the results.
     if "Reviewer" in needs:
-        setup["bundle"] = str(make_bundle(out / "review.bundle"))
-    path = out / "setup.json"
+        setup["bundle"] = str(make_bundle(target.root / "review.bundle"))
+    path = target.root / "setup.json"
     path.write_text(json.dumps(setup))
     path.chmod(0o600)
     return setup
@@ -311,20 +317,18 @@ async def main() -> int:
         target = Target(args, Path(tmp))
         try:
             await target.start()
-            setup = await prepare(target, args.scenario, args.out)
-            before = host.snapshot(target.state_dirs, target.api_pids)
+            setup = await prepare(target, args.scenario)
+            before = host.of(target)
             started = datetime.now(UTC)
-            watch = host.Timeline(
-                args.out / "host.csv", target.state_dirs, target.api_pids, args.sample_s
-            )
+            watch = host.Timeline(args.out / "host.csv", target, args.sample_s)
             watch.start()
             try:
-                code = await asyncio.to_thread(run_locust, args, target, args.out / "setup.json")
+                code = await asyncio.to_thread(run_locust, args, target, target.root / "setup.json")
             finally:
                 watch.stop()
             ended = datetime.now(UTC)
             left = await clean_up(target, setup)
-            after = host.snapshot(target.state_dirs, target.api_pids)
+            after = host.of(target)
         finally:
             await target.stop()
     run = {
@@ -345,7 +349,6 @@ async def main() -> int:
         "after": after,
     }
     (args.out / "run.json").write_text(json.dumps(run, indent=2))
-    (args.out / "setup.json").unlink(missing_ok=True)  # it holds the tenants' keys
     report = subprocess.run(  # noqa: ASYNC221
         [str(LOAD_VENV / "bin" / "python"), str(REPO / "loadtests" / "report.py"), str(args.out)],
         check=False,
