@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Literal
 
+from .pipes import pipe_file
 from .types import ExecResult, Outcome, OutputChunk
 
 READ_SIZE = 64 * 1024
@@ -64,7 +65,7 @@ async def _reader(fd: int) -> tuple[asyncio.StreamReader, asyncio.BaseTransport]
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_SIZE * 4)
     transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", buffering=0)
+        lambda: asyncio.StreamReaderProtocol(reader), pipe_file(fd, "rb")
     )
     return reader, transport
 
@@ -72,7 +73,7 @@ async def _reader(fd: int) -> tuple[asyncio.StreamReader, asyncio.BaseTransport]
 async def _writer(fd: int) -> tuple[asyncio.StreamWriter, asyncio.BaseTransport]:
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, os.fdopen(fd, "wb", buffering=0)
+        asyncio.streams.FlowControlMixin, pipe_file(fd, "wb")
     )
     return asyncio.StreamWriter(transport, protocol, None, loop), transport
 

@@ -25,6 +25,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from ..pipes import pipe_file
+
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("agent")  # a directory, run by its __main__.py
@@ -192,9 +194,9 @@ class AgentLink(asyncio.Protocol):
         for fd in (read_fd, write_fd):
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
-        reader, _ = await loop.connect_read_pipe(lambda: link, os.fdopen(read_fd, "rb", 0))
+        reader, _ = await loop.connect_read_pipe(lambda: link, pipe_file(read_fd, "rb"))
         writer, _ = await loop.connect_write_pipe(
-            lambda: _WriteSide(link), os.fdopen(write_fd, "wb", 0)
+            lambda: _WriteSide(link), pipe_file(write_fd, "wb")
         )
         link._reader, link._writer = reader, writer  # type: ignore[assignment]
         return link
