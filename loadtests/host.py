@@ -65,16 +65,28 @@ def _chains(ids: set[str]) -> int:
     return found
 
 
+def _pss_kib(pid: int) -> int:
+    """A process's proportional set size: its own pages, and its share of shared ones (so
+    PostgreSQL's shared buffers count once across its processes, not once per process)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def snapshot(state_dirs: list[Path], api_pids: list[int], database_url: str) -> dict[str, Any]:
     procs = _ps()
-    postgres = sum(rss for _, rss, args in procs.values() if args.startswith("postgres"))
+    postgres = sum(_pss_kib(p) for p, (_, _, args) in procs.items() if args.startswith("postgres"))
     ids = runtime_ids(database_url)
     return {
         "runtime_processes": runtime_processes(state_dirs, procs),
         "network_namespaces": _netns(ids),
         "iptables_chains": _chains(ids),
         "api_rss_mib": round(sum(procs[p][1] for p in api_pids if p in procs) / 1024, 1),
-        "postgres_rss_mib": round(postgres / 1024, 1),
+        "postgres_pss_mib": round(postgres / 1024, 1),
     }
 
 

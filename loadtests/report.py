@@ -96,7 +96,9 @@ def host_plot(out: Path) -> list[str]:
     counts.set_ylabel("count")
     counts.legend(loc="upper left")
     counts.grid(alpha=0.3)
-    for key in ("api_rss_mib", "postgres_rss_mib"):
+    for key in ("api_rss_mib", "postgres_pss_mib"):
+        if key not in rows[0]:
+            continue
         memory.plot(t, [_num(r[key]) for r in rows], label=key.replace("_", " "), linewidth=1.2)
     memory.set_ylabel("MiB")
     memory.set_xlabel("minutes into the run")
@@ -157,7 +159,9 @@ def summary(out: Path) -> dict[str, Any]:
         "| on the host | before | after |",
         "| --- | ---: | ---: |",
     ]
-    for key in (*LEAKS, "api_rss_mib", "postgres_rss_mib"):
+    for key in (*LEAKS, "api_rss_mib", "postgres_pss_mib", "postgres_rss_mib"):
+        if key not in run["before"]:
+            continue
         lines.append(f"| {key.replace('_', ' ')} | {run['before'][key]} | {run['after'][key]} |")
     if failures:
         lines += ["", "| failed request | error | times |", "| --- | --- | ---: |"]
