@@ -254,6 +254,17 @@ async def create_sandbox(
         # A template without a snapshot runs its setup in each new sandbox; it failed here.
         await service.record_failure(db, principal.tenant_id, sandbox_id, ctx, f"template {exc}")
         raise Conflict(f"the template's {exc} in this sandbox") from exc
+    except Exception as exc:
+        # Anything else (a fault of this host) still leaves a record that says the sandbox
+        # failed, never one starting for ever; the caller gets the 500 with its request id.
+        await service.record_failure(
+            db,
+            principal.tenant_id,
+            sandbox_id,
+            ctx,
+            f"create failed: internal error ({type(exc).__name__})",
+        )
+        raise
     return await _finish_create(
         db, runtime, principal, ctx, sandbox_id, info.id, info.runtime
     ), True
