@@ -40,6 +40,7 @@ from bench.api import (  # noqa: E402
     destroy_all,
     drop_database,
     free_port,
+    state_dir,
     wait_ready,
 )
 from loadtests import host  # noqa: E402
@@ -109,9 +110,7 @@ class Target:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        state = self.root / "all-in-one"
-        state.mkdir()
-        (state / "images").symlink_to(REPO / ".airlock" / "images")
+        state = state_dir(self.root, "all-in-one")
         self.state_dirs = [state]
         self.operator = "alo_load_" + secrets.token_urlsafe(32)
         port = free_port()
