@@ -16,6 +16,9 @@ from sqlalchemy.ext.asyncio import (
 
 from service.db import sqlite
 
+# What services and jobs are given to open their own sessions.
+Db = async_sessionmaker[AsyncSession]
+
 
 def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")

@@ -17,11 +17,12 @@ from typing import Any
 
 import msgspec
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service import telemetry
 from service.audit.recorder import AuditContext
 from service.db.base import utcnow
+from service.db.session import Db
 from service.errors import IdempotencyKeyReused, NotFound, QuotaExceeded, Unprocessable
 from service.execs import stored
 from service.execs.masking import mask_text
@@ -48,7 +49,6 @@ DEFAULT_QUOTAS = Quotas()
 
 log = logging.getLogger("airlock.execs")
 
-Db = async_sessionmaker[AsyncSession]
 
 SYSTEM = AuditContext(actor="system:exec", request_id=None, client=None)
 KILL_WAIT_S = 5.0

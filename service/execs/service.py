@@ -9,12 +9,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import msgspec
 from litestar.response import ServerSentEventMessage
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.audit.recorder import AuditContext, record
 from service.auth.principal import Principal
 from service.db.models import Exec as ExecRow
 from service.db.models import ExecChunk
+from service.db.session import Db
 from service.errors import Conflict, NotFound
 from service.execs.repository import ExecRepository
 from service.execs.runner import ExecRunner
@@ -22,7 +23,6 @@ from service.execs.schemas import Exec, ExecCreate, ExecPage, ExecSummary
 from service.pagination import decode_cursor, page_of
 from service.sandboxes import service as sandboxes
 
-Db = async_sessionmaker[AsyncSession]
 POLL_S = 0.25
 # How often a running event stream asks whether its credential still holds.
 RECHECK_S = 2.0

@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from service import telemetry
 from service.audit.recorder import AuditContext, record
 from service.auth.principal import Principal
 from service.db.models import Tenant
+from service.db.session import Db
 from service.files.errors import PayloadTooLarge
 from service.files.schemas import FileInfo, FileList, FileWritten
 from service.runtime import (
@@ -41,7 +40,6 @@ from service.tenants.service import quotas_of
 
 log = logging.getLogger("airlock.files")
 
-Db = async_sessionmaker[AsyncSession]
 MIB = 1 << 20
 DEFAULT_DIR = "/work"
 TEMP_PREFIX = ".airlock-"

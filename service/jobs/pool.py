@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.base import utcnow
 from service.db.models import Node, PoolMember
+from service.db.session import Db
 from service.ids import new_id
 from service.jobs.periodic import PeriodicJob
 from service.nodes.leases import READY
@@ -43,7 +44,6 @@ WARM_UP = ExecRequest(argv=["true"], timeout_s=10, output_cap=0)
 
 log = logging.getLogger("airlock.jobs.pool")
 
-Db = async_sessionmaker[AsyncSession]
 PARALLEL = 2
 MAX_AGE = timedelta(hours=1)
 HEALTH_EVERY_S = 10.0

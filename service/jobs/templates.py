@@ -13,12 +13,13 @@ import logging
 from dataclasses import dataclass
 
 from sqlalchemy import or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from service.audit.recorder import AuditContext, record
 from service.db.base import utcnow
 from service.db.models import Template, TemplateVersion, Tenant
+from service.db.session import Db
 from service.errors import QuotaExceeded, ServiceUnavailable
 from service.jobs.periodic import PeriodicJob
 from service.jobs.queues import fair_order, owner_turns
@@ -38,7 +39,6 @@ log = logging.getLogger("airlock.jobs.templates")
 
 SYSTEM = AuditContext(actor="system:template-builder", request_id=None, client=None)
 MAX_ATTEMPTS = 3
-Db = async_sessionmaker[AsyncSession]
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,10 @@ from litestar import get
 from litestar.params import FromPath
 from litestar.response import Stream
 from sqlalchemy import delete, func, select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.db.base import utcnow
 from service.db.models import Node, NodeSnapshot, TemplateVersion
+from service.db.session import Db
 from service.deps import Runtimes
 from service.errors import NotFound
 from service.nodes.credentials import NodeCredentials
@@ -36,7 +36,6 @@ from service.runtime import SandboxRuntime, SandboxRuntimeError, SnapshotInfo, S
 
 log = logging.getLogger("airlock.nodes.snapshots")
 
-Db = async_sessionmaker[AsyncSession]
 ROUTE = "/internal/v1/snapshots"
 FETCH_CONNECT_S = 5.0
 

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext
 from service.auth.principal import SCOPES, Principal, PrincipalKind
 from service.db.base import utcnow
 from service.db.models import Review as ReviewRow
 from service.db.models import Tenant
+from service.db.session import Db
 from service.errors import AppError
 from service.execs.runner import ExecRunner
 from service.nodes.local import local_node_id
@@ -48,7 +48,6 @@ from service.tenants.service import quotas_of
 
 log = logging.getLogger("airlock.reviews")
 
-Db = async_sessionmaker[AsyncSession]
 # Time for the fixed steps (upload, checkout, diff) on top of the install and test deadlines
 # (each run twice: at the base for the baseline, then at the head).
 SANDBOX_MARGIN_S = 600

@@ -11,18 +11,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from service.audit.recorder import record
 from service.db.base import utcnow
 from service.db.models import Review as ReviewRow
+from service.db.session import Db
 from service.errors import AppError
 from service.reviews.fetch import FetchFailed
 
 if TYPE_CHECKING:
     from service.reviews.pipeline import Job
-
-Db = async_sessionmaker[AsyncSession]
 
 
 class StageFailed(Exception):

@@ -11,13 +11,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.audit.recorder import AuditContext, record
 from service.auth.principal import Principal
 from service.db.base import utcnow
 from service.db.models import Sandbox as SandboxRow
 from service.db.models import Tenant
+from service.db.session import Db
 from service.errors import (
     AppError,
     Conflict,
@@ -48,8 +49,6 @@ from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
 
 log = logging.getLogger("airlock.sandboxes")
-
-Db = async_sessionmaker[AsyncSession]
 
 
 def to_schema(row: SandboxRow) -> Sandbox:

@@ -11,13 +11,14 @@ import logging
 import msgspec
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.audit.recorder import OPERATOR_CHAIN, AuditContext, record
 from service.auth.principal import Principal
 from service.db.base import utcnow
 from service.db.models import Template as TemplateRow
 from service.db.models import TemplateVersion, Tenant
+from service.db.session import Db
 from service.errors import Conflict, Forbidden, NotFound
 from service.ids import new_id
 from service.jobs.queues import check_queued
@@ -35,8 +36,6 @@ from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
 
 log = logging.getLogger("airlock.templates")
-
-Db = async_sessionmaker[AsyncSession]
 
 
 def owner_of(principal: Principal) -> str:
