@@ -2,8 +2,10 @@
 # Regenerate the OpenAPI document and the Python client from the code (no server needed).
 #   scripts/gen-client.sh          write clients/openapi.json and clients/python
 #   scripts/gen-client.sh DIR      write DIR/openapi.json and DIR/python instead (used by the check)
-# clients/python is generated whole: never edit it by hand; its README comes from
-# clients/templates/README.md.jinja and the generator settings from clients/python-config.yaml.
+# clients/python is generated whole, never edited by hand, except clients/python/airlock_sdk
+# (the SDK and `sbx`, written over the generated client), which is carried over into every
+# regeneration; the README comes from clients/templates/README.md.jinja, setup.py from
+# clients/templates/setup.py.jinja and the generator settings from clients/python-config.yaml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-clients}
@@ -14,9 +16,11 @@ export PATH="$PWD/.venv/bin:$PATH"
 .venv/bin/python scripts/openapi_doc.py > "$out/openapi.json.new"
 mv "$out/openapi.json.new" "$out/openapi.json"
 
-rm -rf "$out/python"
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+hand=$(mktemp -d)
+trap 'rm -rf "$log" "$hand"' EXIT
+cp -r clients/python/airlock_sdk "$hand/"
+rm -rf "$out/python"
 if ! .venv/bin/openapi-python-client generate \
     --path "$out/openapi.json" \
     --config clients/python-config.yaml \
@@ -27,3 +31,5 @@ if ! .venv/bin/openapi-python-client generate \
   exit 1
 fi
 rm -rf "$out/python/.ruff_cache"
+cp -r "$hand/airlock_sdk" "$out/python/"
+find "$out/python/airlock_sdk" -name __pycache__ -prune -exec rm -rf {} +

@@ -22,6 +22,8 @@ fi
 echo "==> ruff" >&2
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+# The SDK written by hand inside the generated client's tree, with that tree's settings.
+(cd clients/python && ../../.venv/bin/ruff check airlock_sdk && ../../.venv/bin/ruff format --check airlock_sdk)
 scripts/check-client.sh
 
 echo "==> tests on PostgreSQL" >&2

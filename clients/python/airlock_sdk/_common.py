@@ -1,0 +1,257 @@
+"""What the sync and async sandboxes share: the connection, request bodies, results, retries,
+server-sent events and tar archives. Nothing here does I/O on the network itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import tarfile
+import tempfile
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from airlock_client import AuthenticatedClient
+from airlock_client.models import Exec, ExecCreate, ExecCreateEnv, ExecCreateSecrets, SandboxCreate
+from airlock_client.models.sandbox_create_env import SandboxCreateEnv
+from airlock_client.models.sandbox_create_labels import SandboxCreateLabels
+from airlock_client.models.sandbox_network import SandboxNetwork
+from airlock_client.types import UNSET, Response
+
+from . import errors
+from .config import Config
+
+T = TypeVar("T")
+
+# A create or an exec is sent again (with the same Idempotency-Key, so it happens once) when the
+# connection failed before an answer came: this many tries in all, this far apart.
+ATTEMPTS = 3
+BACKOFF_S = (0.2, 0.5, 1.0)
+
+
+def client_for(config: Config, timeout: float | None) -> AuthenticatedClient:
+    return AuthenticatedClient(
+        base_url=config.url,
+        token=config.api_key,
+        timeout=httpx.Timeout(timeout, connect=10.0),
+        raise_on_unexpected_status=False,
+    )
+
+
+def unwrap(response: Response[Any]) -> Any:
+    """The parsed body of a generated call's answer, or the typed error it was."""
+    if response.status_code >= 400:
+        raise errors.from_answer(int(response.status_code), response.content, response.headers)
+    return response.parsed
+
+
+def new_key() -> str:
+    return f"sdk-{uuid.uuid4().hex}"
+
+
+def argv(cmd: str | Sequence[str]) -> list[str]:
+    """A string runs through `sh -c` (pipes, globs and `&&` work); a list runs as it is."""
+    if isinstance(cmd, str):
+        return ["sh", "-c", cmd]
+    return [str(part) for part in cmd]
+
+
+def sandbox_body(
+    *,
+    template: str | None,
+    size: str | None,
+    ttl: int | None,
+    network: str | Mapping[str, Any] | None,
+    env: Mapping[str, str] | None,
+    labels: Mapping[str, str] | None,
+    image: str | None,
+) -> SandboxCreate:
+    body = SandboxCreate()
+    if template is not None:
+        body.template = template
+    if size is not None:
+        body.size = size  # type: ignore[assignment]
+    if ttl is not None:
+        body.ttl_s = ttl
+    if image is not None:
+        body.image = image
+    if env:
+        body.env = SandboxCreateEnv.from_dict(dict(env))
+    if labels:
+        body.labels = SandboxCreateLabels.from_dict(dict(labels))
+    if network is not None:
+        policy = {"mode": network} if isinstance(network, str) else dict(network)
+        body.network = SandboxNetwork.from_dict(policy)
+    return body
+
+
+def exec_body(
+    cmd: str | Sequence[str],
+    *,
+    timeout: float | None,
+    env: Mapping[str, str] | None,
+    secrets: Mapping[str, str] | None,
+    cwd: str | None,
+    user: str | None,
+    stdin: str | None,
+    wait: bool,
+) -> ExecCreate:
+    body = ExecCreate(cmd=argv(cmd), wait=wait)
+    if timeout is not None:
+        body.timeout_s = timeout
+    if env:
+        body.env = ExecCreateEnv.from_dict(dict(env))
+    if secrets:
+        body.secrets = ExecCreateSecrets.from_dict(dict(secrets))
+    if cwd is not None:
+        body.cwd = cwd
+    if user is not None:
+        body.user = user
+    if stdin is not None:
+        body.stdin = stdin
+    return body
+
+
+def _value(value: Any) -> Any:
+    return None if value is UNSET else value
+
+
+@dataclass
+class ExecResult:
+    """A finished command: a non-zero exit is data here, never an exception."""
+
+    id: str
+    exit_code: int | None
+    outcome: str | None  # exited, timeout, oom, killed, failed
+    stdout: str
+    stderr: str
+    duration_ms: int | None = None
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "exited" and self.exit_code == 0
+
+    @classmethod
+    def from_exec(cls, done: Exec) -> ExecResult:
+        return cls(
+            id=done.id,
+            exit_code=_value(done.exit_code),
+            outcome=_value(done.outcome),
+            stdout=_value(done.stdout) or "",
+            stderr=_value(done.stderr) or "",
+            duration_ms=_value(done.duration_ms),
+            stdout_truncated=bool(_value(done.stdout_truncated)),
+            stderr_truncated=bool(_value(done.stderr_truncated)),
+            error=_value(done.error),
+        )
+
+
+@dataclass
+class OutputEvent:
+    """One event of a running exec: `stdout` or `stderr` text, then one `exit`."""
+
+    kind: str
+    text: str = ""
+    exit: dict[str, Any] = field(default_factory=dict)
+
+
+class EventCursor:
+    """Where a stream of an exec's events has got to, so a dropped connection resumes after the
+    last event it delivered (Last-Event-ID), never repeating or losing output."""
+
+    def __init__(self, sandbox_id: str, exec_id: str) -> None:
+        self.url = f"/v1/sandboxes/{sandbox_id}/execs/{exec_id}/events"
+        self.last_id: str | None = None
+        self.drops = 0
+
+    def headers(self) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream"}
+        if self.last_id is not None:
+            headers["Last-Event-ID"] = self.last_id
+        return headers
+
+    def take(self, event: str, data: str, event_id: str | None) -> OutputEvent | None:
+        """The event to hand on (None for ones a reader does not see)."""
+        if event_id:
+            self.last_id = event_id
+        if event in ("stdout", "stderr"):
+            return OutputEvent(event, text=json.loads(data).get("text", ""))
+        if event == "exit":
+            return OutputEvent("exit", exit=json.loads(data))
+        if event == "unauthenticated":
+            detail = json.loads(data).get("detail", "the credential is no longer valid")
+            raise errors.Unauthenticated(detail, status=401)
+        return None
+
+    def dropped(self, exc: Exception) -> None:
+        self.drops += 1
+        if self.drops >= ATTEMPTS:
+            raise errors.TransportError(f"the event stream broke off {self.drops} times: {exc}") from exc
+
+
+def result_of(exec_id: str, events: Sequence[OutputEvent]) -> ExecResult:
+    out = "".join(e.text for e in events if e.kind == "stdout")
+    err = "".join(e.text for e in events if e.kind == "stderr")
+    end = next((e.exit for e in events if e.kind == "exit"), {})
+    return ExecResult(
+        id=exec_id,
+        exit_code=end.get("exit_code"),
+        outcome=end.get("outcome"),
+        stdout=out,
+        stderr=err,
+        duration_ms=end.get("duration_ms"),
+        stdout_truncated=bool(end.get("stdout_truncated")),
+        stderr_truncated=bool(end.get("stderr_truncated")),
+        error=end.get("error"),
+    )
+
+
+def pack(local_dir: str | os.PathLike[str]) -> Path:
+    """A tar of `local_dir`'s content (members relative to it) in a temporary file."""
+    root = Path(local_dir)
+    if not root.is_dir():
+        raise NotADirectoryError(str(root))
+    handle, name = tempfile.mkstemp(prefix="airlock-", suffix=".tar")
+    os.close(handle)
+    with tarfile.open(name, "w") as tar:
+        for child in sorted(root.iterdir()):
+            tar.add(child, arcname=child.name)
+    return Path(name)
+
+
+def unpack(tar_path: Path, local_dir: str | os.PathLike[str]) -> None:
+    """Unpack an archive the service sent; members that would leave `local_dir`, links out of it
+    and devices are refused (tarfile's `data` filter)."""
+    target = Path(local_dir)
+    target.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(tar_path, "r") as tar:
+        tar.extractall(target, filter="data")
+
+
+def remote_path(path: str) -> str:
+    """An API file path: absolute inside the sandbox, or relative to /work."""
+    return path if path.startswith("/") else f"/work/{path}"
+
+
+def file_url(sandbox_id: str, path: str) -> str:
+    return f"/v1/sandboxes/{quote(sandbox_id, safe='')}/files/{quote(remote_path(path), safe='')}"
+
+
+def shell_join(cmd: Sequence[str]) -> str:
+    return shlex.join(cmd)
+
+
+def pack_target() -> Path:
+    """An empty temporary file for an archive on its way in."""
+    handle, name = tempfile.mkstemp(prefix="airlock-", suffix=".tar")
+    os.close(handle)
+    return Path(name)

@@ -1,0 +1,310 @@
+"""`AsyncSandbox`: `Sandbox` for asyncio, the same methods awaited.
+
+async with await AsyncSandbox.create(ttl=600) as sandbox:
+    result = await sandbox.run("echo hi")
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+from httpx_sse import aconnect_sse
+
+from airlock_client import AuthenticatedClient
+from airlock_client.api.execs import create_exec, get_exec, list_execs
+from airlock_client.api.files import list_files
+from airlock_client.api.sandboxes import create_sandbox, delete_sandbox, get_sandbox
+from airlock_client.api.tokens import create_token
+from airlock_client.models import Exec, FileInfo, TokenCreate
+from airlock_client.models import Sandbox as SandboxInfo
+
+from . import _common as common
+from . import errors
+from ._common import ExecResult, OutputEvent
+from .config import Config
+from .sandbox import WORK_SCOPES, Output
+
+T = TypeVar("T")
+
+
+async def _retry(call: Callable[[], Awaitable[T]]) -> T:
+    """`await call()`, tried again when the connection failed before an answer came."""
+    for attempt in range(common.ATTEMPTS):
+        try:
+            return await call()
+        except httpx.TransportError as exc:
+            if attempt == common.ATTEMPTS - 1:
+                raise errors.TransportError(str(exc) or type(exc).__name__) from exc
+            await asyncio.sleep(common.BACKOFF_S[attempt])
+    raise AssertionError("unreachable")
+
+
+class AsyncSandbox:
+    def __init__(self, info: SandboxInfo, client: AuthenticatedClient) -> None:
+        self.info = info
+        self.client = client
+        self.files = AsyncFiles(self)
+
+    @classmethod
+    async def create(
+        cls,
+        *,
+        template: str | None = None,
+        size: str | None = None,
+        ttl: int | None = None,
+        network: str | Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
+        image: str | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> AsyncSandbox:
+        client = common.client_for(Config.resolve(url, api_key), timeout)
+        body = common.sandbox_body(
+            template=template, size=size, ttl=ttl, network=network, env=env, labels=labels, image=image
+        )
+        key = idempotency_key or common.new_key()
+
+        async def call() -> SandboxInfo:
+            answer = await create_sandbox.asyncio_detailed(client=client, body=body, idempotency_key=key)
+            return common.unwrap(answer)
+
+        try:
+            info = await _retry(call)
+        except BaseException:
+            await client.get_async_httpx_client().aclose()
+            raise
+        return cls(info, client)
+
+    @classmethod
+    async def connect(
+        cls,
+        sandbox_id: str,
+        *,
+        url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+    ) -> AsyncSandbox:
+        client = common.client_for(Config.resolve(url, api_key), timeout)
+
+        async def call() -> SandboxInfo:
+            return common.unwrap(await get_sandbox.asyncio_detailed(sandbox_id, client=client))
+
+        try:
+            info = await _retry(call)
+        except BaseException:
+            await client.get_async_httpx_client().aclose()
+            raise
+        return cls(info, client)
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    @property
+    def state(self) -> str:
+        return str(self.info.state)
+
+    async def refresh(self) -> SandboxInfo:
+        async def call() -> SandboxInfo:
+            return common.unwrap(await get_sandbox.asyncio_detailed(self.id, client=self.client))
+
+        self.info = await _retry(call)
+        return self.info
+
+    async def _create_exec(self, body: Any, key: str) -> Exec:
+        async def call() -> Exec:
+            answer = await create_exec.asyncio_detailed(self.id, client=self.client, body=body, idempotency_key=key)
+            return common.unwrap(answer)
+
+        return await _retry(call)
+
+    async def run(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        secrets: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        user: str | None = None,
+        stdin: str | None = None,
+        on_stdout: Output | None = None,
+        on_stderr: Output | None = None,
+        idempotency_key: str | None = None,
+    ) -> ExecResult:
+        streaming = on_stdout is not None or on_stderr is not None
+        body = common.exec_body(
+            cmd, timeout=timeout, env=env, secrets=secrets, cwd=cwd, user=user, stdin=stdin, wait=not streaming
+        )
+        done = await self._create_exec(body, idempotency_key or common.new_key())
+        if not streaming and done.finished_at:
+            return ExecResult.from_exec(done)
+        seen: list[OutputEvent] = []
+        async for event in self.events(done.id):
+            seen.append(event)
+            callback = on_stdout if event.kind == "stdout" else on_stderr if event.kind == "stderr" else None
+            if callback is not None:
+                callback(event.text)
+        return common.result_of(done.id, seen)
+
+    async def start(self, cmd: str | Sequence[str], **options: Any) -> str:
+        body = common.exec_body(
+            cmd,
+            timeout=options.get("timeout"),
+            env=options.get("env"),
+            secrets=options.get("secrets"),
+            cwd=options.get("cwd"),
+            user=options.get("user"),
+            stdin=options.get("stdin"),
+            wait=False,
+        )
+        return (await self._create_exec(body, common.new_key())).id
+
+    async def stream(self, cmd: str | Sequence[str], **options: Any) -> AsyncIterator[OutputEvent]:
+        async for event in self.events(await self.start(cmd, **options)):
+            yield event
+
+    async def events(self, exec_id: str) -> AsyncIterator[OutputEvent]:
+        cursor = common.EventCursor(self.id, exec_id)
+        http = self.client.get_async_httpx_client()
+        while True:
+            try:
+                async with aconnect_sse(http, "GET", cursor.url, headers=cursor.headers()) as source:
+                    await errors.acheck(source.response)
+                    if source.response.status_code == 204:
+                        return
+                    async for sse in source.aiter_sse():
+                        event = cursor.take(sse.event, sse.data, sse.id)
+                        if event is not None:
+                            yield event
+                            if event.kind == "exit":
+                                return
+            except httpx.TransportError as exc:
+                cursor.dropped(exc)
+                await asyncio.sleep(common.BACKOFF_S[min(cursor.drops, len(common.BACKOFF_S)) - 1])
+
+    async def get_exec(self, exec_id: str) -> ExecResult:
+        async def call() -> Exec:
+            return common.unwrap(await get_exec.asyncio_detailed(self.id, exec_id, client=self.client))
+
+        return ExecResult.from_exec(await _retry(call))
+
+    async def history(self, limit: int = 50) -> list[Exec]:
+        async def call() -> Any:
+            return common.unwrap(await list_execs.asyncio_detailed(self.id, client=self.client, limit=limit))
+
+        return list((await _retry(call)).items)
+
+    async def token(self, scopes: Sequence[str] = WORK_SCOPES, ttl: int | None = None) -> str:
+        body = TokenCreate(scopes=list(scopes), sandbox_id=self.id)
+        if ttl is not None:
+            body.ttl_s = ttl
+
+        async def call() -> Any:
+            return common.unwrap(await create_token.asyncio_detailed(client=self.client, body=body))
+
+        return (await _retry(call)).token
+
+    async def delete(self) -> None:
+        async def call() -> Any:
+            return common.unwrap(await delete_sandbox.asyncio_detailed(self.id, client=self.client))
+
+        try:
+            await _retry(call)
+        except errors.NotFound:
+            pass
+
+    async def close(self) -> None:
+        await self.client.get_async_httpx_client().aclose()
+
+    async def __aenter__(self) -> AsyncSandbox:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await self.delete()
+        finally:
+            await self.close()
+
+
+class AsyncFiles:
+    """A sandbox's files. Relative paths are under /work."""
+
+    def __init__(self, sandbox: AsyncSandbox) -> None:
+        self.sandbox = sandbox
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        return self.sandbox.client.get_async_httpx_client()
+
+    async def write(self, path: str, data: bytes | str, *, mode: str | None = None) -> int:
+        content = data.encode() if isinstance(data, str) else data
+        params = {"mode": mode} if mode else None
+        url = common.file_url(self.sandbox.id, path)
+
+        async def call() -> httpx.Response:
+            return await errors.acheck(await self._http.put(url, content=content, params=params))
+
+        return int((await _retry(call)).json()["size"])
+
+    async def read(self, path: str) -> bytes:
+        url = common.file_url(self.sandbox.id, path)
+
+        async def call() -> httpx.Response:
+            return await errors.acheck(await self._http.get(url))
+
+        return (await _retry(call)).content
+
+    async def list(self, dir: str = "/work") -> list[FileInfo]:  # noqa: A002 (the API's name)
+        async def call() -> Any:
+            answer = await list_files.asyncio_detailed(
+                self.sandbox.id, client=self.sandbox.client, dir_=common.remote_path(dir)
+            )
+            return common.unwrap(answer)
+
+        return list((await _retry(call)).items)
+
+    async def upload_dir(self, local_dir: str | Path, remote_dir: str = "/work") -> int:
+        archive = await asyncio.to_thread(common.pack, local_dir)
+        url = f"/v1/sandboxes/{self.sandbox.id}/archive"
+        params = {"dir": common.remote_path(remote_dir)}
+        headers = {"Content-Type": "application/x-tar"}
+
+        async def chunks() -> AsyncIterator[bytes]:
+            with archive.open("rb") as body:
+                while chunk := await asyncio.to_thread(body.read, 1 << 20):
+                    yield chunk
+
+        async def call() -> httpx.Response:
+            answer = await self._http.put(url, content=chunks(), params=params, headers=headers)
+            return await errors.acheck(answer)
+
+        try:
+            return int((await _retry(call)).json()["size"])
+        finally:
+            archive.unlink(missing_ok=True)
+
+    async def download_dir(self, remote_dir: str, local_dir: str | Path) -> None:
+        url = f"/v1/sandboxes/{self.sandbox.id}/archive"
+        params = {"dir": common.remote_path(remote_dir)}
+        archive = common.pack_target()
+
+        async def call() -> None:
+            async with self._http.stream("GET", url, params=params) as answer:
+                await errors.acheck(answer)
+                with archive.open("wb") as out:
+                    async for chunk in answer.aiter_bytes(1 << 20):
+                        out.write(chunk)
+
+        try:
+            await _retry(call)
+            await asyncio.to_thread(common.unpack, archive, local_dir)
+        finally:
+            archive.unlink(missing_ok=True)

@@ -1,0 +1,331 @@
+"""`Sandbox`: one sandbox, driven synchronously (`AsyncSandbox` in aio.py is the same, awaited).
+
+with Sandbox.create(template="py", ttl=600) as sandbox:      # deleted when the block ends
+    sandbox.files.write("task.py", "print(6 * 7)")
+    result = sandbox.run(["python3", "task.py"])              # exit code as data
+    print(result.exit_code, result.stdout)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+from httpx_sse import connect_sse
+
+from airlock_client import AuthenticatedClient
+from airlock_client.api.execs import create_exec, get_exec, list_execs
+from airlock_client.api.files import list_files
+from airlock_client.api.sandboxes import create_sandbox, delete_sandbox, get_sandbox, list_sandboxes
+from airlock_client.api.tokens import create_token
+from airlock_client.models import Exec, FileInfo, TokenCreate
+from airlock_client.models import Sandbox as SandboxInfo
+
+from . import _common as common
+from . import errors
+from ._common import ExecResult, OutputEvent
+from .config import Config
+
+T = TypeVar("T")
+Output = Callable[[str], object]
+
+# Scopes of `Sandbox.token()` unless asked otherwise: enough to work in this one sandbox.
+WORK_SCOPES = ("sandboxes:read", "exec", "files:read", "files:write")
+
+
+def _retry(call: Callable[[], T]) -> T:
+    """`call()`, tried again when the connection failed before an answer came."""
+    for attempt in range(common.ATTEMPTS):
+        try:
+            return call()
+        except httpx.TransportError as exc:
+            if attempt == common.ATTEMPTS - 1:
+                raise errors.TransportError(str(exc) or type(exc).__name__) from exc
+            time.sleep(common.BACKOFF_S[attempt])
+    raise AssertionError("unreachable")
+
+
+class Sandbox:
+    def __init__(self, info: SandboxInfo, client: AuthenticatedClient) -> None:
+        self.info = info
+        self.client = client
+        self.files = Files(self)
+
+    # -- making and finding ------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        template: str | None = None,
+        size: str | None = None,
+        ttl: int | None = None,
+        network: str | Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
+        image: str | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> Sandbox:
+        """A new running sandbox. `network` is `"none"` (the default), `"open"`, or a policy
+        `{"mode": "allowlist", "allow": [...]}`; `timeout` bounds each HTTP call (None: none)."""
+        client = common.client_for(Config.resolve(url, api_key), timeout)
+        body = common.sandbox_body(
+            template=template, size=size, ttl=ttl, network=network, env=env, labels=labels, image=image
+        )
+        key = idempotency_key or common.new_key()
+        try:
+            info = _retry(
+                lambda: common.unwrap(create_sandbox.sync_detailed(client=client, body=body, idempotency_key=key))
+            )
+        except BaseException:
+            client.get_httpx_client().close()
+            raise
+        return cls(info, client)
+
+    @classmethod
+    def connect(
+        cls,
+        sandbox_id: str,
+        *,
+        url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+    ) -> Sandbox:
+        """An existing sandbox, by id (a token bound to it is enough)."""
+        client = common.client_for(Config.resolve(url, api_key), timeout)
+        try:
+            info = _retry(lambda: common.unwrap(get_sandbox.sync_detailed(sandbox_id, client=client)))
+        except BaseException:
+            client.get_httpx_client().close()
+            raise
+        return cls(info, client)
+
+    @staticmethod
+    def list(*, url: str | None = None, api_key: str | None = None) -> list[SandboxInfo]:
+        """Every sandbox of the tenant, all pages."""
+        client = common.client_for(Config.resolve(url, api_key), 30.0)
+        found: list[SandboxInfo] = []
+        cursor: str | None = None
+        with client:
+            while True:
+                page = _retry(
+                    lambda c=cursor: common.unwrap(
+                        list_sandboxes.sync_detailed(client=client, cursor=c or common.UNSET, limit=200)
+                    )
+                )
+                found.extend(page.items)
+                cursor = page.next_cursor if isinstance(page.next_cursor, str) else None
+                if not cursor:
+                    return found
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    @property
+    def state(self) -> str:
+        return str(self.info.state)
+
+    def refresh(self) -> SandboxInfo:
+        self.info = _retry(lambda: common.unwrap(get_sandbox.sync_detailed(self.id, client=self.client)))
+        return self.info
+
+    # -- commands ----------------------------------------------------------------------------
+
+    def run(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        secrets: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        user: str | None = None,
+        stdin: str | None = None,
+        on_stdout: Output | None = None,
+        on_stderr: Output | None = None,
+        idempotency_key: str | None = None,
+    ) -> ExecResult:
+        """Run `cmd` to its end (a string goes through `sh -c`). With `on_stdout`/`on_stderr`
+        the output reaches them as it is written; the result has it all either way."""
+        streaming = on_stdout is not None or on_stderr is not None
+        body = common.exec_body(
+            cmd, timeout=timeout, env=env, secrets=secrets, cwd=cwd, user=user, stdin=stdin, wait=not streaming
+        )
+        key = idempotency_key or common.new_key()
+        done: Exec = _retry(
+            lambda: common.unwrap(
+                create_exec.sync_detailed(self.id, client=self.client, body=body, idempotency_key=key)
+            )
+        )
+        if not streaming and done.finished_at:
+            return ExecResult.from_exec(done)
+        seen: list[OutputEvent] = []
+        for event in self.events(done.id):
+            seen.append(event)
+            callback = on_stdout if event.kind == "stdout" else on_stderr if event.kind == "stderr" else None
+            if callback is not None:
+                callback(event.text)
+        return common.result_of(done.id, seen)
+
+    def start(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        secrets: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        user: str | None = None,
+        stdin: str | None = None,
+    ) -> str:
+        """Start `cmd` without waiting; returns the exec's id (follow it with `events`)."""
+        body = common.exec_body(
+            cmd, timeout=timeout, env=env, secrets=secrets, cwd=cwd, user=user, stdin=stdin, wait=False
+        )
+        key = common.new_key()
+        started: Exec = _retry(
+            lambda: common.unwrap(
+                create_exec.sync_detailed(self.id, client=self.client, body=body, idempotency_key=key)
+            )
+        )
+        return started.id
+
+    def stream(self, cmd: str | Sequence[str], **options: Any) -> Iterator[OutputEvent]:
+        """`cmd`'s output as it comes (`stdout`/`stderr` events), then its `exit` event."""
+        yield from self.events(self.start(cmd, **options))
+
+    def events(self, exec_id: str) -> Iterator[OutputEvent]:
+        """An exec's events from the start, resumed after the last one seen when the connection
+        drops, ending with `exit`."""
+        cursor = common.EventCursor(self.id, exec_id)
+        http = self.client.get_httpx_client()
+        while True:
+            try:
+                with connect_sse(http, "GET", cursor.url, headers=cursor.headers()) as source:
+                    errors.check(source.response)
+                    if source.response.status_code == 204:  # everything was delivered already
+                        return
+                    for sse in source.iter_sse():
+                        event = cursor.take(sse.event, sse.data, sse.id)
+                        if event is not None:
+                            yield event
+                            if event.kind == "exit":
+                                return
+            except httpx.TransportError as exc:
+                cursor.dropped(exc)
+                time.sleep(common.BACKOFF_S[min(cursor.drops, len(common.BACKOFF_S)) - 1])
+
+    def get_exec(self, exec_id: str) -> ExecResult:
+        return ExecResult.from_exec(
+            _retry(lambda: common.unwrap(get_exec.sync_detailed(self.id, exec_id, client=self.client)))
+        )
+
+    def history(self, limit: int = 50) -> list[Exec]:
+        """The sandbox's execs, newest first."""
+        page = _retry(lambda: common.unwrap(list_execs.sync_detailed(self.id, client=self.client, limit=limit)))
+        return list(page.items)
+
+    # -- credentials and lifetime ------------------------------------------------------------
+
+    def token(self, scopes: Sequence[str] = WORK_SCOPES, ttl: int | None = None) -> str:
+        """A short-lived token good for this sandbox only, with `scopes` (a subset of the
+        caller's): what to hand an agent instead of the API key."""
+        body = TokenCreate(scopes=list(scopes), sandbox_id=self.id)
+        if ttl is not None:
+            body.ttl_s = ttl
+        grant = _retry(lambda: common.unwrap(create_token.sync_detailed(client=self.client, body=body)))
+        return grant.token
+
+    def delete(self) -> None:
+        """Delete the sandbox (a sandbox already gone is no error)."""
+        try:
+            _retry(lambda: common.unwrap(delete_sandbox.sync_detailed(self.id, client=self.client)))
+        except errors.NotFound:
+            pass
+
+    def close(self) -> None:
+        self.client.get_httpx_client().close()
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.delete()
+        finally:
+            self.close()
+
+
+class Files:
+    """A sandbox's files. Relative paths are under /work."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+
+    @property
+    def _http(self) -> httpx.Client:
+        return self.sandbox.client.get_httpx_client()
+
+    def write(self, path: str, data: bytes | str, *, mode: str | None = None) -> int:
+        """Write (or replace) one file; parent directories are made. Returns its size."""
+        content = data.encode() if isinstance(data, str) else data
+        params = {"mode": mode} if mode else None
+        url = common.file_url(self.sandbox.id, path)
+        answer = _retry(lambda: errors.check(self._http.put(url, content=content, params=params)))
+        return int(answer.json()["size"])
+
+    def read(self, path: str) -> bytes:
+        url = common.file_url(self.sandbox.id, path)
+        return _retry(lambda: errors.check(self._http.get(url))).content
+
+    def list(self, dir: str = "/work") -> list[FileInfo]:  # noqa: A002 (the API's name)
+        listing = _retry(
+            lambda: common.unwrap(
+                list_files.sync_detailed(self.sandbox.id, client=self.sandbox.client, dir_=common.remote_path(dir))
+            )
+        )
+        return list(listing.items)
+
+    def upload_dir(self, local_dir: str | Path, remote_dir: str = "/work") -> int:
+        """Copy a local directory's content into `remote_dir` (made if missing) as one tar,
+        streamed from a temporary file. Returns the archive's size."""
+        archive = common.pack(local_dir)
+        url = f"/v1/sandboxes/{self.sandbox.id}/archive"
+        params = {"dir": common.remote_path(remote_dir)}
+        headers = {"Content-Type": "application/x-tar"}
+        try:
+
+            def send() -> httpx.Response:
+                with archive.open("rb") as body:
+                    return errors.check(self._http.put(url, content=body, params=params, headers=headers))
+
+            return int(_retry(send).json()["size"])
+        finally:
+            archive.unlink(missing_ok=True)
+
+    def download_dir(self, remote_dir: str, local_dir: str | Path) -> None:
+        """Copy `remote_dir`'s content into `local_dir` (made if missing), streamed through a
+        temporary file and unpacked with tarfile's `data` filter."""
+        url = f"/v1/sandboxes/{self.sandbox.id}/archive"
+        params = {"dir": common.remote_path(remote_dir)}
+        archive = common.pack_target()
+        try:
+
+            def fetch() -> None:
+                with self._http.stream("GET", url, params=params) as answer:
+                    errors.check(answer)
+                    with archive.open("wb") as out:
+                        for chunk in answer.iter_bytes(1 << 20):
+                            out.write(chunk)
+
+            _retry(fetch)
+            common.unpack(archive, local_dir)
+        finally:
+            archive.unlink(missing_ok=True)
