@@ -96,7 +96,9 @@ async def test_cp_copies_directories_both_ways_byte_exact(
         f"set -e\nsbx cp {src} {sandbox.id}:/work/copy\n"
         f"sbx exec {sandbox.id} -- sh -c 'cd /work/copy && find . | sort && sha256sum a/b/blob'\n"
         f"sbx cp {sandbox.id}:/work/copy {tmp_path / 'back'}\n"
-        f"sbx cp {sandbox.id}:/work/copy/top.txt {tmp_path / 'one.txt'}\n",
+        f"sbx cp {sandbox.id}:/work/copy/top.txt {tmp_path / 'one.txt'}\n"
+        f"sbx cp {src / 'a' / 'b' / 'blob'} {sandbox.id}:/work/single.bin\n"
+        f"sbx exec {sandbox.id} -- sha256sum /work/single.bin /work/copy/a/b/blob\n",
         airlock,
         tenant,
     )
@@ -106,6 +108,8 @@ async def test_cp_copies_directories_both_ways_byte_exact(
         assert (tmp_path / "back" / rel).read_bytes() == (src / rel).read_bytes()
     assert (tmp_path / "back" / "empty").is_dir()
     assert (tmp_path / "one.txt").read_text() == "top\n"
+    sums = [line.split()[0] for line in done.stdout.splitlines()[-2:]]
+    assert len(sums) == 2 and sums[0] == sums[1]  # the file sent alone arrived whole
 
 
 async def test_json_everywhere_and_deleting_asks(airlock: Airlock, tenant: Tenant) -> None:

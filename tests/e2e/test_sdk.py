@@ -110,6 +110,10 @@ async def test_async_round_trip(airlock: Airlock, tenant: Tenant, tmp_path: Path
         assert "".join(pieces) == streamed.stdout == "".join(f"tick {i}\n" for i in range(5))
         events = [e async for e in sandbox.stream(["sh", "-c", "echo a; exit 4"])]
         assert events[-1].kind == "exit" and events[-1].exit["exit_code"] == 4
+        blob = local / "pkg" / "deep" / "blob.bin"
+        assert await sandbox.files.upload(blob, "/work/blob2.bin") == blob.stat().st_size
+        assert await sandbox.files.download("blob2.bin", tmp_path / "blob2") == blob.stat().st_size
+        assert (tmp_path / "blob2").read_bytes() == blob.read_bytes()
         await sandbox.files.write("x/y.txt", b"\x00\x01binary")
         assert await sandbox.files.read("x/y.txt") == b"\x00\x01binary"
         await sandbox.files.download_dir("/work/proj", tmp_path / "down")

@@ -262,6 +262,30 @@ class AsyncFiles:
 
         return (await _retry(call)).content
 
+    async def upload(self, local_path: str | Path, path: str, *, mode: str | None = None) -> int:
+        params = {"mode": mode} if mode else None
+        url = common.file_url(self.sandbox.id, path)
+
+        async def call() -> httpx.Response:
+            answer = await self._http.put(url, content=_chunks(Path(local_path)), params=params)
+            return await errors.acheck(answer)
+
+        return int((await _retry(call)).json()["size"])
+
+    async def download(self, path: str, local_path: str | Path) -> int:
+        url = common.file_url(self.sandbox.id, path)
+
+        async def call() -> int:
+            size = 0
+            async with self._http.stream("GET", url) as answer:
+                await errors.acheck(answer)
+                with Path(local_path).open("wb") as out:
+                    async for chunk in answer.aiter_bytes(1 << 20):
+                        size += out.write(chunk)
+            return size
+
+        return await _retry(call)
+
     async def list(self, dir: str = "/work") -> list[FileInfo]:  # noqa: A002 (the API's name)
         async def call() -> Any:
             answer = await list_files.asyncio_detailed(
@@ -277,13 +301,8 @@ class AsyncFiles:
         params = {"dir": common.remote_path(remote_dir)}
         headers = {"Content-Type": "application/x-tar"}
 
-        async def chunks() -> AsyncIterator[bytes]:
-            with archive.open("rb") as body:
-                while chunk := await asyncio.to_thread(body.read, 1 << 20):
-                    yield chunk
-
         async def call() -> httpx.Response:
-            answer = await self._http.put(url, content=chunks(), params=params, headers=headers)
+            answer = await self._http.put(url, content=_chunks(archive), params=params, headers=headers)
             return await errors.acheck(answer)
 
         try:
@@ -308,3 +327,10 @@ class AsyncFiles:
             await asyncio.to_thread(common.unpack, archive, local_dir)
         finally:
             archive.unlink(missing_ok=True)
+
+
+async def _chunks(path: Path) -> AsyncIterator[bytes]:
+    """A local file in 1 MiB pieces, read off the event loop's thread."""
+    with path.open("rb") as body:
+        while chunk := await asyncio.to_thread(body.read, 1 << 20):
+            yield chunk

@@ -270,7 +270,7 @@ def cp(ctx: click.Context, source: str, target: str, as_json: bool) -> None:
                 size = sandbox.files.upload_dir(local, dst[1])
                 kind = "directory"
             else:
-                size = sandbox.files.write(dst[1], local.read_bytes())
+                size = sandbox.files.upload(local, dst[1])
                 kind = "file"
     else:
         assert src is not None
@@ -287,11 +287,9 @@ def cp(ctx: click.Context, source: str, target: str, as_json: bool) -> None:
                 size = sum(p.stat().st_size for p in local.rglob("*") if p.is_file())
                 kind = "directory"
             else:
-                data = sandbox.files.read(src[1])
                 if local.is_dir():
                     local = local / Path(src[1]).name
-                local.write_bytes(data)
-                size = len(data)
+                size = sandbox.files.download(src[1], local)
                 kind = "file"
     took = time.monotonic() - started
     if c.as_json:

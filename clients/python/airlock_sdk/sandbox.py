@@ -285,6 +285,32 @@ class Files:
         url = common.file_url(self.sandbox.id, path)
         return _retry(lambda: errors.check(self._http.get(url))).content
 
+    def upload(self, local_path: str | Path, path: str, *, mode: str | None = None) -> int:
+        """Stream a local file into the sandbox (never read whole into memory)."""
+        params = {"mode": mode} if mode else None
+        url = common.file_url(self.sandbox.id, path)
+
+        def send() -> httpx.Response:
+            with Path(local_path).open("rb") as body:
+                return errors.check(self._http.put(url, content=body, params=params))
+
+        return int(_retry(send).json()["size"])
+
+    def download(self, path: str, local_path: str | Path) -> int:
+        """Stream a file of the sandbox into `local_path`; returns its size."""
+        url = common.file_url(self.sandbox.id, path)
+
+        def fetch() -> int:
+            size = 0
+            with self._http.stream("GET", url) as answer:
+                errors.check(answer)
+                with Path(local_path).open("wb") as out:
+                    for chunk in answer.iter_bytes(1 << 20):
+                        size += out.write(chunk)
+            return size
+
+        return _retry(fetch)
+
     def list(self, dir: str = "/work") -> list[FileInfo]:  # noqa: A002 (the API's name)
         listing = _retry(
             lambda: common.unwrap(
