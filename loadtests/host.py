@@ -46,6 +46,30 @@ def runtime_ids(database_url: str) -> set[str]:
     return set(out.stdout.split())
 
 
+def left_behind(target: Any) -> dict[str, Any]:
+    """What holds the host after a run, by the database's word: each network namespace of a
+    recorded runtime id with its sandbox's state, and the runsc processes by the sandbox id on
+    their command line (runsc names the container) with its state."""
+    url = target.database.replace("postgresql+asyncpg://", "postgresql://", 1)
+    sql = "SELECT runtime_id, state FROM sandboxes WHERE runtime_id IS NOT NULL"
+    out = subprocess.run(
+        ["psql", url, "-AtF", " ", "-c", sql], capture_output=True, text=True, check=True
+    )
+    states = dict(line.split(" ", 1) for line in out.stdout.splitlines() if " " in line)
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
+    netns = [line.split(" ")[0] for line in listed.stdout.splitlines()]
+    roots = [str(d / "gvisor") for d in target.state_dirs]
+    holders: dict[str, int] = {}
+    for _, _, args in _ps().values():
+        if "runsc" in args and any(r in args for r in roots):
+            named = next((w for w in args.split() if w in states), "(no sandbox id)")
+            holders[named] = holders.get(named, 0) + 1
+    return {
+        "netns": {n: states[n] for n in netns if n in states},
+        "runsc_processes": {k: [n, states.get(k, "?")] for k, n in holders.items()},
+    }
+
+
 def _netns(ids: set[str]) -> int:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
     return sum(1 for line in out.stdout.splitlines() if line.split(" ")[0] in ids)

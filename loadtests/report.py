@@ -140,6 +140,7 @@ def summary(out: Path) -> dict[str, Any]:
         f"- verdict: **{'ok' if ok else 'NOT ok'}** ({failed} failed requests, "
         f"{exceptions} exceptions in the scenario, "
         f"{run['sandboxes_left']} sandboxes left, leaks: {leaked or 'none'})",
+        f"- the host back to its counts before the run {_settled(run)}",
         "",
         "| request | count | failed | p50 ms | p95 ms | p99 ms | max ms | per s |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -184,6 +185,14 @@ def summary(out: Path) -> dict[str, Any]:
     }
     (out / "verdict.json").write_text(json.dumps(verdict, indent=2))
     return verdict
+
+
+def _settled(run: dict[str, Any]) -> str:
+    if "settle_s" not in run:  # a run from before the settle wait
+        return "(not measured)"
+    if run["settle_s"] is None:
+        return f"**not** within the wait; still there: {json.dumps(run.get('left_behind'))}"
+    return f"{run['settle_s']} s after the clean-up"
 
 
 if __name__ == "__main__":

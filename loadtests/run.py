@@ -273,6 +273,23 @@ async def clean_up(target: Target, setup: dict[str, Any]) -> int:
     return left
 
 
+async def settled(
+    target: Target, before: dict[str, Any]
+) -> tuple[dict[str, Any], float | None, dict[str, Any]]:
+    """The host's counts once they are back to `before` (runsc processes take a moment to go
+    after a destroy returns), or as they are after SETTLE_S; the seconds that took, and what
+    still held the host then."""
+    started = time.monotonic()
+    counted = ("runtime_processes", "network_namespaces", "iptables_chains")
+    while True:
+        now = host.of(target)
+        if all(now[k] <= before[k] for k in counted):
+            return now, round(time.monotonic() - started, 1), {}
+        if time.monotonic() - started > SETTLE_S:
+            return now, None, host.left_behind(target)
+        await asyncio.sleep(2)
+
+
 def run_locust(args: argparse.Namespace, target: Target, setup_file: Path) -> int:
     locust = LOAD_VENV / "bin" / "locust"
     if not locust.exists():
@@ -327,7 +344,7 @@ async def main() -> int:
                 watch.stop()
             ended = datetime.now(UTC)
             left = await clean_up(target, setup)
-            after = host.of(target)
+            after, settle_s, behind = await settled(target, before)
         finally:
             await target.stop()
     run = {
@@ -346,6 +363,10 @@ async def main() -> int:
         "sandboxes_left": left,
         "before": before,
         "after": after,
+        # How long after the clean-up the host's counts came back to where they were (None:
+        # they had not within SETTLE_S), and what still held it then.
+        "settle_s": settle_s,
+        "left_behind": behind,
     }
     (args.out / "run.json").write_text(json.dumps(run, indent=2))
     report = subprocess.run(  # noqa: ASYNC221
