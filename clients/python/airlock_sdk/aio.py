@@ -44,9 +44,12 @@ async def _retry(call: Callable[[], Awaitable[T]]) -> T:
 
 
 class AsyncSandbox:
-    def __init__(self, info: SandboxInfo, client: AuthenticatedClient) -> None:
+    def __init__(self, info: SandboxInfo, client: AuthenticatedClient, *, owned: bool = False) -> None:
         self.info = info
         self.client = client
+        # A sandbox this object created is deleted when its `with` block ends; one it connected
+        # to is only let go of (its connection closed).
+        self.owned = owned
         self.files = AsyncFiles(self)
 
     @classmethod
@@ -80,7 +83,7 @@ class AsyncSandbox:
         except BaseException:
             await client.get_async_httpx_client().aclose()
             raise
-        return cls(info, client)
+        return cls(info, client, owned=True)
 
     @classmethod
     async def connect(
@@ -229,7 +232,8 @@ class AsyncSandbox:
 
     async def __aexit__(self, *exc: object) -> None:
         try:
-            await self.delete()
+            if self.owned:
+                await self.delete()
         finally:
             await self.close()
 

@@ -49,9 +49,12 @@ def _retry(call: Callable[[], T]) -> T:
 
 
 class Sandbox:
-    def __init__(self, info: SandboxInfo, client: AuthenticatedClient) -> None:
+    def __init__(self, info: SandboxInfo, client: AuthenticatedClient, *, owned: bool = False) -> None:
         self.info = info
         self.client = client
+        # A sandbox this object created is deleted when its `with` block ends; one it connected
+        # to is only let go of (its connection closed).
+        self.owned = owned
         self.files = Files(self)
 
     # -- making and finding ------------------------------------------------------------------
@@ -86,7 +89,7 @@ class Sandbox:
         except BaseException:
             client.get_httpx_client().close()
             raise
-        return cls(info, client)
+        return cls(info, client, owned=True)
 
     @classmethod
     def connect(
@@ -258,7 +261,8 @@ class Sandbox:
 
     def __exit__(self, *exc: object) -> None:
         try:
-            self.delete()
+            if self.owned:
+                self.delete()
         finally:
             self.close()
 
