@@ -8,8 +8,9 @@
   claims;
 - every other route takes at most its `request_max_body_size` (the app's default, 1 MiB, or
   the route's own): a larger `Content-Length` is a 413 at once, with nothing read; a body that
-  streams past the limit is a 413 as soon as it does; a NUL byte or a `\\u0000` escape is a 422.
-  Both are checked chunk by chunk as the handler reads the body;
+  streams past the limit is a 413 as soon as it does; a NUL byte or a `\\u0000` escape is a 422
+  (except in a body of raw bytes, `opt={"raw_body": True}`: an exec's stdin). Both are checked
+  chunk by chunk as the handler reads the body;
 - a JSON body bound to a msgspec Struct is decoded strictly against the handler's `data` type
   once it is whole (Litestar converts leniently, which takes a JSON 0 for a bool and "5" for an
   int): a value of the wrong JSON type is a 422 naming the field. A number is one JSON type,
@@ -231,6 +232,8 @@ def checked_receive(
     limit: int,
     strict_type: Any = None,
     scope: Any = None,
+    *,
+    binary: bool = False,
 ) -> Any:
     """`receive` that raises BodyTooLarge past `limit` bytes and a 422 on a NUL, chunk by
     chunk, and, given a `strict_type`, a 422 when the whole body has a value of the wrong
@@ -247,7 +250,7 @@ def checked_receive(
             seen += len(chunk)
             if seen > limit:
                 raise BodyTooLarge(limit)
-            if scanner.found(chunk):
+            if not binary and scanner.found(chunk):
                 raise _nul_refusal("request body")
             if strict_type is not None:
                 chunks.append(chunk)
@@ -286,4 +289,6 @@ class InputPolicy:
             await _refuse(scope, send, BodyTooLarge(limit))
             return
         strict_type = strict_body_type(handler)
-        await self.app(scope, checked_receive(receive, limit, strict_type, scope), send)
+        binary = bool(handler is not None and handler.opt.get("raw_body"))
+        checked = checked_receive(receive, limit, strict_type, scope, binary=binary)
+        await self.app(scope, checked, send)

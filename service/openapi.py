@@ -6,8 +6,9 @@ own metadata, so clients and fuzzers built from it see what the server does:
   unreachable); a public route gets `security: []`;
 - a path parameter: 404 (another tenant's object is a 404 too);
 - a body: 413 past the route's limit (`service.inputs.body_limit`; a streamed upload under its
-  own cap), 422 when it does not validate; any parameter or body: 422 (a NUL character in the
-  path or the query is refused on every route);
+  own cap; a raw body the handler reads whole, `opt={"raw_body": True}`, under the route's
+  `request_max_body_size`), 422 when it does not validate; any parameter or body: 422 (a NUL
+  character in the path or the query is refused on every route);
 - a route that needs the sandbox runtime (it takes `runtimes`, `exec_runner` or `pool`): 409 (the
   sandbox is not running, busy or lost) and 503 with Retry-After (no runtime, the host is full);
 - what only the handler knows, it declares: `opt={"problems": {409: "why", 429: "why"}}`
@@ -19,6 +20,7 @@ Every problem is `application/problem+json` with one shared `Problem` schema.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, get_args
 
 import msgspec
@@ -31,6 +33,7 @@ from litestar.openapi.spec import (
     Operation,
     Parameter,
     Reference,
+    RequestBody,
     Schema,
 )
 from litestar.openapi.spec import (
@@ -116,7 +119,7 @@ def problems_for(handler: HTTPRouteHandler, path_params: set[str]) -> dict[int, 
     opt = handler.opt
     needs: set[str] = set(handler.parsed_fn_signature.parameters) & RUNTIME_DEPENDENCIES
     params = handler.parsed_fn_signature.parameters
-    has_body = "data" in params or bool(opt.get("streamed_body"))
+    has_body = "data" in params or bool(opt.get("streamed_body") or opt.get("raw_body"))
     ids = {name for name in params if name.endswith("_id")} | path_params
     problems: dict[int, str] = {}
     if not opt.get("public"):
@@ -441,3 +444,19 @@ def public_paths(openapi: dict[str, Any]) -> list[str]:
         for method, op in item.items()
         if isinstance(op, dict) and op.get("security") == []
     ]
+
+
+def binary_body_operation(media_type: str) -> type[Operation]:
+    """An OpenAPI operation whose request body is raw bytes (the handler streams it)."""
+
+    @dataclass
+    class BinaryBody(Operation):
+        def __post_init__(self) -> None:
+            self.request_body = RequestBody(
+                content={
+                    media_type: MediaType(schema=Schema(type=OpenAPIType.STRING, format="binary"))
+                },
+                required=True,
+            )
+
+    return BinaryBody

@@ -17,7 +17,8 @@ from service.deps import (
     Limit,
 )
 from service.execs import service
-from service.execs.schemas import BODY_LIMIT, Exec, ExecCreate, ExecPage
+from service.execs.schemas import BODY_LIMIT, Exec, ExecCreate, ExecPage, StdinWritten
+from service.openapi import binary_body_operation
 from service.pagination import DEFAULT_LIMIT, cursor_parameter, id_pattern
 
 Cursor = cursor_parameter(id_pattern("exe"))
@@ -35,6 +36,13 @@ AfterParam = Annotated[
         description="Resume after this event id (as Last-Event-ID)",
     ),
 ]
+
+
+CloseParam = Annotated[
+    bool, QueryParameter(name="close", description="Close stdin after this write")
+]
+# One write's body; a longer input is several writes.
+STDIN_WRITE_LIMIT = 1 << 20
 
 
 class ExecController(Controller):
@@ -160,6 +168,35 @@ class ExecController(Controller):
         exec_id: FromPath[str],
     ) -> Exec:
         return await service.kill_exec(db, exec_runner, principal, audit_ctx, sandbox_id, exec_id)
+
+    @post(
+        "/{exec_id:str}/stdin",
+        operation_id="write_exec_stdin",
+        summary="Write to a running exec's stdin",
+        description="For an exec started with `stdin_open`: the raw body goes to the process's "
+        "stdin after what was written before; `?close=true` then closes it (the process reads "
+        "EOF). An exec started without `stdin_open`, one whose stdin was closed, or one that has "
+        "not read its stdin for a while is a 409 `stdin_not_open`.",
+        opt={"routed": "sandbox", "scope": "exec", "raw_body": True},
+        status_code=200,
+        request_max_body_size=STDIN_WRITE_LIMIT,
+        operation_class=binary_body_operation("application/octet-stream"),
+    )
+    async def write_exec_stdin(
+        self,
+        request: Request[Any, Any, Any],
+        db: Db,
+        exec_runner: ExecRunnerDep,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        sandbox_id: FromPath[str],
+        exec_id: FromPath[str],
+        close: CloseParam = False,
+    ) -> StdinWritten:
+        data = await request.body()
+        return await service.write_stdin(
+            db, exec_runner, principal, audit_ctx, sandbox_id, exec_id, data, close=close
+        )
 
 
 def _event_id(value: str | None) -> int:

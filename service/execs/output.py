@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from service.execs.masking import Masker
@@ -40,6 +42,9 @@ class ChunkSink:
         self.kept = {"stdout": b"", "stderr": b""}
         # An incomplete UTF-8 character held back, so each stored chunk decodes on its own.
         self.partial = {"stdout": b"", "stderr": b""}
+        # Flushes one at a time, so chunks are committed in the order of their `seq` (a reader
+        # resuming after seq n never misses a lower one committed later).
+        self._flushing = asyncio.Lock()
 
     def _whole_characters(self, stream: str, data: bytes) -> bytes:
         data = self.partial[stream] + data
@@ -60,7 +65,31 @@ class ChunkSink:
         if self.pending_bytes >= FLUSH_BYTES or now - self.last_flush >= FLUSH_INTERVAL_S:
             await self.flush()
 
+    @contextlib.asynccontextmanager
+    async def flushing(self) -> AsyncIterator[None]:
+        """While the block runs, output that has waited FLUSH_INTERVAL_S is stored even when
+        nothing comes after it (a prompt, a line before a long silence)."""
+        stop = asyncio.Event()
+
+        async def tick() -> None:
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), FLUSH_INTERVAL_S)
+                if self.pending and time.monotonic() - self.last_flush >= FLUSH_INTERVAL_S:
+                    await self.flush()
+
+        ticker = asyncio.create_task(tick())
+        try:
+            yield
+        finally:
+            stop.set()
+            await ticker
+
     async def flush(self) -> None:
+        async with self._flushing:
+            await self._flush()
+
+    async def _flush(self) -> None:
         self.last_flush = time.monotonic()
         if not self.pending:
             return

@@ -29,6 +29,7 @@ from service.execs.masking import mask_text
 from service.execs.output import ChunkSink
 from service.execs.records import Event, ExecRecords, RecordTx, SandboxFacts
 from service.execs.schemas import Exec, ExecCreate
+from service.execs.stdin import StdinNotOpen, StdinPipe
 from service.ids import new_id
 from service.runtime import (
     ExecNotFound,
@@ -60,6 +61,7 @@ class Live:
 
     task: asyncio.Task[Exec | None]
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    stdin: StdinPipe | None = None  # started with `stdin_open`
 
     def notify(self) -> None:
         self.changed.set()
@@ -151,7 +153,7 @@ class ExecRunner:
             "env": masked_env,
             "secret_names": sorted(data.secrets),
             "timeout_s": data.timeout_s,
-            "has_stdin": data.stdin is not None,
+            "has_stdin": data.stdin is not None or data.stdin_open,
             "stdout_bytes": 0,
             "stderr_bytes": 0,
             "stdout_truncated": False,
@@ -205,13 +207,15 @@ class ExecRunner:
                 assert not tx.decides_start, "the start's statement and its checks disagree"
                 await tx.insert_started(values, event)
         exec_id, runtime_id = values["id"], sandbox.runtime_id
+        first_stdin = data.stdin.encode() if data.stdin is not None else None
+        pipe = StdinPipe(first_stdin) if data.stdin_open else None
         request = ExecRequest(
             argv=list(data.cmd),
             cwd=data.cwd,
             # The sandbox's own env under the request's: a sandbox claimed from the warm pool
             # was started before its tenant's env was known, so the runtime does not have it.
             env={**(sandbox.env or {}), **data.env, **data.secrets},
-            stdin=data.stdin.encode() if data.stdin is not None else None,
+            stdin=pipe.chunks() if pipe is not None else first_stdin,
             user=data.user,
             timeout_s=data.timeout_s,
             output_cap=data.max_output_bytes,
@@ -232,7 +236,7 @@ class ExecRunner:
             ),
             name=f"exec-{exec_id}",
         )
-        self.live[exec_id] = Live(task=task)
+        self.live[exec_id] = Live(task=task, stdin=pipe)
         task.add_done_callback(lambda _t: self._forget(exec_id))
         return Started(exec_id, created=True)
 
@@ -330,9 +334,10 @@ class ExecRunner:
         error: str | None = None
         execution = None
         try:
-            execution = await runtime.exec(runtime_id, request)
-            async for chunk in execution.output():
-                await sink.add(chunk.stream, chunk.data)
+            async with sink.flushing():
+                execution = await runtime.exec(runtime_id, request)
+                async for chunk in execution.output():
+                    await sink.add(chunk.stream, chunk.data)
             result = await execution.wait()
         except SandboxFailed as exc:
             error = f"sandbox failed: {exc.reason}"
@@ -488,6 +493,15 @@ class ExecRunner:
                     log.exception("trimming the stored output of %s failed", tenant_id)
         finally:
             self.trims.pop(tenant_id, None)
+
+    async def write_stdin(self, exec_id: str, data: bytes, *, close: bool) -> None:
+        """More stdin for an exec running in this process, started with `stdin_open`."""
+        live = self.live.get(exec_id)
+        if live is None or live.task.done():
+            raise StdinNotOpen(f"exec {exec_id} is not running")
+        if live.stdin is None:
+            raise StdinNotOpen(f"exec {exec_id} was not started with stdin_open")
+        await live.stdin.write(data, close=close)
 
     async def kill(self, exec_id: str, runtime_id: str, runtime_exec_id: str) -> None:
         runtime = await self.holder.get()

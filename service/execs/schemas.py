@@ -38,6 +38,13 @@ class ExecCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     user: User | None = None
     wait: bool = True
     max_output_bytes: Annotated[int, Meta(ge=1, le=MAX_OUTPUT_BYTES)] = DEFAULT_OUTPUT_BYTES
+    # Keep stdin open after `stdin` (if any): `POST …/execs/{id}/stdin` writes more and closes it.
+    stdin_open: bool = False
+
+
+class StdinWritten(msgspec.Struct, kw_only=True):
+    written: int
+    closed: bool
 
 
 class Exec(msgspec.Struct, kw_only=True):

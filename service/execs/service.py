@@ -19,7 +19,7 @@ from service.db.session import Db
 from service.errors import Conflict, NotFound
 from service.execs.repository import ExecRepository
 from service.execs.runner import ExecRunner
-from service.execs.schemas import Exec, ExecCreate, ExecPage, ExecSummary
+from service.execs.schemas import Exec, ExecCreate, ExecPage, ExecSummary, StdinWritten
 from service.pagination import decode_cursor, page_of
 from service.sandboxes import service as sandboxes
 
@@ -178,6 +178,41 @@ async def kill_exec(
         await runner.kill(exec_id, runtime_id, runtime_exec_id)
     await runner.wait(exec_id)
     return await get_exec(db, principal, sandbox_id, exec_id)
+
+
+async def write_stdin(
+    db: Db,
+    runner: ExecRunner,
+    principal: Principal,
+    ctx: AuditContext,
+    sandbox_id: str,
+    exec_id: str,
+    data: bytes,
+    *,
+    close: bool,
+) -> StdinWritten:
+    """More stdin for a running exec started with `stdin_open` (recorded: its size, not its
+    bytes)."""
+    assert principal.tenant_id is not None
+    async with db() as session:
+        row = await repository(session, principal).get(sandbox_id, exec_id)
+        if row is None:
+            raise NotFound(f"no exec {exec_id} in sandbox {sandbox_id}")
+        if row.state != "running":
+            raise Conflict(f"exec {exec_id} is {row.state}", extra={"state": row.state})
+    # Written before it is recorded: a write may wait for the process to read, and no
+    # transaction stays open meanwhile; a refused write is not recorded.
+    await runner.write_stdin(exec_id, data, close=close)
+    async with db() as session, session.begin():
+        await record(
+            session,
+            ctx,
+            chain=principal.tenant_id,
+            action="exec.stdin",
+            target=exec_id,
+            details={"sandbox_id": sandbox_id, "bytes": len(data), "close": close},
+        )
+    return StdinWritten(written=len(data), closed=close)
 
 
 async def stream_ended(

@@ -1,13 +1,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import quote
 
 from litestar import Controller, Request, get, put
-from litestar.openapi.spec import OpenAPIMediaType, Operation, RequestBody, Schema
-from litestar.openapi.spec.enums import OpenAPIType
 from litestar.params import FromPath, QueryParameter
 from litestar.response import Stream
 
@@ -15,6 +12,7 @@ from service.deps import Audit, CurrentPrincipal, Db, Runtimes
 from service.errors import Unprocessable
 from service.files import archives, service
 from service.files.schemas import ABSOLUTE_PATH_PATTERN, ArchiveWritten, FileList, FileWritten
+from service.openapi import binary_body_operation
 
 _MODE = re.compile(r"^0?[0-7]{3,4}$")
 DirParam = Annotated[
@@ -34,24 +32,6 @@ ModeParam = Annotated[
         description="Octal permission bits of the new file, e.g. `0644` (default)",
     ),
 ]
-
-
-def _binary_operation(media_type: str) -> type[Operation]:
-    """An OpenAPI operation whose request body is raw bytes (the handler streams it)."""
-
-    @dataclass
-    class BinaryBody(Operation):
-        def __post_init__(self) -> None:
-            self.request_body = RequestBody(
-                content={
-                    media_type: OpenAPIMediaType(
-                        schema=Schema(type=OpenAPIType.STRING, format="binary")
-                    )
-                },
-                required=True,
-            )
-
-    return BinaryBody
 
 
 def _mode(value: str | None) -> int:
@@ -88,7 +68,7 @@ class FileController(Controller):
         opt={"routed": "sandbox", "scope": "files:write", "streamed_body": True},
         status_code=201,
         request_max_body_size=None,
-        operation_class=_binary_operation("application/octet-stream"),
+        operation_class=binary_body_operation("application/octet-stream"),
     )
     async def upload_file(
         self,
@@ -158,7 +138,7 @@ class FileController(Controller):
         opt={"routed": "sandbox", "scope": "files:write", "streamed_body": True},
         status_code=201,
         request_max_body_size=None,
-        operation_class=_binary_operation("application/x-tar"),
+        operation_class=binary_body_operation("application/x-tar"),
     )
     async def upload_archive(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import AsyncIterable
 from typing import Literal
 
 import msgspec
@@ -47,7 +48,8 @@ class ExecRequest(msgspec.Struct, frozen=True, kw_only=True):
     argv: list[str]
     cwd: str = "/work"
     env: dict[str, str] = msgspec.field(default_factory=dict)
-    stdin: bytes | None = None
+    # All of it at once, or chunks as they come (an exec whose stdin stays open).
+    stdin: bytes | AsyncIterable[bytes] | None = None
     user: str | None = None
     timeout_s: float = 60.0
     output_cap: int = DEFAULT_OUTPUT_CAP

@@ -101,8 +101,11 @@ def exec_body(
     user: str | None,
     stdin: str | None,
     wait: bool,
+    stdin_open: bool = False,
 ) -> ExecCreate:
     body = ExecCreate(cmd=argv(cmd), wait=wait)
+    if stdin_open:
+        body.stdin_open = True
     if timeout is not None:
         body.timeout_s = timeout
     if env:
@@ -255,3 +258,14 @@ def pack_target() -> Path:
     handle, name = tempfile.mkstemp(prefix="airlock-", suffix=".tar")
     os.close(handle)
     return Path(name)
+
+
+def stdin_request(sandbox_id: str, exec_id: str, data: bytes | str, close: bool) -> dict[str, Any]:
+    """The request that writes to a running exec's stdin (never sent twice: a write that may
+    have arrived is not repeated)."""
+    return {
+        "url": f"/v1/sandboxes/{quote(sandbox_id, safe='')}/execs/{quote(exec_id, safe='')}/stdin",
+        "content": data.encode() if isinstance(data, str) else data,
+        "params": {"close": "true"} if close else None,
+        "headers": {"Content-Type": "application/octet-stream"},
+    }

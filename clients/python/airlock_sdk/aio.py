@@ -167,8 +167,17 @@ class AsyncSandbox:
             user=options.get("user"),
             stdin=options.get("stdin"),
             wait=False,
+            stdin_open=bool(options.get("stdin_open")),
         )
         return (await self._create_exec(body, common.new_key())).id
+
+    async def write_stdin(self, exec_id: str, data: bytes | str = b"", *, close: bool = False) -> None:
+        """Write to the stdin of an exec started with `stdin_open`; `close` ends it (EOF)."""
+        http = self.client.get_async_httpx_client()
+        try:
+            await errors.acheck(await http.post(**common.stdin_request(self.id, exec_id, data, close)))
+        except httpx.TransportError as exc:
+            raise errors.TransportError(str(exc) or type(exc).__name__) from exc
 
     async def stream(self, cmd: str | Sequence[str], **options: Any) -> AsyncIterator[OutputEvent]:
         async for event in self.events(await self.start(cmd, **options)):

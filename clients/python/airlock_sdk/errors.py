@@ -82,6 +82,10 @@ class InvalidTransition(Conflict):
     code = "invalid_state_transition"
 
 
+class StdinNotOpen(Conflict):
+    code = "stdin_not_open"
+
+
 class PayloadTooLarge(AirlockError):
     code = "payload_too_large"
 
@@ -121,6 +125,7 @@ _BY_CODE: dict[str, type[AirlockError]] = {
         Conflict,
         SandboxNotRunning,
         InvalidTransition,
+        StdinNotOpen,
         PayloadTooLarge,
         ValidationFailed,
         IdempotencyKeyReused,

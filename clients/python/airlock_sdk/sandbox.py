@@ -187,10 +187,20 @@ class Sandbox:
         cwd: str | None = None,
         user: str | None = None,
         stdin: str | None = None,
+        stdin_open: bool = False,
     ) -> str:
-        """Start `cmd` without waiting; returns the exec's id (follow it with `events`)."""
+        """Start `cmd` without waiting; returns the exec's id (follow it with `events`). With
+        `stdin_open` its stdin stays open for `write_stdin` until one closes it."""
         body = common.exec_body(
-            cmd, timeout=timeout, env=env, secrets=secrets, cwd=cwd, user=user, stdin=stdin, wait=False
+            cmd,
+            timeout=timeout,
+            env=env,
+            secrets=secrets,
+            cwd=cwd,
+            user=user,
+            stdin=stdin,
+            wait=False,
+            stdin_open=stdin_open,
         )
         key = common.new_key()
         started: Exec = _retry(
@@ -199,6 +209,13 @@ class Sandbox:
             )
         )
         return started.id
+
+    def write_stdin(self, exec_id: str, data: bytes | str = b"", *, close: bool = False) -> None:
+        """Write to the stdin of an exec started with `stdin_open`; `close` ends it (EOF)."""
+        try:
+            errors.check(self.client.get_httpx_client().post(**common.stdin_request(self.id, exec_id, data, close)))
+        except httpx.TransportError as exc:
+            raise errors.TransportError(str(exc) or type(exc).__name__) from exc
 
     def stream(self, cmd: str | Sequence[str], **options: Any) -> Iterator[OutputEvent]:
         """`cmd`'s output as it comes (`stdout`/`stderr` events), then its `exit` event."""

@@ -84,6 +84,7 @@ from .secret_page import SecretPage
 from .secret_put import SecretPut
 from .stage import Stage
 from .state import State
+from .stdin_written import StdinWritten
 from .template import Template
 from .template_create import TemplateCreate
 from .template_create_env import TemplateCreateEnv
@@ -193,6 +194,7 @@ __all__ = (
     "SecretPut",
     "Stage",
     "State",
+    "StdinWritten",
     "Template",
     "TemplateCreate",
     "TemplateCreateEnv",

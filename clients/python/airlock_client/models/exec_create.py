@@ -27,6 +27,7 @@ class ExecCreate:
             max_output_bytes (int | Unset):  Default: 1048576.
             secrets (ExecCreateSecrets | Unset):
             stdin (None | str | Unset):
+            stdin_open (bool | Unset):  Default: False.
             timeout_s (float | Unset):  Default: 60.0.
             user (None | str | Unset):
             wait (bool | Unset):  Default: True.
@@ -38,6 +39,7 @@ class ExecCreate:
     max_output_bytes: int | Unset = 1048576
     secrets: ExecCreateSecrets | Unset = UNSET
     stdin: None | str | Unset = UNSET
+    stdin_open: bool | Unset = False
     timeout_s: float | Unset = 60.0
     user: None | str | Unset = UNSET
     wait: bool | Unset = True
@@ -62,6 +64,8 @@ class ExecCreate:
             stdin = UNSET
         else:
             stdin = self.stdin
+
+        stdin_open = self.stdin_open
 
         timeout_s = self.timeout_s
 
@@ -90,6 +94,8 @@ class ExecCreate:
             field_dict["secrets"] = secrets
         if stdin is not UNSET:
             field_dict["stdin"] = stdin
+        if stdin_open is not UNSET:
+            field_dict["stdin_open"] = stdin_open
         if timeout_s is not UNSET:
             field_dict["timeout_s"] = timeout_s
         if user is not UNSET:
@@ -134,6 +140,8 @@ class ExecCreate:
 
         stdin = _parse_stdin(d.pop("stdin", UNSET))
 
+        stdin_open = d.pop("stdin_open", UNSET)
+
         timeout_s = d.pop("timeout_s", UNSET)
 
         def _parse_user(data: object) -> None | str | Unset:
@@ -154,6 +162,7 @@ class ExecCreate:
             max_output_bytes=max_output_bytes,
             secrets=secrets,
             stdin=stdin,
+            stdin_open=stdin_open,
             timeout_s=timeout_s,
             user=user,
             wait=wait,
