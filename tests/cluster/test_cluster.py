@@ -69,6 +69,16 @@ async def test_every_sandbox_route_is_answered_by_either_replica(cluster: Cluste
             path = f"{base}/execs/{exec_id}"
             done = await wait_for(lambda path=path: _state(a, path, "finished"))
             assert done and done["outcome"] == "killed", done
+            # Stdin written through the replica that did not start the exec.
+            body = {"cmd": ["cat"], "wait": False, "stdin_open": True}
+            exec_id = (await a.post(f"{base}/execs", json=body)).json()["id"]
+            r = await b.post(f"{base}/execs/{exec_id}/stdin", content=b"via b\n")
+            assert r.status_code == 200 and r.json()["written"] == 6, r.text
+            r = await a.post(f"{base}/execs/{exec_id}/stdin?close=true", content=b"via a\n")
+            assert r.status_code == 200 and r.json()["closed"] is True, r.text
+            path = f"{base}/execs/{exec_id}"
+            done = await wait_for(lambda path=path: _state(b, path, "finished"))
+            assert done and done["stdout"] == "via b\nvia a\n", done
             # Files and archives.
             r = await a.put(f"{base}/files/work/hello.txt", content=b"hello cluster")
             assert r.status_code == 201, r.text
