@@ -252,25 +252,33 @@ async def clean_up(target: Target, setup: dict[str, Any]) -> int:
     keys = [k for pool in setup["tenants"].values() for k in pool]
     async with httpx.AsyncClient(base_url=target.url, timeout=120) as http:
         for key in keys:
-            auth = {"Authorization": f"Bearer {key}"}
-            listed = (await http.get("/v1/sandboxes", params={"limit": 200}, headers=auth)).json()
-            for sandbox in listed["items"]:
-                if sandbox["state"] in ("running", "starting"):
-                    await http.delete(f"/v1/sandboxes/{sandbox['id']}", headers=auth)
+            for sandbox in await _alive(http, key):
+                if sandbox["state"] in ("running", "creating"):
+                    await http.delete(f"/v1/sandboxes/{sandbox['id']}", headers=_auth(key))
         deadline = time.monotonic() + SETTLE_S
         left = -1
         while time.monotonic() < deadline:
-            left = 0
-            for key in keys:
-                auth = {"Authorization": f"Bearer {key}"}
-                page = await http.get("/v1/sandboxes", params={"limit": 200}, headers=auth)
-                left += sum(
-                    1 for s in page.json()["items"] if s["state"] not in ("stopped", "failed")
-                )
+            left = sum([len(await _alive(http, key)) for key in keys])
             if left == 0:
                 break
             await asyncio.sleep(2)
     return left
+
+
+def _auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+async def _alive(http: httpx.AsyncClient, key: str) -> list[dict[str, Any]]:
+    """A tenant's sandboxes not yet stopped or failed, every page of them."""
+    found: list[dict[str, Any]] = []
+    params: dict[str, Any] = {"limit": 200, "state": ["creating", "running", "stopping"]}
+    while True:
+        page = (await http.get("/v1/sandboxes", params=params, headers=_auth(key))).json()
+        found += page["items"]
+        if not page.get("next_cursor"):
+            return found
+        params["cursor"] = page["next_cursor"]
 
 
 async def settled(
