@@ -1,0 +1,40 @@
+"""`sbx`: Airlock sandboxes from a shell.
+
+    id=$(sbx new --type small --ttl 600 --json | jq -r 'select(.event=="ready") | .id')
+    sbx exec "$id" --timeout 60 -- python3 -c "$GENERATED_CODE"
+    sbx delete "$id" --yes
+
+The URL and credential come from `--url`/`--api-key`, `AIRLOCK_URL`/`AIRLOCK_API_KEY`, or the
+config file (`AIRLOCK_CONFIG`, else ~/.config/airlock/config.json). `--json` makes every command
+print JSON, one object per line; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .. import errors
+from . import account, execs, files, sandboxes  # noqa: F401 (they add their commands to `main`)
+from .base import main
+
+__all__ = ["main", "run"]
+
+
+def run() -> None:
+    """The `sbx` command: click's, with the API's errors as one line (or one JSON object)."""
+    try:
+        main.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except errors.AirlockError as exc:
+        if "--json" in sys.argv[1:]:
+            click.echo(json.dumps({"event": "error", "status": exc.status, "code": exc.code, "detail": exc.detail}))
+        click.echo(f"sbx: {exc}", err=True)
+        sys.exit(1)
