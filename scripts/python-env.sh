@@ -25,6 +25,7 @@ fi
 # The generated client (clients/python), for the end-to-end tests; again only when it changed.
 client_want=$(cat clients/python/setup.py clients/python/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [[ ! -f .venv/.airlock-client || $(cat .venv/.airlock-client) != "$client_want" ]]; then
-  .venv/bin/pip install -q --disable-pip-version-check -e clients/python
+  # With its extras: the API's /mcp serves the client's MCP tools; the agents tests use both.
+  .venv/bin/pip install -q --disable-pip-version-check -e 'clients/python[mcp,agents]'
   echo "$client_want" > .venv/.airlock-client
 fi

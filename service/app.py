@@ -41,6 +41,7 @@ from service.jobs.reconcile import drop_orphans, reconcile
 from service.jobs.retention import RetentionJob
 from service.jobs.templates import TemplateBuilder
 from service.jobs.ttl import TtlReaper
+from service.mcp import McpEndpoint
 from service.nodes.cleanup import clean_up
 from service.nodes.controller import NodeController
 from service.nodes.credentials import NodeCredentials
@@ -142,6 +143,9 @@ def create_app(
         }
     )
 
+    # The MCP tools at /mcp, on the processes that serve tenants (not on a node alone).
+    mcp = McpEndpoint() if settings.role != "node" else None
+
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         if check_migrations:
@@ -186,9 +190,10 @@ def create_app(
             MetricsController,
             export_snapshot,
             clean_up,
+            *([mcp.route()] if mcp is not None else []),
         ],
         state=state,
-        lifespan=[lifespan],
+        lifespan=[lifespan, *([mcp.lifespan] if mcp is not None else [])],
         dependencies={
             "db_session": Provide(provide_db_session),
             "db": Provide(lambda: sessionmaker, sync_to_thread=False),

@@ -247,6 +247,10 @@ class Exec(Base):
     secret_names: Mapped[list[str]] = mapped_column(JSON, nullable=False)
     timeout_s: Mapped[float] = mapped_column(Float, nullable=False)
     has_stdin: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    # It runs under a pseudo-terminal (its stderr merged into stdout).
+    tty: Mapped[bool] = mapped_column(
+        Boolean, nullable=False, default=False, server_default=text("false")
+    )
     runtime_exec_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     outcome: Mapped[str | None] = mapped_column(String(16), nullable=True)

@@ -17,7 +17,14 @@ from service.deps import (
     Limit,
 )
 from service.execs import service
-from service.execs.schemas import BODY_LIMIT, Exec, ExecCreate, ExecPage, StdinWritten
+from service.execs.schemas import (
+    BODY_LIMIT,
+    Exec,
+    ExecCreate,
+    ExecPage,
+    StdinWritten,
+    TerminalSize,
+)
 from service.openapi import binary_body_operation
 from service.pagination import DEFAULT_LIMIT, cursor_parameter, id_pattern
 
@@ -196,6 +203,37 @@ class ExecController(Controller):
         data = await request.body()
         return await service.write_stdin(
             db, exec_runner, principal, audit_ctx, sandbox_id, exec_id, data, close=close
+        )
+
+    @post(
+        "/{exec_id:str}/resize",
+        operation_id="resize_exec_tty",
+        summary="Resize a running exec's terminal",
+        description="For an exec started with `tty`: the terminal's window becomes `rows` x "
+        "`cols` and its foreground processes get SIGWINCH. An exec without a terminal is a 409 "
+        "`tty_not_enabled`; one that has ended, a 409 `exec_not_running`.",
+        opt={
+            "routed": "sandbox",
+            "scope": "exec",
+            "problems": {
+                409: "The exec has no terminal (`tty_not_enabled`) or has ended "
+                "(`exec_not_running`), or the sandbox is not running"
+            },
+        },
+        status_code=200,
+    )
+    async def resize_exec_tty(
+        self,
+        db: Db,
+        exec_runner: ExecRunnerDep,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        sandbox_id: FromPath[str],
+        exec_id: FromPath[str],
+        data: JSONBody[TerminalSize],
+    ) -> TerminalSize:
+        return await service.resize_tty(
+            db, exec_runner, principal, audit_ctx, sandbox_id, exec_id, data
         )
 
 

@@ -8,8 +8,9 @@ MASK = b"***"
 class Masker:
     """Replaces every occurrence of any secret, including one split across chunks.
 
-    It holds back the last `longest - 1` bytes of what it has seen (a possible start of a
-    secret) until more data or `flush()` decides them.
+    It holds back the end of what it has seen that could be the start of a secret (at most
+    `longest - 1` bytes, and only bytes that begin one) until more data or `flush()` decides
+    them: an interactive program's prompt is not held back for want of more output.
     """
 
     def __init__(self, secrets: list[str]) -> None:
@@ -32,23 +33,24 @@ class Masker:
         if not self._secrets:
             return data
         buf = self._mask(self._pending + data)
-        if self._keep == 0:
-            self._pending = b""
-            return buf
-        cut = max(0, len(buf) - self._keep)
+        cut = len(buf) - self._start_of_secret(buf)
         out, self._pending = buf[:cut], buf[cut:]
         return out
+
+    def _start_of_secret(self, data: bytes) -> int:
+        """The length of the longest end of `data` that a secret starts with (0: none)."""
+        for size in range(min(len(data), self._keep), 0, -1):
+            tail = data[-size:]
+            if any(secret.startswith(tail) for secret in self._secrets):
+                return size
+        return 0
 
     def flush(self, *, cut: bool = False) -> bytes:
         """The rest. With `cut` (the output was cut short), a trailing piece that could be the
         start of a secret is masked too: the missing end must not make it readable."""
         out, self._pending = self._mask(self._pending), b""
-        if cut:
-            for size in range(min(len(out), self._keep), 0, -1):
-                tail = out[-size:]
-                if any(secret.startswith(tail) for secret in self._secrets):
-                    return out[:-size] + MASK
-        return out
+        size = self._start_of_secret(out) if cut else 0
+        return out[:-size] + MASK if size else out
 
 
 def mask_text(text: str, secrets: list[str]) -> str:

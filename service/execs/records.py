@@ -259,6 +259,7 @@ _START_COLUMNS = (
     "secret_names",
     "timeout_s",
     "has_stdin",
+    "tty",
     "stdout_bytes",
     "stderr_bytes",
     "stdout_truncated",

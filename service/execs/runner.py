@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -28,8 +29,9 @@ from service.execs import stored
 from service.execs.masking import mask_text
 from service.execs.output import ChunkSink
 from service.execs.records import Event, ExecRecords, RecordTx, SandboxFacts
-from service.execs.schemas import Exec, ExecCreate
+from service.execs.schemas import DEFAULT_COLS, DEFAULT_ROWS, Exec, ExecCreate
 from service.execs.stdin import StdinNotOpen, StdinPipe
+from service.execs.tty import require_tty
 from service.ids import new_id
 from service.runtime import (
     ExecNotFound,
@@ -38,6 +40,7 @@ from service.runtime import (
     SandboxFailed,
     SandboxRuntime,
     SandboxRuntimeError,
+    TtySize,
     new_exec_id,
 )
 from service.runtime.holder import RuntimeHolder
@@ -154,6 +157,7 @@ class ExecRunner:
             "secret_names": sorted(data.secrets),
             "timeout_s": data.timeout_s,
             "has_stdin": data.stdin is not None or data.stdin_open,
+            "tty": data.tty,
             "stdout_bytes": 0,
             "stderr_bytes": 0,
             "stdout_truncated": False,
@@ -180,9 +184,12 @@ class ExecRunner:
                 "env_names": sorted(data.env),
                 "secret_names": sorted(data.secrets),
                 "timeout_s": data.timeout_s,
+                "tty": data.tty,
             },
         )
         facts = (tenant_id, sandbox_id, only_sandbox, now - timedelta(seconds=60))
+        if data.tty:
+            await require_tty(self.records, runtime, facts)
         limits = (
             data.timeout_s,
             DEFAULT_QUOTAS.execs_per_minute,
@@ -220,6 +227,9 @@ class ExecRunner:
             timeout_s=data.timeout_s,
             output_cap=data.max_output_bytes,
             exec_id=values["runtime_exec_id"],
+            tty=TtySize(rows=data.rows or DEFAULT_ROWS, cols=data.cols or DEFAULT_COLS)
+            if data.tty
+            else None,
         )
         task = asyncio.create_task(
             self._run(
@@ -505,12 +515,24 @@ class ExecRunner:
 
     async def kill(self, exec_id: str, runtime_id: str, runtime_exec_id: str) -> None:
         runtime = await self.holder.get()
-        # The start is recorded before the runtime has the process: a kill that comes in
+        await self._once_started(exec_id, lambda: runtime.kill_exec(runtime_id, runtime_exec_id))
+
+    async def resize(
+        self, exec_id: str, runtime_id: str, runtime_exec_id: str, size: TtySize
+    ) -> None:
+        """A new window for the terminal of a running exec (ExecNotFound once it ended)."""
+        runtime = await self.holder.get()
+        await self._once_started(
+            exec_id, lambda: runtime.resize_exec(runtime_id, runtime_exec_id, size)
+        )
+
+    async def _once_started(self, exec_id: str, call: Callable[[], Awaitable[None]]) -> None:
+        # The start is recorded before the runtime has the process: a call that comes in
         # between waits for it (while this process is still starting it).
         deadline = time.monotonic() + KILL_WAIT_S
         while True:
             try:
-                await runtime.kill_exec(runtime_id, runtime_exec_id)
+                await call()
                 return
             except ExecNotFound:
                 live = self.live.get(exec_id)

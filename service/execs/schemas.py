@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 from msgspec import Meta
@@ -19,6 +19,9 @@ DEFAULT_OUTPUT_BYTES = 1 << 20
 MAX_STDIN_CHARS = 16 << 20
 # The JSON body of an exec: room for the largest stdin and the rest of the request.
 BODY_LIMIT = MAX_STDIN_CHARS + (2 << 20)
+Rows = Annotated[int, Meta(ge=1, le=1000, description="Lines of the terminal's window")]
+Cols = Annotated[int, Meta(ge=1, le=1000, description="Columns of the terminal's window")]
+DEFAULT_ROWS, DEFAULT_COLS = 24, 80
 
 
 class ExecCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -40,6 +43,29 @@ class ExecCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_output_bytes: Annotated[int, Meta(ge=1, le=MAX_OUTPUT_BYTES)] = DEFAULT_OUTPUT_BYTES
     # Keep stdin open after `stdin` (if any): `POST …/execs/{id}/stdin` writes more and closes it.
     stdin_open: bool = False
+    # Run under a pseudo-terminal: it is the process's stdin, stdout and stderr (so stderr
+    # arrives in `stdout`) and its controlling terminal; `POST …/execs/{id}/resize` resizes it.
+    tty: bool = False
+    # The terminal's first window (24 x 80 unless given); only with `tty`.
+    rows: Rows | None = None
+    cols: Cols | None = None
+
+    # A size without a terminal is refused (422), as the schema says.
+    schema_rules: ClassVar[dict[str, Any]] = {
+        "if": {"not": {"properties": {"tty": {"const": True}}, "required": ["tty"]}},
+        "then": {"properties": {"rows": {"type": "null"}, "cols": {"type": "null"}}},
+    }
+
+    def __post_init__(self) -> None:
+        if not self.tty and (self.rows is not None or self.cols is not None):
+            raise ValueError("`rows` and `cols` size a terminal: they need `tty: true`")
+
+
+class TerminalSize(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A terminal's window, in characters."""
+
+    rows: Rows
+    cols: Cols
 
 
 class StdinWritten(msgspec.Struct, kw_only=True):
@@ -73,6 +99,8 @@ class Exec(msgspec.Struct, kw_only=True):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    # It ran under a pseudo-terminal: its stderr is in `stdout`.
+    tty: bool = False
 
 
 class ExecSummary(msgspec.Struct, kw_only=True):

@@ -19,8 +19,17 @@ from service.db.session import Db
 from service.errors import Conflict, NotFound
 from service.execs.repository import ExecRepository
 from service.execs.runner import ExecRunner
-from service.execs.schemas import Exec, ExecCreate, ExecPage, ExecSummary, StdinWritten
+from service.execs.schemas import (
+    Exec,
+    ExecCreate,
+    ExecPage,
+    ExecSummary,
+    StdinWritten,
+    TerminalSize,
+)
+from service.execs.tty import ExecNotRunning, TtyNotEnabled
 from service.pagination import decode_cursor, page_of
+from service.runtime import ExecNotFound, TtySize
 from service.sandboxes import service as sandboxes
 
 POLL_S = 0.25
@@ -71,6 +80,7 @@ def to_schema(row: ExecRow, output: dict[str, bytes] | None) -> Exec:
         created_at=row.created_at,
         started_at=row.started_at,
         finished_at=row.finished_at,
+        tty=row.tty,
     )
 
 
@@ -213,6 +223,49 @@ async def write_stdin(
             details={"sandbox_id": sandbox_id, "bytes": len(data), "close": close},
         )
     return StdinWritten(written=len(data), closed=close)
+
+
+async def resize_tty(
+    db: Db,
+    runner: ExecRunner,
+    principal: Principal,
+    ctx: AuditContext,
+    sandbox_id: str,
+    exec_id: str,
+    size: TerminalSize,
+) -> TerminalSize:
+    """A new window for the terminal of a running exec started with `tty` (recorded)."""
+    assert principal.tenant_id is not None
+    async with db() as session:
+        row = await repository(session, principal).get(sandbox_id, exec_id)
+        if row is None:
+            raise NotFound(f"no exec {exec_id} in sandbox {sandbox_id}")
+        sandbox = await sandboxes.get_row(session, principal, sandbox_id)
+        if not row.tty:
+            raise TtyNotEnabled(f"exec {exec_id} was not started with tty")
+        if row.state != "running":
+            raise ExecNotRunning(f"exec {exec_id} is {row.state}", extra={"state": row.state})
+        runtime_exec_id, runtime_id = row.runtime_exec_id, sandbox.runtime_id
+    if runtime_exec_id is None or runtime_id is None:  # its sandbox has no runtime any more
+        raise ExecNotRunning(f"exec {exec_id} has no process to resize")
+    try:
+        await runner.resize(exec_id, runtime_id, runtime_exec_id, TtySize(**_size(size)))
+    except ExecNotFound:  # it ended meanwhile
+        raise ExecNotRunning(f"exec {exec_id} has ended", extra={"state": "finished"}) from None
+    async with db() as session, session.begin():
+        await record(
+            session,
+            ctx,
+            chain=principal.tenant_id,
+            action="exec.resize",
+            target=exec_id,
+            details={"sandbox_id": sandbox_id, **_size(size)},
+        )
+    return size
+
+
+def _size(size: TerminalSize) -> dict[str, int]:
+    return {"rows": size.rows, "cols": size.cols}
 
 
 async def stream_ended(

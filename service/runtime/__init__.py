@@ -18,6 +18,7 @@ from .errors import (
     SandboxNotFound,
     SandboxRuntimeError,
     SnapshotNotFound,
+    TtyUnsupported,
 )
 from .protocol import Capability, Execution, SandboxRuntime
 from .types import (
@@ -30,6 +31,7 @@ from .types import (
     SandboxSpec,
     SandboxStats,
     SnapshotInfo,
+    TtySize,
     new_exec_id,
 )
 
@@ -63,5 +65,7 @@ __all__ = [
     "SandboxStats",
     "SnapshotInfo",
     "SnapshotNotFound",
+    "TtySize",
+    "TtyUnsupported",
     "new_exec_id",
 ]

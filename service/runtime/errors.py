@@ -131,6 +131,11 @@ class InvalidSpec(SandboxRuntimeError):
     tenant_safe = True
 
 
+class TtyUnsupported(InvalidSpec):
+    """An exec asked for a terminal (`ExecRequest.tty`) where this sandbox cannot give one,
+    or a resize of an exec that has none."""
+
+
 class InvalidPath(SandboxRuntimeError):
     """A sandbox file path is not acceptable (`..`, NUL, empty, ...)."""
 

@@ -15,8 +15,9 @@ import time
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Literal
 
+from .errors import TtyUnsupported
 from .pipes import pipe_file
-from .types import ExecResult, Outcome, OutputChunk
+from .types import ExecResult, Outcome, OutputChunk, TtySize
 
 READ_SIZE = 64 * 1024
 DRAIN_AFTER_EXIT_S = 1.0  # processes left holding the output pipe do not hold up the result
@@ -185,6 +186,10 @@ class ExecutionBase:
 
     async def _stop(self, outcome: Outcome) -> None:
         raise NotImplementedError
+
+    async def resize(self, size: TtySize) -> None:
+        """Change the window of the exec's terminal; one started without a terminal has none."""
+        raise TtyUnsupported(f"exec {self._id} has no terminal")
 
     def _keep(self, stream: _Stream, data: bytes) -> None:
         """Count `data`; keep and queue what fits under the output cap."""

@@ -53,6 +53,8 @@ def _status(exc: rt.SandboxRuntimeError) -> tuple[int, str, str, dict[str, Any]]
                 "The sandbox refused the file operation",
                 {"path": exc.path},
             )
+        case rt.TtyUnsupported():
+            return 422, "tty_unsupported", "This exec cannot have a terminal", {}
         case rt.InvalidSpec():
             return 422, "validation_failed", "The request is not valid", {}
         case rt.SnapshotNotFound():

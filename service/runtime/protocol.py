@@ -14,6 +14,7 @@ from .types import (
     SandboxSpec,
     SandboxStats,
     SnapshotInfo,
+    TtySize,
 )
 
 # What a runtime may lack. A caller asks `runtime.supports(name)` before using one; the
@@ -93,6 +94,16 @@ class SandboxRuntime(Protocol):
 
     async def kill_exec(self, sandbox_id: str, exec_id: str) -> None:
         """Kill a running exec's process tree; ExecNotFound if unknown or already finished."""
+        ...
+
+    async def tty_available(self, sandbox_id: str) -> bool:
+        """Whether an exec in this sandbox can run under a pseudo-terminal (`ExecRequest.tty`);
+        asked before an exec with one is recorded. `exec` raises TtyUnsupported where not."""
+        ...
+
+    async def resize_exec(self, sandbox_id: str, exec_id: str, size: TtySize) -> None:
+        """Change the window of a running exec's terminal (its foreground processes get
+        SIGWINCH); ExecNotFound if unknown or finished, TtyUnsupported if it has none."""
         ...
 
     async def write_file(

@@ -34,6 +34,13 @@ class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     labels: dict[str, str] = msgspec.field(default_factory=dict)
 
 
+class TtySize(msgspec.Struct, frozen=True, kw_only=True):
+    """A terminal's window: rows and columns of characters."""
+
+    rows: int = 24
+    cols: int = 80
+
+
 # The PATH of the service's own commands in a sandbox: directories of the read-only root only.
 HELPER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -58,6 +65,9 @@ class ExecRequest(msgspec.Struct, frozen=True, kw_only=True):
     # none of the sandbox's environment, so code in the sandbox cannot put its own `cat` or
     # LD_PRELOAD in front of what the host then parses.
     helper: bool = False
+    # Run under a pseudo-terminal of this size: it is the process's stdin, stdout and stderr,
+    # and its controlling terminal (stderr arrives merged into stdout). None: plain pipes.
+    tty: TtySize | None = None
 
 
 def new_exec_id() -> str:

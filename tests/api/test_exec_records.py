@@ -47,6 +47,7 @@ def start_values(tenant_id: str, sandbox_id: str, key: str | None = None) -> dic
         "secret_names": ["TOKEN"],
         "timeout_s": 5.0,
         "has_stdin": False,
+        "tty": False,
         "stdout_bytes": 0,
         "stderr_bytes": 0,
         "stdout_truncated": False,

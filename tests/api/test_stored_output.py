@@ -56,6 +56,7 @@ async def finished_exec(
         "secret_names": [],
         "timeout_s": 5.0,
         "has_stdin": False,
+        "tty": False,
         "stdout_bytes": 0,
         "stderr_bytes": 0,
         "stdout_truncated": False,

@@ -17,6 +17,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from service.auth.cache import TTL_S
 from service.auth.keyring import KeyRing
@@ -25,6 +28,12 @@ from service.nodes.credentials import NodeCredentials
 from tests.cluster.conftest import LEASE_S, Cluster, wait_for
 
 MIB = 1 << 20
+# Under a terminal: says so, waits for a resize (SIGWINCH) and prints the new size.
+WAIT_FOR_RESIZE = (
+    "import os, signal; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGWINCH]); "
+    "print('ready', flush=True); "
+    "signal.sigwait([signal.SIGWINCH]); print('size %dx%d' % tuple(os.get_terminal_size()))"
+)
 
 
 async def test_creates_spread_over_both_nodes(cluster: Cluster) -> None:
@@ -79,6 +88,15 @@ async def test_every_sandbox_route_is_answered_by_either_replica(cluster: Cluste
             path = f"{base}/execs/{exec_id}"
             done = await wait_for(lambda path=path: _state(b, path, "finished"))
             assert done and done["stdout"] == "via b\nvia a\n", done
+            # A terminal resized through the replica that did not start the exec.
+            body = {"cmd": ["python3", "-c", WAIT_FOR_RESIZE], "wait": False, "tty": True}
+            exec_id = (await a.post(f"{base}/execs", json=body)).json()["id"]
+            path = f"{base}/execs/{exec_id}"
+            await wait_for(lambda path=path: _output(a, path, "ready"))
+            r = await b.post(f"{path}/resize", json={"rows": 42, "cols": 132})
+            assert r.status_code == 200 and r.json() == {"rows": 42, "cols": 132}, r.text
+            done = await wait_for(lambda path=path: _state(a, path, "finished"))
+            assert done and "size 132x42" in done["stdout"], done
             # Files and archives.
             r = await a.put(f"{base}/files/work/hello.txt", content=b"hello cluster")
             assert r.status_code == 201, r.text
@@ -104,6 +122,19 @@ async def test_every_sandbox_route_is_answered_by_either_replica(cluster: Cluste
             assert r.status_code == 204, r.text
             r = await a.get(base)
             assert r.json()["state"] == "stopped", r.text
+
+
+async def test_mcp_on_either_replica_runs_code_on_the_node_of_the_sandbox(cluster: Cluster) -> None:
+    key = await cluster.tenant()
+    # An API replica holds no sandbox: each tool's exec is forwarded to the sandbox's node.
+    sandboxes = [await cluster.sandbox(key, via=0) for _ in range(2)]
+    for via, sandbox in enumerate(sandboxes):
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=120)
+        transport = streamable_http_client(f"{cluster.apis[via]}/mcp", http_client=http)
+        async with Client(transport) as client:
+            code = "import socket; print(socket.gethostname() != '', 6 * 7)"
+            ran = await client.call_tool("run_python", {"sandbox_id": sandbox, "code": code})
+            assert not ran.is_error and ran.structured_content["stdout"] == "True 42\n", ran
 
 
 async def test_a_100_mib_file_streams_through_the_replicas(cluster: Cluster) -> None:
@@ -272,6 +303,11 @@ async def _state(http: httpx.AsyncClient, path: str, want: str) -> dict | None:
     r = await http.get(path)
     body = r.json()
     return body if body.get("state") == want else None
+
+
+async def _output(http: httpx.AsyncClient, path: str, text: str) -> dict | None:
+    body = (await http.get(path)).json()
+    return body if text in (body.get("stdout") or "") else None
 
 
 def _leftovers(runtime_ids: list[str], state_dir: str) -> list[str]:

@@ -102,10 +102,19 @@ def exec_body(
     stdin: str | None,
     wait: bool,
     stdin_open: bool = False,
+    tty: bool = False,
+    rows: int | None = None,
+    cols: int | None = None,
 ) -> ExecCreate:
     body = ExecCreate(cmd=argv(cmd), wait=wait)
     if stdin_open:
         body.stdin_open = True
+    if tty:
+        body.tty = True
+    if rows is not None:
+        body.rows = rows
+    if cols is not None:
+        body.cols = cols
     if timeout is not None:
         body.timeout_s = timeout
     if env:

@@ -15,11 +15,11 @@ import httpx
 from httpx_sse import aconnect_sse
 
 from airlock_client import AuthenticatedClient
-from airlock_client.api.execs import create_exec, get_exec, list_execs
+from airlock_client.api.execs import create_exec, get_exec, list_execs, resize_exec_tty
 from airlock_client.api.files import list_files
 from airlock_client.api.sandboxes import create_sandbox, delete_sandbox, get_sandbox
 from airlock_client.api.tokens import create_token
-from airlock_client.models import Exec, FileInfo, TokenCreate
+from airlock_client.models import Exec, FileInfo, TerminalSize, TokenCreate
 from airlock_client.models import Sandbox as SandboxInfo
 
 from . import _common as common
@@ -168,6 +168,9 @@ class AsyncSandbox:
             stdin=options.get("stdin"),
             wait=False,
             stdin_open=bool(options.get("stdin_open")),
+            tty=bool(options.get("tty")),
+            rows=options.get("rows"),
+            cols=options.get("cols"),
         )
         return (await self._create_exec(body, common.new_key())).id
 
@@ -178,6 +181,17 @@ class AsyncSandbox:
             await errors.acheck(await http.post(**common.stdin_request(self.id, exec_id, data, close)))
         except httpx.TransportError as exc:
             raise errors.TransportError(str(exc) or type(exc).__name__) from exc
+
+    async def resize(self, exec_id: str, rows: int, cols: int) -> None:
+        """Resize the terminal of an exec started with `tty`."""
+        body = TerminalSize(rows=rows, cols=cols)
+
+        async def call() -> TerminalSize:
+            return common.unwrap(
+                await resize_exec_tty.asyncio_detailed(self.id, exec_id, client=self.client, body=body)
+            )
+
+        await _retry(call)
 
     async def stream(self, cmd: str | Sequence[str], **options: Any) -> AsyncIterator[OutputEvent]:
         async for event in self.events(await self.start(cmd, **options)):

@@ -86,6 +86,14 @@ class StdinNotOpen(Conflict):
     code = "stdin_not_open"
 
 
+class TtyNotEnabled(Conflict):
+    code = "tty_not_enabled"
+
+
+class ExecNotRunning(Conflict):
+    code = "exec_not_running"
+
+
 class PayloadTooLarge(AirlockError):
     code = "payload_too_large"
 
@@ -96,6 +104,10 @@ class ValidationFailed(AirlockError):
 
 class IdempotencyKeyReused(ValidationFailed):
     code = "idempotency_key_reused"
+
+
+class TtyUnsupported(ValidationFailed):
+    code = "tty_unsupported"
 
 
 class QuotaExceeded(AirlockError):
@@ -126,9 +138,12 @@ _BY_CODE: dict[str, type[AirlockError]] = {
         SandboxNotRunning,
         InvalidTransition,
         StdinNotOpen,
+        TtyNotEnabled,
+        ExecNotRunning,
         PayloadTooLarge,
         ValidationFailed,
         IdempotencyKeyReused,
+        TtyUnsupported,
         QuotaExceeded,
         ServiceUnavailable,
         NoCapacity,

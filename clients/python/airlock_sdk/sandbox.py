@@ -17,11 +17,11 @@ import httpx
 from httpx_sse import connect_sse
 
 from airlock_client import AuthenticatedClient
-from airlock_client.api.execs import create_exec, get_exec, list_execs
+from airlock_client.api.execs import create_exec, get_exec, list_execs, resize_exec_tty
 from airlock_client.api.files import list_files
 from airlock_client.api.sandboxes import create_sandbox, delete_sandbox, get_sandbox, list_sandboxes
 from airlock_client.api.tokens import create_token
-from airlock_client.models import Exec, FileInfo, TokenCreate
+from airlock_client.models import Exec, FileInfo, TerminalSize, TokenCreate
 from airlock_client.models import Sandbox as SandboxInfo
 
 from . import _common as common
@@ -188,9 +188,14 @@ class Sandbox:
         user: str | None = None,
         stdin: str | None = None,
         stdin_open: bool = False,
+        tty: bool = False,
+        rows: int | None = None,
+        cols: int | None = None,
     ) -> str:
         """Start `cmd` without waiting; returns the exec's id (follow it with `events`). With
-        `stdin_open` its stdin stays open for `write_stdin` until one closes it."""
+        `stdin_open` its stdin stays open for `write_stdin` until one closes it. With `tty` it
+        runs under a terminal of `rows` x `cols` (24 x 80 by default; `resize` changes it),
+        whose output, stderr included, arrives as `stdout`."""
         body = common.exec_body(
             cmd,
             timeout=timeout,
@@ -201,6 +206,9 @@ class Sandbox:
             stdin=stdin,
             wait=False,
             stdin_open=stdin_open,
+            tty=tty,
+            rows=rows,
+            cols=cols,
         )
         key = common.new_key()
         started: Exec = _retry(
@@ -216,6 +224,11 @@ class Sandbox:
             errors.check(self.client.get_httpx_client().post(**common.stdin_request(self.id, exec_id, data, close)))
         except httpx.TransportError as exc:
             raise errors.TransportError(str(exc) or type(exc).__name__) from exc
+
+    def resize(self, exec_id: str, rows: int, cols: int) -> None:
+        """Resize the terminal of an exec started with `tty`."""
+        body = TerminalSize(rows=rows, cols=cols)
+        _retry(lambda: common.unwrap(resize_exec_tty.sync_detailed(self.id, exec_id, client=self.client, body=body)))
 
     def stream(self, cmd: str | Sequence[str], **options: Any) -> Iterator[OutputEvent]:
         """`cmd`'s output as it comes (`stdout`/`stderr` events), then its `exit` event."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import AsyncIterable
@@ -9,7 +10,7 @@ from typing import Any
 
 from ..errors import ExecNotFound, InvalidSpec
 from ..paths import sandbox_path
-from ..types import HELPER_PATH, ExecRequest, ExecResult
+from ..types import HELPER_PATH, ExecRequest, ExecResult, TtySize
 from .core import Core, Sandbox
 from .errors import typed_error
 from .execution import BoxExecution
@@ -24,19 +25,29 @@ class Execs(Core):
         user: str,
         limit_s: int,
         cwd: str,
+        tty: TtySize | None = None,
     ) -> Any:
-        """Start a process in the box once no snapshot holds it (the caller counts it)."""
+        """Start a process in the box once no snapshot holds it (the caller counts it); with
+        `tty`, under BoxLite's pseudo-terminal, given that window before it reads anything."""
         await sandbox.ready.wait()
         try:
-            return await sandbox.box.exec(
+            native = await sandbox.box.exec(
                 argv[0],
                 argv[1:],
                 list(env.items()) or None,
-                False,
+                tty is not None,
                 "0:0" if user == "root" else user,
                 limit_s,
                 cwd,
             )
+            if tty is not None:
+                try:
+                    await native.resize_tty(tty.rows, tty.cols)
+                except Exception:
+                    with contextlib.suppress(Exception):
+                        await native.kill()
+                    raise
+            return native
         except Exception as exc:
             raise typed_error(exc, "exec", sandbox_id=sandbox.info.id) from exc
 
@@ -63,6 +74,7 @@ class Execs(Core):
                 # BoxLite's own timeout is only a backstop behind our deadline watchdog.
                 math.ceil(request.timeout_s) + 5,
                 sandbox_path(request.cwd),
+                request.tty,
             )
             execution = BoxExecution(native, request, stdin, requested)
             for done in [key for key, e in sandbox.execs.items() if e.done]:
@@ -86,3 +98,14 @@ class Execs(Core):
         if execution is None or execution.done:
             raise ExecNotFound(exec_id)
         await execution.kill()
+
+    async def tty_available(self, sandbox_id: str) -> bool:
+        self._sandbox(sandbox_id)
+        return True
+
+    async def resize_exec(self, sandbox_id: str, exec_id: str, size: TtySize) -> None:
+        sandbox = self._sandbox(sandbox_id)
+        execution = sandbox.execs.get(exec_id)
+        if execution is None or execution.done:
+            raise ExecNotFound(exec_id)
+        await execution.resize(size)

@@ -10,7 +10,8 @@ from collections.abc import AsyncIterable
 from typing import Any, Literal
 
 from ..execution import ExecutionBase
-from ..types import ExecRequest, ExecResult, Outcome, OutputChunk, new_exec_id
+from ..types import ExecRequest, ExecResult, Outcome, OutputChunk, TtySize, new_exec_id
+from .errors import typed_error
 
 
 def native_exec_id(native: Any) -> str:
@@ -49,6 +50,14 @@ class BoxExecution(ExecutionBase):
             self._forced = outcome
             with contextlib.suppress(Exception):
                 await self._native.kill()
+
+    async def resize(self, size: TtySize) -> None:
+        if self._request.tty is None:
+            await super().resize(size)
+        try:
+            await self._native.resize_tty(size.rows, size.cols)
+        except Exception as exc:
+            raise typed_error(exc, "resize") from exc
 
     async def _pump(self, name: Literal["stdout", "stderr"], stream: Any) -> None:
         if stream is None:

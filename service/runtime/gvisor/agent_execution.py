@@ -10,13 +10,15 @@ import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Literal
 
+from ..errors import ExecNotFound
 from ..execution import Classify, ExecutionBase, KillTree, outcome_of
-from ..types import ExecResult, Outcome, OutputChunk
+from ..types import ExecResult, Outcome, OutputChunk, TtySize
 from .agent_link import (
     ACK,
     CHUNK,
     KILL,
     KILL_CONFIRM_S,
+    RESIZE,
     STDIN,
     STDIN_CLOSE,
     AgentLost,
@@ -43,6 +45,7 @@ class AgentExecution(ExecutionBase):
         requested_at: float,
         stream: bool = False,
         on_done: Callable[[ExecutionBase], None] | None = None,
+        tty: bool = False,
     ) -> None:
         super().__init__(
             exec_id,
@@ -56,6 +59,7 @@ class AgentExecution(ExecutionBase):
         self._link = channel.link
         self.pid = pid
         self._stream = stream
+        self._tty = tty
         self._kill_fallback = kill_fallback
         channel.attach(self._data)
         self._stdin_task = asyncio.create_task(self._feed(stdin)) if stdin is not None else None
@@ -85,6 +89,16 @@ class AgentExecution(ExecutionBase):
             except AgentLost:
                 with contextlib.suppress(Exception):
                     await self._kill_fallback()
+
+    async def resize(self, size: TtySize) -> None:
+        if not self._tty:
+            await super().resize(size)
+        if self._channel.exit.done() or self._task.done():
+            raise ExecNotFound(self._id)
+        try:
+            self._link.send(RESIZE, self._channel.number, struct.pack(">HH", size.rows, size.cols))
+        except AgentLost:
+            raise ExecNotFound(self._id) from None
 
     async def _feed(self, data: bytes | AsyncIterable[bytes]) -> None:
         channel = self._channel

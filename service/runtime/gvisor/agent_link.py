@@ -49,7 +49,7 @@ KILL_CONFIRM_S = 5.0
 PING_TIMEOUT_S = 2.0
 F_SETPIPE_SZ = 1031
 
-PING, START, STDIN, STDIN_CLOSE, KILL, ACK, USAGE = 1, 2, 3, 4, 5, 6, 7
+PING, START, STDIN, STDIN_CLOSE, KILL, ACK, USAGE, RESIZE = 1, 2, 3, 4, 5, 6, 7, 8
 HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK, USAGE_OF = 64, 65, 66, 67, 68, 69, 70, 71
 FROM_AGENT = {HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK, USAGE_OF}
 # An agent from before the usage frame (a sandbox restored from an older snapshot) does not
@@ -104,11 +104,15 @@ class AgentLost(Exception):
 class _Hello(msgspec.Struct, forbid_unknown_fields=True):
     v: int
     pid: int
+    # Whether it runs execs under a terminal; agents of earlier versions (restored from
+    # their snapshots) do not say, and do not.
+    tty: bool = False
 
 
 class _Pong(msgspec.Struct, forbid_unknown_fields=True):
     v: int
     token: str
+    tty: bool = False
 
 
 class Usage(msgspec.Struct, forbid_unknown_fields=True):
@@ -182,6 +186,7 @@ class AgentLink(asyncio.Protocol):
         self._pings: dict[str, asyncio.Future[None]] = {}
         self._usages: dict[str, asyncio.Future[Usage]] = {}
         self.answers_usage = True
+        self.tty = False  # the agent runs execs under a terminal (it said so)
         self._ready = asyncio.get_running_loop().create_future()
         self._reader: asyncio.ReadTransport | None = None
         self._writer: asyncio.WriteTransport | None = None
@@ -246,10 +251,11 @@ class AgentLink(asyncio.Protocol):
             if number != 0:
                 raise ValueError("hello/pong on an exec channel")
             if kind == HELLO:
-                version = _decode(payload, _Hello).v
+                hello = _decode(payload, _Hello)
+                version, self.tty = hello.v, hello.tty
             else:
                 pong = _decode(payload, _Pong)
-                version = pong.v
+                version, self.tty = pong.v, pong.tty
                 waiter = self._pings.pop(pong.token, None)
                 if waiter is not None and not waiter.done():
                     waiter.set_result(None)

@@ -19,11 +19,11 @@ import time
 from collections.abc import AsyncIterable, Callable
 from typing import Any, TypeVar
 
-from ..errors import ExecNotFound, InvalidSpec, SandboxNotFound
+from ..errors import ExecNotFound, InvalidSpec, SandboxNotFound, TtyUnsupported
 from ..execution import Classify, ExecutionBase, KillTree, Spawned, SupervisedExecution, spawn
 from ..paths import sandbox_path
 from ..specs import parse_user
-from ..types import ExecRequest, ExecResult, Outcome, new_exec_id
+from ..types import ExecRequest, ExecResult, Outcome, TtySize, new_exec_id
 from . import bundle, reaper
 from .agent_execution import AgentExecution
 from .agent_link import AgentLost
@@ -46,7 +46,21 @@ class Execs(Core):
         link = self.store.load(sandbox_id).link
         return link is not None and await link.wait_ready(timeout_s)
 
+    async def tty_available(self, sandbox_id: str) -> bool:
+        """Terminals are the agent's: `runsc exec` (no agent, or one lost) gives none."""
+        link = (await self.store.ready(sandbox_id)).link
+        return link is not None and await link.wait_ready(10.0) and link.tty
+
+    async def resize_exec(self, sandbox_id: str, exec_id: str, size: TtySize) -> None:
+        _check_size(size)
+        execution = self.store.load(sandbox_id).execs.get(exec_id)
+        if execution is None:
+            raise ExecNotFound(exec_id)
+        await execution.resize(size)
+
     async def exec(self, sandbox_id: str, request: ExecRequest) -> ExecutionBase:
+        if request.tty is not None:
+            await self.tty_available(sandbox_id)  # a fresh agent says hello first
         sandbox = await self.store.ready(sandbox_id)
         return await self._start_exec(
             sandbox,
@@ -59,6 +73,7 @@ class Execs(Core):
             helper=request.helper,
             output_cap=request.output_cap,
             exec_id=request.exec_id,
+            tty=request.tty,
         )
 
     async def run(self, sandbox_id: str, request: ExecRequest) -> ExecResult:
@@ -118,6 +133,7 @@ class Execs(Core):
         output_cap: int = 1 << 20,
         helper: bool = False,
         exec_id: str | None = None,
+        tty: TtySize | None = None,
     ) -> ExecutionBase:
         requested = time.monotonic()
         if not argv or not all(isinstance(a, str) and "\x00" not in a for a in argv):
@@ -127,6 +143,8 @@ class Execs(Core):
             raise InvalidSpec(f"exec id {exec_id!r} is malformed or in use")
         if timeout_s <= 0 or output_cap < 0:
             raise InvalidSpec("timeout_s must be positive and output_cap not negative")
+        if tty is not None:
+            _check_size(tty)
         uid, gid = parse_user(user or sandbox.spec.user)
         process = bundle.exec_process(
             argv=argv,
@@ -135,8 +153,10 @@ class Execs(Core):
             uid=uid,
             gid=gid,
         )
+        if tty is not None and (sandbox.agent is None or not sandbox.agent.tty):
+            raise TtyUnsupported("this sandbox has no exec agent to give the exec a terminal")
         if sandbox.agent is not None:
-            with contextlib.suppress(AgentLost):  # lost on the way: `runsc exec` takes over
+            try:
                 return await self._agent_exec(
                     sandbox,
                     process,
@@ -145,7 +165,11 @@ class Execs(Core):
                     timeout_s=timeout_s,
                     output_cap=output_cap,
                     requested=requested,
+                    tty=tty,
                 )
+            except AgentLost:  # lost on the way: `runsc exec` takes over, without a terminal
+                if tty is not None:
+                    raise TtyUnsupported("the sandbox's exec agent was lost") from None
         spawned = await self._spawn_exec(sandbox, exec_id, process, stdin is not None)
         kill_tree, classify, on_done = self._hooks(sandbox, exec_id)
         return self._track(
@@ -174,6 +198,7 @@ class Execs(Core):
         requested: float,
         stream: bool = False,
         exec_id: str | None = None,
+        tty: TtySize | None = None,
     ) -> AgentExecution:
         """Start `process` through the sandbox's exec agent (AgentLost: use `runsc exec`)."""
         link = sandbox.link
@@ -188,6 +213,7 @@ class Execs(Core):
                 "gid": process["user"]["gid"],
                 "stdin": stdin is not None,
                 "cap": None if stream else output_cap,
+                **({"tty": [tty.rows, tty.cols]} if tty is not None else {}),
             }
         )
         exec_id = exec_id or new_exec_id()
@@ -209,6 +235,7 @@ class Execs(Core):
                 requested_at=requested,
                 stream=stream,
                 on_done=on_done,
+                tty=tty is not None,
             ),
         )
 
@@ -301,3 +328,9 @@ class Execs(Core):
     async def _state(self, sandbox_id: str) -> str | None:
         """runsc's state of the container (`running`, `stopped`...), None if it has none."""
         return await self.cli.state(sandbox_id, self.store.meta_of(sandbox_id))
+
+
+def _check_size(size: TtySize) -> None:
+    """A window the terminal can hold (two unsigned shorts)."""
+    if not (0 < size.rows < 1 << 16 and 0 < size.cols < 1 << 16):
+        raise InvalidSpec("rows and cols must be between 1 and 65535")

@@ -103,6 +103,7 @@ from .tenant_status import TenantStatus
 from .tenant_update import TenantUpdate
 from .tenant_update_status_type_0 import TenantUpdateStatusType0
 from .tenant_usage import TenantUsage
+from .terminal_size import TerminalSize
 from .test_counts import TestCounts
 from .token_create import TokenCreate
 from .token_create_scopes_type_0_item import TokenCreateScopesType0Item
@@ -213,6 +214,7 @@ __all__ = (
     "TenantUpdate",
     "TenantUpdateStatusType0",
     "TenantUsage",
+    "TerminalSize",
     "TestCounts",
     "TokenCreate",
     "TokenCreated",

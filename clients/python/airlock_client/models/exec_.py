@@ -43,6 +43,7 @@ class Exec:
         timeout_s (float):
         user (None | str):
         output_purged (bool | Unset):  Default: False.
+        tty (bool | Unset):  Default: False.
     """
 
     cmd: list[str]
@@ -68,6 +69,7 @@ class Exec:
     timeout_s: float
     user: None | str
     output_purged: bool | Unset = False
+    tty: bool | Unset = False
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -126,6 +128,8 @@ class Exec:
 
         output_purged = self.output_purged
 
+        tty = self.tty
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -156,6 +160,8 @@ class Exec:
         )
         if output_purged is not UNSET:
             field_dict["output_purged"] = output_purged
+        if tty is not UNSET:
+            field_dict["tty"] = tty
 
         return field_dict
 
@@ -255,6 +261,8 @@ class Exec:
 
         output_purged = d.pop("output_purged", UNSET)
 
+        tty = d.pop("tty", UNSET)
+
         exec_ = cls(
             cmd=cmd,
             created_at=created_at,
@@ -279,6 +287,7 @@ class Exec:
             timeout_s=timeout_s,
             user=user,
             output_purged=output_purged,
+            tty=tty,
         )
 
         exec_.additional_properties = d

@@ -17,7 +17,7 @@ import sys
 import click
 
 from .. import errors
-from . import account, execs, files, sandboxes  # noqa: F401 (they add their commands to `main`)
+from . import account, execs, files, mcp, sandboxes  # noqa: F401 (they add their commands to `main`)
 from .base import main
 
 __all__ = ["main", "run"]

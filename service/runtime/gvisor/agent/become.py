@@ -5,6 +5,7 @@ import errno
 import os
 import signal
 
+import terminal
 from wire import IGNORED
 
 PR_SET_DUMPABLE, PR_SET_NAME, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 15, 24, 38
@@ -115,13 +116,16 @@ def spawn(req, env, stdin, stdout, stderr, signals, permitted):
         os.chdir("/")
 
 
-def child(req, env, stdin, stdout, stderr, caps):
-    """In the forked child: become the exec, or report why not on its stderr (128)."""
+def child(req, env, stdin, stdout, stderr, caps, tty=False):
+    """In the forked child: become the exec, or report why not on its stderr (128). With
+    `tty`, stdin is a terminal that becomes the new session's controlling terminal."""
     try:
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, *(getattr(signal, n) for n in IGNORED)):
             signal.signal(sig, signal.SIG_DFL)
         os.setsid()
+        if tty:
+            terminal.take(stdin)
         os.dup2(stdin, 0)
         os.dup2(stdout, 1)
         os.dup2(stderr, 2)

@@ -11,12 +11,15 @@ import sys
 import time
 
 import become
+import terminal
 import tree
 import usage
+from running import Exec
 from wire import (
     ACK,
     CHUNK,
     DRAIN_AFTER_EXIT_S,
+    EOF_KEY,
     EXIT,
     F_SETPIPE_SZ,
     HEADER,
@@ -28,6 +31,7 @@ from wire import (
     PING,
     PIPE_SIZE,
     PONG,
+    RESIZE,
     START,
     STARTED,
     STDERR,
@@ -41,26 +45,6 @@ from wire import (
     log,
     set_nonblocking,
 )
-
-
-class Exec:
-    def __init__(self, channel, pid, fds, cap):
-        self.channel = channel
-        self.pid = pid
-        self.out, self.err, self.stdin = fds
-        self.cap = cap  # bytes sent per stream; None: everything (the host acknowledges)
-        self.sent = [0, 0]
-        self.total = [0, 0]
-        self.in_flight = 0
-        self.pending_in = bytearray()
-        self.close_in = False
-        self.status = None
-        self.started = time.monotonic()
-        self.ran = 0.0
-        self.drain_until = None
-        self.pipes = set()
-        for fd in (self.out, self.err):
-            self.pipes.add(f"pipe:[{os.fstat(fd).st_ino}]")
 
 
 class Agent:
@@ -129,7 +113,7 @@ class Agent:
         answers EOF (or a broken pipe) at once, and we try again a second later."""
         self.retried = True
         self.host = True
-        self.send_json(HELLO, 0, {"v": VERSION, "pid": os.getpid()})
+        self.send_json(HELLO, 0, {"v": VERSION, "pid": os.getpid(), "tty": True})
 
     # -- frames from the host -------------------------------------------------------------
 
@@ -165,7 +149,7 @@ class Agent:
     def handle(self, kind, channel, payload):
         ex = self.execs.get(channel)
         if kind == PING:
-            self.send_json(PONG, channel, {"v": VERSION, "token": payload.decode()})
+            self.send_json(PONG, channel, {"v": VERSION, "token": payload.decode(), "tty": True})
         elif kind == USAGE:
             req = json.loads(payload.decode())
             self.send_json(USAGE_OF, 0, dict(usage.usage(req["paths"]), token=req["token"]))
@@ -181,8 +165,14 @@ class Agent:
                 ex.pending_in += payload
                 self.write_stdin(ex)
         elif kind == STDIN_CLOSE:
+            if ex.terminal is not None and ex.stdin is not None and not ex.close_in:
+                ex.pending_in += EOF_KEY  # the terminal stays open: end of input is a key
             ex.close_in = True
             self.write_stdin(ex)
+        elif kind == RESIZE and len(payload) == 4:
+            if ex.terminal is not None and ex.out is not None:
+                rows, cols = struct.unpack(">HH", payload)
+                terminal.resize(ex.out, ex.pid, rows, cols)
         elif kind == KILL:
             self.kill_tree(ex)
         elif kind == ACK and len(payload) == 4:
@@ -196,43 +186,57 @@ class Agent:
         env = list(req["env"])
         if not any(e.startswith("HOME=") for e in env):
             env.append("HOME=" + become.home_of(req["uid"]))
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        if req.get("stdin"):
-            in_r, in_w = os.pipe()
-        else:
-            in_r, in_w = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC), None
+        size = req.get("tty")
+        fds = [None] * 6  # out_r, out_w, err_r, err_w, in_r, in_w
+        path = None
         try:
-            if self.spawn_ok:
-                pid = become.spawn(req, env, in_r, out_w, err_w, self.signals, self.permitted)
-            else:
+            if size:
+                fds[0], fds[1], path = terminal.open_pty(int(size[0]), int(size[1]))
+                if req.get("stdin"):
+                    fds[5] = os.dup(fds[0])
                 pid = os.fork()
                 if pid == 0:
-                    become.child(req, env, in_r, out_w, err_w, self.caps)
+                    become.child(req, env, fds[1], fds[1], fds[1], self.caps, tty=True)
+            else:
+                fds[0:2] = os.pipe()
+                fds[2:4] = os.pipe()
+                if req.get("stdin"):
+                    fds[4:] = os.pipe()
+                else:
+                    fds[4] = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+                pid = self.spawn(req, env, fds[4], fds[1], fds[3])
         except OSError as exc:
-            for fd in (out_r, out_w, err_r, err_w, in_r, in_w):
-                if fd is not None:
-                    os.close(fd)
+            for fd in set(fds) - {None}:
+                os.close(fd)
             message = f"executing command {req['argv'][0]!r} in sandbox: {exc}\n"
             self.send(STDERR, channel, message.encode())
             end = {"code": 128, "signal": None, "out": 0, "err": 0, "ran": 0.0}
             self.send_json(EXIT, channel, end)
             return
-        for fd in (out_w, err_w, in_r):
+        out_r, out_w, err_r, err_w, in_r, in_w = fds
+        for fd in {out_w, err_w, in_r} - {None}:
             os.close(fd)
         for fd in (out_r, err_r, in_w):
             if fd is not None:
                 set_nonblocking(fd)
         for fd in (out_r, in_w):
-            if fd is not None:
+            if fd is not None and path is None:
                 try:
                     fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
                 except OSError:
                     pass
-        ex = Exec(channel, pid, (out_r, err_r, in_w), req.get("cap"))
+        ex = Exec(channel, pid, (out_r, err_r, in_w), req.get("cap"), path)
         self.execs[channel] = ex
         self.by_pid[pid] = ex
         self.send_json(STARTED, channel, {"pid": pid})
+
+    def spawn(self, req, env, stdin, stdout, stderr):
+        if self.spawn_ok:
+            return become.spawn(req, env, stdin, stdout, stderr, self.signals, self.permitted)
+        pid = os.fork()
+        if pid == 0:
+            become.child(req, env, stdin, stdout, stderr, self.caps)
+        return pid
 
     def write_stdin(self, ex):
         while ex.pending_in and ex.stdin is not None:
@@ -379,7 +383,7 @@ class Agent:
         self.flush()
 
     def run(self):
-        self.send_json(HELLO, 0, {"v": VERSION, "pid": os.getpid()})
+        self.send_json(HELLO, 0, {"v": VERSION, "pid": os.getpid(), "tty": True})
         self.flush()
         while True:
             try:

@@ -14,9 +14,10 @@ OUT_WINDOW = 1 << 20  # output bytes in flight per exec before the host acknowle
 KILL_SETTLE_S = 2.0  # a killed tree's last processes and zombies are gone by then
 DRAIN_AFTER_EXIT_S = 1.0  # processes left holding the output pipe do not hold up the result
 # host -> agent
-PING, START, STDIN, STDIN_CLOSE, KILL, ACK, USAGE = 1, 2, 3, 4, 5, 6, 7
+PING, START, STDIN, STDIN_CLOSE, KILL, ACK, USAGE, RESIZE = 1, 2, 3, 4, 5, 6, 7, 8
 # agent -> host
 HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK, USAGE_OF = 64, 65, 66, 67, 68, 69, 70, 71
+EOF_KEY = b"\x04"  # what closing a terminal's input types: Ctrl-D
 IGNORED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE", "SIGXFSZ")
 
 
