@@ -36,6 +36,7 @@ from service.execs.runner import ExecRunner
 from service.files.controller import FileController
 from service.health.controller import healthz, readyz
 from service.inputs import DEFAULT_BODY_LIMIT, InputPolicy
+from service.jobs.idle import IdleSleeper
 from service.jobs.pool import PoolRefiller
 from service.jobs.reconcile import drop_orphans, reconcile
 from service.jobs.retention import RetentionJob
@@ -54,6 +55,9 @@ from service.nodes.sweep import NodeSweep
 from service.openapi import correct_allow_header, document_problems
 from service.pool.controller import PoolController
 from service.pool.service import WarmPool
+from service.ports.controller import PortLinkController, proxy_port, proxy_port_socket
+from service.ports.hosts import PreviewHosts
+from service.ports.links import PreviewLinks
 from service.requestid import add_request_id_header
 from service.reviews.controller import ReviewController
 from service.reviews.job import ReviewRunner
@@ -64,6 +68,7 @@ from service.runtime.holder import RuntimeHolder
 from service.runtime.problems import runtime_error_handler
 from service.runtime.select import open_runtime
 from service.sandboxes.controller import SandboxController
+from service.sandboxes.pause import add_woke_header
 from service.sandboxes.usage import UsageSampler
 from service.secrets.controller import SecretController
 from service.settings import Settings
@@ -140,6 +145,7 @@ def create_app(
             "node_credentials": node_credentials,
             "exec_runner": exec_runner,
             "pool": pool,
+            "preview_links": PreviewLinks(keyring, issuer=settings.jwt_issuer),
         }
     )
 
@@ -184,6 +190,9 @@ def create_app(
             PoolController,
             ReviewController,
             SecretController,
+            PortLinkController,
+            proxy_port,
+            proxy_port_socket,
             jwks,
             healthz,
             readyz,
@@ -217,7 +226,7 @@ def create_app(
             **EXCEPTION_HANDLERS,
             SandboxRuntimeError: runtime_error_handler,
         },
-        before_send=[add_request_id_header],
+        before_send=[add_request_id_header, add_woke_header],
         plugins=[otel_plugin(provider)] if provider is not None else [],
         openapi_config=OpenAPIConfig(
             title="Airlock",
@@ -234,6 +243,8 @@ def create_app(
         # set-up would replace it with a queue listener bound to the stderr of the moment.
         logging_config=None,
     )
+    if settings.role != "node":  # before routing: a preview host is put under the port route
+        app.asgi_handler = PreviewHosts(app.asgi_handler, settings.preview_domain)
     document_problems(app)
     correct_allow_header(app)
     return app
@@ -266,6 +277,7 @@ async def _jobs(
         await _reconcile(sessionmaker, runtimes, pool.host, local_node)
         jobs += [
             TtlReaper(sessionmaker, runtimes, settings.ttl_reaper_interval_s, local_node),
+            IdleSleeper(sessionmaker, runtimes, settings.idle_check_interval_s, local_node),
             TemplateBuilder(sessionmaker, runtimes, pool, node_id=local_node),
             PoolRefiller(sessionmaker, runtimes, pool, settings.pool_refill_interval_s),
             UsageSampler(sessionmaker, runtimes, settings.usage_sample_interval_s, local_node),

@@ -70,7 +70,9 @@ class McpEndpoint:
             yield
 
     def route(self) -> ASGIRouteHandler:
-        @asgi(PATH, is_mount=True, opt={"authenticated": True, "bound_token": "self"})
+        @asgi(
+            PATH, is_mount=True, copy_scope=True, opt={"authenticated": True, "bound_token": "self"}
+        )
         async def mcp(scope: Scope, receive: Receive, send: Send) -> None:
             if self.manager is None:
                 raise ServiceUnavailable(f"{self.missing}: install airlock-client[mcp]")

@@ -143,11 +143,24 @@ def problems_for(handler: HTTPRouteHandler, path_params: set[str]) -> dict[int, 
 
 
 _QUEUE_FULL = "A tenant quota is reached (the problem names it); retry after Retry-After"
+_WAKE = "The sandbox is paused and resuming it would pass a tenant quota (it stays paused)"
 # Problems only the handler knows of, by operation id.
 HANDLER_PROBLEMS: dict[str, dict[int, str]] = {
     "create_sandbox": {429: _QUEUE_FULL, 404: "No such template or image"},
     "create_exec": {429: _QUEUE_FULL},
-    "create_template": {409: "The template exists or is being created", 429: _QUEUE_FULL},
+    "create_template": {
+        404: "No such sandbox (`from_sandbox`)",
+        409: "The template exists or is being created, or the sandbox is not running or paused",
+        429: _QUEUE_FULL,
+    },
+    # Waking a paused sandbox counts it against the tenant's running quotas again.
+    "resume_sandbox": {429: _WAKE},
+    "fork_sandbox": {429: _QUEUE_FULL},
+    "upload_file": {429: _WAKE},
+    "download_file": {429: _WAKE},
+    "list_files": {429: _WAKE},
+    "upload_archive": {429: _WAKE},
+    "download_archive": {429: _WAKE},
     "create_review": {404: "No such template, bundle or secret", 429: _QUEUE_FULL},
     "upload_review_bundle": {429: _QUEUE_FULL},
     "create_tenant": {409: "A tenant of that name exists"},

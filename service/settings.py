@@ -48,6 +48,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     audit_retention_days: int = 90
     retention_interval_s: float = 3600.0
     ttl_reaper_interval_s: float = 5.0
+    # How often each node looks for sandboxes idle past their idle_timeout_s.
+    idle_check_interval_s: float = 5.0
     runtime: str = "auto"
     runsc_platform: str | None = None
     log_level: str = "INFO"
@@ -101,6 +103,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     llm_model: str = ""
     llm_timeout_s: float = 60.0
     otel_traces_exporter: str = "none"
+    # Ports of sandboxes on host names of their own: `{port}-{sandbox id}.<this domain>` (a
+    # wildcard DNS name pointing at the API). Empty: only the path route
+    # /v1/sandboxes/{id}/ports/{port}/ serves them.
+    preview_domain: str = ""
 
     @property
     def is_production(self) -> bool:
@@ -198,6 +204,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError(
                 "AIRLOCK_NODE_ID must be 1-200 lowercase letters, digits, dots and dashes, "
                 "starting and ending with a letter or digit"
+            )
+        if self.preview_domain and not _NODE_ID.fullmatch(self.preview_domain):
+            raise ConfigurationError(
+                "AIRLOCK_PREVIEW_DOMAIN must be a lowercase DNS name such as preview.example.com"
             )
         if self.role not in ("all", "api", "node"):
             raise ConfigurationError("AIRLOCK_ROLE must be one of all, api, node")

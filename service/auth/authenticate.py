@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from service.auth.cache import AuthCache
 from service.auth.principal import OPERATOR, Principal, PrincipalKind
-from service.auth.tokens import TokenCodec
+from service.auth.tokens import TokenClaims, TokenCodec
 from service.db.base import utcnow
 from service.db.models import ApiKey, RevokedToken, Tenant
 from service.db.pg import driver_connection, is_postgres
@@ -146,7 +146,11 @@ class Authenticator:
             return principal
 
     async def _from_token(self, credential: str) -> Principal:
-        claims = self.codec.verify(credential)
+        return await self.principal_of(self.codec.verify(credential))
+
+    async def principal_of(self, claims: TokenClaims) -> Principal:
+        """The caller a verified token (or preview link) stands for, once its key and tenant
+        are checked: revoked, a key revoked or a tenant suspended is Unauthenticated."""
         async with self._reader() as conn:
             revoked = await conn.scalar(
                 select(RevokedToken.jti).where(RevokedToken.jti == claims.jti)

@@ -3,6 +3,10 @@
 Authorisation is declared on the handler: `opt={"scope": "keys:write"}` or
 `opt={"operator": True}`, enforced by `authorize` (a guard applied app-wide).
 
+A route may say that a missing scope is answered as for a sandbox that is not there
+(`opt={"hidden": True}`: a 404, the port routes), and that it takes a preview link instead of a
+bearer (`opt={"preview": True}`, see service/ports/links.py).
+
 A token bound to one sandbox may use only the routes that say they are about it:
 `opt={"bound_token": "sandbox"}` (the `sandbox_id` path parameter must be its sandbox, any
 other is a 404) or `"self"` (the token acting on itself). Every other route refuses it, so a
@@ -22,6 +26,7 @@ from service.auth.authenticate import bearer_credential
 from service.auth.principal import Principal, PrincipalKind
 from service.errors import Forbidden, MissingScope, NotFound
 from service.nodes.credentials import looks_like_node_token
+from service.ports.access import preview_principal
 
 
 class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
@@ -34,10 +39,17 @@ class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
         if template and span.is_recording():
             # The span began before routing, named by the raw path (ids in it): name it by the
             # route instead, as the metrics are.
-            span.update_name(f"{connection.scope['method']} {template}")
+            # A WebSocket has no method: its span is named by its kind.
+            method = connection.scope.get("method") or connection.scope["type"].upper()
+            span.update_name(f"{method} {template}")
             span.set_attribute("http.route", template)
         authorization = connection.headers.get("authorization")
         role = state.settings.role
+        handler = connection.scope.get("route_handler")
+        if authorization is None and role != "node" and handler and handler.opt.get("preview"):
+            # A sandbox's port reached through a preview link (service/ports/access.py).
+            principal = await preview_principal(connection)
+            return AuthenticationResult(user=principal, auth=principal)
         if role == "node" or (
             role == "all" and looks_like_node_token(bearer_credential(authorization))
         ):
@@ -88,6 +100,8 @@ async def authorize(
         # A route that declares nothing is refused rather than left open by accident.
         raise Forbidden("route has no declared authorisation")
     if not principal.has_scope(scope):
+        if handler.opt.get("hidden"):  # said as for another tenant's: ids are not probed
+            raise NotFound(f"no sandbox {connection.path_params.get('sandbox_id')}")
         raise MissingScope(f"requires the {scope!r} scope", extra={"required_scope": scope})
 
 

@@ -20,6 +20,7 @@ SCOPES: tuple[str, ...] = (
     "secrets:write",
     "audit:read",
     "keys:write",
+    "ports",
 )
 
 

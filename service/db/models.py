@@ -194,6 +194,14 @@ class Sandbox(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
     stopped_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # Paused: since when, its checkpoint's size on the node's disk, and when it ends if it is
+    # not resumed by then (the tenant's max_paused_s; `expires_at` stays the hard end).
+    paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    pause_bytes: Mapped[int | None] = mapped_column(BigInteger(), nullable=True)
+    pause_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # Paused after this long without activity (None: never); the last activity seen.
+    idle_timeout_s: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    last_activity_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 class SandboxTransition(Base):
@@ -350,6 +358,9 @@ class TemplateVersion(Base):
     # snapshot as it moves to other nodes (None: it cannot move; sandboxes start on that node).
     node_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     snapshot_digest: Mapped[str | None] = mapped_column(String(80), nullable=True)
+    # A version made from a sandbox's state (POST /v1/templates with from_sandbox): built on
+    # that sandbox's node, by a snapshot of it, with no setup steps.
+    source_sandbox_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
     snapshot_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)

@@ -31,6 +31,8 @@ from service.execs.tty import ExecNotRunning, TtyNotEnabled
 from service.pagination import decode_cursor, page_of
 from service.runtime import ExecNotFound, TtySize
 from service.sandboxes import service as sandboxes
+from service.sandboxes.activity import touch
+from service.sandboxes.pause import wake
 
 POLL_S = 0.25
 # How often a running event stream asks whether its credential still holds.
@@ -121,18 +123,25 @@ async def create_exec(
 ) -> tuple[Exec, bool]:
     """Start an exec; with `wait`, return it finished. Returns it and whether it is final."""
     assert principal.tenant_id is not None
-    started = await runner.start(
-        principal.tenant_id,
-        principal.sandbox_id,
-        ctx,
-        sandbox_id,
-        data,
-        idempotency_key,
-        # Secret values never reach the record, not even hashed: a retry is judged by names.
-        sandboxes.request_hash(
-            msgspec.structs.replace(data, secrets=dict.fromkeys(sorted(data.secrets), ""))
-        ),
+    # Secret values never reach the record, not even hashed: a retry is judged by names.
+    judged = sandboxes.request_hash(
+        msgspec.structs.replace(data, secrets=dict.fromkeys(sorted(data.secrets), ""))
     )
+    start = (principal.tenant_id, principal.sandbox_id, ctx, sandbox_id, data, idempotency_key)
+    try:
+        started = await runner.start(*start, judged)
+    except sandboxes.SandboxPaused:
+        await wake(
+            runner.db,
+            runner.holder,
+            principal.tenant_id,
+            principal.sandbox_id,
+            ctx,
+            sandbox_id,
+            why="exec",
+        )
+        started = await runner.start(*start, judged)
+    await touch(runner.db, sandbox_id)
     # A retry (the same Idempotency-Key) waits for the first request's exec as that one does,
     # also when it is not running in this process yet or runs in another.
     until = time.monotonic() + data.timeout_s + REPLAY_GRACE_S

@@ -68,7 +68,7 @@ async def upload_archive(
 ) -> ArchiveWritten:
     dest = files.absolute_path(directory, "dir")
     runtime = await holder.get()
-    target = await files.resolve(db, principal, sandbox_id)
+    target = await files.resolve(db, principal, sandbox_id, holder, ctx)
     files.refuse_declared(content_length, target.upload_limit)
     capped = files.CappedBody(body, target.upload_limit)
     temp = files.temp_name(TEMP_DIR) + ".tar"
@@ -104,7 +104,7 @@ async def download_archive(
 ) -> files.Download:
     source = files.absolute_path(directory, "dir")
     runtime = await holder.get()
-    target = await files.resolve(db, principal, sandbox_id)
+    target = await files.resolve(db, principal, sandbox_id, holder, ctx)
     temp = files.temp_name(TEMP_DIR) + ".tar"
     result = await files.sh(runtime, target, PACK_SCRIPT, temp, source, timeout_s=TIMEOUT_S)
     if result.exit_code == NOT_FOUND:

@@ -36,6 +36,8 @@ from service.runtime import (
 from service.runtime.holder import RuntimeHolder
 from service.runtime.paths import sandbox_path
 from service.sandboxes import service as sandboxes
+from service.sandboxes.activity import touch
+from service.sandboxes.pause import wake
 from service.tenants.service import quotas_of
 
 log = logging.getLogger("airlock.files")
@@ -71,8 +73,31 @@ def absolute_path(path: str, what: str = "path") -> str:
     return sandbox_path(path)
 
 
-async def resolve(db: Db, principal: Principal, sandbox_id: str) -> Target:
-    """The sandbox, scoped by tenant and token binding (404), and running (409)."""
+async def resolve(
+    db: Db,
+    principal: Principal,
+    sandbox_id: str,
+    holder: RuntimeHolder | None = None,
+    ctx: AuditContext | None = None,
+) -> Target:
+    """The sandbox, scoped by tenant and token binding (404), and running (409): a paused one
+    is woken first when `holder` is given. The call counts as the sandbox's activity."""
+    assert principal.tenant_id is not None
+    try:
+        target = await _running(db, principal, sandbox_id)
+    except sandboxes.SandboxPaused:
+        if holder is None:
+            raise
+        ctx = ctx or AuditContext(actor=principal.actor, request_id=None, client=None)
+        await wake(
+            db, holder, principal.tenant_id, principal.sandbox_id, ctx, sandbox_id, why="files"
+        )
+        target = await _running(db, principal, sandbox_id)
+    await touch(db, target.sandbox_id)
+    return target
+
+
+async def _running(db: Db, principal: Principal, sandbox_id: str) -> Target:
     assert principal.tenant_id is not None
     async with db() as session:
         row = await sandboxes.get_row_scoped(
@@ -218,7 +243,7 @@ async def upload_file(
     if dest == "/":
         raise InvalidPath(path, "names the root directory, not a file")
     runtime = await holder.get()
-    target = await resolve(db, principal, sandbox_id)
+    target = await resolve(db, principal, sandbox_id, holder, ctx)
     refuse_declared(content_length, target.upload_limit)
     capped = CappedBody(body, target.upload_limit)
     temp = temp_name(posixpath.dirname(dest))
@@ -298,7 +323,7 @@ async def download_file(
 ) -> Download:
     source = absolute_path(path)
     runtime = await holder.get()
-    target = await resolve(db, principal, sandbox_id)
+    target = await resolve(db, principal, sandbox_id, holder, ctx)
     chunks = runtime.read_file(target.runtime_id, source)
     # The span covers opening the file; its bytes stream after the request's handler returns.
     with telemetry.span(
@@ -318,7 +343,7 @@ async def list_files(
 ) -> FileList:
     where = absolute_path(directory, "dir")
     runtime = await holder.get()
-    target = await resolve(db, principal, sandbox_id)
+    target = await resolve(db, principal, sandbox_id, holder)
     entries = await runtime.list_files(target.runtime_id, where)
     return FileList(
         dir=where,

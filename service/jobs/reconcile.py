@@ -32,7 +32,7 @@ from service.nodes.snapshots import forget_unused
 from service.runtime import SandboxNotFound, SandboxRuntime, SandboxRuntimeError
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.service import stop_sandbox
-from service.sandboxes.states import ACTIVE, State
+from service.sandboxes.states import LIVE, State
 
 log = logging.getLogger("airlock.jobs.reconcile")
 
@@ -47,7 +47,14 @@ async def reconcile(
 ) -> dict[str, int]:
     """Repair what this node's crash left; rows of other nodes are theirs (rows from before
     nodes were recorded, with no node, are taken as this one's)."""
-    counts = {"interrupted_execs": 0, "failed": 0, "stopped": 0, "lost": 0, "orphans": 0}
+    counts = {
+        "interrupted_execs": 0,
+        "failed": 0,
+        "stopped": 0,
+        "lost": 0,
+        "settled": 0,
+        "orphans": 0,
+    }
     counts["builds_requeued"] = await requeue_interrupted(db, node_id)
     on_node = or_(Sandbox.node_id == node_id, Sandbox.node_id.is_(None))
     async with db() as session, session.begin():
@@ -84,27 +91,36 @@ async def reconcile(
         counts["stopped"] += 1
 
     keep: set[str] = set()
+    held = [State.RUNNING, State.PAUSED, State.PAUSING, State.RESUMING]
     async with db() as session:
         running = (
             await session.execute(
                 select(Sandbox.id, Sandbox.runtime_id).where(
-                    Sandbox.state == State.RUNNING.value, on_node
+                    Sandbox.state.in_([s.value for s in held]), on_node
                 )
             )
         ).all()
-    # The runtime is asked with no transaction open; each loss is recorded on its own.
+    # The runtime is asked with no transaction open; each loss is recorded on its own. A pause
+    # or resume the crash cut short is settled by what the runtime has: running or paused.
     for sandbox_id, runtime_id in running:
         try:
             if runtime_id is None:
                 raise SandboxNotFound(sandbox_id)
-            await runtime.get(runtime_id)
+            found = (await runtime.get(runtime_id)).state
             keep.add(runtime_id)
         except SandboxNotFound:
-            async with db() as session, session.begin():
-                row = await session.get(Sandbox, sandbox_id, with_for_update=True)
-                if row is not None and row.state == State.RUNNING.value:
-                    await transition(session, row, State.FAILED, "lost")
-                    counts["lost"] += 1
+            found = "lost"
+        async with db() as session, session.begin():
+            row = await session.get(Sandbox, sandbox_id, with_for_update=True)
+            if row is None or State(row.state) not in held:
+                continue
+            if found == "lost":
+                await transition(session, row, State.FAILED, "lost")
+                counts["lost"] += 1
+            elif row.state in (State.PAUSING, State.RESUMING):
+                target = {"running": State.RUNNING, "paused": State.PAUSED}.get(found)
+                await transition(session, row, target or State.FAILED, f"{found} after restart")
+                counts["settled"] += 1
     if pool_host is not None:
         keep |= await _pool_members(db, runtime, pool_host, counts)
 
@@ -134,7 +150,7 @@ async def drop_orphans(
             await session.scalars(
                 select(Sandbox.runtime_id).where(
                     on_node,
-                    Sandbox.state.in_([s.value for s in ACTIVE]),
+                    Sandbox.state.in_([s.value for s in LIVE]),
                     Sandbox.runtime_id.is_not(None),
                 )
             )

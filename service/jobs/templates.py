@@ -12,15 +12,15 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from service.audit.recorder import AuditContext, record
 from service.db.base import utcnow
-from service.db.models import Template, TemplateVersion, Tenant
+from service.db.models import Sandbox, Template, TemplateVersion, Tenant
 from service.db.session import Db
-from service.errors import QuotaExceeded, ServiceUnavailable
+from service.errors import Conflict, QuotaExceeded, ServiceUnavailable
 from service.jobs.periodic import PeriodicJob
 from service.jobs.queues import fair_order, owner_turns
 from service.nodes.snapshots import digest_of, record_copy
@@ -30,6 +30,7 @@ from service.runtime.egress import OPERATOR_GRANTS
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes.quotas import Caps, check_room
 from service.sandboxes.repository import SandboxRepository
+from service.templates.from_sandbox import from_sandbox
 from service.templates.repository import OPERATOR_OWNER
 from service.templates.service import chain_of
 from service.templates.starter import NO_NETWORK, BuildLog, Recipe, SetupFailed, build
@@ -49,6 +50,8 @@ class Claimed:
     owner: str
     name: str
     version: int
+    # A version made from a sandbox: (its tenant, its id).
+    source: tuple[str, str] | None = None
 
 
 async def claim_next(db: Db, node_id: str | None = None) -> Claimed | None:
@@ -72,11 +75,21 @@ async def claim_next(db: Db, node_id: str | None = None) -> Claimed | None:
             past.started_at,
             "building",
         )
+        # A version made from a sandbox is built where that sandbox is.
+        here = select(Sandbox.id).where(
+            Sandbox.id == TemplateVersion.source_sandbox_id,
+            or_(Sandbox.node_id == node_id, Sandbox.node_id.is_(None)),
+        )
         pick = (
             select(TemplateVersion.id)
             .join(Template, Template.id == TemplateVersion.template_id)
             .join(turns, turns.c.owner == Template.owner)
             .where(TemplateVersion.state == "queued")
+            .where(
+                or_(TemplateVersion.source_sandbox_id.is_(None), here.exists())
+                if node_id is not None
+                else true()
+            )
             .order_by(*fair_order(turns, TemplateVersion.created_at))
             .limit(1)
         )
@@ -110,6 +123,7 @@ async def claim_next(db: Db, node_id: str | None = None) -> Claimed | None:
             template.owner,
             template.name,
             row.version,
+            (template.owner, row.source_sandbox_id) if row.source_sandbox_id else None,
         )
 
 
@@ -130,7 +144,10 @@ async def build_one(
         try:
             runtime = await holder.get()
             runtime_name = runtime.name
-            snapshot = await build(runtime, job.recipe, text, snapshots=pool.snapshots_enabled)
+            if job.source is not None:
+                snapshot = await from_sandbox(db, holder, runtime, job, text)
+            else:
+                snapshot = await build(runtime, job.recipe, text, snapshots=pool.snapshots_enabled)
             if snapshot is not None and node_id is not None and runtime.supports("move_snapshots"):
                 # Content-addressed, so other nodes can fetch it and check what they got.
                 digest = await digest_of(runtime, snapshot.id)
@@ -139,7 +156,7 @@ async def build_one(
                 pool.note_snapshots(snapshot is not None, text.text)
         except SetupFailed as exc:
             error = str(exc)
-        except ServiceUnavailable as exc:
+        except (ServiceUnavailable, Conflict) as exc:
             error = exc.detail
         except SandboxRuntimeError as exc:
             error = f"{type(exc).__name__}: {exc.public()}"

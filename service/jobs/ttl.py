@@ -1,4 +1,5 @@
-"""The TTL reaper: sandboxes past `expires_at` are stopped and destroyed, whoever created them.
+"""The TTL reaper: sandboxes past `expires_at` (and paused ones past `pause_expires_at`) are
+stopped and destroyed with their checkpoints, whoever created them.
 
 Rows are claimed with `FOR UPDATE SKIP LOCKED` (on PostgreSQL), so two replicas never stop the
 same sandbox twice; a sandbox left `stopping` by a crash is picked up again after a grace time.
@@ -42,9 +43,13 @@ async def reap_expired(
                 .where(
                     or_(
                         and_(
-                            Sandbox.state.in_([State.RUNNING.value, State.FAILED.value]),
+                            Sandbox.state.in_(
+                                [State.RUNNING.value, State.FAILED.value, State.PAUSED.value]
+                            ),
                             Sandbox.expires_at < now,
                         ),
+                        # A paused sandbox also ends after the tenant's max_paused_s.
+                        and_(Sandbox.state == State.PAUSED.value, Sandbox.pause_expires_at < now),
                         and_(
                             Sandbox.state == State.STOPPING.value,
                             Sandbox.updated_at < now - STUCK_STOPPING,
@@ -63,15 +68,22 @@ async def reap_expired(
         ).all()
         for row in rows:
             if row.state != State.STOPPING:
+                paused_out = row.expires_at >= now  # then it is its pause that ran out
+                ended = row.pause_expires_at if paused_out else row.expires_at
+                assert ended is not None
                 await record(
                     session,
                     SYSTEM,
                     chain=row.tenant_id,
                     action="sandbox.expire",
                     target=row.id,
-                    details={"expires_at": row.expires_at.isoformat()},
+                    details={
+                        "expires_at": ended.isoformat(),
+                        "which": "pause_expires_at" if paused_out else "expires_at",
+                    },
                 )
-                await transition(session, row, State.STOPPING, "expired")
+                reason = "paused too long" if paused_out else "expired"
+                await transition(session, row, State.STOPPING, reason)
             else:
                 row.updated_at = now  # claim it for this pass
             claimed.append((row.id, row.tenant_id))

@@ -45,6 +45,7 @@ from service.errors import NODE_FULL_HEADER, NoCapacity, NodeUnavailable, Sandbo
 from service.nodes.capacity import promised_memory
 from service.nodes.credentials import NodeCredentials
 from service.nodes.leases import LOST, READY
+from service.ports import forward as ports_forward
 from service.requestid import HEADER as REQUEST_ID
 from service.requestid import request_id_for
 from service.sandboxes import create
@@ -391,6 +392,19 @@ class NodeRouter:
             response.release()
         return True
 
+    async def websocket(
+        self, scope: dict[str, Any], receive: Any, send: Any, node_id: str, principal: Principal
+    ) -> None:
+        """The same WebSocket route on the node (service/ports/forward.py relays it)."""
+        url = (await self.address(node_id)).rstrip("/") + scope["raw_path"].decode("latin-1")
+        if scope.get("query_string"):
+            url += "?" + scope["query_string"].decode("latin-1")
+        client = scope.get("client")
+        token = self.credentials.mint(principal, client[0] if client else None, node_id)
+        extra = {REQUEST_ID: request_id_for(scope), **telemetry.trace_headers()}
+        links = scope["app"].state.preview_links
+        await ports_forward.relay(self._http(), url, token, extra, links, scope, receive, send)
+
     async def create(
         self, scope: dict[str, Any], receive: Any, send: Any, principal: Principal
     ) -> None:
@@ -547,7 +561,7 @@ class RoutingMiddleware:
             routed is None
             or router.role == "node"
             or router.alone
-            or scope["type"] != "http"
+            or scope["type"] not in ("http", "websocket")
             or not isinstance(principal, Principal)
             or principal.tenant_id is None
             or principal.is_operator
@@ -570,12 +584,15 @@ class RoutingMiddleware:
             return
         if await router.is_lost(node):
             # Its sandboxes failed with it: what is left is the record, kept here.
-            if scope["method"] in ("DELETE", "PATCH"):
+            if scope.get("method") in ("DELETE", "PATCH"):
                 await self.app(scope, receive, send)
                 return
             raise SandboxNotUsable(
                 f"sandbox {sandbox_id} failed: node_lost (its node {node} was lost)",
                 extra={"state": "failed", "reason": "node_lost"},
             )
+        if scope["type"] == "websocket":  # a sandbox's port, relayed message by message
+            await router.websocket(scope, receive, send, node, principal)
+            return
         if not await router.forward(scope, receive, send, node, principal):
             raise NodeUnavailable(f"node {node}, which holds this sandbox, cannot be reached")

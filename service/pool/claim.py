@@ -41,7 +41,7 @@ from service.errors import AppError
 from service.pool import metrics
 from service.pool.repository import FAIR_SHARE_WINDOW
 from service.pool.service import WarmPool, fair_share, label
-from service.sandboxes.quotas import Caps, Usage, check_quotas
+from service.sandboxes.quotas import Caps, Usage, check_quotas, idle_timeout
 from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
 from service.sandboxes.service import asks_other_caps, create_details, new_row
 from service.sandboxes.states import ACTIVE, State
@@ -109,6 +109,8 @@ _SANDBOX_COLUMNS = (
     "created_at",
     "updated_at",
     "expires_at",
+    "idle_timeout_s",
+    "last_activity_at",
 )
 
 
@@ -211,6 +213,7 @@ async def _claim(
                 check_quotas(
                     quotas, data.ttl_s, _usage(found), Caps(row.cpus, row.memory_mib, row.disk_mib)
                 )
+                row.idle_timeout_s = idle_timeout(quotas, data.idle_timeout_s)
             except AppError:
                 return None
             others, mine, target = found[12], found[13], found[11]

@@ -11,6 +11,7 @@ from .errors import (
     NotSupported,
     PathNotAllowed,
     PathNotFound,
+    PortNotListening,
     ResourceExhausted,
     RuntimeUnavailable,
     SandboxBusy,
@@ -20,13 +21,14 @@ from .errors import (
     SnapshotNotFound,
     TtyUnsupported,
 )
-from .protocol import Capability, Execution, SandboxRuntime
+from .protocol import Capability, Execution, PortConnection, SandboxRuntime
 from .types import (
     ExecRequest,
     ExecResult,
     FileEntry,
     ImageInfo,
     OutputChunk,
+    PauseInfo,
     SandboxInfo,
     SandboxSpec,
     SandboxStats,
@@ -53,6 +55,9 @@ __all__ = [
     "OutputChunk",
     "PathNotAllowed",
     "PathNotFound",
+    "PauseInfo",
+    "PortConnection",
+    "PortNotListening",
     "ResourceExhausted",
     "RuntimeUnavailable",
     "SandboxBusy",

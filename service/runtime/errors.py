@@ -119,6 +119,16 @@ class NotSupported(SandboxRuntimeError):
         self.capability = capability
 
 
+class PortNotListening(SandboxRuntimeError):
+    """Nothing inside the sandbox accepts connections on this TCP port."""
+
+    tenant_safe = True
+
+    def __init__(self, port: int, why: str = "nothing listens there") -> None:
+        super().__init__(f"port {port} inside the sandbox (127.0.0.1 or ::1): {why}")
+        self.port = port
+
+
 class ResourceExhausted(SandboxRuntimeError):
     """The host cannot take more (disk, processes) or a request exceeds a hard runtime limit."""
 

@@ -10,6 +10,7 @@ from .types import (
     ExecResult,
     FileEntry,
     OutputChunk,
+    PauseInfo,
     SandboxInfo,
     SandboxSpec,
     SandboxStats,
@@ -24,6 +25,8 @@ Capability = Literal[
     "copy_files",  # copy_files: what one sandbox wrote, into another
     "update_network",  # update_network: change a running sandbox's egress policy
     "move_snapshots",  # export_snapshot / import_snapshot: a snapshot from one node to another
+    "ports",  # open_port: a connection to a TCP port inside the sandbox, through the runtime
+    "pause",  # pause / resume: a sandbox checkpointed to disk and restored in place
 ]
 
 
@@ -45,6 +48,26 @@ class Execution(Protocol):
     async def kill(self) -> None:
         """Kill the process tree; the result's outcome becomes `killed`."""
         ...
+
+
+@runtime_checkable
+class PortConnection(Protocol):
+    """A connection to a TCP port inside a sandbox, carried by the runtime's own channel."""
+
+    async def read(self) -> bytes:
+        """The next bytes the sandbox's side sent; b"" once it ended (or the connection did)."""
+        ...
+
+    async def write(self, data: bytes) -> None:
+        """Send bytes, waiting while the sandbox's side is behind; ConnectionResetError once
+        the connection is gone."""
+        ...
+
+    async def write_eof(self) -> None:
+        """End our side (a half-close): the sandbox's side reads its end."""
+        ...
+
+    async def close(self) -> None: ...
 
 
 @runtime_checkable
@@ -151,6 +174,17 @@ class SandboxRuntime(Protocol):
 
     async def create_from_snapshot(self, snapshot_id: str) -> SandboxInfo: ...
 
+    async def pause(self, sandbox_id: str) -> PauseInfo:
+        """Checkpoint the sandbox (memory, processes, files) to the host's disk and stop it, so
+        it holds no CPU or memory; its state becomes "paused". SandboxBusy while an exec runs.
+        Capability "pause"."""
+        ...
+
+    async def resume(self, sandbox_id: str) -> SandboxInfo:
+        """Restore a paused sandbox in place (same id, network and policy), its processes
+        going on from where they were; the checkpoint is then removed. Capability "pause"."""
+        ...
+
     async def list_snapshots(self) -> list[SnapshotInfo]: ...
 
     async def delete_snapshot(self, snapshot_id: str) -> None: ...
@@ -164,6 +198,13 @@ class SandboxRuntime(Protocol):
         """Take in a snapshot another node of this runtime exported; it is usable only once
         the whole stream arrived (an error from `data` leaves nothing). Capability
         "move_snapshots"."""
+        ...
+
+    async def open_port(self, sandbox_id: str, port: int) -> PortConnection:
+        """A connection to `port` (1-65535) on the sandbox's loopback, made from inside the
+        sandbox (one without a network still serves its ports, and gains none).
+        PortNotListening when nothing accepts it there; NotSupported where this sandbox or
+        runtime has no channel for it. Capability "ports"."""
         ...
 
     async def stats(self, sandbox_id: str) -> SandboxStats: ...

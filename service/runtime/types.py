@@ -10,7 +10,8 @@ import msgspec
 
 Outcome = Literal["exited", "timeout", "oom", "killed"]
 NetworkPolicy = Literal["none", "allowlist", "open"]
-SandboxState = Literal["running", "failed", "stopped"]
+# "paused": checkpointed to the host's disk, holding no CPU or memory until resumed.
+SandboxState = Literal["running", "paused", "failed", "stopped"]
 
 DEFAULT_OUTPUT_CAP = 1 << 20  # bytes kept per stream; the rest is counted, not kept
 
@@ -151,6 +152,13 @@ class SnapshotInfo(msgspec.Struct, frozen=True, kw_only=True):
     spec: SandboxSpec
     created_at: float
     size_bytes: int
+
+
+class PauseInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A paused sandbox's checkpoint: its bytes on the host's disk and how long it took."""
+
+    size_bytes: int
+    seconds: float
 
 
 class ImageInfo(msgspec.Struct, frozen=True, kw_only=True):

@@ -21,11 +21,12 @@ from service.errors import Unprocessable
 from service.nodes.local import local_node_id
 from service.pagination import DEFAULT_LIMIT, cursor_parameter, id_pattern
 from service.pool.controller import Pool
-from service.sandboxes import create, service
+from service.sandboxes import create, fork, pause, service
 from service.sandboxes.schemas import (
     LABEL_FILTER_PATTERN,
     Sandbox,
     SandboxCreate,
+    SandboxFork,
     SandboxMetrics,
     SandboxPage,
     SandboxUpdate,
@@ -191,3 +192,96 @@ class SandboxController(Controller):
         sandbox_id: FromPath[str],
     ) -> None:
         await service.delete_sandbox(db, runtimes, principal, audit_ctx, sandbox_id)
+
+    @post(
+        "/{sandbox_id:str}/pause",
+        operation_id="pause_sandbox",
+        summary="Pause a sandbox: checkpoint it to its node's disk",
+        description="Its memory, processes and files are checkpointed to the node's disk and "
+        "it stops holding CPU and memory (state `paused`, with `pause_bytes`). It counts "
+        "against the tenant's paused quotas then, and ends at `pause_expires_at` unless "
+        "resumed. A sandbox with a running exec is a 409 `sandbox_busy`; a runtime that "
+        "cannot pause, a 422 `pause_unsupported`. Pausing a paused sandbox answers it as is.",
+        opt={"routed": "sandbox", "scope": "sandboxes:write", "bound_token": "sandbox"},
+        status_code=200,
+    )
+    async def pause_sandbox(
+        self,
+        db: Db,
+        runtimes: Runtimes,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        sandbox_id: FromPath[str],
+    ) -> Sandbox:
+        assert principal.tenant_id is not None
+        return await pause.pause_sandbox(
+            db, runtimes, principal.tenant_id, principal.sandbox_id, audit_ctx, sandbox_id
+        )
+
+    @post(
+        "/{sandbox_id:str}/resume",
+        operation_id="resume_sandbox",
+        summary="Resume a paused sandbox",
+        description="Restores the sandbox in place: its processes go on from where they were "
+        "(open network connections do not survive). The response's `Airlock-Woke-Ms` header "
+        "says how long it took. Any exec or file call on a paused sandbox resumes it the same "
+        "way first. No room for it on its node is a 503 with Retry-After (it stays paused); "
+        "the tenant's running quotas count it again (429).",
+        opt={"routed": "sandbox", "scope": "sandboxes:write", "bound_token": "sandbox"},
+        status_code=200,
+    )
+    async def resume_sandbox(
+        self,
+        db: Db,
+        runtimes: Runtimes,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        settings: AppSettings,
+        sandbox_id: FromPath[str],
+    ) -> Sandbox:
+        assert principal.tenant_id is not None
+        sandbox, took = await pause.resume_sandbox(
+            db,
+            runtimes,
+            principal.tenant_id,
+            principal.sandbox_id,
+            audit_ctx,
+            sandbox_id,
+            overcommit=(settings.cpu_overcommit, settings.memory_overcommit),
+        )
+        if took is not None:
+            pause.woke_ms.set(took)
+        return sandbox
+
+    @post(
+        "/{sandbox_id:str}/fork",
+        operation_id="fork_sandbox",
+        summary="Start a new sandbox from a live snapshot of this one",
+        description="The child has everything the parent had in memory and in its files at "
+        "that moment, its caps, network policy, environment and labels (unless given), and "
+        "its own id, hostname and randomness; the two diverge from then on. It counts against "
+        "the tenant's quotas as a new sandbox. A parent with a running exec is a 409 "
+        "`sandbox_busy`; a paused parent is woken first.",
+        opt={"routed": "sandbox", "scope": "sandboxes:write"},
+        status_code=201,
+    )
+    async def fork_sandbox(
+        self,
+        db: Db,
+        runtimes: Runtimes,
+        principal: CurrentPrincipal,
+        audit_ctx: Audit,
+        settings: AppSettings,
+        sandbox_id: FromPath[str],
+        data: JSONBody[SandboxFork],
+    ) -> Sandbox:
+        return await fork.fork_sandbox(
+            db,
+            runtimes,
+            principal,
+            audit_ctx,
+            sandbox_id,
+            data,
+            node_id=local_node_id(settings),
+            overcommit=(settings.cpu_overcommit, settings.memory_overcommit),
+        )

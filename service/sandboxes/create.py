@@ -29,7 +29,7 @@ from service.runtime import SandboxRuntime, SandboxRuntimeError, SandboxSpec
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes import service
 from service.sandboxes.lifecycle import transition
-from service.sandboxes.quotas import Caps, check_quotas
+from service.sandboxes.quotas import Caps, check_quotas, idle_timeout
 from service.sandboxes.schemas import (
     PRESETS,
     SIZES,
@@ -190,6 +190,7 @@ async def create_sandbox(
             now=now,
             node_id=node_id,
         )
+        row.idle_timeout_s = idle_timeout(quotas, data.idle_timeout_s)
         repo.add(row)
         try:
             await transition(session, row, State.CREATING)
@@ -265,9 +266,7 @@ async def create_sandbox(
             f"create failed: internal error ({type(exc).__name__})",
         )
         raise
-    return await _finish_create(
-        db, runtime, principal, ctx, sandbox_id, info.id, info.runtime
-    ), True
+    return await finish_create(db, runtime, principal, ctx, sandbox_id, info.id, info.runtime), True
 
 
 async def _check_names(db: Db, tenant_id: str, network: SandboxNetwork) -> None:
@@ -300,7 +299,7 @@ async def _after_race(
     return _replayed(existing, request_hash), False
 
 
-async def _finish_create(
+async def finish_create(
     db: Db,
     runtime: SandboxRuntime,
     principal: Principal,

@@ -80,3 +80,16 @@ def check_room(quotas: Quotas, usage: Usage, caps: Caps) -> None:
             usage.disk_mib,
             f"{caps.disk_mib} MiB more disk would exceed the tenant's {quotas.max_disk_mib} MiB",
         )
+
+
+def idle_timeout(quotas: Quotas, asked: int | None) -> int | None:
+    """A new sandbox's idle timeout: what it asked (within the tenant's maximum), else the
+    tenant's default; None: it never sleeps."""
+    if asked is None:
+        return quotas.default_idle_timeout_s or None
+    if asked > quotas.max_idle_timeout_s:
+        raise Unprocessable(
+            f"idle_timeout_s {asked} exceeds this tenant's maximum of {quotas.max_idle_timeout_s}",
+            extra={"max_idle_timeout_s": quotas.max_idle_timeout_s},
+        )
+    return asked

@@ -116,6 +116,9 @@ class SandboxCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     labels: Annotated[dict[LabelKey, LabelValue], Meta(max_length=64)] = msgspec.field(
         default_factory=dict
     )
+    # Pause after this many seconds without activity (none: the tenant's default); any call
+    # that needs it running wakes it.
+    idle_timeout_s: Annotated[int, Meta(ge=10, le=604_800)] | None = None
 
     # A template fixes the image and the caps: it takes neither `image` nor `preset`.
     schema_rules: ClassVar[dict[str, Any]] = {
@@ -126,6 +129,15 @@ class SandboxCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             ]
         }
     }
+
+
+class SandboxFork(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A child of a running sandbox: its TTL (else the parent's), labels (else the parent's)
+    and idle timeout (else the tenant's default); the rest is the parent's."""
+
+    ttl_s: Annotated[int, Meta(ge=10, le=MAX_TTL_S)] | None = None
+    labels: Annotated[dict[LabelKey, LabelValue], Meta(max_length=64)] | None = None
+    idle_timeout_s: Annotated[int, Meta(ge=10, le=604_800)] | None = None
 
 
 class NetworkChange(SandboxNetwork, kw_only=True, forbid_unknown_fields=True):
@@ -139,6 +151,8 @@ class SandboxUpdate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # The sandbox then expires this many seconds from now.
     ttl_s: Annotated[int, Meta(ge=10, le=MAX_TTL_S)] | None = None
     network: NetworkChange | None = None
+    # 0: never sleep.
+    idle_timeout_s: Annotated[int, Meta(ge=0, le=604_800)] | None = None
 
 
 class Sandbox(msgspec.Struct, kw_only=True):
@@ -165,6 +179,14 @@ class Sandbox(msgspec.Struct, kw_only=True):
     failure_reason: str | None
     # The node that runs it (GET /v1/nodes); none for sandboxes made before nodes were kept.
     node_id: str | None = None
+    # Idle sleep: paused after `idle_timeout_s` without an exec or file call (none: never);
+    # the last such call (or exec end, or resume).
+    idle_timeout_s: int | None = None
+    last_activity_at: datetime | None = None
+    # Paused: since when, its checkpoint's size, and when it ends unless resumed first.
+    paused_at: datetime | None = None
+    pause_bytes: int | None = None
+    pause_expires_at: datetime | None = None
 
 
 class SandboxPage(msgspec.Struct, kw_only=True):

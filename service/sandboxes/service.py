@@ -73,6 +73,11 @@ def to_schema(row: SandboxRow) -> Sandbox:
         stopped_at=row.stopped_at,
         failure_reason=row.failure_reason,
         node_id=row.node_id,
+        idle_timeout_s=row.idle_timeout_s,
+        last_activity_at=row.last_activity_at,
+        paused_at=row.paused_at,
+        pause_bytes=row.pause_bytes,
+        pause_expires_at=row.pause_expires_at,
     )
 
 
@@ -118,6 +123,7 @@ def new_row(
         created_at=now,
         updated_at=now,
         expires_at=now + timedelta(seconds=data.ttl_s),
+        last_activity_at=now,
     )
 
 
@@ -198,10 +204,19 @@ async def sandbox_metrics(
     )
 
 
+class SandboxPaused(SandboxNotUsable):
+    """A call that needs the sandbox running found it paused: it wakes it and tries again."""
+
+    code, title = "sandbox_paused", "The sandbox is paused"
+
+
 def require_running(row: SandboxRow) -> None:
-    """Execs and files need a running sandbox; anything else is a 409 that says why."""
+    """Execs and files need a running sandbox; anything else is a 409 that says why (a paused
+    one is woken by the callers that catch SandboxPaused)."""
     if row.state == State.RUNNING and row.runtime_id is not None:
         return
+    if row.state == State.PAUSED:
+        raise SandboxPaused(f"sandbox {row.id} is paused", extra={"state": row.state})
     if row.state == State.FAILED:
         raise SandboxNotUsable(
             f"sandbox {row.id} failed: {row.failure_reason}",

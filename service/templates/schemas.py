@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 from msgspec import Meta
@@ -17,6 +17,9 @@ VersionState = Literal["queued", "building", "ready", "failed"]
 StartMode = Literal["snapshot", "image"]
 
 
+_STRING = {"type": "string"}
+
+
 class TemplateCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """A new template, or a new version of an existing one (same name): built as a job."""
 
@@ -28,6 +31,23 @@ class TemplateCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         default_factory=dict
     )
     network: NetworkPolicy = msgspec.field(default_factory=NetworkPolicy)
+    # A version made from this sandbox as it is now (its files, and its memory when it has no
+    # network), with its image, size and environment: no image, setup, size, env or network.
+    from_sandbox: Annotated[str, Meta(pattern=r"^sbx_[0-9a-f]{32}$")] | None = None
+
+    # A template from a sandbox takes all of these from it (added to the schema by
+    # service.openapi).
+    schema_rules: ClassVar[dict[str, Any]] = {
+        "not": {
+            "anyOf": [
+                {
+                    "required": ["from_sandbox", other],
+                    "properties": {"from_sandbox": {"type": "string"}},
+                }
+                for other in ("image", "setup", "size", "env", "network")
+            ]
+        }
+    }
 
 
 class TemplateVersion(msgspec.Struct, kw_only=True):
@@ -45,6 +65,7 @@ class TemplateVersion(msgspec.Struct, kw_only=True):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    from_sandbox: str | None = None
 
 
 class Template(msgspec.Struct, kw_only=True):

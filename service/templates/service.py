@@ -16,10 +16,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from service.audit.recorder import OPERATOR_CHAIN, AuditContext, record
 from service.auth.principal import Principal
 from service.db.base import utcnow
+from service.db.models import Sandbox as SandboxRow
 from service.db.models import Template as TemplateRow
 from service.db.models import TemplateVersion, Tenant
 from service.db.session import Db
-from service.errors import Conflict, Forbidden, NotFound
+from service.errors import Conflict, Forbidden, NotFound, SandboxNotUsable, Unprocessable
 from service.ids import new_id
 from service.jobs.queues import check_queued
 from service.nodes import cleanup
@@ -27,7 +28,8 @@ from service.nodes.credentials import NodeCredentials
 from service.runtime.egress import OPERATOR_GRANTS
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes.schemas import SIZES, NetworkPolicy
-from service.sandboxes.service import check_network_names
+from service.sandboxes.service import check_network_names, get_row_scoped
+from service.sandboxes.states import State
 from service.templates.repository import OPERATOR_OWNER, TemplateRepository
 from service.templates.schemas import Template, TemplateCreate, TemplatePage
 from service.templates.schemas import TemplateVersion as VersionView
@@ -68,6 +70,7 @@ def version_view(row: TemplateVersion) -> VersionView:
         created_at=row.created_at,
         started_at=row.started_at,
         finished_at=row.finished_at,
+        from_sandbox=row.source_sandbox_id,
     )
 
 
@@ -115,7 +118,9 @@ async def create_template(
     session: AsyncSession, principal: Principal, ctx: AuditContext, data: TemplateCreate
 ) -> Template:
     owner = owner_of(principal)
-    await _check_network(session, owner, data.network)
+    source = await _source_sandbox(session, principal, data) if data.from_sandbox else None
+    if source is None:
+        await _check_network(session, owner, data.network)
     repo = TemplateRepository(session, owner)
     now = utcnow()
     # The builder has one slot for everyone: no owner may fill its queue.
@@ -163,6 +168,19 @@ async def create_template(
         build_log="",
         created_at=now,
     )
+    if source is not None:
+        version.image, version.size, version.env, version.network = (
+            source.image,
+            source.size,
+            dict(source.env),
+            dict(source.network),
+        )
+        version.cpus, version.memory_mib, version.disk_mib = (
+            source.cpus,
+            source.memory_mib,
+            source.disk_mib,
+        )
+        version.source_sandbox_id = source.id
     session.add(version)
     await session.flush()
     await record(
@@ -177,11 +195,39 @@ async def create_template(
             "image": data.image,
             "size": data.size,
             "setup_steps": len(data.setup),
-            "env_names": sorted(data.env),
+            "env_names": sorted(version.env),
             "network": version.network,
+            "from_sandbox": version.source_sandbox_id,
         },
     )
     return to_schema(row, await repo.versions(row.id))
+
+
+async def _source_sandbox(
+    session: AsyncSession, principal: Principal, data: TemplateCreate
+) -> SandboxRow:
+    """The tenant's sandbox a version is made from: running or paused (a paused one is woken
+    by the build). It brings the image, size, env and network, so the request names none."""
+    if principal.tenant_id is None:
+        raise Unprocessable("the operator has no sandboxes to make a template from")
+    default = TemplateCreate(name=data.name)
+    named = [
+        field
+        for field in ("image", "setup", "size", "env", "network")
+        if getattr(data, field) != getattr(default, field)
+    ]
+    if named:
+        raise Unprocessable(
+            f"a template from a sandbox takes its {', '.join(named)} from the sandbox",
+            extra={"fields": named},
+        )
+    assert data.from_sandbox is not None
+    row = await get_row_scoped(
+        session, principal.tenant_id, principal.sandbox_id, data.from_sandbox
+    )
+    if row.state not in (State.RUNNING, State.PAUSED):
+        raise SandboxNotUsable(f"sandbox {row.id} is {row.state}", extra={"state": row.state})
+    return row
 
 
 async def get_row(session: AsyncSession, principal: Principal, name: str) -> TemplateRow:

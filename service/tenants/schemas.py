@@ -51,6 +51,15 @@ class Quotas(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # Private ranges (inside RFC 1918, CGNAT, ...) the tenant's allowlists may name (operator's
     # choice; none by default). Metadata and link-local addresses stay blocked even inside.
     network_private_cidrs: PrivateCidrs = msgspec.field(default_factory=list)
+    # Paused sandboxes (checkpoints on their nodes' disks) count here, not above: how many,
+    # their checkpoints' bytes together, and how long one stays paused before it is destroyed.
+    max_paused_sandboxes: Annotated[int, Meta(ge=0, le=10_000)] = 10
+    max_paused_mib: Annotated[int, Meta(ge=0, le=4_194_304)] = 16_384
+    max_paused_s: Annotated[int, Meta(ge=60, le=31_536_000)] = 604_800
+    # Idle sleep: the timeout of sandboxes created without one (0: they never sleep) and the
+    # longest a sandbox may ask for.
+    default_idle_timeout_s: Annotated[int, Meta(ge=0, le=604_800)] = 0
+    max_idle_timeout_s: Annotated[int, Meta(ge=10, le=604_800)] = 86_400
 
 
 class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -73,6 +82,11 @@ class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     audit_retention_days: Annotated[int, Meta(ge=1, le=3650)] | None = None
     network_open_allowed: bool | None = None
     network_private_cidrs: PrivateCidrs | None = None
+    max_paused_sandboxes: Annotated[int, Meta(ge=0, le=10_000)] | None = None
+    max_paused_mib: Annotated[int, Meta(ge=0, le=4_194_304)] | None = None
+    max_paused_s: Annotated[int, Meta(ge=60, le=31_536_000)] | None = None
+    default_idle_timeout_s: Annotated[int, Meta(ge=0, le=604_800)] | None = None
+    max_idle_timeout_s: Annotated[int, Meta(ge=10, le=604_800)] | None = None
 
 
 class TenantCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

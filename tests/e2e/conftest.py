@@ -39,6 +39,8 @@ REPO = Path(__file__).resolve().parents[2]
 # Where the built images live (as for the runtime suite): the server's state dir links to them.
 SHARED_STATE = Path(os.environ.get("AIRLOCK_STATE_DIR") or REPO / ".airlock").resolve()
 READY_TIMEOUT_S = 90.0
+# Ports of sandboxes answer on `{port}-{id}.` this (sent as the Host header; no DNS needed).
+PREVIEW_DOMAIN = "preview.airlock.test"
 
 
 def free_port() -> int:
@@ -266,7 +268,9 @@ async def airlock(e2e_state: Path) -> AsyncIterator[Airlock]:
         "AIRLOCK_RUNTIME": "gvisor",
         "AIRLOCK_OPERATOR_KEY": operator_key,
         "AIRLOCK_TTL_REAPER_INTERVAL_S": "1",
+        "AIRLOCK_IDLE_CHECK_INTERVAL_S": "1",
         "AIRLOCK_USAGE_SAMPLE_INTERVAL_S": "1",
+        "AIRLOCK_PREVIEW_DOMAIN": PREVIEW_DOMAIN,
     }
     server = Server(e2e_state, env, free_port(), e2e_state / "server.log")
     server.start()

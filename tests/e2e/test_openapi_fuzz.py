@@ -84,7 +84,10 @@ async def test_every_operation_conforms_to_the_document(airlock: Airlock, tmp_pa
     # Quotas are per tenant and lower than the document's bounds by default (the longest
     # TTL, exec deadline, token lifetime): the fuzzed tenant may use all the document allows.
     tenant = await airlock.tenant(
-        max_token_ttl_s=TOKEN_TTL_HARD_CAP_S, max_sandbox_ttl_s=MAX_TTL_S, max_exec_timeout_s=86_400
+        max_token_ttl_s=TOKEN_TTL_HARD_CAP_S,
+        max_sandbox_ttl_s=MAX_TTL_S,
+        max_exec_timeout_s=86_400,
+        max_idle_timeout_s=604_800,
     )
     runs = {
         "tenant": (tenant.key, ["--exclude-path-regex", OPERATOR_PATHS]),

@@ -132,3 +132,23 @@ async def test_json_everywhere_and_deleting_asks(airlock: Airlock, tenant: Tenan
     assert missing.returncode == 1
     assert json.loads(missing.stdout.splitlines()[-1])["code"] == "not_found"
     assert "not_found" in missing.stderr
+
+
+async def test_pause_resume_and_fork_from_the_shell(airlock: Airlock, tenant: Tenant) -> None:
+    script = """
+set -e
+id=$(sbx new --ttl 300 --json | jq -r 'select(.event=="ready") | .id')
+sbx exec "$id" -- sh -c 'echo kept > /work/k'
+sbx pause "$id"
+sbx get "$id" --json | jq -r .state
+sbx exec "$id" -- cat /work/k
+child=$(sbx fork "$id" --ttl 120)
+sbx exec "$child" -- cat /work/k
+sbx delete "$child" --yes >/dev/null
+sbx delete "$id" --yes >/dev/null
+"""
+    done = await bash(script, airlock, tenant)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("sbx_") and lines[0].endswith(" bytes)"), lines
+    assert lines[1:] == ["paused", "kept", "kept"], lines

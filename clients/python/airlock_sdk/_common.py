@@ -18,9 +18,10 @@ from urllib.parse import quote
 import httpx
 
 from airlock_client import AuthenticatedClient
-from airlock_client.models import Exec, ExecCreate, ExecCreateEnv, ExecCreateSecrets, SandboxCreate
+from airlock_client.models import Exec, ExecCreate, ExecCreateEnv, ExecCreateSecrets, SandboxCreate, SandboxFork
 from airlock_client.models.sandbox_create_env import SandboxCreateEnv
 from airlock_client.models.sandbox_create_labels import SandboxCreateLabels
+from airlock_client.models.sandbox_fork_labels_type_0 import SandboxForkLabelsType0
 from airlock_client.models.sandbox_network import SandboxNetwork
 from airlock_client.types import UNSET, Response
 
@@ -88,6 +89,15 @@ def sandbox_body(
     if network is not None:
         policy = {"mode": network} if isinstance(network, str) else dict(network)
         body.network = SandboxNetwork.from_dict(policy)
+    return body
+
+
+def fork_body(ttl: int | None, labels: Mapping[str, str] | None) -> SandboxFork:
+    body = SandboxFork()
+    if ttl is not None:
+        body.ttl_s = ttl
+    if labels is not None:
+        body.labels = SandboxForkLabelsType0.from_dict(dict(labels))
     return body
 
 

@@ -17,7 +17,14 @@ from httpx_sse import aconnect_sse
 from airlock_client import AuthenticatedClient
 from airlock_client.api.execs import create_exec, get_exec, list_execs, resize_exec_tty
 from airlock_client.api.files import list_files
-from airlock_client.api.sandboxes import create_sandbox, delete_sandbox, get_sandbox
+from airlock_client.api.sandboxes import (
+    create_sandbox,
+    delete_sandbox,
+    fork_sandbox,
+    get_sandbox,
+    pause_sandbox,
+    resume_sandbox,
+)
 from airlock_client.api.tokens import create_token
 from airlock_client.models import Exec, FileInfo, TerminalSize, TokenCreate
 from airlock_client.models import Sandbox as SandboxInfo
@@ -237,6 +244,25 @@ class AsyncSandbox:
             return common.unwrap(await create_token.asyncio_detailed(client=self.client, body=body))
 
         return (await _retry(call)).token
+
+    async def pause(self) -> SandboxInfo:
+        async def call() -> SandboxInfo:
+            return common.unwrap(await pause_sandbox.asyncio_detailed(self.id, client=self.client))
+
+        self.info = await _retry(call)
+        return self.info
+
+    async def resume(self) -> SandboxInfo:
+        async def call() -> SandboxInfo:
+            return common.unwrap(await resume_sandbox.asyncio_detailed(self.id, client=self.client))
+
+        self.info = await _retry(call)
+        return self.info
+
+    async def fork(self, *, ttl: int | None = None, labels: Mapping[str, str] | None = None) -> AsyncSandbox:
+        body = common.fork_body(ttl, labels)  # not retried: a fork has no Idempotency-Key
+        answer = await fork_sandbox.asyncio_detailed(self.id, client=self.client, body=body)
+        return AsyncSandbox(common.unwrap(answer), self.client.with_headers({}), owned=True)
 
     async def delete(self) -> None:
         async def call() -> Any:

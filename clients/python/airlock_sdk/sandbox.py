@@ -19,7 +19,15 @@ from httpx_sse import connect_sse
 from airlock_client import AuthenticatedClient
 from airlock_client.api.execs import create_exec, get_exec, list_execs, resize_exec_tty
 from airlock_client.api.files import list_files
-from airlock_client.api.sandboxes import create_sandbox, delete_sandbox, get_sandbox, list_sandboxes
+from airlock_client.api.sandboxes import (
+    create_sandbox,
+    delete_sandbox,
+    fork_sandbox,
+    get_sandbox,
+    list_sandboxes,
+    pause_sandbox,
+    resume_sandbox,
+)
 from airlock_client.api.tokens import create_token
 from airlock_client.models import Exec, FileInfo, TerminalSize, TokenCreate
 from airlock_client.models import Sandbox as SandboxInfo
@@ -275,6 +283,23 @@ class Sandbox:
             body.ttl_s = ttl
         grant = _retry(lambda: common.unwrap(create_token.sync_detailed(client=self.client, body=body)))
         return grant.token
+
+    def pause(self) -> SandboxInfo:
+        """Checkpoint the sandbox to its node's disk; it holds no CPU or memory until resumed
+        (any exec or file call resumes it first)."""
+        self.info = _retry(lambda: common.unwrap(pause_sandbox.sync_detailed(self.id, client=self.client)))
+        return self.info
+
+    def resume(self) -> SandboxInfo:
+        self.info = _retry(lambda: common.unwrap(resume_sandbox.sync_detailed(self.id, client=self.client)))
+        return self.info
+
+    def fork(self, *, ttl: int | None = None, labels: Mapping[str, str] | None = None) -> Sandbox:
+        """A new sandbox from a live snapshot of this one (its files and memory now), deleted
+        when its own `with` block ends. Not retried: a fork has no Idempotency-Key."""
+        body = common.fork_body(ttl, labels)
+        info = common.unwrap(fork_sandbox.sync_detailed(self.id, client=self.client, body=body))
+        return Sandbox(info, self.client.with_headers({}), owned=True)
 
     def delete(self) -> None:
         """Delete the sandbox (a sandbox already gone is no error)."""

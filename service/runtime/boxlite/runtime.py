@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotSupported, RuntimeUnavailable, SandboxNotFound
-from ..protocol import Capability
+from ..protocol import Capability, PortConnection
 from ..specs import validate
-from ..types import SandboxInfo, SandboxSpec, SandboxStats, SnapshotInfo
+from ..types import PauseInfo, SandboxInfo, SandboxSpec, SandboxStats, SnapshotInfo
 from .core import START_TIMEOUT_S, ImageSource, Sandbox
 from .errors import typed_error
 from .files import Files
@@ -150,6 +150,19 @@ class BoxliteRuntime(Snapshots, Files, Images):
 
     async def import_snapshot(self, snapshot_id: str, data: AsyncIterable[bytes]) -> SnapshotInfo:
         raise NotSupported(self.name, "move a snapshot to another node")
+
+    async def pause(self, sandbox_id: str) -> PauseInfo:
+        # A BoxLite snapshot holds files only: a stopped box would boot afresh, losing its
+        # processes, which a pause must keep.
+        raise NotSupported(self.name, "pause a sandbox with its processes")
+
+    async def resume(self, sandbox_id: str) -> SandboxInfo:
+        raise NotSupported(self.name, "pause a sandbox with its processes")
+
+    async def open_port(self, sandbox_id: str, port: int) -> PortConnection:
+        # BoxLite 0.10.8 has tunnels (`box.network.tunnel(port).connect()`, a byte stream),
+        # but no VM boots where this project is tested: not wired until it can be exercised.
+        raise NotSupported(self.name, "reach a port inside a sandbox")
 
     # -- the rest -------------------------------------------------------------------------
 

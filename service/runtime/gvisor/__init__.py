@@ -9,8 +9,9 @@
 | `bundle.py` | the OCI bundle (`config.json`) and exec process documents |
 | `lifecycle.py` | launch, teardown, orphans of a previous run |
 | `execs.py`, `files.py` | execs (agent or `runsc exec`); files in, out and between sandboxes |
-| `snapshots.py`, `policy.py` | checkpoint/restore; a running sandbox's network policy |
-| `network.py` | namespaces, veth pairs, iptables chains |
+| `snapshots.py`, `pause.py` | snapshots (checkpoint/restore); pause and resume in place |
+| `policy.py` | a running sandbox's network policy |
+| `network.py`, `netstack.py` | namespaces, veth pairs, iptables chains; netstack or hostinet |
 | `agent/` | the exec agent (PID 1 inside; stdlib only, the directory mounted read-only) |
 | `agent_link.py`, `agent_execution.py` | its host side: the link (frames), an exec through it |
 | `cgroups.py`, `host_memory.py` | host cgroups; the host memory all sandboxes may hold |

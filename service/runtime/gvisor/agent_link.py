@@ -7,7 +7,8 @@ sandbox can write to /proc/1/fd/1 or take the agent over. So frames from it are 
 any breach, a closed pipe, a start or a kill left unanswered, closes the link for good. The
 runtime then falls back to `runsc exec`, and kills the tree of an exec whose end the agent
 did not report from outside (the pid file and `KILL_SCRIPT`). A compromised agent can only
-lie about execs of its own sandbox.
+lie about execs of its own sandbox. Connections to the sandbox's ports are channels of the
+same link (`agent_ports.py`), bounded the same way.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any, Literal
 import msgspec
 
 from ..pipes import pipe_file
+from . import agent_ports
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,7 @@ F_SETPIPE_SZ = 1031
 PING, START, STDIN, STDIN_CLOSE, KILL, ACK, USAGE, RESIZE = 1, 2, 3, 4, 5, 6, 7, 8
 HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK, USAGE_OF = 64, 65, 66, 67, 68, 69, 70, 71
 FROM_AGENT = {HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK, USAGE_OF}
+FROM_AGENT |= agent_ports.FROM_AGENT  # connections to the sandbox's ports
 # An agent from before the usage frame (a sandbox restored from an older snapshot) does not
 # answer it: asked once, for this long.
 USAGE_TIMEOUT_S = 1.0
@@ -190,6 +193,7 @@ class AgentLink(asyncio.Protocol):
         self._ready = asyncio.get_running_loop().create_future()
         self._reader: asyncio.ReadTransport | None = None
         self._writer: asyncio.WriteTransport | None = None
+        self.ports = agent_ports.PortChannels(self)
 
     @classmethod
     async def connect(cls, sandbox_id: str, read_fd: int, write_fd: int) -> AgentLink:
@@ -266,6 +270,10 @@ class AgentLink(asyncio.Protocol):
             return
         if not 0 < number <= self._last:
             raise ValueError(f"frame for channel {number}, never opened")
+        if kind in agent_ports.FROM_AGENT:
+            if not self.ports.frame(kind, number, payload) and number in self._channels:
+                raise ValueError(f"port frame on exec channel {number}")
+            return
         channel = self._channels.get(number)
         if channel is None:
             return  # an exec we stopped following
@@ -302,9 +310,12 @@ class AgentLink(asyncio.Protocol):
             raise AgentLost(self.broken or "not connected")
         self._writer.write(HEADER.pack(len(payload), kind, number) + payload)
 
-    def open_channel(self) -> Channel:
+    def next_channel(self) -> int:
         self._last += 1
-        channel = Channel(self, self._last)
+        return self._last
+
+    def open_channel(self) -> Channel:
+        channel = Channel(self, self.next_channel())
         self._channels[channel.number] = channel
         return channel
 
@@ -392,6 +403,7 @@ class AgentLink(asyncio.Protocol):
         for channel in list(self._channels.values()):
             channel.fail(lost)
         self._channels.clear()
+        self.ports.fail_all(lost)
         self._buf = bytearray()
         for transport in (self._reader, self._writer):
             if transport is not None:

@@ -17,7 +17,7 @@ from .. import images
 from ..errors import InvalidSpec
 from ..specs import parse_user
 from ..types import SandboxSpec
-from . import agent_link
+from . import agent_link, netstack, network
 
 if TYPE_CHECKING:
     from .store import Sandbox
@@ -103,11 +103,15 @@ def bundle_config(
     home: str | None,
     init_argv: list[str],
     net_dir: Path | None = None,
+    netns: str | None = None,
     init_caps: list[str] | None = None,
     extra_mounts: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The bundle's config.json. `init_caps`: capabilities PID 1 keeps (the exec agent needs a
-    few to switch users and kill trees; execs never inherit them)."""
+    """The bundle's config.json. `net_dir`: the sandbox has a network (its hosts and
+    resolv.conf are there); `netns`: the path of its namespace, for netstack, which takes
+    the interfaces of the namespace the spec names (without one runsc makes an empty one).
+    `init_caps`: capabilities PID 1 keeps (the exec agent needs a few to switch users and
+    kill trees; execs never inherit them)."""
     uid, gid = parse_user(spec.user)
     scratch = scratch_mib(spec)
     mounts: list[dict[str, Any]] = [
@@ -138,11 +142,14 @@ def bundle_config(
     ]
     if home:
         mounts.append(_tmpfs(home, scratch, "0755", uid, gid))
-    namespaces = ["pid", "ipc", "uts", "mount", "network"]
-    if net_dir is not None:
+    namespaces: list[dict[str, str]] = [{"type": t} for t in ("pid", "ipc", "uts", "mount")]
+    if net_dir is None:
+        namespaces.append({"type": "network"})
+    else:
         # runsc starts inside the namespace the runtime made (see network.py); the policy's
         # names and a resolver that answers nothing come from files the host keeps.
-        namespaces.remove("network")
+        if netns is not None:
+            namespaces.append({"type": "network", "path": netns})
         mounts += [
             {"destination": f"/etc/{name}", "type": "bind", "source": str(net_dir / name),
              "options": ["rbind", "ro", "nosuid", "nodev", "noexec"]}
@@ -173,7 +180,7 @@ def bundle_config(
                 "cpu": {"quota": cpu_quota_us(spec), "period": 100_000},
                 "pids": {"limit": spec.pids * HOST_TASKS_PER_PROCESS + HOST_TASKS_BASE},
             },
-            "namespaces": [{"type": t} for t in namespaces],
+            "namespaces": namespaces,
             "maskedPaths": ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"],
             "readonlyPaths": ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"],
         },
@@ -215,6 +222,7 @@ def write(sandbox: Sandbox, rootfs: Path) -> None:
     init_argv = [images.INIT_PATH] if os.path.lexists(rootfs / images.INIT_PATH.lstrip("/")) else []
     init_argv = init_argv or INIT_FALLBACK
     agent = agent_link.mounted_at(sandbox.meta.get("agent"))
+    stack = network.stack_of(sandbox.meta)
     config = bundle_config(
         sandbox_id=sandbox.id,
         rootfs=rootfs,
@@ -222,7 +230,8 @@ def write(sandbox: Sandbox, rootfs: Path) -> None:
         cgroups_path=sandbox.cgroup.path,
         home=home_of(rootfs),
         init_argv=agent_link.init_argv(init_argv) if agent else init_argv,
-        net_dir=sandbox.dir / "net" if sandbox.meta.get("net") else None,
+        net_dir=sandbox.dir / "net" if stack else None,
+        netns=network.netns_path(sandbox.id) if stack == netstack.NETSTACK else None,
         init_caps=agent_link.CAPS if agent else None,
         extra_mounts=[agent_link.mount(agent)] if agent else None,
     )

@@ -82,6 +82,8 @@ class HostMemory:
         for record in sandboxes_dir.glob("*/sandbox.json"):
             try:
                 meta = json.loads(record.read_text())
+                if meta.get("paused"):  # checkpointed to disk: it holds no memory
+                    continue
                 limit = meta.get("memory_limit_mib") or bundle.memory_limit_mib(
                     msgspec.convert(meta["spec"], SandboxSpec), with_home=True
                 )

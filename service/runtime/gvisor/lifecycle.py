@@ -3,6 +3,9 @@
 A sandbox's memory is admitted against the host budget before anything is made; `runsc
 run|restore --detach` starts its bundle with the exec agent's pipes as PID 1's stdio; teardown
 removes the container, its processes, network, cgroup and directory, and gives the memory back.
+`checkpoint_to_dir` and `restore_in_place` stop a sandbox into a checkpoint and start it again
+from one under its own id, bundle and network (snapshots on runsc builds whose checkpoint
+stops the sandbox, and pause/resume).
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ import msgspec
 from .. import images
 from ..errors import SandboxNotFound, SandboxRuntimeError
 from ..types import SandboxSpec
-from . import bundle, cgroups, hostproc, reaper
+from . import bundle, cgroups, hostproc, netstack, network, reaper
 from .agent_link import AgentLink
 from .core import Core
+from .platform import PlatformChoice
 from .runsc import KILL_TIMEOUT_S, reap_while
 from .store import ID_PREFIX, Sandbox
 
@@ -32,6 +36,8 @@ log = logging.getLogger(__name__)
 
 
 class Lifecycle(Core):
+    platform_choice: PlatformChoice  # the platform and the stack networked sandboxes get
+
     def _new_sandbox(
         self,
         image: images.ImageInfo,
@@ -60,6 +66,8 @@ class Lifecycle(Core):
                 "cgroup": self.store.cgroup_path(sandbox_id),
                 "agent": agent,
                 "memory_limit_mib": limit,
+                # the stack its network runs on for its whole life (restores included)
+                "net_stack": self.platform_choice.net_stack if spec.network != "none" else None,
             }
             sandbox = Sandbox(sandbox_id, directory, meta, meta["cgroup"])
             sandbox.save()
@@ -109,6 +117,51 @@ class Lifecycle(Core):
         if code != 0:
             await self._teardown(sandbox)
             raise SandboxRuntimeError(f"runsc {args[0]} failed for {sandbox.id}: {out.strip()}")
+
+    def can_checkpoint(self, sandbox: Sandbox) -> bool:
+        """Whether runsc can checkpoint this sandbox: not on hostinet ("checkpoint not
+        supported when using hostinet")."""
+        return network.stack_of(sandbox.meta) in (None, netstack.NETSTACK)
+
+    async def checkpoint_to_dir(self, sandbox: Sandbox, image_dir: Path) -> tuple[int, str]:
+        """`runsc checkpoint` the sandbox into `image_dir` (an empty directory), which stops
+        it, then delete its container; (runsc's exit code, its output). Its record, bundle,
+        network (namespace, veth pair, rules) and cgroup stay, for `restore_in_place`. The
+        caller holds `sandbox.lock` with `sandbox.ready` cleared, and has checked that
+        `can_checkpoint` and that nothing holds a `runsc exec` pipe (`_check_quiet`: such a
+        checkpoint cannot be restored). Connected TCP endpoints are aborted. On failure the
+        container is left as runsc left it (`_state` says whether it still runs)."""
+        if (link := sandbox.agent) is not None:
+            # A round trip with nothing after it: no frame is half-way through either pipe
+            # when the agent is frozen, so it starts clean on the restored sandbox's pipes.
+            await link.ping()
+            link.ending = True  # the checkpoint stops the sandbox: its pipes close
+        code, out = await self.cli.run(
+            "checkpoint", f"--image-path={image_dir}", sandbox.id, meta=sandbox.meta
+        )
+        if code != 0:
+            if link is not None:
+                link.ending = False
+            return code, out
+        sandbox.close_link()
+        await reap_while(
+            self.cli.run("delete", "--force", sandbox.id, limit_s=30, meta=sandbox.meta)
+        )
+        return code, out
+
+    async def restore_in_place(self, sandbox: Sandbox, image_dir: Path) -> tuple[int, str]:
+        """`runsc restore --detach` a checkpoint `checkpoint_to_dir` made, as the same sandbox:
+        same id, bundle, network namespace, addresses and rules (so its policy, counters and
+        pinned names hold), with a new agent link; (runsc's exit code, its output). The caller
+        holds `sandbox.lock` and marks the sandbox failed when this fails."""
+        self.reaper.ensure()
+        if network.stack_of(sandbox.meta) == netstack.NETSTACK:
+            slot = network.Slot.from_meta(sandbox.id, sandbox.meta["net"])
+            try:
+                await asyncio.to_thread(self.networks.readdress, slot)
+            except SandboxRuntimeError as exc:
+                return -1, str(exc)
+        return await self._launch(sandbox, "restore", f"--image-path={image_dir}")
 
     async def _teardown(self, sandbox: Sandbox) -> None:
         """Remove the runsc container, its processes, cgroup and directory."""

@@ -2,7 +2,10 @@
 
 A sandbox with `network="allowlist"` or `"open"` runs inside a network namespace of its own
 (`ip netns add alk-<id>`), joined to the host by a veth pair with addresses from a private
-/30 of the configured range. All its traffic leaves through the host side of the pair, where
+/30 of the configured range. On netstack the sandbox kernel takes the namespace's end of the
+pair, its address and default route into its own stack when it starts (netstack.py), and a
+restore takes them from the veth again (`readdress`). All its traffic leaves through the host
+side of the pair, where
 one iptables chain per sandbox (`ALK-<hex>`, jumped to from INPUT and FORWARD for that
 interface) decides: destinations that are always blocked first, then the policy's allows,
 then REJECT (tcp-reset for TCP, icmp-port-unreachable otherwise, so a blocked connection
@@ -41,6 +44,7 @@ from typing import Any
 from .. import egress
 from ..egress import Allow, Resolver, parse_allow, parse_entry, system_resolver
 from ..errors import InvalidSpec, SandboxRuntimeError
+from . import netstack
 
 __all__ = ["Allow", "Networks", "Slot", "parse_allow", "parse_entry", "system_resolver"]
 
@@ -71,7 +75,7 @@ class Slot:
 
     @property
     def netns_path(self) -> str:
-        return f"/run/netns/{self.netns}"
+        return netns_path(self.netns)
 
     @property
     def veth_host(self) -> str:
@@ -286,6 +290,14 @@ class Networks:
         _run("iptables-restore", "-w", "--noflush", stdin=self._rules(slot, policy))
         self._write_files(directory, policy.names)
 
+    def readdress(self, slot: Slot) -> None:
+        """Give the namespace's end of the pair its address and default route again before a
+        restore in place: a sandbox on netstack took them off the veth when it started, and
+        a restore without them comes back with `lo` alone."""
+        inside = ("ip", "-n", slot.netns)
+        _run(*inside, "addr", "replace", f"{slot.sandbox_ip}/30", "dev", slot.veth_sandbox)
+        _run(*inside, "route", "replace", "default", "via", slot.host_ip)
+
     def counters(self, slot: Slot) -> dict[str, int]:
         """Packets the sandbox sent that its chain accepted and rejected so far."""
         out = _run("iptables", "-w", "-L", slot.egress_chain, "-v", "-x", "-n", check=False)
@@ -322,7 +334,13 @@ def _run_ok(*argv: str) -> bool:
     return True
 
 
-def netns_prefix(meta: dict[str, Any]) -> list[str]:
-    """The prefix that runs runsc in the sandbox's network namespace: runsc's control socket is
-    an abstract unix socket, and those live in the network namespace."""
-    return ["nsenter", f"--net=/run/netns/{meta['id']}"] if meta.get("net") else []
+def netns_path(sandbox_id: str) -> str:
+    return f"/run/netns/{sandbox_id}"
+
+
+def stack_of(meta: dict[str, Any]) -> str | None:
+    """The stack a sandbox's network runs on (netstack.py), None without a network. Records
+    from before netstack name none: those sandboxes run on hostinet."""
+    if not meta.get("net"):
+        return None
+    return meta.get("net_stack") or netstack.HOSTINET

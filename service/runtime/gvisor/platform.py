@@ -5,6 +5,10 @@ runs file- and syscall-heavy work several times faster than ptrace; it is the de
 this runsc offers it and a probe sandbox runs on it. ptrace is the fallback (Debian
 bookworm's runsc 0.0~20221219 has nothing else that works under kvm-pvm: kvm hangs there).
 `AIRLOCK_RUNSC_PLATFORM` forces one; a platform this runsc does not offer is refused.
+
+The choice also says which network stack sandboxes with a network run on (netstack.py):
+gVisor's own where a probe sandbox on the chosen platform shows it works, else the host stack
+of the sandbox's namespace.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ import re
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import RuntimeUnavailable
+from . import netstack
+from .netstack import NetworkChoice
 
 PROBE_TIMEOUT_S = 20.0
 _OFFERED = re.compile(r"which platform to use: ([^\n]*)")
@@ -27,9 +33,16 @@ _OFFERED = re.compile(r"which platform to use: ([^\n]*)")
 class PlatformChoice:
     name: str
     reason: str
+    # None: not probed (a runtime built by hand), and networked sandboxes use hostinet
+    network: NetworkChoice | None = None
+
+    @property
+    def net_stack(self) -> str:
+        return self.network.stack if self.network else netstack.HOSTINET
 
     def __str__(self) -> str:
-        return f"{self.name} ({self.reason})"
+        text = f"{self.name} ({self.reason})"
+        return f"{text}; networked sandboxes on {self.network}" if self.network else text
 
 
 def version(runsc: str) -> str:
@@ -115,9 +128,17 @@ def probe(runsc: str, platform: str) -> tuple[bool, str]:
 
 def choose_platform(runsc: str, configured: str | None = None) -> PlatformChoice:
     """The platform for `runsc`: `configured` if given (and offered), else systrap where it
-    is offered and its probe works, else ptrace. Probed once per binary per process."""
+    is offered and its probe works, else ptrace; with the network stack that works on it.
+    Probed once per binary per process."""
     stat = os.stat(runsc)
-    return _choose(os.path.realpath(runsc), stat.st_mtime_ns, stat.st_size, configured)
+    key = (os.path.realpath(runsc), stat.st_mtime_ns, stat.st_size)
+    choice = _choose(*key, configured)
+    return replace(choice, network=_network(*key, choice.name))
+
+
+@functools.lru_cache(maxsize=8)
+def _network(runsc: str, _mtime_ns: int, _size: int, platform: str) -> NetworkChoice:
+    return netstack.probe(runsc, platform)
 
 
 @functools.lru_cache(maxsize=8)

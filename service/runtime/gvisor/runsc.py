@@ -1,8 +1,8 @@
 """runsc command lines, running them, and reaping the helpers runsc leaves behind.
 
 The only module that starts `runsc`. A sandbox with a network runs in its own namespace
-(made by network.py) on that namespace's host stack, so every runsc call for it runs there
-too (runsc's control socket is an abstract unix socket).
+(made by network.py), on gVisor's netstack or on that namespace's host stack (netstack.py),
+so every runsc call for it runs there too (runsc's control socket is an abstract unix socket).
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import hostproc, network, reaper
+from . import hostproc, netstack, network, reaper
 
 RUNSC_TIMEOUT_S = 60.0
 KILL_TIMEOUT_S = 10.0
+STARTS = ("run", "restore")  # the commands that start a sandbox kernel
 
 _T = TypeVar("_T")
 
@@ -31,16 +32,23 @@ class Runsc:
         self.platform = platform
 
     def command(self, *args: str, meta: dict[str, Any] | None = None) -> list[str]:
-        """A runsc command line. A sandbox with a network runs in its own namespace on the
-        host stack of that namespace: this runsc cannot take a namespace's interfaces into
-        its own stack on kernels that show net sysctls in every namespace."""
-        prefix = network.netns_prefix(meta or {})
+        """A runsc command line. A sandbox with a network runs in its own namespace, on the
+        stack its record names (`net_stack`; hostinet for records older than netstack)."""
+        meta = meta or {}
+        stack = network.stack_of(meta)
+        if stack is None:
+            prefix: list[str] = []
+            flags: tuple[str, ...] = ("--network=none",)
+        else:
+            starts = stack == netstack.NETSTACK and bool(args) and args[0] in STARTS
+            prefix = netstack.wrapper(network.netns_path(meta["id"]), starts)
+            flags = netstack.FLAGS[stack]
         return [
             *prefix,
             self.binary,
             f"--root={self.root}",
             f"--platform={self.platform}",
-            "--network=host" if prefix else "--network=none",
+            *flags,
             "--cpu-num-from-quota",
             *args,
         ]

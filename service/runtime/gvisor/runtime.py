@@ -23,18 +23,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import images
-from ..errors import RuntimeUnavailable, SandboxFailed, SandboxNotFound
-from ..protocol import Capability
+from ..errors import NotSupported, RuntimeUnavailable, SandboxFailed, SandboxNotFound
+from ..protocol import Capability, PortConnection
 from ..specs import validate
 from ..types import SandboxInfo, SandboxSpec, SandboxStats
 from . import agent_link, bundle, cgroups, network, reaper
 from .files import Files
 from .host_memory import HostMemory, default_budget_mib
+from .pause import Pauses
 from .platform import PlatformChoice, choose_platform
 from .platform import version as platform_version
 from .policy import Policy
 from .runsc import BackgroundReaper, Runsc
-from .snapshots import Snapshots
 from .store import Sandbox, Store
 
 if TYPE_CHECKING:
@@ -49,13 +49,13 @@ CGROUP_PARENT = "/airlock"
 AGENT_HELLO_S = 2.0
 
 
-class GVisorRuntime(Snapshots, Files, Policy):
+class GVisorRuntime(Pauses, Files, Policy):
     """`SandboxRuntime` on gVisor. Build with `GVisorRuntime.open(state_dir, platform=None)`."""
 
     name = "gvisor"
     snapshots_memory = True
     capabilities: frozenset[Capability] = frozenset(
-        {"snapshots", "copy_files", "update_network", "move_snapshots"}
+        {"snapshots", "copy_files", "update_network", "move_snapshots", "pause", "ports"}
     )
 
     def __init__(
@@ -186,6 +186,8 @@ class GVisorRuntime(Snapshots, Files, Policy):
         if sandbox.meta.get("failure_reason"):
             return sandbox.info()
         self.store.adopt(sandbox)
+        if sandbox.meta.get("paused"):
+            return sandbox.info("paused")
         state = await self._state(sandbox_id)
         return sandbox.info("running" if state == "running" else "stopped")
 
@@ -199,7 +201,9 @@ class GVisorRuntime(Snapshots, Files, Policy):
             with contextlib.suppress(SandboxNotFound, KeyError):
                 sandbox = self.store.load(directory.name)
                 status = states.get(sandbox.id)
-                found.append(sandbox.info("running" if status == "running" else "stopped"))
+                if sandbox.meta.get("paused"):
+                    status = "paused"
+                found.append(sandbox.info(status if status in ("running", "paused") else "stopped"))
         return found
 
     async def stats(self, sandbox_id: str) -> SandboxStats:
@@ -230,7 +234,9 @@ class GVisorRuntime(Snapshots, Files, Policy):
 
     async def _processes(self, sandbox: Sandbox) -> int | None:
         """Without the agent: the sandbox's processes as `runsc ps` lists them, but its init."""
-        code, out = await self.cli.run("ps", "--format=json", sandbox.id, limit_s=10)
+        code, out = await self.cli.run(
+            "ps", "--format=json", sandbox.id, limit_s=10, meta=sandbox.meta
+        )
         if code != 0:
             return None
         try:
@@ -238,6 +244,17 @@ class GVisorRuntime(Snapshots, Files, Policy):
         except ValueError:
             return None
         return max(0, len(listed) - 1)
+
+    async def open_port(self, sandbox_id: str, port: int) -> PortConnection:
+        """Through the exec agent's link (agent_ports.py): the agent connects from inside."""
+        sandbox = await self.store.ready(sandbox_id)
+        link = sandbox.link
+        if link is None or not await link.wait_ready(AGENT_HELLO_S):
+            raise NotSupported(self.name, "reach ports of a sandbox without its exec agent")
+        try:
+            return await link.ports.open(port)
+        except (agent_link.AgentLost, ConnectionError) as exc:
+            raise NotSupported(self.name, f"reach ports: the exec agent is lost ({exc})") from exc
 
     async def close(self) -> None:
         await self.reaper.close()

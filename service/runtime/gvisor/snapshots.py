@@ -2,8 +2,10 @@
 2024 build), else `checkpoint` then `restore` in place so the sandbox keeps running;
 `create_from_snapshot` restores the image into a new sandbox.
 
-Images live in `<root>/snapshots/<id>/image/` beside `snapshot.json` (see README.md for why
-sandboxes with a network are refused).
+Images live in `<root>/snapshots/<id>/image/` beside `snapshot.json`. A sandbox with a network
+on netstack is checkpointed like any other (its open TCP connections are reset), and a
+sandbox restored from it gets a namespace, addresses and rules of its own; one on hostinet is
+refused (see README.md).
 """
 
 from __future__ import annotations
@@ -22,11 +24,10 @@ import msgspec
 from .. import images, records, snapshot_files
 from ..errors import InvalidSpec, SandboxBusy, SandboxFailed, SandboxRuntimeError, SnapshotNotFound
 from ..types import SandboxInfo, SandboxSpec, SnapshotInfo
-from . import agent_link, bundle
+from . import agent_link, bundle, netstack
 from .execs import Execs
 from .inside import HELD_PIPES_SCRIPT, LIVE_PROCESSES_SCRIPT
 from .lifecycle import Lifecycle
-from .runsc import reap_while
 from .store import Sandbox
 
 log = logging.getLogger(__name__)
@@ -36,11 +37,11 @@ class Snapshots(Lifecycle, Execs):
     async def snapshot(self, sandbox_id: str) -> SnapshotInfo:
         """Checkpoint the sandbox; it keeps running (left running, or restored in place)."""
         sandbox = self.store.usable(sandbox_id)
-        if sandbox.meta.get("net"):
+        if not self.can_checkpoint(sandbox):
             # runsc: "checkpoint not supported when using hostinet" (see README.md).
             raise InvalidSpec(
-                "a gVisor sandbox with a network cannot be snapshotted: it runs on the host "
-                "network stack of its namespace, which runsc cannot checkpoint"
+                "this gVisor sandbox with a network cannot be snapshotted: it runs on the "
+                "host network stack of its namespace, which runsc cannot checkpoint"
             )
         async with sandbox.lock:
             # New work waits from here until the sandbox runs again.
@@ -69,14 +70,39 @@ class Snapshots(Lifecycle, Execs):
             name=meta["image"], digest=meta["image_digest"], size_bytes=0, created_at=0, path=""
         )
         spec = msgspec.convert(meta["spec"], SandboxSpec)
+        if spec.network != "none" and self.platform_choice.net_stack != netstack.NETSTACK:
+            raise InvalidSpec(
+                f"snapshot {snapshot_id} has a network, and networked sandboxes run on the "
+                f"host stack here ({self.platform_choice.network}): it cannot be restored"
+            )
         path_env = meta.get("path_env") or bundle.DEFAULT_PATH
         agent = agent_link.mounted_at(meta.get("agent"))
         sandbox = self._new_sandbox(image, spec, path_env, snapshot_id, rootfs, agent)
         self.store.live[sandbox.id] = sandbox
+        if spec.network != "none":
+            await self._own_network(sandbox, spec)
         bundle.write(sandbox, rootfs)
         await self._start(sandbox, "restore", f"--image-path={directory / 'image'}")
         await self._set_hostname(sandbox)
         return sandbox.info()
+
+    async def _own_network(self, sandbox: Sandbox, spec: SandboxSpec) -> None:
+        """A restored sandbox's own namespace, /30 and rules, from the policy in its spec (the
+        source's when the snapshot was taken); netstack takes the new addresses at restore."""
+        try:
+            slot = await asyncio.to_thread(
+                self.networks.setup,
+                sandbox.id,
+                sandbox.dir,
+                spec.network,
+                spec.network_allow,
+                spec.network_private,
+            )
+        except BaseException:
+            await self._teardown(sandbox)
+            raise
+        sandbox.meta["net"] = slot.to_meta()
+        sandbox.save()
 
     async def list_snapshots(self) -> list[SnapshotInfo]:
         found = []
@@ -124,10 +150,14 @@ class Snapshots(Lifecycle, Execs):
         return records.read_snapshot(directory / "snapshot.json", snapshot_id), directory
 
     async def _check_quiet(self, sandbox: Sandbox) -> None:
-        """Refuse a snapshot while an exec runs, a process holds an exec's pipe, or (on a
-        runsc that would drop them) processes started through `runsc exec` still run."""
+        """Refuse a snapshot while an exec runs or a port connection is open, a process holds
+        an exec's pipe, or (on a runsc that would drop them) processes started through
+        `runsc exec` still run."""
         if any(not e.done for e in sandbox.execs.values()):
             raise SandboxBusy(f"sandbox {sandbox.id} has running execs")
+        if sandbox.link is not None and len(sandbox.link.ports):
+            # A checkpoint under an open port connection may cut one of its frames in two.
+            raise SandboxBusy(f"sandbox {sandbox.id} has open port connections")
         held = await self._inside_lines(sandbox, HELD_PIPES_SCRIPT)
         if held:
             raise SandboxBusy(
@@ -157,20 +187,12 @@ class Snapshots(Lifecycle, Execs):
         directory = self._snapshot_dir(snapshot_id)
         (directory / "image").mkdir(parents=True)
         leaves_running = self.checkpoint_leaves_running
-        if (link := sandbox.agent) is not None:
-            # A round trip with nothing after it: no frame is half-way through either pipe
-            # when the agent is frozen, so it starts clean on the restored sandbox's pipes.
-            await link.ping()
-            # a checkpoint that stops the sandbox closes the agent's pipes
-            link.ending = not leaves_running
-        leave_running = ["--leave-running"] if leaves_running else []
-        code, out = await self.cli.run(
-            "checkpoint", *leave_running, f"--image-path={directory / 'image'}", sandbox.id
-        )
+        if leaves_running:
+            code, out = await self._checkpoint_leaving_running(sandbox, directory / "image")
+        else:
+            code, out = await self.checkpoint_to_dir(sandbox, directory / "image")
         if code != 0:
             shutil.rmtree(directory, ignore_errors=True)
-            if link is not None:
-                link.ending = False
             if await self._state(sandbox.id) != "running":
                 sandbox.mark_failed("checkpoint")
             raise SandboxRuntimeError(f"checkpoint of {sandbox_id} failed: {out.strip()}")
@@ -184,17 +206,33 @@ class Snapshots(Lifecycle, Execs):
             "rootfs": sandbox.meta.get("rootfs"),
             "created_at": time.time(),
             "agent": agent_link.mounted_at(sandbox.meta.get("agent")),
+            "net_stack": sandbox.meta.get("net_stack"),
         }
         records.write_json(directory / "snapshot.json", meta)
         if leaves_running:
             return self._snapshot_info(meta, directory)
-        sandbox.close_link()
-        await reap_while(self.cli.run("delete", "--force", sandbox.id, limit_s=30))
-        code, out = await self._launch(sandbox, "restore", f"--image-path={directory / 'image'}")
+        code, out = await self.restore_in_place(sandbox, directory / "image")
         if code != 0:
             sandbox.mark_failed("restore")
             raise SandboxFailed(sandbox_id, "restore", out.strip()[-500:])
         return self._snapshot_info(meta, directory)
+
+    async def _checkpoint_leaving_running(
+        self, sandbox: Sandbox, image_dir: Path
+    ) -> tuple[int, str]:
+        """`runsc checkpoint --leave-running`: the sandbox is paused for the save and goes on
+        (its connected TCP endpoints are aborted all the same)."""
+        if (link := sandbox.agent) is not None:
+            # A round trip with nothing after it: no frame is half-way through either pipe
+            # when the agent is frozen, so it starts clean on the restored sandbox's pipes.
+            await link.ping()
+        return await self.cli.run(
+            "checkpoint",
+            "--leave-running",
+            f"--image-path={image_dir}",
+            sandbox.id,
+            meta=sandbox.meta,
+        )
 
     async def _set_hostname(self, sandbox: Sandbox) -> None:
         """A restored sandbox comes back with the hostname it was checkpointed under: give it

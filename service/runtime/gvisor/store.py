@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from .. import records
-from ..errors import SandboxFailed, SandboxNotFound
+from ..errors import SandboxBusy, SandboxFailed, SandboxNotFound
 from ..execution import ExecutionBase
 from ..types import SandboxInfo, SandboxSpec
 from . import cgroups, hostproc
@@ -145,6 +145,8 @@ class Store:
         sandbox = self.load(sandbox_id)
         if sandbox.meta.get("failure_reason"):
             raise SandboxFailed(sandbox_id, sandbox.meta["failure_reason"])
+        if sandbox.meta.get("paused"):
+            raise SandboxBusy(f"sandbox {sandbox_id} is paused: resume it first")
         self.adopt(sandbox)
         return sandbox
 

@@ -50,6 +50,8 @@ from .pool_status_mode_type_0 import PoolStatusModeType0
 from .pool_status_ready_by_node import PoolStatusReadyByNode
 from .pool_target_set import PoolTargetSet
 from .pool_target_set_size import PoolTargetSetSize
+from .preview_link import PreviewLink
+from .preview_link_create import PreviewLinkCreate
 from .problem import Problem
 from .problem_errors_item import ProblemErrorsItem
 from .quotas import Quotas
@@ -73,6 +75,8 @@ from .sandbox_create_labels import SandboxCreateLabels
 from .sandbox_create_preset_type_0 import SandboxCreatePresetType0
 from .sandbox_create_size_type_0 import SandboxCreateSizeType0
 from .sandbox_env import SandboxEnv
+from .sandbox_fork import SandboxFork
+from .sandbox_fork_labels_type_0 import SandboxForkLabelsType0
 from .sandbox_labels import SandboxLabels
 from .sandbox_metrics import SandboxMetrics
 from .sandbox_network import SandboxNetwork
@@ -161,6 +165,8 @@ __all__ = (
     "PoolStatusReadyByNode",
     "PoolTargetSet",
     "PoolTargetSetSize",
+    "PreviewLink",
+    "PreviewLinkCreate",
     "Problem",
     "ProblemErrorsItem",
     "Quotas",
@@ -184,6 +190,8 @@ __all__ = (
     "SandboxCreatePresetType0",
     "SandboxCreateSizeType0",
     "SandboxEnv",
+    "SandboxFork",
+    "SandboxForkLabelsType0",
     "SandboxLabels",
     "SandboxMetrics",
     "SandboxNetwork",

@@ -16,11 +16,16 @@ class Quotas:
     Attributes:
         audit_retention_days (int | Unset):  Default: 90.
         bundle_retention_days (int | Unset):  Default: 7.
+        default_idle_timeout_s (int | Unset):  Default: 0.
         execs_per_minute (int | Unset):  Default: 120.
         max_bundles (int | Unset):  Default: 10.
         max_disk_mib (int | Unset):  Default: 16384.
         max_exec_timeout_s (int | Unset):  Default: 600.
+        max_idle_timeout_s (int | Unset):  Default: 86400.
         max_memory_mib (int | Unset):  Default: 16384.
+        max_paused_mib (int | Unset):  Default: 16384.
+        max_paused_s (int | Unset):  Default: 604800.
+        max_paused_sandboxes (int | Unset):  Default: 10.
         max_queued_builds (int | Unset):  Default: 3.
         max_queued_reviews (int | Unset):  Default: 10.
         max_running_execs (int | Unset):  Default: 16.
@@ -37,11 +42,16 @@ class Quotas:
 
     audit_retention_days: int | Unset = 90
     bundle_retention_days: int | Unset = 7
+    default_idle_timeout_s: int | Unset = 0
     execs_per_minute: int | Unset = 120
     max_bundles: int | Unset = 10
     max_disk_mib: int | Unset = 16384
     max_exec_timeout_s: int | Unset = 600
+    max_idle_timeout_s: int | Unset = 86400
     max_memory_mib: int | Unset = 16384
+    max_paused_mib: int | Unset = 16384
+    max_paused_s: int | Unset = 604800
+    max_paused_sandboxes: int | Unset = 10
     max_queued_builds: int | Unset = 3
     max_queued_reviews: int | Unset = 10
     max_running_execs: int | Unset = 16
@@ -60,6 +70,8 @@ class Quotas:
 
         bundle_retention_days = self.bundle_retention_days
 
+        default_idle_timeout_s = self.default_idle_timeout_s
+
         execs_per_minute = self.execs_per_minute
 
         max_bundles = self.max_bundles
@@ -68,7 +80,15 @@ class Quotas:
 
         max_exec_timeout_s = self.max_exec_timeout_s
 
+        max_idle_timeout_s = self.max_idle_timeout_s
+
         max_memory_mib = self.max_memory_mib
+
+        max_paused_mib = self.max_paused_mib
+
+        max_paused_s = self.max_paused_s
+
+        max_paused_sandboxes = self.max_paused_sandboxes
 
         max_queued_builds = self.max_queued_builds
 
@@ -103,6 +123,8 @@ class Quotas:
             field_dict["audit_retention_days"] = audit_retention_days
         if bundle_retention_days is not UNSET:
             field_dict["bundle_retention_days"] = bundle_retention_days
+        if default_idle_timeout_s is not UNSET:
+            field_dict["default_idle_timeout_s"] = default_idle_timeout_s
         if execs_per_minute is not UNSET:
             field_dict["execs_per_minute"] = execs_per_minute
         if max_bundles is not UNSET:
@@ -111,8 +133,16 @@ class Quotas:
             field_dict["max_disk_mib"] = max_disk_mib
         if max_exec_timeout_s is not UNSET:
             field_dict["max_exec_timeout_s"] = max_exec_timeout_s
+        if max_idle_timeout_s is not UNSET:
+            field_dict["max_idle_timeout_s"] = max_idle_timeout_s
         if max_memory_mib is not UNSET:
             field_dict["max_memory_mib"] = max_memory_mib
+        if max_paused_mib is not UNSET:
+            field_dict["max_paused_mib"] = max_paused_mib
+        if max_paused_s is not UNSET:
+            field_dict["max_paused_s"] = max_paused_s
+        if max_paused_sandboxes is not UNSET:
+            field_dict["max_paused_sandboxes"] = max_paused_sandboxes
         if max_queued_builds is not UNSET:
             field_dict["max_queued_builds"] = max_queued_builds
         if max_queued_reviews is not UNSET:
@@ -147,6 +177,8 @@ class Quotas:
 
         bundle_retention_days = d.pop("bundle_retention_days", UNSET)
 
+        default_idle_timeout_s = d.pop("default_idle_timeout_s", UNSET)
+
         execs_per_minute = d.pop("execs_per_minute", UNSET)
 
         max_bundles = d.pop("max_bundles", UNSET)
@@ -155,7 +187,15 @@ class Quotas:
 
         max_exec_timeout_s = d.pop("max_exec_timeout_s", UNSET)
 
+        max_idle_timeout_s = d.pop("max_idle_timeout_s", UNSET)
+
         max_memory_mib = d.pop("max_memory_mib", UNSET)
+
+        max_paused_mib = d.pop("max_paused_mib", UNSET)
+
+        max_paused_s = d.pop("max_paused_s", UNSET)
+
+        max_paused_sandboxes = d.pop("max_paused_sandboxes", UNSET)
 
         max_queued_builds = d.pop("max_queued_builds", UNSET)
 
@@ -184,11 +224,16 @@ class Quotas:
         quotas = cls(
             audit_retention_days=audit_retention_days,
             bundle_retention_days=bundle_retention_days,
+            default_idle_timeout_s=default_idle_timeout_s,
             execs_per_minute=execs_per_minute,
             max_bundles=max_bundles,
             max_disk_mib=max_disk_mib,
             max_exec_timeout_s=max_exec_timeout_s,
+            max_idle_timeout_s=max_idle_timeout_s,
             max_memory_mib=max_memory_mib,
+            max_paused_mib=max_paused_mib,
+            max_paused_s=max_paused_s,
+            max_paused_sandboxes=max_paused_sandboxes,
             max_queued_builds=max_queued_builds,
             max_queued_reviews=max_queued_reviews,
             max_running_execs=max_running_execs,

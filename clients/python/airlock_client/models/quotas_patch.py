@@ -16,11 +16,16 @@ class QuotasPatch:
     Attributes:
         audit_retention_days (int | None | Unset):
         bundle_retention_days (int | None | Unset):
+        default_idle_timeout_s (int | None | Unset):
         execs_per_minute (int | None | Unset):
         max_bundles (int | None | Unset):
         max_disk_mib (int | None | Unset):
         max_exec_timeout_s (int | None | Unset):
+        max_idle_timeout_s (int | None | Unset):
         max_memory_mib (int | None | Unset):
+        max_paused_mib (int | None | Unset):
+        max_paused_s (int | None | Unset):
+        max_paused_sandboxes (int | None | Unset):
         max_queued_builds (int | None | Unset):
         max_queued_reviews (int | None | Unset):
         max_running_execs (int | None | Unset):
@@ -37,11 +42,16 @@ class QuotasPatch:
 
     audit_retention_days: int | None | Unset = UNSET
     bundle_retention_days: int | None | Unset = UNSET
+    default_idle_timeout_s: int | None | Unset = UNSET
     execs_per_minute: int | None | Unset = UNSET
     max_bundles: int | None | Unset = UNSET
     max_disk_mib: int | None | Unset = UNSET
     max_exec_timeout_s: int | None | Unset = UNSET
+    max_idle_timeout_s: int | None | Unset = UNSET
     max_memory_mib: int | None | Unset = UNSET
+    max_paused_mib: int | None | Unset = UNSET
+    max_paused_s: int | None | Unset = UNSET
+    max_paused_sandboxes: int | None | Unset = UNSET
     max_queued_builds: int | None | Unset = UNSET
     max_queued_reviews: int | None | Unset = UNSET
     max_running_execs: int | None | Unset = UNSET
@@ -68,6 +78,12 @@ class QuotasPatch:
         else:
             bundle_retention_days = self.bundle_retention_days
 
+        default_idle_timeout_s: int | None | Unset
+        if isinstance(self.default_idle_timeout_s, Unset):
+            default_idle_timeout_s = UNSET
+        else:
+            default_idle_timeout_s = self.default_idle_timeout_s
+
         execs_per_minute: int | None | Unset
         if isinstance(self.execs_per_minute, Unset):
             execs_per_minute = UNSET
@@ -92,11 +108,35 @@ class QuotasPatch:
         else:
             max_exec_timeout_s = self.max_exec_timeout_s
 
+        max_idle_timeout_s: int | None | Unset
+        if isinstance(self.max_idle_timeout_s, Unset):
+            max_idle_timeout_s = UNSET
+        else:
+            max_idle_timeout_s = self.max_idle_timeout_s
+
         max_memory_mib: int | None | Unset
         if isinstance(self.max_memory_mib, Unset):
             max_memory_mib = UNSET
         else:
             max_memory_mib = self.max_memory_mib
+
+        max_paused_mib: int | None | Unset
+        if isinstance(self.max_paused_mib, Unset):
+            max_paused_mib = UNSET
+        else:
+            max_paused_mib = self.max_paused_mib
+
+        max_paused_s: int | None | Unset
+        if isinstance(self.max_paused_s, Unset):
+            max_paused_s = UNSET
+        else:
+            max_paused_s = self.max_paused_s
+
+        max_paused_sandboxes: int | None | Unset
+        if isinstance(self.max_paused_sandboxes, Unset):
+            max_paused_sandboxes = UNSET
+        else:
+            max_paused_sandboxes = self.max_paused_sandboxes
 
         max_queued_builds: int | None | Unset
         if isinstance(self.max_queued_builds, Unset):
@@ -180,6 +220,8 @@ class QuotasPatch:
             field_dict["audit_retention_days"] = audit_retention_days
         if bundle_retention_days is not UNSET:
             field_dict["bundle_retention_days"] = bundle_retention_days
+        if default_idle_timeout_s is not UNSET:
+            field_dict["default_idle_timeout_s"] = default_idle_timeout_s
         if execs_per_minute is not UNSET:
             field_dict["execs_per_minute"] = execs_per_minute
         if max_bundles is not UNSET:
@@ -188,8 +230,16 @@ class QuotasPatch:
             field_dict["max_disk_mib"] = max_disk_mib
         if max_exec_timeout_s is not UNSET:
             field_dict["max_exec_timeout_s"] = max_exec_timeout_s
+        if max_idle_timeout_s is not UNSET:
+            field_dict["max_idle_timeout_s"] = max_idle_timeout_s
         if max_memory_mib is not UNSET:
             field_dict["max_memory_mib"] = max_memory_mib
+        if max_paused_mib is not UNSET:
+            field_dict["max_paused_mib"] = max_paused_mib
+        if max_paused_s is not UNSET:
+            field_dict["max_paused_s"] = max_paused_s
+        if max_paused_sandboxes is not UNSET:
+            field_dict["max_paused_sandboxes"] = max_paused_sandboxes
         if max_queued_builds is not UNSET:
             field_dict["max_queued_builds"] = max_queued_builds
         if max_queued_reviews is not UNSET:
@@ -239,6 +289,15 @@ class QuotasPatch:
 
         bundle_retention_days = _parse_bundle_retention_days(d.pop("bundle_retention_days", UNSET))
 
+        def _parse_default_idle_timeout_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        default_idle_timeout_s = _parse_default_idle_timeout_s(d.pop("default_idle_timeout_s", UNSET))
+
         def _parse_execs_per_minute(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -275,6 +334,15 @@ class QuotasPatch:
 
         max_exec_timeout_s = _parse_max_exec_timeout_s(d.pop("max_exec_timeout_s", UNSET))
 
+        def _parse_max_idle_timeout_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_idle_timeout_s = _parse_max_idle_timeout_s(d.pop("max_idle_timeout_s", UNSET))
+
         def _parse_max_memory_mib(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -283,6 +351,33 @@ class QuotasPatch:
             return cast(int | None | Unset, data)
 
         max_memory_mib = _parse_max_memory_mib(d.pop("max_memory_mib", UNSET))
+
+        def _parse_max_paused_mib(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_paused_mib = _parse_max_paused_mib(d.pop("max_paused_mib", UNSET))
+
+        def _parse_max_paused_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_paused_s = _parse_max_paused_s(d.pop("max_paused_s", UNSET))
+
+        def _parse_max_paused_sandboxes(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_paused_sandboxes = _parse_max_paused_sandboxes(d.pop("max_paused_sandboxes", UNSET))
 
         def _parse_max_queued_builds(data: object) -> int | None | Unset:
             if data is None:
@@ -403,11 +498,16 @@ class QuotasPatch:
         quotas_patch = cls(
             audit_retention_days=audit_retention_days,
             bundle_retention_days=bundle_retention_days,
+            default_idle_timeout_s=default_idle_timeout_s,
             execs_per_minute=execs_per_minute,
             max_bundles=max_bundles,
             max_disk_mib=max_disk_mib,
             max_exec_timeout_s=max_exec_timeout_s,
+            max_idle_timeout_s=max_idle_timeout_s,
             max_memory_mib=max_memory_mib,
+            max_paused_mib=max_paused_mib,
+            max_paused_s=max_paused_s,
+            max_paused_sandboxes=max_paused_sandboxes,
             max_queued_builds=max_queued_builds,
             max_queued_reviews=max_queued_reviews,
             max_running_execs=max_running_execs,

@@ -42,7 +42,12 @@ class Sandbox:
         template (None | str):
         template_version (int | None):
         ttl_s (int):
+        idle_timeout_s (int | None | Unset):
+        last_activity_at (None | str | Unset):
         node_id (None | str | Unset):
+        pause_bytes (int | None | Unset):
+        pause_expires_at (None | str | Unset):
+        paused_at (None | str | Unset):
     """
 
     cpus: int
@@ -64,7 +69,12 @@ class Sandbox:
     template: None | str
     template_version: int | None
     ttl_s: int
+    idle_timeout_s: int | None | Unset = UNSET
+    last_activity_at: None | str | Unset = UNSET
     node_id: None | str | Unset = UNSET
+    pause_bytes: int | None | Unset = UNSET
+    pause_expires_at: None | str | Unset = UNSET
+    paused_at: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -112,11 +122,41 @@ class Sandbox:
 
         ttl_s = self.ttl_s
 
+        idle_timeout_s: int | None | Unset
+        if isinstance(self.idle_timeout_s, Unset):
+            idle_timeout_s = UNSET
+        else:
+            idle_timeout_s = self.idle_timeout_s
+
+        last_activity_at: None | str | Unset
+        if isinstance(self.last_activity_at, Unset):
+            last_activity_at = UNSET
+        else:
+            last_activity_at = self.last_activity_at
+
         node_id: None | str | Unset
         if isinstance(self.node_id, Unset):
             node_id = UNSET
         else:
             node_id = self.node_id
+
+        pause_bytes: int | None | Unset
+        if isinstance(self.pause_bytes, Unset):
+            pause_bytes = UNSET
+        else:
+            pause_bytes = self.pause_bytes
+
+        pause_expires_at: None | str | Unset
+        if isinstance(self.pause_expires_at, Unset):
+            pause_expires_at = UNSET
+        else:
+            pause_expires_at = self.pause_expires_at
+
+        paused_at: None | str | Unset
+        if isinstance(self.paused_at, Unset):
+            paused_at = UNSET
+        else:
+            paused_at = self.paused_at
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -143,8 +183,18 @@ class Sandbox:
                 "ttl_s": ttl_s,
             }
         )
+        if idle_timeout_s is not UNSET:
+            field_dict["idle_timeout_s"] = idle_timeout_s
+        if last_activity_at is not UNSET:
+            field_dict["last_activity_at"] = last_activity_at
         if node_id is not UNSET:
             field_dict["node_id"] = node_id
+        if pause_bytes is not UNSET:
+            field_dict["pause_bytes"] = pause_bytes
+        if pause_expires_at is not UNSET:
+            field_dict["pause_expires_at"] = pause_expires_at
+        if paused_at is not UNSET:
+            field_dict["paused_at"] = paused_at
 
         return field_dict
 
@@ -223,6 +273,24 @@ class Sandbox:
 
         ttl_s = d.pop("ttl_s")
 
+        def _parse_idle_timeout_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        idle_timeout_s = _parse_idle_timeout_s(d.pop("idle_timeout_s", UNSET))
+
+        def _parse_last_activity_at(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        last_activity_at = _parse_last_activity_at(d.pop("last_activity_at", UNSET))
+
         def _parse_node_id(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -231,6 +299,33 @@ class Sandbox:
             return cast(None | str | Unset, data)
 
         node_id = _parse_node_id(d.pop("node_id", UNSET))
+
+        def _parse_pause_bytes(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        pause_bytes = _parse_pause_bytes(d.pop("pause_bytes", UNSET))
+
+        def _parse_pause_expires_at(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        pause_expires_at = _parse_pause_expires_at(d.pop("pause_expires_at", UNSET))
+
+        def _parse_paused_at(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        paused_at = _parse_paused_at(d.pop("paused_at", UNSET))
 
         sandbox = cls(
             cpus=cpus,
@@ -252,7 +347,12 @@ class Sandbox:
             template=template,
             template_version=template_version,
             ttl_s=ttl_s,
+            idle_timeout_s=idle_timeout_s,
+            last_activity_at=last_activity_at,
             node_id=node_id,
+            pause_bytes=pause_bytes,
+            pause_expires_at=pause_expires_at,
+            paused_at=paused_at,
         )
 
         sandbox.additional_properties = d

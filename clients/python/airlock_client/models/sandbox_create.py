@@ -27,6 +27,7 @@ class SandboxCreate:
             cpus (int | None | Unset):
             disk_mib (int | None | Unset):
             env (SandboxCreateEnv | Unset):
+            idle_timeout_s (int | None | Unset):
             image (None | str | Unset):
             labels (SandboxCreateLabels | Unset):
             memory_mib (int | None | Unset):
@@ -40,6 +41,7 @@ class SandboxCreate:
     cpus: int | None | Unset = UNSET
     disk_mib: int | None | Unset = UNSET
     env: SandboxCreateEnv | Unset = UNSET
+    idle_timeout_s: int | None | Unset = UNSET
     image: None | str | Unset = UNSET
     labels: SandboxCreateLabels | Unset = UNSET
     memory_mib: int | None | Unset = UNSET
@@ -67,6 +69,12 @@ class SandboxCreate:
         env: dict[str, Any] | Unset = UNSET
         if not isinstance(self.env, Unset):
             env = self.env.to_dict()
+
+        idle_timeout_s: int | None | Unset
+        if isinstance(self.idle_timeout_s, Unset):
+            idle_timeout_s = UNSET
+        else:
+            idle_timeout_s = self.idle_timeout_s
 
         image: None | str | Unset
         if isinstance(self.image, Unset):
@@ -125,6 +133,8 @@ class SandboxCreate:
             field_dict["disk_mib"] = disk_mib
         if env is not UNSET:
             field_dict["env"] = env
+        if idle_timeout_s is not UNSET:
+            field_dict["idle_timeout_s"] = idle_timeout_s
         if image is not UNSET:
             field_dict["image"] = image
         if labels is not UNSET:
@@ -176,6 +186,15 @@ class SandboxCreate:
             env = UNSET
         else:
             env = SandboxCreateEnv.from_dict(_env)
+
+        def _parse_idle_timeout_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        idle_timeout_s = _parse_idle_timeout_s(d.pop("idle_timeout_s", UNSET))
 
         def _parse_image(data: object) -> None | str | Unset:
             if data is None:
@@ -268,6 +287,7 @@ class SandboxCreate:
             cpus=cpus,
             disk_mib=disk_mib,
             env=env,
+            idle_timeout_s=idle_timeout_s,
             image=image,
             labels=labels,
             memory_mib=memory_mib,

@@ -18,15 +18,23 @@ T = TypeVar("T", bound="SandboxUpdate")
 class SandboxUpdate:
     """
     Attributes:
+        idle_timeout_s (int | None | Unset):
         network (NetworkChange | None | Unset):
         ttl_s (int | None | Unset):
     """
 
+    idle_timeout_s: int | None | Unset = UNSET
     network: NetworkChange | None | Unset = UNSET
     ttl_s: int | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.network_change import NetworkChange
+
+        idle_timeout_s: int | None | Unset
+        if isinstance(self.idle_timeout_s, Unset):
+            idle_timeout_s = UNSET
+        else:
+            idle_timeout_s = self.idle_timeout_s
 
         network: dict[str, Any] | None | Unset
         if isinstance(self.network, Unset):
@@ -45,6 +53,8 @@ class SandboxUpdate:
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
+        if idle_timeout_s is not UNSET:
+            field_dict["idle_timeout_s"] = idle_timeout_s
         if network is not UNSET:
             field_dict["network"] = network
         if ttl_s is not UNSET:
@@ -57,6 +67,15 @@ class SandboxUpdate:
         from ..models.network_change import NetworkChange
 
         d = dict(src_dict)
+
+        def _parse_idle_timeout_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        idle_timeout_s = _parse_idle_timeout_s(d.pop("idle_timeout_s", UNSET))
 
         def _parse_network(data: object) -> NetworkChange | None | Unset:
             if data is None:
@@ -85,6 +104,7 @@ class SandboxUpdate:
         ttl_s = _parse_ttl_s(d.pop("ttl_s", UNSET))
 
         sandbox_update = cls(
+            idle_timeout_s=idle_timeout_s,
             network=network,
             ttl_s=ttl_s,
         )

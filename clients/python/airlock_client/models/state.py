@@ -1,10 +1,13 @@
 from typing import Literal, cast
 
-State = Literal["creating", "failed", "running", "stopped", "stopping"]
+State = Literal["creating", "failed", "paused", "pausing", "resuming", "running", "stopped", "stopping"]
 
 STATE_VALUES: set[State] = {
     "creating",
     "failed",
+    "paused",
+    "pausing",
+    "resuming",
     "running",
     "stopped",
     "stopping",

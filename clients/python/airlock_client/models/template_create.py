@@ -23,6 +23,7 @@ class TemplateCreate:
     Attributes:
         name (str):
         env (TemplateCreateEnv | Unset):
+        from_sandbox (None | str | Unset):
         image (str | Unset):  Default: 'default'.
         network (NetworkPolicy | Unset): A template's network, the same policy as a sandbox's: its setup steps run under
             it.
@@ -33,6 +34,7 @@ class TemplateCreate:
 
     name: str
     env: TemplateCreateEnv | Unset = UNSET
+    from_sandbox: None | str | Unset = UNSET
     image: str | Unset = "default"
     network: NetworkPolicy | Unset = UNSET
     setup: list[list[str]] | Unset = UNSET
@@ -44,6 +46,12 @@ class TemplateCreate:
         env: dict[str, Any] | Unset = UNSET
         if not isinstance(self.env, Unset):
             env = self.env.to_dict()
+
+        from_sandbox: None | str | Unset
+        if isinstance(self.from_sandbox, Unset):
+            from_sandbox = UNSET
+        else:
+            from_sandbox = self.from_sandbox
 
         image = self.image
 
@@ -72,6 +80,8 @@ class TemplateCreate:
         )
         if env is not UNSET:
             field_dict["env"] = env
+        if from_sandbox is not UNSET:
+            field_dict["from_sandbox"] = from_sandbox
         if image is not UNSET:
             field_dict["image"] = image
         if network is not UNSET:
@@ -97,6 +107,15 @@ class TemplateCreate:
             env = UNSET
         else:
             env = TemplateCreateEnv.from_dict(_env)
+
+        def _parse_from_sandbox(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        from_sandbox = _parse_from_sandbox(d.pop("from_sandbox", UNSET))
 
         image = d.pop("image", UNSET)
 
@@ -126,6 +145,7 @@ class TemplateCreate:
         template_create = cls(
             name=name,
             env=env,
+            from_sandbox=from_sandbox,
             image=image,
             network=network,
             setup=setup,

@@ -11,6 +11,7 @@ from ..models.template_version_start_mode_type_0 import (
     check_template_version_start_mode_type_0,
 )
 from ..models.template_version_state import TemplateVersionState, check_template_version_state
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.network_policy import NetworkPolicy
@@ -39,6 +40,7 @@ class TemplateVersion:
         started_at (None | str):
         state (TemplateVersionState):
         version (int):
+        from_sandbox (None | str | Unset):
     """
 
     build_log: str
@@ -55,6 +57,7 @@ class TemplateVersion:
     started_at: None | str
     state: TemplateVersionState
     version: int
+    from_sandbox: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -98,6 +101,12 @@ class TemplateVersion:
 
         version = self.version
 
+        from_sandbox: None | str | Unset
+        if isinstance(self.from_sandbox, Unset):
+            from_sandbox = UNSET
+        else:
+            from_sandbox = self.from_sandbox
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -118,6 +127,8 @@ class TemplateVersion:
                 "version": version,
             }
         )
+        if from_sandbox is not UNSET:
+            field_dict["from_sandbox"] = from_sandbox
 
         return field_dict
 
@@ -193,6 +204,15 @@ class TemplateVersion:
 
         version = d.pop("version")
 
+        def _parse_from_sandbox(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        from_sandbox = _parse_from_sandbox(d.pop("from_sandbox", UNSET))
+
         template_version = cls(
             build_log=build_log,
             created_at=created_at,
@@ -208,6 +228,7 @@ class TemplateVersion:
             started_at=started_at,
             state=state,
             version=version,
+            from_sandbox=from_sandbox,
         )
 
         template_version.additional_properties = d

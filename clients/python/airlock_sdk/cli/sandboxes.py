@@ -134,3 +134,53 @@ def history(ctx: click.Context, sandbox_id: str, limit: int, as_json: bool) -> N
             click.echo(
                 f"{item.id}  {item.created_at}  {item.state!s:<9} exit {code!s:<4} {common.shell_join(item.cmd)}"
             )
+
+
+@main.command()
+@click.argument("sandbox_id")
+@json_option
+@click.pass_context
+def pause(ctx: click.Context, sandbox_id: str, as_json: bool) -> None:
+    """Checkpoint a sandbox to its node's disk (any exec or file call resumes it)."""
+    c = context_of(ctx, as_json)
+    with contextlib.closing(c.sandbox(sandbox_id)) as sandbox:
+        c.progress(f"pausing {sandbox_id} ...")
+        info = info_of(sandbox.pause())
+    if c.as_json:
+        c.emit(info)
+    else:
+        click.echo(f"{sandbox_id} paused ({info.get('pause_bytes')} bytes)")
+
+
+@main.command()
+@click.argument("sandbox_id")
+@json_option
+@click.pass_context
+def resume(ctx: click.Context, sandbox_id: str, as_json: bool) -> None:
+    """Resume a paused sandbox."""
+    c = context_of(ctx, as_json)
+    with contextlib.closing(c.sandbox(sandbox_id)) as sandbox:
+        info = info_of(sandbox.resume())
+    if c.as_json:
+        c.emit(info)
+    else:
+        click.echo(f"{sandbox_id} {info['state']}")
+
+
+@main.command()
+@click.argument("sandbox_id")
+@click.option("--ttl", type=int, help="Seconds the new sandbox lives (default: the parent's TTL).")
+@json_option
+@click.pass_context
+def fork(ctx: click.Context, sandbox_id: str, ttl: int | None, as_json: bool) -> None:
+    """Start a new sandbox from a live snapshot of this one; prints its id."""
+    c = context_of(ctx, as_json)
+    with contextlib.closing(c.sandbox(sandbox_id)) as sandbox:
+        child = sandbox.fork(ttl=ttl)
+        child.owned = False  # it outlives this command
+        with contextlib.closing(child):
+            info = info_of(child.info)
+    if c.as_json:
+        c.emit(info)
+    else:
+        click.echo(info["id"])

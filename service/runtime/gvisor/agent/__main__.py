@@ -16,7 +16,8 @@ init. Stdlib only, and Python 3.6 syntax: images bring their own python3.
 
 Modules: `wire` (frames, constants), `loop` (the Agent: frames, pipes, reaping), `running`
 (one exec's state), `become` (turning a child into the exec), `terminal` (ptys, window sizes),
-`tree` (killing an exec's process tree), `usage` (what the sandbox holds, for its metrics).
+`tree` (killing an exec's process tree), `usage` (what the sandbox holds, for its metrics),
+`ports` (connections the host asks for to TCP ports inside the sandbox).
 """
 
 import loop

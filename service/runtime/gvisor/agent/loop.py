@@ -11,6 +11,7 @@ import sys
 import time
 
 import become
+import ports
 import terminal
 import tree
 import usage
@@ -31,6 +32,7 @@ from wire import (
     PING,
     PIPE_SIZE,
     PONG,
+    PORT_KINDS,
     RESIZE,
     START,
     STARTED,
@@ -56,6 +58,7 @@ class Agent:
         self.retried = False  # the channel is back on trial after being lost
         self.execs = {}  # channel -> Exec
         self.by_pid = {}
+        self.ports = ports.Ports(self.send)  # connections to ports inside
         self.caps = become.bounding_caps()
         self.permitted = become.permitted_mask()
         # Empty the bounding set (our own capabilities stay): nothing we start, root
@@ -107,6 +110,7 @@ class Agent:
         self.inbuf = bytearray()
         for ex in list(self.execs.values()):
             self.kill_tree(ex)
+        self.ports.close_all()
 
     def retry_host(self):
         """Listen to the channel again: a restore hands the sandbox new pipes. One still closed
@@ -148,7 +152,9 @@ class Agent:
 
     def handle(self, kind, channel, payload):
         ex = self.execs.get(channel)
-        if kind == PING:
+        if kind in PORT_KINDS:
+            self.ports.handle(kind, channel, payload)
+        elif kind == PING:
             self.send_json(PONG, channel, {"v": VERSION, "token": payload.decode(), "tty": True})
         elif kind == USAGE:
             req = json.loads(payload.decode())
@@ -352,12 +358,15 @@ class Agent:
             if ex.stdin is not None and ex.pending_in:
                 watch[ex.stdin] = ex
                 poller.register(ex.stdin, select.POLLOUT)
+        sockets = self.ports.watch(poller, self.host and len(self.outbuf) < OUT_WINDOW)
         try:
             events = poller.poll(timeout * 1000)
         except InterruptedError:
             events = []
-        for fd, _mask in events:
-            if fd == self.wake_r:
+        for fd, mask in events:
+            if fd in sockets:
+                self.ports.ready(sockets[fd], mask)
+            elif fd == self.wake_r:
                 try:
                     while os.read(self.wake_r, 4096):
                         pass

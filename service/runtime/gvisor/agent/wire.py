@@ -17,6 +17,13 @@ DRAIN_AFTER_EXIT_S = 1.0  # processes left holding the output pipe do not hold u
 PING, START, STDIN, STDIN_CLOSE, KILL, ACK, USAGE, RESIZE = 1, 2, 3, 4, 5, 6, 7, 8
 # agent -> host
 HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK, USAGE_OF = 64, 65, 66, 67, 68, 69, 70, 71
+# Connections to TCP ports inside the sandbox (ports.py), each on its own channel.
+# host -> agent
+PORT_OPEN, PORT_SEND, PORT_SHUT, PORT_CLOSE, PORT_ACK = 9, 10, 11, 12, 13
+# agent -> host
+PORT_OPENED, PORT_RECV, PORT_RECV_END, PORT_CLOSED, PORT_SENT = 72, 73, 74, 75, 76
+PORT_KINDS = (PORT_OPEN, PORT_SEND, PORT_SHUT, PORT_CLOSE, PORT_ACK)
+PORT_WINDOW = 1 << 20  # bytes read from a connection in flight before the host acknowledges
 EOF_KEY = b"\x04"  # what closing a terminal's input types: Ctrl-D
 IGNORED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE", "SIGXFSZ")
 

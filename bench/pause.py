@@ -1,0 +1,266 @@
+"""Pause and resume through the API, and what paused sandboxes hold of the host.
+
+Starts a real `airlock serve` (gVisor runtime, its own state dir and database) and measures:
+
+- pause and resume times (median, p95, through HTTP) of a sandbox whose process holds 64 MiB
+  and 512 MiB of memory it has written (random bytes, so the checkpoint cannot compress them),
+  with the checkpoint's size on disk;
+- the host memory held by N idle sandboxes running, then by the same N paused: the summed PSS
+  of their runtime processes (runsc's sandbox, gofer and their children, read from
+  /proc/<pid>/smaps_rollup) and MemAvailable, beside the checkpoints' bytes on disk.
+
+    .venv/bin/python bench/pause.py [--runs 10] [--idle 100]
+
+The idle sandboxes are small (1 vCPU, 128 MiB, 64 MiB writable); the server runs with a CPU
+overcommit, memory overcommit and host memory budget that admit them all on this machine (2
+cores, 24 GiB): they promise more than it has, and use far less. Uses PostgreSQL
+when AIRLOCK_TEST_PG_ADMIN_URL is set, otherwise the embedded SQLite database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from api import (  # noqa: E402
+    database_url,
+    destroy_all,
+    drop_database,
+    free_port,
+    pct,
+    state_dir,
+    wait_ready,
+)
+
+from service.db import migrate  # noqa: E402
+from service.runtime import images  # noqa: E402
+
+MIB = 1 << 20
+HOLD = (
+    "import os, time\n"
+    "held = bytearray(os.urandom({size}))\n"
+    "open('/work/ready', 'w').write('1')\n"
+    "while True: time.sleep(1)\n"
+)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="pause/resume cycles per size")
+    parser.add_argument("--idle", type=int, default=100, help="idle sandboxes to hold")
+    args = parser.parse_args()
+
+    images.build_default_image(REPO / ".airlock")
+    with tempfile.TemporaryDirectory(prefix="airlock-bench-pause-") as tmp:
+        root = Path(tmp)
+        url, db_kind = await database_url(root)
+        await asyncio.to_thread(migrate.upgrade, url)
+        operator = "alo_bench_" + secrets.token_urlsafe(32)
+        port = free_port()
+        state = state_dir(root, "service")
+        env = {
+            **os.environ,
+            "AIRLOCK_STATE_DIR": str(state),
+            "AIRLOCK_DATABASE_URL": url,
+            "AIRLOCK_RUNTIME": "gvisor",
+            "AIRLOCK_OPERATOR_KEY": operator,
+            "AIRLOCK_LOG_LEVEL": "WARNING",
+            "AIRLOCK_CPU_OVERCOMMIT": "64",
+            "AIRLOCK_MEMORY_OVERCOMMIT": "4",
+            "AIRLOCK_HOST_MEMORY_MIB": str(max(20_000, args.idle * 400)),
+        }
+        log = (root / "server.log").open("wb")
+        proc = subprocess.Popen(  # noqa: ASYNC220
+            [str(REPO / ".venv/bin/airlock"), "serve", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            await wait_ready(base, proc)
+            async with httpx.AsyncClient(base_url=base, timeout=300) as client:
+                key = await tenant(client, operator, args.idle)
+                client.headers["Authorization"] = f"Bearer {key}"
+                print(f"database: {db_kind}; runs per size: {args.runs}")
+                for size_mib in (64, 512):
+                    await pause_resume(client, size_mib, args.runs)
+                await idle_memory(client, state, args.idle)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=120)
+            await destroy_all(state)
+            log.close()
+            await drop_database(url)
+
+
+async def tenant(client: httpx.AsyncClient, operator: str, idle: int) -> str:
+    quotas = {
+        "max_sandboxes": idle + 10,
+        "max_vcpus": idle + 10,
+        "max_memory_mib": (idle + 10) * 1024,
+        "max_disk_mib": (idle + 10) * 1024,
+        "max_paused_sandboxes": idle + 10,
+        "max_paused_mib": 1_000_000,
+    }
+    r = await client.post(
+        "/v1/tenants",
+        json={"name": f"bench-{secrets.token_hex(4)}", "quotas": quotas},
+        headers={"Authorization": f"Bearer {operator}"},
+    )
+    r.raise_for_status()
+    return str(r.json()["api_key"])
+
+
+async def pause_resume(client: httpx.AsyncClient, size_mib: int, runs: int) -> None:
+    r = await client.post("/v1/sandboxes", json={"ttl_s": 3600, "memory_mib": 1024})
+    r.raise_for_status()
+    sid = r.json()["id"]
+    hold = HOLD.format(size=size_mib * MIB)
+    await client.put(f"/v1/sandboxes/{sid}/files/work/hold.py", content=hold.encode())
+    cmd = "python3 /work/hold.py </dev/null >/dev/null 2>&1 &"
+    (
+        await client.post(f"/v1/sandboxes/{sid}/execs", json={"cmd": ["sh", "-c", cmd]})
+    ).raise_for_status()
+    for _ in range(600):  # the process has written its memory
+        if (await client.get(f"/v1/sandboxes/{sid}/files/work/ready")).status_code == 200:
+            break
+        await asyncio.sleep(0.2)
+    pauses, resumes, woke, sizes = [], [], [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        r = await client.post(f"/v1/sandboxes/{sid}/pause")
+        pauses.append((time.perf_counter() - started) * 1000)
+        r.raise_for_status()
+        sizes.append(r.json()["pause_bytes"])
+        started = time.perf_counter()
+        r = await client.post(f"/v1/sandboxes/{sid}/resume")
+        resumes.append((time.perf_counter() - started) * 1000)
+        r.raise_for_status()
+        woke.append(float(r.headers["airlock-woke-ms"]))
+    await client.delete(f"/v1/sandboxes/{sid}")
+    print(f"\n{size_mib} MiB held in a process ({runs} cycles):")
+    print(f"  checkpoint on disk: median {statistics.median(sizes) / MIB:.1f} MiB")
+    for name, values in (("pause", pauses), ("resume", resumes), ("resume, runtime", woke)):
+        median, p95 = statistics.median(values), pct(values, 95)
+        print(f"  {name:<16} median {median:7.0f} ms   p95 {p95:7.0f} ms")
+
+
+async def idle_memory(client: httpx.AsyncClient, state: Path, n: int) -> None:
+    before = meminfo_available()
+    body = {"ttl_s": 3600, "cpus": 1, "memory_mib": 128, "disk_mib": 64}
+    made: list[str] = []
+    started = time.perf_counter()
+    for group in range(0, n, 4):
+        answers = await asyncio.gather(
+            *[client.post("/v1/sandboxes", json=body) for _ in range(min(4, n - group))]
+        )
+        for r in answers:
+            if r.status_code != 201:
+                raise SystemExit(f"sandbox {len(made) + 1} of {n} not made: {r.text}")
+            made.append(r.json()["id"])
+    print(f"\n{n} idle sandboxes made in {time.perf_counter() - started:.0f} s")
+    await asyncio.sleep(5)
+    running_pss, processes = runtime_pss(state)
+    running_avail = meminfo_available()
+    running_cpu = await runtime_cpu(state)
+    started = time.perf_counter()
+    paused_bytes = 0
+    for sid in made:
+        r = await client.post(f"/v1/sandboxes/{sid}/pause")
+        r.raise_for_status()
+        paused_bytes += r.json()["pause_bytes"]
+    took = time.perf_counter() - started
+    await asyncio.sleep(5)
+    paused_pss, left = runtime_pss(state)
+    paused_avail = meminfo_available()
+    paused_cpu = await runtime_cpu(state)
+    print(f"  paused all {n} in {took:.0f} s ({took / n * 1000:.0f} ms each)")
+    heads = ("runtime PSS", "processes", "MemAvailable drop", "on disk")
+    print(f"  {'':<10} {heads[0]:>12} {heads[1]:>10} {heads[2]:>18} {heads[3]:>10}")
+    print(f"  {'running':<10} {running_pss / MIB:10.0f} MiB {processes:>10} "
+          f"{(before - running_avail) / MIB:15.0f} MiB {0:>7} MiB")  # fmt: skip
+    print(f"  {'paused':<10} {paused_pss / MIB:10.0f} MiB {left:>10} "
+          f"{(before - paused_avail) / MIB:15.0f} MiB {paused_bytes / MIB:7.0f} MiB")  # fmt: skip
+    print(f"  CPU of the runtime processes over 10 s: running {running_cpu:.2f} cores, "
+          f"paused {paused_cpu:.2f} cores")  # fmt: skip
+    if paused_pss:
+        print(f"  running / paused runtime PSS: {running_pss / paused_pss:.0f}x")
+    for sid in made:
+        await client.delete(f"/v1/sandboxes/{sid}")
+
+
+def runtime_pids(state: Path) -> list[Path]:
+    """/proc entries of this server's runsc processes (sandboxes, gofers)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+        except OSError:
+            continue
+        if str(state).encode() in cmdline and b"runsc" in cmdline:
+            found.append(entry)
+    return found
+
+
+async def runtime_cpu(state: Path, window_s: float = 10.0) -> float:
+    """CPU the server's runsc processes use over `window_s` (1.0: one core, all the time)."""
+
+    def ticks() -> int:
+        total = 0
+        for entry in runtime_pids(state):
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])  # utime, stime
+            except (OSError, IndexError, ValueError):
+                continue
+        return total
+
+    first = ticks()
+    await asyncio.sleep(window_s)
+    return (ticks() - first) / os.sysconf("SC_CLK_TCK") / window_s
+
+
+def runtime_pss(state: Path) -> tuple[int, int]:
+    """The summed PSS of the processes whose command line names this server's state dir (its
+    runsc sandboxes and gofers), and how many there are."""
+    total = count = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            if str(state).encode() not in cmdline or b"runsc" not in cmdline:
+                continue
+            for line in (entry / "smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+                    count += 1
+        except OSError:
+            continue
+    return total, count
+
+
+def meminfo_available() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,155 @@
+"""A sandbox's port through the API against an exec, measured side by side in one run.
+
+Starts a real `airlock serve` (gVisor runtime, its own state dir and database), a sandbox
+without network running a small HTTP server, and prints the median and p95 of: a GET of a
+small page through /v1/sandboxes/{id}/ports/{port}/, an exec of `true` (the other way in),
+and the throughput of a 64 MiB download and upload through the port route. Interleaved so
+all see the same machine load.
+
+    .venv/bin/python bench/ports.py [--runs 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.api import (  # noqa: E402
+    database_url,
+    destroy_all,
+    drop_database,
+    free_port,
+    pct,
+    state_dir,
+    wait_ready,
+)
+from service.db import migrate  # noqa: E402
+from service.runtime import images  # noqa: E402
+
+SERVER = r"""
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def reply(self, body):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        self.reply(b"x" * (64 << 20) if self.path == "/big" else b"hello")
+    def do_POST(self):
+        left = int(self.headers["Content-Length"])
+        while left:
+            left -= len(self.rfile.read(min(left, 1 << 20)))
+        self.reply(b"ok")
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", 8000), H).serve_forever()
+"""
+
+
+async def run(base: str, operator: str, runs: int) -> None:
+    async with aiohttp.ClientSession(base_url=base) as http:
+        made = await http.post(
+            "/v1/tenants", json={"name": "bench"}, headers={"Authorization": f"Bearer {operator}"}
+        )
+        key = (await made.json())["api_key"]
+        auth = {"Authorization": f"Bearer {key}"}
+        sandbox = await (await http.post("/v1/sandboxes", json={"ttl_s": 900}, headers=auth)).json()
+        sid = sandbox["id"]
+        put = await http.put(f"/v1/sandboxes/{sid}/files/work/s.py", data=SERVER.encode(),
+                             headers=auth)  # fmt: skip
+        assert put.status in (200, 201), await put.text()
+        start = {"cmd": ["python3", "/work/s.py"], "wait": False, "timeout_s": 600}
+        started = await http.post(f"/v1/sandboxes/{sid}/execs", json=start, headers=auth)
+        assert started.status in (201, 202), await started.text()
+        page = f"/v1/sandboxes/{sid}/ports/8000/"
+        for _ in range(100):
+            if (await http.get(page, headers=auth)).status == 200:
+                break
+            await asyncio.sleep(0.1)
+        times: dict[str, list[float]] = {"GET via port": [], "exec true": []}
+        for _ in range(runs):
+            t = time.perf_counter()
+            async with http.get(page, headers=auth) as r:
+                got = await r.read()
+                assert r.status == 200 and got == b"hello", (r.status, got[:300])
+            times["GET via port"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            async with http.post(
+                f"/v1/sandboxes/{sid}/execs", json={"cmd": ["true"]}, headers=auth
+            ) as r:
+                assert r.status in (200, 201), await r.text()
+            times["exec true"].append(time.perf_counter() - t)
+        for name, values in times.items():
+            print(f"{name:14s} median {statistics.median(values) * 1000:7.2f} ms  "
+                  f"p95 {pct(values, 95) * 1000:7.2f} ms")  # fmt: skip
+        ratio = statistics.median(times["GET via port"]) / statistics.median(times["exec true"])
+        print(f"GET / exec: {ratio:.2f}")
+        t = time.perf_counter()
+        got = 0
+        async with http.get(f"/v1/sandboxes/{sid}/ports/8000/big", headers=auth) as r:
+            async for chunk in r.content.iter_any():
+                got += len(chunk)
+        print(f"download 64 MiB: {got / (time.perf_counter() - t) / (1 << 20):.0f} MiB/s")
+        body = os.urandom(1 << 20) * 64
+        t = time.perf_counter()
+        async with http.post(f"/v1/sandboxes/{sid}/ports/8000/up", data=body, headers=auth) as r:
+            assert r.status == 200
+        print(f"upload 64 MiB:   {len(body) / (time.perf_counter() - t) / (1 << 20):.0f} MiB/s")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100)
+    args = parser.parse_args()
+    images.build_default_image(REPO / ".airlock")
+    with tempfile.TemporaryDirectory(prefix="airlock-bench-") as tmp:
+        root = Path(tmp)
+        url, _ = await database_url(root)
+        await asyncio.to_thread(migrate.upgrade, url)
+        operator = "alo_bench_" + secrets.token_urlsafe(32)
+        port = free_port()
+        env = {
+            **os.environ,
+            "AIRLOCK_STATE_DIR": str(state_dir(root, "service")),
+            "AIRLOCK_DATABASE_URL": url,
+            "AIRLOCK_RUNTIME": "gvisor",
+            "AIRLOCK_OPERATOR_KEY": operator,
+            "AIRLOCK_LOG_LEVEL": "WARNING",
+        }
+        log = (root / "server.log").open("wb")
+        proc = subprocess.Popen(  # noqa: ASYNC220
+            [str(REPO / ".venv/bin/airlock"), "serve", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            await wait_ready(base, proc)
+            await run(base, operator, args.runs)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+            await destroy_all(root / "service")
+            log.close()
+            print((root / "server.log").read_text()[-3000:])
+            await drop_database(url)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,205 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.preview_link import PreviewLink
+from ...models.preview_link_create import PreviewLinkCreate
+from ...models.problem import Problem
+from ...types import Response
+
+
+def _get_kwargs(
+    sandbox_id: str,
+    *,
+    body: PreviewLinkCreate,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/sandboxes/{sandbox_id}/port-links".format(
+            sandbox_id=quote(str(sandbox_id), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> PreviewLink | Problem | None:
+    if response.status_code == 201:
+        response_201 = PreviewLink.from_dict(response.json())
+
+        return response_201
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[PreviewLink | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    sandbox_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: PreviewLinkCreate,
+) -> Response[PreviewLink | Problem]:
+    """Make a signed, expiring preview link to a port of the sandbox
+
+    Args:
+        sandbox_id (str):
+        body (PreviewLinkCreate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[PreviewLink | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        sandbox_id=sandbox_id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    sandbox_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: PreviewLinkCreate,
+) -> PreviewLink | Problem | None:
+    """Make a signed, expiring preview link to a port of the sandbox
+
+    Args:
+        sandbox_id (str):
+        body (PreviewLinkCreate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        PreviewLink | Problem
+    """
+
+    return sync_detailed(
+        sandbox_id=sandbox_id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    sandbox_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: PreviewLinkCreate,
+) -> Response[PreviewLink | Problem]:
+    """Make a signed, expiring preview link to a port of the sandbox
+
+    Args:
+        sandbox_id (str):
+        body (PreviewLinkCreate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[PreviewLink | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        sandbox_id=sandbox_id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    sandbox_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: PreviewLinkCreate,
+) -> PreviewLink | Problem | None:
+    """Make a signed, expiring preview link to a port of the sandbox
+
+    Args:
+        sandbox_id (str):
+        body (PreviewLinkCreate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        PreviewLink | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            sandbox_id=sandbox_id,
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,275 @@
+"""Pause and resume: a sandbox checkpointed to its node's disk and restored in place.
+
+Like the rest of the lifecycle, no transaction is held across the runtime call: the intent is
+committed (`pausing`, `resuming`), the runtime is called, and the outcome is recorded. A pause
+the runtime refuses (an exec running) leaves the sandbox running; a resume the host has no
+room for leaves it paused. A paused sandbox counts against the tenant's paused quotas, not its
+running ones; resuming it counts it against those again.
+
+Any call that needs the sandbox running (an exec, a file call) wakes a paused one first
+(`wake`); the response then carries `Airlock-Woke-Ms`, how long the resume took.
+"""
+
+from __future__ import annotations
+
+import time
+from contextvars import ContextVar
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.audit.recorder import AuditContext, record
+from service.db.base import utcnow
+from service.db.models import Exec, Tenant
+from service.db.models import Sandbox as SandboxRow
+from service.db.session import Db
+from service.errors import Conflict, Unprocessable
+from service.nodes.capacity import check_room
+from service.runtime import SandboxBusy, SandboxFailed, SandboxRuntime
+from service.runtime.errors import ResourceExhausted
+from service.runtime.holder import RuntimeHolder
+from service.sandboxes.lifecycle import transition
+from service.sandboxes.quotas import Caps, over
+from service.sandboxes.quotas import check_room as check_tenant_room
+from service.sandboxes.repository import SandboxRepository
+from service.sandboxes.schemas import Sandbox
+from service.sandboxes.service import get_row_scoped, to_schema
+from service.sandboxes.states import State
+from service.tenants.service import quotas_of
+
+WOKE_HEADER = "airlock-woke-ms"
+# How long the resume of the sandbox this request woke took (ms), for the response header.
+woke_ms: ContextVar[int | None] = ContextVar("woke_ms", default=None)
+
+Overcommit = tuple[float, float]
+
+
+class SandboxBusyConflict(Conflict):
+    code, title = "sandbox_busy", "The sandbox is busy"
+
+
+class PauseUnsupported(Unprocessable):
+    code, title = "pause_unsupported", "This sandbox cannot be paused"
+
+
+async def pause_sandbox(
+    db: Db,
+    holder: RuntimeHolder,
+    tenant_id: str,
+    only_sandbox: str | None,
+    ctx: AuditContext,
+    sandbox_id: str,
+    *,
+    reason: str = "requested",
+) -> Sandbox:
+    runtime = await holder.get()
+    async with db() as session, session.begin():
+        row = await get_row_scoped(session, tenant_id, only_sandbox, sandbox_id, for_update=True)
+        if row.state == State.PAUSED:
+            return to_schema(row)
+        if row.state != State.RUNNING or row.runtime_id is None:
+            raise Conflict(f"a {row.state} sandbox cannot be paused", extra={"state": row.state})
+        if not runtime.supports("pause"):
+            raise PauseUnsupported(f"the {runtime.name} runtime cannot pause a sandbox")
+        if await running_execs(session, row.id):
+            raise SandboxBusyConflict(f"sandbox {row.id} has running execs: wait or kill them")
+        await _check_paused_quota(session, tenant_id)
+        await transition(session, row, State.PAUSING, reason)
+        runtime_id = row.runtime_id
+    started = time.monotonic()
+    try:
+        paused = await runtime.pause(runtime_id)
+    except SandboxBusy as exc:
+        await _back(db, tenant_id, sandbox_id, State.PAUSING, State.RUNNING, f"not paused: {exc}")
+        raise SandboxBusyConflict(str(exc)) from exc
+    except SandboxFailed as exc:
+        await _back(db, tenant_id, sandbox_id, State.PAUSING, State.FAILED, exc.reason)
+        raise
+    except BaseException:
+        info_state = await _runtime_state(runtime, runtime_id)
+        target = State.RUNNING if info_state == "running" else State.FAILED
+        await _back(db, tenant_id, sandbox_id, State.PAUSING, target, "pause failed")
+        raise
+    took_ms = round((time.monotonic() - started) * 1000)
+    async with db() as session, session.begin():
+        row = await get_row_scoped(session, tenant_id, None, sandbox_id, for_update=True)
+        if row.state != State.PAUSING:  # deleted meanwhile: the delete has it
+            return to_schema(row)
+        quotas = quotas_of(await _tenant(session, tenant_id))
+        now = utcnow()
+        row.paused_at = now
+        row.pause_bytes = paused.size_bytes
+        row.pause_expires_at = min(row.expires_at, now + timedelta(seconds=quotas.max_paused_s))
+        await transition(session, row, State.PAUSED, reason)
+        await record(
+            session,
+            ctx,
+            chain=tenant_id,
+            action="sandbox.pause",
+            target=row.id,
+            details={"reason": reason, "duration_ms": took_ms, "size_bytes": paused.size_bytes},
+        )
+        return to_schema(row)
+
+
+async def resume_sandbox(
+    db: Db,
+    holder: RuntimeHolder,
+    tenant_id: str,
+    only_sandbox: str | None,
+    ctx: AuditContext,
+    sandbox_id: str,
+    *,
+    reason: str = "requested",
+    overcommit: Overcommit | None = None,
+) -> tuple[Sandbox, int | None]:
+    """The sandbox running again, and how long its resume took (None: it was running)."""
+    runtime = await holder.get()
+    async with db() as session, session.begin():
+        row = await get_row_scoped(session, tenant_id, only_sandbox, sandbox_id, for_update=True)
+        if row.state == State.RUNNING:
+            return to_schema(row), None
+        if row.state != State.PAUSED or row.runtime_id is None:
+            raise Conflict(f"a {row.state} sandbox cannot be resumed", extra={"state": row.state})
+        quotas = quotas_of(await _tenant(session, tenant_id))
+        usage = await SandboxRepository(session, tenant_id).active_usage()
+        check_tenant_room(quotas, usage, Caps(row.cpus, row.memory_mib, row.disk_mib))
+        if row.node_id is not None and overcommit is not None:
+            await check_room(
+                session, row.node_id, (row.cpus, row.memory_mib, row.disk_mib), overcommit
+            )
+        await transition(session, row, State.RESUMING, reason)
+        runtime_id = row.runtime_id
+    started = time.monotonic()
+    try:
+        await runtime.resume(runtime_id)
+    except ResourceExhausted:
+        await _back(db, tenant_id, sandbox_id, State.RESUMING, State.PAUSED, "no room to resume")
+        raise
+    except SandboxFailed as exc:
+        await _back(db, tenant_id, sandbox_id, State.RESUMING, State.FAILED, exc.reason)
+        raise
+    except BaseException:
+        target = (
+            State.PAUSED if await _runtime_state(runtime, runtime_id) == "paused" else State.FAILED
+        )
+        await _back(db, tenant_id, sandbox_id, State.RESUMING, target, "resume failed")
+        raise
+    took_ms = round((time.monotonic() - started) * 1000)
+    async with db() as session, session.begin():
+        row = await get_row_scoped(session, tenant_id, None, sandbox_id, for_update=True)
+        if row.state != State.RESUMING:
+            return to_schema(row), took_ms
+        paused_for = (utcnow() - row.paused_at).total_seconds() if row.paused_at else None
+        row.paused_at = row.pause_bytes = row.pause_expires_at = None
+        row.last_activity_at = utcnow()
+        await transition(session, row, State.RUNNING, reason)
+        await record(
+            session,
+            ctx,
+            chain=tenant_id,
+            action="sandbox.resume",
+            target=row.id,
+            details={"reason": reason, "duration_ms": took_ms, "paused_s": paused_for},
+        )
+        return to_schema(row), took_ms
+
+
+async def wake(
+    db: Db,
+    holder: RuntimeHolder,
+    tenant_id: str,
+    only_sandbox: str | None,
+    ctx: AuditContext,
+    sandbox_id: str,
+    *,
+    why: str,
+    overcommit: Overcommit | None = None,
+) -> None:
+    """Resume the sandbox if it is paused (a call that needs it running came), noting how long
+    that took for the response; any other state is left for the caller to judge."""
+    async with db() as session:
+        row = await SandboxRepository(session, tenant_id, only_sandbox).get(sandbox_id)
+        if row is None or row.state != State.PAUSED:
+            return
+    _, took = await resume_sandbox(
+        db,
+        holder,
+        tenant_id,
+        only_sandbox,
+        ctx,
+        sandbox_id,
+        reason=f"woken: {why}",
+        overcommit=overcommit,
+    )
+    if took is not None:
+        woke_ms.set(took)
+
+
+def add_woke_header(message: Any, scope: Any) -> None:
+    """`before_send`: the wake time of a sandbox this request resumed."""
+    took = woke_ms.get()
+    if took is not None and message["type"] == "http.response.start":
+        message.setdefault("headers", []).append((WOKE_HEADER.encode(), str(took).encode()))
+
+
+async def _back(
+    db: Db, tenant_id: str, sandbox_id: str, was: State, target: State, reason: str
+) -> None:
+    """Record where a pause or resume that did not happen left the sandbox."""
+    async with db() as session, session.begin():
+        row = await get_row_scoped(session, tenant_id, None, sandbox_id, for_update=True)
+        if row.state == was:
+            await transition(session, row, target, reason)
+
+
+async def _runtime_state(runtime: SandboxRuntime, runtime_id: str) -> str | None:
+    try:
+        return (await runtime.get(runtime_id)).state
+    except Exception:
+        return None
+
+
+async def running_execs(session: AsyncSession, sandbox_id: str) -> int:
+    return int(
+        await session.scalar(
+            select(func.count(Exec.id)).where(
+                Exec.sandbox_id == sandbox_id, Exec.state.in_(["pending", "running"])
+            )
+        )
+        or 0
+    )
+
+
+async def _check_paused_quota(session: AsyncSession, tenant_id: str) -> None:
+    quotas = quotas_of(await _tenant(session, tenant_id))
+    count, stored = (
+        await session.execute(
+            select(
+                func.count(SandboxRow.id), func.coalesce(func.sum(SandboxRow.pause_bytes), 0)
+            ).where(SandboxRow.tenant_id == tenant_id, SandboxRow.state == State.PAUSED.value)
+        )
+    ).one()
+    if count + 1 > quotas.max_paused_sandboxes:
+        raise over(
+            "max_paused_sandboxes",
+            quotas.max_paused_sandboxes,
+            count,
+            f"the tenant has {count} of {quotas.max_paused_sandboxes} paused sandboxes",
+        )
+    stored_mib = int(stored) // (1 << 20)
+    if stored_mib >= quotas.max_paused_mib:
+        raise over(
+            "max_paused_mib",
+            quotas.max_paused_mib,
+            stored_mib,
+            f"the tenant's paused sandboxes hold {stored_mib} of {quotas.max_paused_mib} MiB",
+        )
+
+
+async def _tenant(session: AsyncSession, tenant_id: str) -> Tenant:
+    tenant = await session.get(Tenant, tenant_id)
+    assert tenant is not None
+    return tenant

@@ -1,0 +1,74 @@
+"""A sandbox's port through the API replicas (tests/cluster/conftest.py): the request goes
+to whichever replica, which streams it to the node that holds the sandbox, both ways; a
+WebSocket is relayed message by message; a preview link and its cookie work through either
+replica."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+import aiohttp
+import httpx
+
+from tests.cluster.conftest import Cluster
+from tests.port_servers import HTTP, WEBSOCKET
+
+
+async def _serve(cluster: Cluster, key: str, sandbox: str) -> None:
+    async with cluster.http(cluster.apis[0], key) as http:
+        for name, script, port in (("web.py", HTTP, 8000), ("ws.py", WEBSOCKET, 8001)):
+            r = await http.put(f"/v1/sandboxes/{sandbox}/files/work/{name}", content=script)
+            assert r.status_code == 201, r.text
+            body = {"cmd": ["python3", f"/work/{name}", str(port)], "wait": False}
+            r = await http.post(f"/v1/sandboxes/{sandbox}/execs", json=body)
+            assert r.status_code in (201, 202), r.text
+        for _ in range(100):
+            if (await http.get(f"/v1/sandboxes/{sandbox}/ports/8000/")).status_code == 200:
+                return
+            await asyncio.sleep(0.1)
+    raise AssertionError("the server in the sandbox did not start")
+
+
+async def test_a_port_through_either_replica(cluster: Cluster) -> None:
+    key = await cluster.tenant()
+    sandbox = await cluster.sandbox(key)
+    await _serve(cluster, key, sandbox)
+    payload = os.urandom(3 << 20)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for at in range(0, len(payload), 1 << 18):
+            yield payload[at : at + (1 << 18)]
+
+    for api in cluster.apis:
+        async with cluster.http(api, key) as http:
+            page = await http.get(f"/v1/sandboxes/{sandbox}/ports/8000/info?x=1")
+            assert page.status_code == 200 and page.json()["path"] == "/info?x=1", page.text
+            echoed = await http.post(f"/v1/sandboxes/{sandbox}/ports/8000/echo", content=chunks())
+            assert echoed.content == payload
+            link = await http.post(f"/v1/sandboxes/{sandbox}/port-links", json={"port": 8000})
+            assert link.status_code == 201, link.text
+        url = urlsplit(link.json()["url"])
+        async with httpx.AsyncClient(base_url=api) as browser:
+            first = await browser.get(f"{url.path}?{url.query}")
+            assert first.status_code == 200, first.text
+            follow = await browser.get(f"/v1/sandboxes/{sandbox}/ports/8000/next")
+            assert follow.status_code == 200 and follow.json()["path"] == "/next"
+        ws_url = f"{api}/v1/sandboxes/{sandbox}/ports/8001/"
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(ws_url, headers={"Authorization": f"Bearer {key}"}) as ws,
+        ):
+            for message in ("hello", "y" * 100_000):
+                await ws.send_str(message)
+                assert (await ws.receive(timeout=30)).data == message
+            blob = os.urandom(200_000)
+            await ws.send_bytes(blob)
+            assert (await ws.receive(timeout=30)).data == blob
+    other = await cluster.tenant()
+    for api in cluster.apis:
+        async with cluster.http(api, other) as stranger:
+            r = await stranger.get(f"/v1/sandboxes/{sandbox}/ports/8000/")
+            assert r.status_code == 404, r.text
