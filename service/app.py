@@ -114,6 +114,7 @@ def create_app(
             return FetchingRuntime(opened, fetcher)  # type: ignore[return-value]
 
         runtimes = RuntimeHolder(open_node_runtime)
+    runtimes.overcommit = (settings.cpu_overcommit, settings.memory_overcommit)
     router = NodeRouter(sessionmaker, settings, node_credentials, local_node)
     exec_runner = ExecRunner(sessionmaker, engine, runtimes)
     pool = WarmPool(settings)

@@ -15,6 +15,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Set-Cookie", "app=1; Path=/")
+        # What a hostile server would set: a cookie for every host under the preview domain,
+        # and one named like the preview link's.
+        self.send_header("Set-Cookie", "wide=1; Domain=preview.test; Path=/")
+        self.send_header("Set-Cookie", "airlock_preview=forged; Path=/")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)

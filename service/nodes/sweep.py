@@ -31,14 +31,15 @@ from service.jobs.reconcile import interrupt_execs
 from service.nodes.leases import LOST, Leases
 from service.reviews import job as reviews
 from service.sandboxes.service import fail_in
-from service.sandboxes.states import ACTIVE
+from service.sandboxes.states import LIVE
 
 log = logging.getLogger("airlock.nodes")
 
 SYSTEM = AuditContext(actor="system:nodes", request_id=None, client=None)
 NODE_LOST = "node_lost"
 _LOCK_KEY = 0x61697231  # one pass at a time across processes (pg advisory lock key)
-_ACTIVE = [s.value for s in ACTIVE]
+# Paused ones too: their checkpoints were on the lost node's disk.
+_LIVE = [s.value for s in LIVE]
 
 
 async def sweep_once(
@@ -62,7 +63,7 @@ async def sweep_once(
         held = (
             await session.scalars(
                 select(Sandbox)
-                .where(Sandbox.node_id.in_(lost), Sandbox.state.in_(_ACTIVE))
+                .where(Sandbox.node_id.in_(lost), Sandbox.state.in_(_LIVE))
                 .with_for_update()
             )
         ).all()

@@ -102,12 +102,13 @@ async def proxy_port_socket(socket: WebSocket[Any, Any, Any]) -> None:
     opened = await service.open_port(
         state.sessionmaker, state.runtimes, socket.user, context, sandbox_id, port, "websocket"
     )
-    relay = SocketRelay(opened.connection, target, socket.scope)
     try:
+        relay = SocketRelay(opened.connection, target, socket.scope)
         subprotocol = await relay.handshake()
-    except BaseException:
+        cookie = [(b"set-cookie", target.set_cookie)] if target.set_cookie else []
+        await socket.accept(subprotocols=subprotocol, headers=cookie)
+        await relay.run(socket.receive, socket.send)
+    finally:
+        # Whatever ended it (a caller gone before the accept, too): the channel is closed, so
+        # the sandbox is not held busy (no pause, no snapshot) by a connection nobody has.
         await opened.connection.close()
-        raise
-    cookie = [(b"set-cookie", target.set_cookie)] if target.set_cookie else []
-    await socket.accept(subprotocols=subprotocol, headers=cookie)
-    await relay.run(socket.receive, socket.send)

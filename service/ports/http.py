@@ -15,7 +15,7 @@ from typing import Any
 import h11
 
 from service.ports.service import BadUpstream
-from service.ports.upstream import HOP, Upstream
+from service.ports.upstream import HOP, Upstream, confine_cookie
 from service.runtime import PortConnection
 
 # Never passed back: hop-by-hop headers (the ASGI server frames the answer itself).
@@ -113,7 +113,16 @@ class HttpProxy:
             t.strip().lower() for k, v in response.headers if k == b"connection"
             for t in v.split(b",")
         }  # fmt: skip
-        headers = [(k, v) for k, v in response.headers if k not in dropped]
+        headers = []
+        for name, value in response.headers:
+            if name in dropped:
+                continue
+            if name == b"set-cookie":
+                confined = confine_cookie(value, self.upstream.cookie_path)
+                if confined is None:
+                    continue
+                value = confined
+            headers.append((name, value))
         if self.upstream.set_cookie is not None:
             headers.append((b"set-cookie", self.upstream.set_cookie))
         self.started = True

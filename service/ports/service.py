@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.audit.recorder import AuditContext, record
 from service.auth.principal import Principal
+from service.db.base import utcnow
 from service.db.session import Db
 from service.errors import AppError, Conflict, NotFound, Unprocessable
 from service.files import service as files
@@ -73,7 +74,8 @@ async def open_port(
     protocol: str,
 ) -> Opened:
     port = parse_port(port_text)
-    if not principal.has_scope(SCOPE):  # the guard skips OPTIONS: checked here as well
+    # The guard skips OPTIONS: checked here as well (the operator has no sandboxes).
+    if principal.tenant_id is None or not principal.has_scope(SCOPE):
         raise NotFound(f"no sandbox {sandbox_id}")
     target = await files.resolve(db, principal, sandbox_id, holder, ctx)
     runtime = await holder.get()
@@ -149,6 +151,10 @@ async def create_link(
             f"ttl_s {ttl} exceeds this tenant's maximum token lifetime of {max_ttl} s",
             extra={"max_ttl_s": max_ttl},
         )
+    if principal.expires_at is not None:
+        # A link made with a short-lived token ends with that token, not later.
+        left = int((principal.expires_at - utcnow()).total_seconds())
+        ttl = max(1, min(ttl, left))
     link = links.issue(
         tenant_id=principal.tenant_id,
         key_id=principal.key_id,

@@ -27,6 +27,8 @@ HOP = frozenset(
         b"host",
         b"authorization",
         b"expect",  # the ASGI server answered a `100-continue` itself
+        # The page that linked here: its URL can carry the preview link's parameter.
+        b"referer",
         PREVIEW_HOST,
     }
 )
@@ -49,6 +51,9 @@ class Upstream:
     target: bytes  # the path after the port, and the query without the link
     headers: list[tuple[bytes, bytes]]  # the caller's, cleaned, with X-Forwarded-*
     set_cookie: bytes | None  # for the answer, when a link came in the query
+    # Where the sandbox's own cookies are confined: the port's path on the path route (every
+    # sandbox shares the API's origin there), None on a preview host (its own origin).
+    cookie_path: bytes | None = None
 
 
 def upstream(scope: Any, host: str, links: PreviewLinks) -> Upstream:
@@ -82,7 +87,27 @@ def upstream(scope: Any, host: str, links: PreviewLinks) -> Upstream:
     ]
     if preview_host is None:
         headers.append((b"x-forwarded-prefix", prefix.encode()))
-    return Upstream(host, target, headers, link_cookie(scope, links))
+    cookie_path = None if preview_host is not None else f"{prefix}/".encode()
+    return Upstream(host, target, headers, link_cookie(scope, links), cookie_path)
+
+
+def confine_cookie(value: bytes, path: bytes | None) -> bytes | None:
+    """A `Set-Cookie` of the sandbox's server as the caller gets it: never for a wider domain
+    (the attribute goes: the cookie stays with the host that answered), on the path route
+    never beyond the port's path, and never one named like the preview link's (None: dropped).
+    So a sandbox's cookies reach neither other sandboxes nor the API."""
+    parts = [p.strip() for p in value.split(b";")]
+    name = parts[0].split(b"=", 1)[0].strip()
+    if not name or name.lower() == PARAM.encode():
+        return None
+    kept = [
+        p
+        for p in parts[1:]
+        if p.split(b"=", 1)[0].strip().lower() not in (b"domain", b"path" if path else b"")
+    ]
+    if path is not None:
+        kept.append(b"Path=" + path)
+    return b"; ".join([parts[0], *kept])
 
 
 def link_cookie(scope: Any, links: PreviewLinks) -> bytes | None:

@@ -22,7 +22,8 @@ from service.ports.service import BadUpstream
 from service.ports.upstream import WS_OWN, Upstream
 from service.runtime import PortConnection
 
-MAX_MESSAGE = 16 << 20
+# Held whole in this process while relayed: small, since a sandbox may hold many connections.
+MAX_MESSAGE = 1 << 20
 HANDSHAKE_TIMEOUT_S = 15.0
 
 

@@ -12,6 +12,7 @@ Any call that needs the sandbox running (an exec, a file call) wakes a paused on
 
 from __future__ import annotations
 
+import asyncio
 import time
 from contextvars import ContextVar
 from datetime import timedelta
@@ -37,11 +38,15 @@ from service.sandboxes.repository import SandboxRepository
 from service.sandboxes.schemas import Sandbox
 from service.sandboxes.service import get_row_scoped, to_schema
 from service.sandboxes.states import State
+from service.tenants.repository import lock_tenant
+from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
 
 WOKE_HEADER = "airlock-woke-ms"
 # How long the resume of the sandbox this request woke took (ms), for the response header.
 woke_ms: ContextVar[int | None] = ContextVar("woke_ms", default=None)
+# How long a call waits for a resume another call began.
+WAKE_WAIT_S = 60.0
 
 Overcommit = tuple[float, float]
 
@@ -66,6 +71,8 @@ async def pause_sandbox(
 ) -> Sandbox:
     runtime = await holder.get()
     async with db() as session, session.begin():
+        # The tenant first (as creates take it), so concurrent pauses count one after another.
+        quotas = quotas_of(await lock_tenant(session, tenant_id))
         row = await get_row_scoped(session, tenant_id, only_sandbox, sandbox_id, for_update=True)
         if row.state == State.PAUSED:
             return to_schema(row)
@@ -75,14 +82,18 @@ async def pause_sandbox(
             raise PauseUnsupported(f"the {runtime.name} runtime cannot pause a sandbox")
         if await running_execs(session, row.id):
             raise SandboxBusyConflict(f"sandbox {row.id} has running execs: wait or kill them")
-        await _check_paused_quota(session, tenant_id)
+        await _check_paused_quota(session, tenant_id, quotas)
         await transition(session, row, State.PAUSING, reason)
         runtime_id = row.runtime_id
     started = time.monotonic()
     try:
         paused = await runtime.pause(runtime_id)
     except SandboxBusy as exc:
-        await _back(db, tenant_id, sandbox_id, State.PAUSING, State.RUNNING, f"not paused: {exc}")
+        # An idle sandbox the runtime cannot pause now counts as active: not asked every pass.
+        await _back(
+            db, tenant_id, sandbox_id, State.PAUSING, State.RUNNING, f"not paused: {exc}",
+            active=reason == "idle",
+        )  # fmt: skip
         raise SandboxBusyConflict(str(exc)) from exc
     except SandboxFailed as exc:
         await _back(db, tenant_id, sandbox_id, State.PAUSING, State.FAILED, exc.reason)
@@ -125,15 +136,18 @@ async def resume_sandbox(
     reason: str = "requested",
     overcommit: Overcommit | None = None,
 ) -> tuple[Sandbox, int | None]:
-    """The sandbox running again, and how long its resume took (None: it was running)."""
+    """The sandbox running again, and how long its resume took (None: it was running). Its
+    node's room is checked with `overcommit`, else the holder's (every wake checks it)."""
     runtime = await holder.get()
+    overcommit = overcommit or holder.overcommit
     async with db() as session, session.begin():
+        # The tenant first (as creates take it), so concurrent resumes count one after another.
+        quotas = quotas_of(await lock_tenant(session, tenant_id))
         row = await get_row_scoped(session, tenant_id, only_sandbox, sandbox_id, for_update=True)
         if row.state == State.RUNNING:
             return to_schema(row), None
         if row.state != State.PAUSED or row.runtime_id is None:
             raise Conflict(f"a {row.state} sandbox cannot be resumed", extra={"state": row.state})
-        quotas = quotas_of(await _tenant(session, tenant_id))
         usage = await SandboxRepository(session, tenant_id).active_usage()
         check_tenant_room(quotas, usage, Caps(row.cpus, row.memory_mib, row.disk_mib))
         if row.node_id is not None and overcommit is not None:
@@ -189,23 +203,29 @@ async def wake(
     overcommit: Overcommit | None = None,
 ) -> None:
     """Resume the sandbox if it is paused (a call that needs it running came), noting how long
-    that took for the response; any other state is left for the caller to judge."""
-    async with db() as session:
-        row = await SandboxRepository(session, tenant_id, only_sandbox).get(sandbox_id)
-        if row is None or row.state != State.PAUSED:
+    that took for the response; a resume begun by another call is waited for. Any other state
+    is left for the caller to judge."""
+    deadline = time.monotonic() + WAKE_WAIT_S
+    while True:
+        async with db() as session:
+            row = await SandboxRepository(session, tenant_id, only_sandbox).get(sandbox_id)
+        if row is None or row.state not in (State.PAUSED, State.RESUMING):
             return
-    _, took = await resume_sandbox(
-        db,
-        holder,
-        tenant_id,
-        only_sandbox,
-        ctx,
-        sandbox_id,
-        reason=f"woken: {why}",
-        overcommit=overcommit,
-    )
-    if took is not None:
-        woke_ms.set(took)
+        if row.state == State.PAUSED:
+            try:
+                _, took = await resume_sandbox(
+                    db, holder, tenant_id, only_sandbox, ctx, sandbox_id,
+                    reason=f"woken: {why}", overcommit=overcommit,
+                )  # fmt: skip
+            except Conflict:
+                took = None  # another call began resuming it first: wait for that one
+            else:
+                if took is not None:
+                    woke_ms.set(took)
+                return
+        if time.monotonic() > deadline:
+            return  # the caller's own check says what state it is in
+        await asyncio.sleep(0.1)
 
 
 def add_woke_header(message: Any, scope: Any) -> None:
@@ -216,13 +236,23 @@ def add_woke_header(message: Any, scope: Any) -> None:
 
 
 async def _back(
-    db: Db, tenant_id: str, sandbox_id: str, was: State, target: State, reason: str
+    db: Db,
+    tenant_id: str,
+    sandbox_id: str,
+    was: State,
+    target: State,
+    reason: str,
+    *,
+    active: bool = False,
 ) -> None:
-    """Record where a pause or resume that did not happen left the sandbox."""
+    """Record where a pause or resume that did not happen left the sandbox (`active`: and
+    count the attempt as its activity)."""
     async with db() as session, session.begin():
         row = await get_row_scoped(session, tenant_id, None, sandbox_id, for_update=True)
         if row.state == was:
             await transition(session, row, target, reason)
+            if active:
+                row.last_activity_at = utcnow()
 
 
 async def _runtime_state(runtime: SandboxRuntime, runtime_id: str) -> str | None:
@@ -243,13 +273,14 @@ async def running_execs(session: AsyncSession, sandbox_id: str) -> int:
     )
 
 
-async def _check_paused_quota(session: AsyncSession, tenant_id: str) -> None:
-    quotas = quotas_of(await _tenant(session, tenant_id))
+async def _check_paused_quota(session: AsyncSession, tenant_id: str, quotas: Quotas) -> None:
+    """One more paused sandbox fits (those being paused count already)."""
+    paused = [State.PAUSED.value, State.PAUSING.value]
     count, stored = (
         await session.execute(
             select(
                 func.count(SandboxRow.id), func.coalesce(func.sum(SandboxRow.pause_bytes), 0)
-            ).where(SandboxRow.tenant_id == tenant_id, SandboxRow.state == State.PAUSED.value)
+            ).where(SandboxRow.tenant_id == tenant_id, SandboxRow.state.in_(paused))
         )
     ).one()
     if count + 1 > quotas.max_paused_sandboxes:

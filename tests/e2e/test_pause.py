@@ -267,3 +267,23 @@ async def test_the_sdk_pauses_resumes_and_forks(airlock: Airlock, tenant: Tenant
         )
 
     await asyncio.to_thread(use)
+
+
+async def test_calls_that_come_together_all_wait_for_one_wake(
+    airlock: Airlock, tenant: Tenant
+) -> None:
+    box = await airlock.sandbox(tenant)
+    async with airlock.http(tenant.key) as http:
+        await pause(http, box.id)
+        calls = [
+            http.post(f"/v1/sandboxes/{box.id}/execs", json={"cmd": ["echo", str(i)]})
+            for i in range(3)
+        ] + [http.get(f"/v1/sandboxes/{box.id}/files", params={"dir": "/work"})]
+        answers = await asyncio.gather(*calls)
+        assert [r.status_code for r in answers] == [200, 200, 200, 200], [r.text for r in answers]
+        assert [r.json()["stdout"] for r in answers[:3]] == ["0\n", "1\n", "2\n"]
+        # One resume, whichever call made it.
+        woke = [r for r in answers if "airlock-woke-ms" in r.headers]
+        assert len(woke) == 1, [dict(r.headers) for r in answers]
+        r = await http.get(f"/v1/sandboxes/{box.id}/transitions")
+        assert [t["to_state"] for t in r.json()].count("resuming") == 1

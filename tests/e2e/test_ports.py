@@ -64,7 +64,12 @@ async def test_http_through_the_port_route_streams_both_ways(
         assert "authorization" not in seen["headers"]
         assert seen["headers"]["x-forwarded-prefix"] == port_path(served, WEB, "")
         assert seen["headers"]["x-forwarded-host"] == urlsplit(airlock.server.url).netloc
-        assert r.headers.get_list("set-cookie") == ["app=1; Path=/"]
+        # The sandbox's cookies stay on its port's path, for this host only; none can pose as
+        # the preview link's.
+        confined = f"Path={port_path(served, WEB)}"
+        assert r.headers.get_list("set-cookie") == [f"app=1; {confined}", f"wide=1; {confined}"]
+        r = await http.get(port_path(served, WEB, "/"), headers={"Referer": "http://x/?a=1"})
+        assert "referer" not in r.json()["headers"]
 
         big = await http.get(port_path(served, WEB, "/big"))
         assert big.content == bytes(range(256)) * 16384
@@ -169,7 +174,7 @@ async def test_preview_links(airlock: Airlock, tenant: Tenant, served: str) -> N
         assert "airlock_preview=" in first.headers["set-cookie"]
         follow = await browser.get(port_path(served, WEB, "/style.css"))  # the cookie alone
         assert follow.status_code == 200, follow.text
-        assert follow.json()["headers"].get("cookie") == "app=1"  # only the app's own
+        assert follow.json()["headers"].get("cookie") == "app=1; wide=1"  # only the app's own
         # The link is for one port: the cookie is not sent elsewhere, the link refused there.
         token = url.query.split("=", 1)[1]
         other = await browser.get(port_path(served, SOCKET, f"/?airlock_preview={token}"))
@@ -183,6 +188,9 @@ async def test_preview_links(airlock: Airlock, tenant: Tenant, served: str) -> N
             headers={"Host": f"{WEB}-{served}.{PREVIEW_DOMAIN}"},
         )
         assert by_host.status_code == 200 and "Path=/;" in by_host.headers["set-cookie"]
+        cookies = by_host.headers.get_list("set-cookie")
+        assert not any("domain=" in c.lower() for c in cookies), cookies
+        assert sum(c.startswith("airlock_preview=") for c in cookies) == 1, cookies
         # Past its expiry (and the tokens' 5 s clock leeway): 401.
         await asyncio.sleep(max(0.0, expired_at + 6 - time.monotonic()))
         old = urlsplit(short.json()["url"])

@@ -114,6 +114,8 @@ class PortChannel:
         elif not self.opened.done():
             raise ValueError("data on a connection not opened")
         elif kind == PORT_RECV:
+            if not payload:  # would queue without counting against the window
+                raise ValueError("an empty data frame")
             self._unacked += len(payload)
             if self._unacked > WINDOW + CHUNK:
                 raise ValueError("data beyond the connection's window")

@@ -118,7 +118,8 @@ class AirlockSandboxClient(BaseSandboxClient[AirlockSandboxClientOptions]):
             sandbox = await AsyncSandbox.connect(sandbox_id, **self._connection())
         except errors.NotFound:
             return None
-        if sandbox.state == "running":
+        # A paused sandbox (asleep when idle) is still there: its next call wakes it.
+        if sandbox.state in ("running", "paused", "pausing", "resuming"):
             return sandbox
         await sandbox.close()
         return None
