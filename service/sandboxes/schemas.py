@@ -151,7 +151,7 @@ class SandboxUpdate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # The sandbox then expires this many seconds from now.
     ttl_s: Annotated[int, Meta(ge=10, le=MAX_TTL_S)] | None = None
     network: NetworkChange | None = None
-    # 0: never sleep.
+    # Pause after this many seconds without activity; 0: never sleep.
     idle_timeout_s: Annotated[int, Meta(ge=0, le=604_800)] | None = None
 
 

@@ -375,6 +375,17 @@ async def update_sandbox(
             if row.state not in (State.CREATING, State.RUNNING):
                 raise Conflict(f"a {row.state} sandbox has no TTL to extend")
             await _extend_ttl(session, ctx, principal.tenant_id, row, data.ttl_s)
+        if data.idle_timeout_s is not None:
+            row.idle_timeout_s = data.idle_timeout_s or None
+            row.updated_at = utcnow()
+            await record(
+                session,
+                ctx,
+                chain=principal.tenant_id,
+                action="sandbox.idle_timeout",
+                target=row.id,
+                details={"idle_timeout_s": row.idle_timeout_s},
+            )
         if data.network is not None:
             before = row.network
             row.network = msgspec.to_builtins(data.network)
@@ -391,6 +402,12 @@ async def update_sandbox(
 
 
 def _check_update(row: SandboxRow, quotas: Quotas, data: SandboxUpdate) -> None:
+    if data.idle_timeout_s and data.idle_timeout_s > quotas.max_idle_timeout_s:
+        raise Unprocessable(
+            f"idle_timeout_s {data.idle_timeout_s} exceeds this tenant's maximum of "
+            f"{quotas.max_idle_timeout_s}",
+            extra={"max_idle_timeout_s": quotas.max_idle_timeout_s},
+        )
     if data.ttl_s is not None:
         if row.state not in (State.CREATING, State.RUNNING):
             raise Conflict(f"a {row.state} sandbox has no TTL to extend")

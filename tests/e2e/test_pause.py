@@ -147,6 +147,11 @@ async def test_an_idle_sandbox_sleeps_and_the_next_exec_wakes_it(
         r = await http.get(f"/v1/sandboxes/{box.id}/transitions")
         reasons = [(t["to_state"], t["reason"]) for t in r.json()]
         assert ("pausing", "idle") in reasons and ("resuming", "woken: exec") in reasons, reasons
+        # Sleep can be turned off (and on again) on a running sandbox.
+        r = await http.patch(f"/v1/sandboxes/{box.id}", json={"idle_timeout_s": 0})
+        assert r.status_code == 200 and r.json()["idle_timeout_s"] is None, r.text
+        r = await http.patch(f"/v1/sandboxes/{box.id}", json={"idle_timeout_s": 10**6})
+        assert r.status_code == 422, r.text
         # A file call wakes it too.
         r = await http.post(f"/v1/sandboxes/{box.id}/pause")
         assert r.status_code == 200
