@@ -112,7 +112,7 @@ async def test_a_download_abandoned_midway_leaves_no_temporary_archive(live_box:
         assert r.status_code == 200
         async for _chunk in r.aiter_raw():
             break  # the client goes away after the first piece
-    for _ in range(100):
+    for _ in range(300):  # the removal is an exec in the sandbox: slower on a busy host
         names = set(await live_box.listing())
         if names == {"big"}:
             break

@@ -271,7 +271,12 @@ async def test_forbidden_destinations_stay_blocked_when_listed(
     )
     second_ip = where.stdout.decode().strip()
     assert second_ip and second_ip != a.address
-    assert await probe(runtime, second.id, "127.0.0.1:8000") == ["open"]  # it does listen
+    # It does listen, once the server is up (it starts in the background: slow on ptrace).
+    for _ in range(100):
+        if await probe(runtime, second.id, "127.0.0.1:8000") == ["open"]:
+            break
+        await asyncio.sleep(0.2)
+    assert await probe(runtime, second.id, "127.0.0.1:8000") == ["open"]
     outcomes = await probe(
         runtime,
         first.id,
