@@ -9,7 +9,7 @@ a random name that the packing step excludes.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable
 
 from service.audit.recorder import AuditContext
 from service.auth.principal import Principal
@@ -20,10 +20,10 @@ from service.runtime import (
     ExecResult,
     PathNotAllowed,
     PathNotFound,
-    SandboxRuntime,
     SandboxRuntimeError,
 )
 from service.runtime.holder import RuntimeHolder
+from service.streaming import Body
 
 TEMP_DIR = "/work"
 TIMEOUT_S = 600.0
@@ -128,17 +128,9 @@ async def download_archive(
         await files.remove_quietly(runtime, target, temp)
         raise
     name = source.rstrip("/").rsplit("/", 1)[-1] or "root"
-    streamed = _removing(files.stream_from(first, chunks), runtime, target, temp)
-    return files.Download(path=f"/{name}.tar", chunks=streamed, size=size)
 
-
-async def _removing(
-    chunks: AsyncGenerator[bytes, None], runtime: SandboxRuntime, target: files.Target, temp: str
-) -> AsyncIterator[bytes]:
-    """Stream the archive, then remove the temporary file (also when the client goes away)."""
-    try:
-        async for chunk in chunks:
-            yield chunk
-    finally:
-        await chunks.aclose()
+    async def remove() -> None:
         await files.remove_quietly(runtime, target, temp)
+
+    body = Body(first, chunks, after=remove)  # the archive goes once the body is closed
+    return files.Download(path=f"/{name}.tar", chunks=body, size=size)

@@ -6,13 +6,13 @@ from urllib.parse import quote
 
 from litestar import Controller, Request, get, put
 from litestar.params import FromPath, QueryParameter
-from litestar.response import Stream
 
 from service.deps import Audit, CurrentPrincipal, Db, Runtimes
 from service.errors import Unprocessable
 from service.files import archives, service
 from service.files.schemas import ABSOLUTE_PATH_PATTERN, ArchiveWritten, FileList, FileWritten
 from service.openapi import binary_body_operation
+from service.streaming import ClosingStream
 
 _MODE = re.compile(r"^0?[0-7]{3,4}$")
 DirParam = Annotated[
@@ -42,14 +42,14 @@ def _mode(value: str | None) -> int:
     return int(value, 8)
 
 
-def _attachment(download: service.Download, media_type: str) -> Stream:
+def _attachment(download: service.Download, media_type: str) -> ClosingStream:
     name = download.filename
     fallback = re.sub(r"[^A-Za-z0-9._-]", "_", name) or "download"
     disposition = f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name)}"
     headers = {"Content-Disposition": disposition}
     if download.size is not None:
         headers["Content-Length"] = str(download.size)
-    return Stream(download.chunks, media_type=media_type, headers=headers)
+    return ClosingStream(download.chunks, media_type=media_type, headers=headers)
 
 
 class FileController(Controller):
@@ -108,7 +108,7 @@ class FileController(Controller):
         audit_ctx: Audit,
         sandbox_id: FromPath[str],
         path: FromPath[str],
-    ) -> Stream:
+    ) -> ClosingStream:
         download = await service.download_file(db, runtimes, principal, audit_ctx, sandbox_id, path)
         return _attachment(download, "application/octet-stream")
 
@@ -176,7 +176,7 @@ class FileController(Controller):
         audit_ctx: Audit,
         sandbox_id: FromPath[str],
         directory: DirParam = service.DEFAULT_DIR,
-    ) -> Stream:
+    ) -> ClosingStream:
         download = await archives.download_archive(
             db, runtimes, principal, audit_ctx, sandbox_id, directory
         )

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import posixpath
 import secrets
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -38,6 +38,7 @@ from service.runtime.paths import sandbox_path
 from service.sandboxes import service as sandboxes
 from service.sandboxes.activity import touch
 from service.sandboxes.pause import wake
+from service.streaming import Body
 from service.tenants.service import quotas_of
 
 log = logging.getLogger("airlock.files")
@@ -283,19 +284,6 @@ async def first_chunk(chunks: AsyncIterator[bytes]) -> bytes | None:
         raise
 
 
-async def stream_from(
-    first: bytes | None, chunks: AsyncIterator[bytes]
-) -> AsyncGenerator[bytes, None]:
-    try:
-        if first is None:
-            return
-        yield first
-        async for chunk in chunks:
-            yield chunk
-    finally:
-        await _close(chunks)
-
-
 async def _close(chunks: AsyncIterator[bytes]) -> None:
     aclose = getattr(chunks, "aclose", None)
     if aclose is not None:
@@ -305,7 +293,7 @@ async def _close(chunks: AsyncIterator[bytes]) -> None:
 @dataclass(frozen=True, slots=True)
 class Download:
     path: str
-    chunks: AsyncIterator[bytes]
+    chunks: Body
     size: int | None = None  # known for archives (packed before streaming), not for files
 
     @property
@@ -335,7 +323,7 @@ async def download_file(
     except BaseException:
         await _close(chunks)
         raise
-    return Download(path=source, chunks=stream_from(first, chunks))
+    return Download(path=source, chunks=Body(first, chunks))
 
 
 async def list_files(

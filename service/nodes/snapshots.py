@@ -22,7 +22,6 @@ from typing import Any
 import aiohttp
 from litestar import get
 from litestar.params import FromPath
-from litestar.response import Stream
 from sqlalchemy import delete, func, select
 
 from service.db.base import utcnow
@@ -33,6 +32,7 @@ from service.errors import NotFound
 from service.nodes.credentials import NodeCredentials
 from service.nodes.leases import LOST
 from service.runtime import SandboxRuntime, SandboxRuntimeError, SnapshotInfo, SnapshotNotFound
+from service.streaming import Body, ClosingStream
 
 log = logging.getLogger("airlock.nodes.snapshots")
 
@@ -218,7 +218,7 @@ class FetchingRuntime:
     opt={"internal": True},
     include_in_schema=False,
 )
-async def export_snapshot(runtimes: Runtimes, snapshot_id: FromPath[str]) -> Stream:
+async def export_snapshot(runtimes: Runtimes, snapshot_id: FromPath[str]) -> ClosingStream:
     """A snapshot this node holds, for another node (node tokens only)."""
     runtime = await runtimes.get()
     chunks = runtime.export_snapshot(snapshot_id)
@@ -227,9 +227,4 @@ async def export_snapshot(runtimes: Runtimes, snapshot_id: FromPath[str]) -> Str
     except (SnapshotNotFound, StopAsyncIteration):
         raise NotFound(f"no snapshot {snapshot_id} on this node") from None
 
-    async def body() -> AsyncIterator[bytes]:
-        yield first
-        async for chunk in chunks:
-            yield chunk
-
-    return Stream(body(), media_type="application/x-tar")
+    return ClosingStream(Body(first, chunks), media_type="application/x-tar")
