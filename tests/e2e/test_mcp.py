@@ -82,11 +82,7 @@ async def round_trip(client: Client) -> str:
     shell = await call(client, "run_command", sandbox_id=sid, command="wc -l < notes/plan.txt")
     assert shell["stdout"].strip() == "2", shell
     back = await call(client, "read_file", sandbox_id=sid, path="/work/notes/plan.txt")
-    assert (back["content"], back["encoding"], back["truncated"]) == (
-        "ünï\nline 2\n",
-        "utf-8",
-        False,
-    )
+    assert (back["content"], back["encoding"]) == ("ünï\nline 2\n", "utf-8")
     binary = await call(
         client,
         "run_command",
@@ -101,6 +97,9 @@ async def round_trip(client: Client) -> str:
 
     missing = await refusal(client, "read_file", sandbox_id=sid, path="nope.txt")
     assert "not_found" in missing, missing
+    await call(client, "run_command", sandbox_id=sid, command="head -c 1100000 /dev/zero > big")
+    too_big = await refusal(client, "read_file", sandbox_id=sid, path="big")
+    assert "file_too_large" in too_big and "1100000" in too_big, too_big
     await call(client, "delete_sandbox", sandbox_id=sid)
     gone = await call(client, "get_sandbox", sandbox_id=sid)
     assert gone["state"] == "stopped", gone
@@ -130,7 +129,7 @@ async def test_over_http_with_the_callers_credential_audited_like_rest(
     assert {e["actor"] for e in events} == {events[0]["actor"]}, events
     assert events[0]["actor"].startswith("key_") and {e["client"] for e in events} == {"127.0.0.1"}
     started = [e for e in events if e["action"] == "exec.start"]
-    assert len({e["request_id"] for e in started}) == len(started) == 3, started
+    assert len({e["request_id"] for e in started}) == len(started) == 4, started
 
 
 async def test_a_token_without_exec_is_refused(airlock: Airlock, tenant: Tenant) -> None:

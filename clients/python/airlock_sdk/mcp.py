@@ -13,6 +13,7 @@ Needs the `mcp` extra: `pip install 'airlock-client[mcp]'`.
 from __future__ import annotations
 
 import base64
+import posixpath
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal
@@ -43,7 +44,8 @@ INSTRUCTIONS = (
     "when done, or let its ttl end it. A command that exits non-zero is a result with its "
     "exit_code, not an error."
 )
-# Text read back through a tool is capped, so a large file does not flood the model's context.
+# A file read back through a tool is at most this big: it must not flood the model's context,
+# nor (over /mcp) the API's memory.
 MAX_READ_BYTES = 1 << 20
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False)
@@ -151,21 +153,27 @@ def build_server(connect: Connect) -> MCPServer:
 
     @server.tool(annotations=_READ_ONLY)
     async def read_file(ctx: Context, sandbox_id: str, path: str) -> dict[str, Any]:
-        """Read a file from a sandbox: text when it is UTF-8, else base64 (first 1 MiB)."""
+        """Read a file of at most 1 MiB from a sandbox: text when it is UTF-8, else base64.
+        For larger files, run a command (head, tail, grep) instead."""
+        where = common.remote_path(path)
+        folder, name = posixpath.split(where)
         async with api(ctx) as client:
-            data = await (await sandbox(client, sandbox_id)).files.read(path)
-        shown = data[:MAX_READ_BYTES]
+            box = await sandbox(client, sandbox_id)
+            # Its size first: the whole answer is held in memory (in the API, over /mcp).
+            entry = next((e for e in await box.files.list(folder or "/") if e.name == name), None)
+            if entry is None:
+                raise ToolError(f"not_found: no file {where} in sandbox {sandbox_id}")
+            if entry.size > MAX_READ_BYTES:
+                raise ToolError(
+                    f"file_too_large: {where} is {entry.size} bytes, more than read_file's "
+                    f"{MAX_READ_BYTES}: read parts of it with run_command (head -c, tail, grep)"
+                )
+            data = await box.files.read(where)
         try:
-            content, encoding = shown.decode(), "utf-8"
+            content, encoding = data.decode(), "utf-8"
         except UnicodeDecodeError:
-            content, encoding = base64.b64encode(shown).decode(), "base64"
-        return {
-            "path": common.remote_path(path),
-            "size": len(data),
-            "encoding": encoding,
-            "content": content,
-            "truncated": len(data) > MAX_READ_BYTES,
-        }
+            content, encoding = base64.b64encode(data).decode(), "base64"
+        return {"path": where, "size": len(data), "encoding": encoding, "content": content}
 
     @server.tool(annotations=_READ_ONLY)
     async def list_files(ctx: Context, sandbox_id: str, dir: str = "/work") -> list[dict[str, Any]]:  # noqa: A002
