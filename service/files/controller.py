@@ -97,6 +97,7 @@ class FileController(Controller):
         "/files/{path:path}",
         operation_id="download_file",
         summary="Download a file from a sandbox",
+        response_description="The file's bytes, streamed",
         opt={"routed": "sandbox", "scope": "files:read"},
         media_type="application/octet-stream",
     )
@@ -165,6 +166,7 @@ class FileController(Controller):
         "/archive",
         operation_id="download_archive",
         summary="Download a sandbox directory as a tar archive",
+        response_description="The directory as a tar archive, streamed",
         opt={"routed": "sandbox", "scope": "files:read"},
         media_type="application/x-tar",
     )
