@@ -37,6 +37,7 @@ from service.files.controller import FileController
 from service.health.controller import healthz, readyz
 from service.inputs import DEFAULT_BODY_LIMIT, InputPolicy
 from service.jobs.idle import IdleSleeper
+from service.jobs.paused_copies import PausedCopies
 from service.jobs.pool import PoolRefiller
 from service.jobs.reconcile import drop_orphans, reconcile
 from service.jobs.retention import RetentionJob
@@ -49,6 +50,7 @@ from service.nodes.credentials import NodeCredentials
 from service.nodes.leases import Leases
 from service.nodes.local import heartbeat as node_heartbeat
 from service.nodes.local import local_node_id
+from service.nodes.placement import forget_owners
 from service.nodes.routing import NodeRouter, RoutingMiddleware
 from service.nodes.snapshots import FetchingRuntime, SnapshotFetcher, export_snapshot
 from service.nodes.sweep import NodeSweep
@@ -104,6 +106,7 @@ def create_app(
     sessionmaker = make_sessionmaker(engine)
     local_node = local_node_id(settings) if settings.runs_node else None
     node_credentials = NodeCredentials(keyring, issuer=settings.jwt_issuer, node_id=local_node)
+    fetcher: SnapshotFetcher | None = None
     if local_node is None:
         runtimes = RuntimeHolder(_no_runtime_on_replicas)
     else:
@@ -115,6 +118,7 @@ def create_app(
 
         runtimes = RuntimeHolder(open_node_runtime)
     runtimes.overcommit = (settings.cpu_overcommit, settings.memory_overcommit)
+    runtimes.node_id = local_node
     router = NodeRouter(sessionmaker, settings, node_credentials, local_node)
     exec_runner = ExecRunner(sessionmaker, engine, runtimes)
     pool = WarmPool(settings)
@@ -159,7 +163,9 @@ def create_app(
             await ensure_migrated(engine, settings.effective_database_url)
         jobs: Sequence[Any] = []
         if run_jobs:
-            jobs = await _jobs(settings, sessionmaker, runtimes, pool, exec_runner, local_node)
+            jobs = await _jobs(
+                settings, sessionmaker, runtimes, pool, exec_runner, local_node, fetcher
+            )
         for job in jobs:
             job.start()
         if auth_listener is not None:
@@ -258,6 +264,7 @@ async def _jobs(
     pool: WarmPool,
     exec_runner: ExecRunner,
     local_node: str | None,
+    fetcher: SnapshotFetcher | None,
 ) -> list[Any]:
     """The background work of this process's role. A node's jobs touch only its own
     sandboxes; the record-keeping ones (retention) run where the API does."""
@@ -268,7 +275,8 @@ async def _jobs(
     if local_node is not None:
 
         async def rejoined() -> None:
-            """Back after being lost: what the sweep failed meanwhile goes."""
+            """Back after being lost: what the sweep failed (or moved) meanwhile goes."""
+            forget_owners()
             registered = time.time()
             runtime = await runtimes.get()
             dropped = await drop_orphans(sessionmaker, runtime, local_node, pool.host, registered)
@@ -285,6 +293,9 @@ async def _jobs(
             ReviewRunner(ReviewDeps(sessionmaker, runtimes, exec_runner, settings)),
             node_heartbeat(settings, sessionmaker, runtimes, VERSION, on_return=rejoined),
         ]
+        if fetcher is not None:
+            copies = settings.pause_copies, settings.pause_copies_interval_s
+            jobs.append(PausedCopies(sessionmaker, runtimes, fetcher, local_node, *copies))
     return jobs
 
 

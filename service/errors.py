@@ -112,6 +112,25 @@ class NoCapacity(ServiceUnavailable):
         self.headers["Retry-After"] = str(max(1, int(retry_after_s)))
 
 
+MOVED_HEADER = "Airlock-Sandbox-Node"
+
+
+class SandboxMoved(ServiceUnavailable):
+    """The sandbox is on another node now (a paused one moved, a stale route): the API replica
+    that forwarded the call sends it there; a caller that gets this retries at once."""
+
+    code, title = "sandbox_moved", "The sandbox moved to another node"
+
+    def __init__(self, sandbox_id: str, node_id: str) -> None:
+        super().__init__(
+            f"sandbox {sandbox_id} is on node {node_id} now: retry",
+            headers={MOVED_HEADER: node_id},
+            extra={"node_id": node_id},
+        )
+        self.headers["Retry-After"] = "0"
+        self.node_id = node_id
+
+
 class NodeUnavailable(ServiceUnavailable):
     code, title = "node_unavailable", "The node that holds this sandbox cannot be reached"
 

@@ -50,6 +50,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     ttl_reaper_interval_s: float = 5.0
     # How often each node looks for sandboxes idle past their idle_timeout_s.
     idle_check_interval_s: float = 5.0
+    # Copies of each paused sandbox's checkpoint kept on other nodes (so it outlives its node),
+    # and how often each node looks for checkpoints to copy or drop.
+    pause_copies: int = 1
+    pause_copies_interval_s: float = 5.0
     runtime: str = "auto"
     runsc_platform: str | None = None
     log_level: str = "INFO"
@@ -198,6 +202,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError("AIRLOCK_HOST_MEMORY_MIB must be at least 256")
         if self.pool_refill_interval_s <= 0:
             raise ConfigurationError("AIRLOCK_POOL_REFILL_INTERVAL_S must be positive")
+        if not 0 <= self.pause_copies <= 5 or self.pause_copies_interval_s <= 0:
+            raise ValueError(
+                "AIRLOCK_PAUSE_COPIES must be 0 to 5 and AIRLOCK_PAUSE_COPIES_INTERVAL_S positive"
+            )
         if self.usage_sample_interval_s <= 0:
             raise ConfigurationError("AIRLOCK_USAGE_SAMPLE_INTERVAL_S must be positive")
         if self.node_id is not None and not _NODE_ID.fullmatch(self.node_id):

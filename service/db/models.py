@@ -199,6 +199,10 @@ class Sandbox(Base):
     paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     pause_bytes: Mapped[int | None] = mapped_column(BigInteger(), nullable=True)
     pause_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # The checkpoint as a snapshot another node can start it from, and its digest once its
+    # node read it through (copies on other nodes are `node_snapshots` rows).
+    pause_snapshot_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    pause_digest: Mapped[str | None] = mapped_column(String(80), nullable=True)
     # Paused after this long without activity (None: never); the last activity seen.
     idle_timeout_s: Mapped[int | None] = mapped_column(Integer, nullable=True)
     last_activity_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)

@@ -114,6 +114,14 @@ async def reconcile(
             row = await session.get(Sandbox, sandbox_id, with_for_update=True)
             if row is None or State(row.state) not in held:
                 continue
+            if found == "lost" and row.pause_snapshot_id is not None and row.state in (
+                State.PAUSED, State.RESUMING,
+            ):  # fmt: skip
+                # It moved here while paused: its checkpoint is fetched when it is resumed.
+                if row.state == State.RESUMING:
+                    await transition(session, row, State.PAUSED, "resume cut short by a restart")
+                    counts["settled"] += 1
+                continue
             if found == "lost":
                 await transition(session, row, State.FAILED, "lost")
                 counts["lost"] += 1
@@ -123,6 +131,7 @@ async def reconcile(
                 counts["settled"] += 1
     if pool_host is not None:
         keep |= await _pool_members(db, runtime, pool_host, counts)
+    keep |= await _moved_away(db)
 
     for info in await runtime.list_sandboxes():
         if info.id not in keep:
@@ -161,6 +170,7 @@ async def drop_orphans(
                 )
             )
         )
+    claimed |= await _moved_away(db)
     dropped = 0
     for info in await runtime.list_sandboxes():
         if info.id not in claimed and info.created_at < before:
@@ -168,6 +178,21 @@ async def drop_orphans(
             await runtime.destroy(info.id)
             dropped += 1
     return dropped
+
+
+async def _moved_away(db: async_sessionmaker[AsyncSession]) -> set[str]:
+    """Runtime sandboxes of paused sandboxes, on any node: one that moved to another node
+    keeps its checkpoint here until it runs there (service.nodes.moves)."""
+    async with db() as session:
+        return set(
+            await session.scalars(
+                select(Sandbox.runtime_id).where(
+                    Sandbox.state.in_([State.PAUSED.value, State.RESUMING.value]),
+                    Sandbox.pause_snapshot_id.is_not(None),
+                    Sandbox.runtime_id.is_not(None),
+                )
+            )
+        )
 
 
 async def interrupt_execs(

@@ -45,7 +45,7 @@ class Leases:
         self.db = db
         self.lease = timedelta(seconds=lease_s)
 
-    def _clock(self, session: AsyncSession) -> tuple[ColumnElement[object], ColumnElement[object]]:
+    def clock(self, session: AsyncSession) -> tuple[ColumnElement[object], ColumnElement[object]]:
         """Now, and the end of a lease taken now, as SQL values."""
         if session.bind.dialect.name == "postgresql":
             return func.now(), func.now() + self.lease
@@ -57,7 +57,7 @@ class Leases:
         drained stays draining; a lost one is ready again."""
         incarnation = secrets.token_hex(16)
         async with self.db() as session, session.begin():
-            now, until = self._clock(session)
+            now, until = self.clock(session)
             values = {
                 "address": info.address,
                 "runtime": info.runtime,
@@ -89,7 +89,7 @@ class Leases:
         node since (this process must stop acting for it), or LOST when the lease ran out
         (late renewals do not bring it back: it registers again and reconciles)."""
         async with self.db() as session, session.begin():
-            _, until = self._clock(session)
+            _, until = self.clock(session)
             row = await session.execute(
                 update(Node)
                 .where(
@@ -113,7 +113,7 @@ class Leases:
 
     async def mark_lost_in(self, session: AsyncSession, keep: str | None = None) -> list[str]:
         """`mark_lost` inside the caller's transaction, sparing the node `keep`."""
-        now, _ = self._clock(session)
+        now, _ = self.clock(session)
         late = [Node.state != LOST, Node.lease_expires_at < now]
         if keep is not None:
             late.append(Node.id != keep)

@@ -9,9 +9,12 @@ event stream is never held whole here. Reads the database answers (a sandbox, it
 transitions) are answered by the replica itself. On the all-in-one server the sandboxes are its
 own and nothing is forwarded, unless a sandbox is on another node of the same database.
 
-A sandbox's node never changes, so the owner of each sandbox is cached here; a node's address
-is read again every ADDRESS_TTL_S. A node that cannot be reached is a 503 `node_unavailable`
-with Retry-After.
+A sandbox's node changes only while it is paused (service.nodes.moves), so the owner of each
+sandbox is cached here; a node asked about a sandbox that is no longer its own answers 503
+`sandbox_moved` naming the new one, and the replica forgets what it cached and sends the call
+there (a request whose body it has whole; a streamed upload is answered with the 503, whose
+retry goes to the new node). A node's address is read again every ADDRESS_TTL_S. A node that
+cannot be reached is a 503 `node_unavailable` with Retry-After.
 """
 
 from __future__ import annotations
@@ -19,46 +22,46 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import socket
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import msgspec
 from litestar.connection import ASGIConnection
 from opentelemetry.trace import SpanKind
-from sqlalchemy import func, literal, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service import telemetry
 from service.auth.middleware import authorize
 from service.auth.principal import Principal
-from service.db.base import UTCDateTime, utcnow
-from service.db.models import Node as NodeRow
 from service.db.models import NodeSnapshot, PoolMember
 from service.db.models import Sandbox as SandboxRow
 from service.db.pg import driver_connection, is_postgres
-from service.errors import NODE_FULL_HEADER, NoCapacity, NodeUnavailable, SandboxNotUsable
-from service.nodes.capacity import promised_memory
+from service.errors import (
+    MOVED_HEADER,
+    NODE_FULL_HEADER,
+    NoCapacity,
+    NodeUnavailable,
+    SandboxMoved,
+    SandboxNotUsable,
+)
+from service.nodes import placement
 from service.nodes.credentials import NodeCredentials
-from service.nodes.leases import LOST, READY
+from service.nodes.leases import LOST
+from service.nodes.placement import Ask, NodeView
 from service.ports import forward as ports_forward
 from service.requestid import HEADER as REQUEST_ID
 from service.requestid import request_id_for
 from service.sandboxes import create
 from service.sandboxes.schemas import SandboxCreate
-from service.sandboxes.states import ACTIVE
 from service.settings import Settings
 
 log = logging.getLogger("airlock.nodes.routing")
 
 ADDRESS_TTL_S = 2.0
-# Placement looks at this many nodes with room, picked at random, and takes the freest: close
-# to the best choice at a fraction of the contention of everyone picking the same node.
-CANDIDATES = 3
 OWNERS_MAX = 65536
 # Bodies up to this size go through whole (one write each way); larger ones are streamed.
 SMALL_BODY = 64 << 10
@@ -81,60 +84,21 @@ _DROPPED = frozenset(
         b"authorization",
         REQUEST_ID.encode(),
         NODE_FULL_HEADER.lower().encode(),
+        MOVED_HEADER.lower().encode(),
     }
 )
 # W3C trace context: replaced by this request's own when it is traced.
 _TRACE_CONTEXT = frozenset({b"traceparent", b"tracestate"})
-_ACTIVE = [s.value for s in ACTIVE]
+# How many times one call follows a sandbox that moved.
+MOVES_FOLLOWED = 3
 
 
-@dataclass(frozen=True, slots=True)
-class NodeView:
-    id: str
-    address: str
-    state: str
-    live: bool  # its lease has not run out
-    runtime: str
-    vcpus: float
-    memory_mib: int
-    held_vcpus: float
-    held_memory_mib: int  # as capacity.promised_memory counts it on this node
+class Moved(Exception):
+    """The node said the sandbox is on `node_id` now, and the call can be sent there."""
 
-    def room(self, ask: Ask, overcommit: tuple[float, float]) -> float | None:
-        """The fraction left free once a sandbox of this size is here; None if it does not fit
-        within the node's capacity times the (CPU, memory) overcommit ratios."""
-        cpu_cap = self.vcpus * overcommit[0]
-        memory_cap = self.memory_mib * overcommit[1]
-        cpu_left = cpu_cap - self.held_vcpus - ask.vcpus
-        memory_left = (
-            memory_cap - self.held_memory_mib - promised_memory(self.runtime, ask.memory_mib,
-                                                                ask.disk_mib)
-        )  # fmt: skip
-        if cpu_left < 0 or memory_left < 0:
-            return None
-        return min(cpu_left / cpu_cap, memory_left / memory_cap)
-
-
-def place(
-    nodes: list[NodeView],
-    ask: Ask,
-    overcommit: tuple[float, float],
-    rng: random.Random | None = None,
-) -> list[NodeView]:
-    """The nodes to try, best first: the freest of CANDIDATES ready nodes with room, then the
-    others with room. Empty when none has room."""
-    rng = rng or random.Random()  # noqa: S311 (spreading load, not secrecy)
-    fits = [
-        (free, n)
-        for n in nodes
-        if n.state == READY and n.live and ask.runtime in (None, n.runtime)
-        for free in [n.room(ask, overcommit)]
-        if free is not None
-    ]
-    picked = rng.sample(fits, min(CANDIDATES, len(fits)))
-    rest = [f for f in fits if f not in picked]
-    ordered = sorted(picked, key=lambda f: -f[0]) + sorted(rest, key=lambda f: -f[0])
-    return [n for _, n in ordered]
+    def __init__(self, node_id: str) -> None:
+        super().__init__(node_id)
+        self.node_id = node_id
 
 
 class NodeRouter:
@@ -158,6 +122,7 @@ class NodeRouter:
         self._states: dict[str, str] = {}
         self._addresses_at = 0.0
         self._session: aiohttp.ClientSession | None = None
+        placement.remember(self)
 
     # -- where things are -------------------------------------------------------------------
 
@@ -187,48 +152,17 @@ class NodeRouter:
             self._owners[key] = node
         return node
 
+    def forget(self, sandbox_id: str) -> None:
+        suffix = f"/{sandbox_id}"
+        for key in [k for k in self._owners if k.endswith(suffix)]:
+            self._owners.pop(key, None)
+
+    def forget_all(self) -> None:
+        self._owners.clear()
+
     async def nodes(self) -> list[NodeView]:
         """Every node with what its live sandboxes hold, as the database has it now."""
-        held = (
-            select(
-                SandboxRow.node_id,
-                func.coalesce(func.sum(SandboxRow.cpus), 0).label("cpus"),
-                func.coalesce(func.sum(SandboxRow.memory_mib), 0).label("memory"),
-                func.coalesce(func.sum(SandboxRow.disk_mib), 0).label("disk"),
-            )
-            .where(SandboxRow.state.in_(_ACTIVE), SandboxRow.node_id.is_not(None))
-            .group_by(SandboxRow.node_id)
-            .subquery()
-        )
-        now = func.now() if is_postgres(self.engine) else literal(utcnow(), UTCDateTime())
-        query = select(
-            NodeRow.id,
-            NodeRow.address,
-            NodeRow.state,
-            NodeRow.lease_expires_at > now,
-            NodeRow.vcpus,
-            NodeRow.memory_mib,
-            held.c.cpus,
-            held.c.memory,
-            held.c.disk,
-            NodeRow.runtime,
-        ).outerjoin(held, held.c.node_id == NodeRow.id)
-        async with self.engine.connect() as conn:
-            rows = (await conn.execute(query)).all()
-        views = [
-            NodeView(
-                id=r[0],
-                address=r[1],
-                state=r[2],
-                live=bool(r[3]),
-                runtime=r[9],
-                vcpus=float(r[4]),
-                memory_mib=int(r[5]),
-                held_vcpus=float(r[6] or 0),
-                held_memory_mib=promised_memory(r[9], int(r[7] or 0), int(r[8] or 0)),
-            )
-            for r in rows
-        ]
+        views = await placement.node_views(self.engine)
         self._addresses = {v.id: v.address for v in views}
         self._states = {v.id: v.state for v in views}
         self._addresses_at = time.monotonic()
@@ -280,8 +214,10 @@ class NodeRouter:
     ) -> bool:
         """Send the request to the node and stream its answer back. False (nothing sent to the
         client) when the node could not be reached, or when `placing` and the node said it is
-        full; the caller decides what that means. Traced as a client span of this request,
-        whose context the node's server span continues."""
+        full; the caller decides what that means. Moved (nothing sent) when the node said the
+        sandbox is on another node now and `body` holds the whole request body to send there.
+        Traced as a client span of this request, whose context the node's server span
+        continues."""
         attributes = {
             "airlock.node_id": node_id,
             "http.request.method": scope["method"],
@@ -331,7 +267,7 @@ class NodeRouter:
         headers.append(("Authorization", f"Bearer {token}"))
         headers.extend(traced.items())
         headers.append((REQUEST_ID, request_id_for(scope)))
-        data: bytes | AsyncIterator[bytes] | None = body
+        data: bytes | AsyncIterator[bytes] | None = body or None
         if data is None and (chunked or (length or 0) > SMALL_BODY):
             data = _request_body(receive)  # an upload: streamed through as it arrives
         elif data is None and length:
@@ -360,6 +296,12 @@ class NodeRouter:
             log.info("node %s was full when asked: trying the next", node_id)
             response.release()
             return False
+        moved_to = response.headers.get(MOVED_HEADER) if response.status == 503 else None
+        if moved_to and "sandbox_id" in scope.get("path_params", {}):
+            self.forget(scope["path_params"]["sandbox_id"])
+            if body is not None:
+                response.release()
+                raise Moved(moved_to)
         start = {
             "type": "http.response.start",
             "status": response.status,
@@ -412,7 +354,7 @@ class NodeRouter:
         assert principal.tenant_id is not None
         body = await _read_all(receive)
         ask = await self._asked(principal.tenant_id, body)
-        order = place(await self.nodes(), ask, self.overcommit)
+        order = placement.place(await self.nodes(), ask, self.overcommit)
         if ask.only_on is not None:
             order = [n for n in order if n.id == ask.only_on]
         else:
@@ -484,19 +426,6 @@ class NodeRouter:
             await self._session.close()
 
 
-@dataclass(frozen=True, slots=True)
-class Ask:
-    """What a create asks of a node, and where it should go first."""
-
-    vcpus: float
-    memory_mib: int
-    disk_mib: int
-    only_on: str | None = None
-    warm: frozenset[str] = frozenset()
-    holding: frozenset[str] = frozenset()
-    runtime: str | None = None
-
-
 def _keepalive_socket(addr_info: Any) -> socket.socket:
     """A connection to a node whose host dies without closing it (power, network) fails in
     about a minute (TCP keepalive) rather than holding its requests for hours; a waiting
@@ -540,6 +469,37 @@ async def _request_body(receive: Any) -> AsyncIterator[bytes]:
             return
 
 
+async def _whole_if_small(scope: dict[str, Any], receive: Any) -> bytes | None:
+    """The request's body read whole when it is small (so the call can be sent to a second
+    node if the first says the sandbox moved); None for an upload, streamed as it comes."""
+    length = 0
+    for k, v in scope["headers"]:
+        name = k.lower()
+        if name == b"transfer-encoding":
+            return None
+        if name == b"content-length":
+            length = int(v)
+    if length > SMALL_BODY:
+        return None
+    return await _read_all(receive) if length else b""
+
+
+def _replay(body: bytes | None, receive: Any) -> Any:
+    """`receive`, with a body already read given back first."""
+    if body is None:
+        return receive
+    given = False
+
+    async def replayed() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
+
+
 async def _disconnected(receive: Any) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
@@ -557,6 +517,14 @@ class RoutingMiddleware:
         handler = scope.get("route_handler")
         routed = handler.opt.get("routed") if handler is not None else None
         principal = scope.get("user")
+        if (
+            routed == "sandbox"
+            and router.role == "node"
+            and isinstance(principal, Principal)
+            and principal.tenant_id is not None
+            and "sandbox_id" in scope.get("path_params", {})
+        ):
+            await self._check_owned(principal, scope["path_params"]["sandbox_id"])
         if (
             routed is None
             or router.role == "node"
@@ -578,21 +546,46 @@ class RoutingMiddleware:
             await router.create(scope, receive, send, principal)
             return
         sandbox_id = scope["path_params"]["sandbox_id"]
-        node = await router.owner(principal.tenant_id, sandbox_id)
-        if node is None or node == router.local:
-            await self.app(scope, receive, send)
-            return
-        if await router.is_lost(node):
-            # Its sandboxes failed with it: what is left is the record, kept here.
-            if scope.get("method") in ("DELETE", "PATCH"):
-                await self.app(scope, receive, send)
+        body: bytes | None = None
+        for _ in range(MOVES_FOLLOWED):
+            node = await router.owner(principal.tenant_id, sandbox_id)
+            if node is None or node == router.local:
+                await self.app(scope, _replay(body, receive), send)
                 return
-            raise SandboxNotUsable(
-                f"sandbox {sandbox_id} failed: node_lost (its node {node} was lost)",
-                extra={"state": "failed", "reason": "node_lost"},
-            )
-        if scope["type"] == "websocket":  # a sandbox's port, relayed message by message
-            await router.websocket(scope, receive, send, node, principal)
+            if await router.is_lost(node):
+                router.forget(sandbox_id)  # moved off the lost node since it was cached?
+                if await router.owner(principal.tenant_id, sandbox_id) != node:
+                    continue
+                # Its sandboxes failed with it: what is left is the record, kept here.
+                if scope.get("method") in ("DELETE", "PATCH"):
+                    await self.app(scope, _replay(body, receive), send)
+                    return
+                raise SandboxNotUsable(
+                    f"sandbox {sandbox_id} failed: node_lost (its node {node} was lost)",
+                    extra={"state": "failed", "reason": "node_lost"},
+                )
+            if scope["type"] == "websocket":  # a sandbox's port, relayed message by message
+                await router.websocket(scope, receive, send, node, principal)
+                return
+            if body is None:
+                body = await _whole_if_small(scope, receive)
+            try:
+                forwarded = await router.forward(scope, receive, send, node, principal, body)
+            except Moved as moved:
+                log.info("sandbox %s moved from node %s to %s", sandbox_id, node, moved.node_id)
+                continue
+            if not forwarded:
+                raise NodeUnavailable(f"node {node}, which holds this sandbox, cannot be reached")
             return
-        if not await router.forward(scope, receive, send, node, principal):
-            raise NodeUnavailable(f"node {node}, which holds this sandbox, cannot be reached")
+        raise NodeUnavailable(f"sandbox {sandbox_id} is moving between nodes: retry")
+
+    async def _check_owned(self, principal: Principal, sandbox_id: str) -> None:
+        """On a node: the sandbox is this node's, or the call came by a stale route."""
+        router = self.router
+        assert principal.tenant_id is not None
+        owner = await router.owner(principal.tenant_id, sandbox_id)
+        if owner is not None and owner != router.local:
+            router.forget(sandbox_id)  # read again: a cached owner may be the stale one
+            owner = await router.owner(principal.tenant_id, sandbox_id)
+            if owner is not None and owner != router.local:
+                raise SandboxMoved(sandbox_id, owner)

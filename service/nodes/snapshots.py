@@ -1,4 +1,5 @@
-"""Template snapshots across nodes: content-addressed, fetched on demand, verified, cached.
+"""Snapshots across nodes: content-addressed, fetched on demand, verified, cached. Template
+builds' snapshots, and paused sandboxes' checkpoints (service.nodes.moves), alike.
 
 A build's snapshot is made on the node that ran the build. Its digest is the sha256 of the tar
 stream the runtime exports it as (the same bytes every time: runtime/snapshot_files.py), kept
@@ -25,7 +26,7 @@ from litestar.params import FromPath
 from sqlalchemy import delete, func, select
 
 from service.db.base import utcnow
-from service.db.models import Node, NodeSnapshot, TemplateVersion
+from service.db.models import Node, NodeSnapshot, Sandbox, TemplateVersion
 from service.db.session import Db
 from service.deps import Runtimes
 from service.errors import NotFound
@@ -37,6 +38,8 @@ from service.streaming import Body, ClosingStream
 log = logging.getLogger("airlock.nodes.snapshots")
 
 ROUTE = "/internal/v1/snapshots"
+# The states in which a sandbox's checkpoint is still needed.
+PAUSE_HELD = ["pausing", "paused", "resuming"]
 FETCH_CONNECT_S = 5.0
 
 
@@ -71,8 +74,9 @@ async def record_copy(db: Db, node_id: str, snapshot_id: str, digest: str, size:
 
 
 async def forget_unused(db: Db, runtime: SandboxRuntime, node_id: str) -> int:
-    """Delete this node's copies of snapshots no template version refers to any more (their
-    template was deleted while this node could not be told); how many."""
+    """Delete this node's copies of snapshots nothing refers to any more: no template version
+    (their template was deleted while this node could not be told), no paused sandbox (it
+    was resumed or deleted); how many."""
     async with db() as session:
         unused = list(
             await session.scalars(
@@ -81,6 +85,12 @@ async def forget_unused(db: Db, runtime: SandboxRuntime, node_id: str) -> int:
                     NodeSnapshot.snapshot_id.not_in(
                         select(TemplateVersion.snapshot_id).where(
                             TemplateVersion.snapshot_id.is_not(None)
+                        )
+                    ),
+                    NodeSnapshot.snapshot_id.not_in(
+                        select(Sandbox.pause_snapshot_id).where(
+                            Sandbox.pause_snapshot_id.is_not(None),
+                            Sandbox.state.in_(PAUSE_HELD),
                         )
                     ),
                 )
@@ -140,6 +150,10 @@ class SnapshotFetcher:
             digest = await session.scalar(
                 select(TemplateVersion.snapshot_digest)
                 .where(TemplateVersion.snapshot_id == snapshot_id)
+                .limit(1)
+            ) or await session.scalar(
+                select(Sandbox.pause_digest)
+                .where(Sandbox.pause_snapshot_id == snapshot_id)
                 .limit(1)
             )
             now = func.now() if session.bind.dialect.name == "postgresql" else utcnow()

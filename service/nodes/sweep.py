@@ -1,5 +1,6 @@
 """Lost nodes, said plainly. A node whose lease ran out is `lost`; every sandbox it held is
-`failed` with reason `node_lost` and every exec still running there `interrupted` (each audited
+`failed` with reason `node_lost` (a paused one whose checkpoint another live node holds moves
+there instead, still paused) and every exec still running there `interrupted` (each audited
 on its tenant's chain), its warm pool members are dropped, so the other nodes' shares of each
 pool grow and replace them (service.jobs.pool), and the template builds and reviews it was
 running go back in the queue for another node.
@@ -29,6 +30,7 @@ from service.jobs import templates as builds
 from service.jobs.periodic import PeriodicJob
 from service.jobs.reconcile import interrupt_execs
 from service.nodes.leases import LOST, Leases
+from service.nodes.moves import move_off_lost
 from service.reviews import job as reviews
 from service.sandboxes.service import fail_in
 from service.sandboxes.states import LIVE
@@ -38,7 +40,8 @@ log = logging.getLogger("airlock.nodes")
 SYSTEM = AuditContext(actor="system:nodes", request_id=None, client=None)
 NODE_LOST = "node_lost"
 _LOCK_KEY = 0x61697231  # one pass at a time across processes (pg advisory lock key)
-# Paused ones too: their checkpoints were on the lost node's disk.
+# Paused ones too: their checkpoints were on the lost node's disk (unless a live node holds a
+# verified copy: then they move there, still paused; service.nodes.moves).
 _LIVE = [s.value for s in LIVE]
 
 
@@ -67,8 +70,24 @@ async def sweep_once(
                 .with_for_update()
             )
         ).all()
+        now, _ = leases.clock(session)
+        live = set(
+            await session.scalars(
+                select(Node.id).where(Node.state != LOST, Node.lease_expires_at > now)
+            )
+        )
+        failed = []
         for row in held:
+            lost_node = row.node_id
+            moved_to = await move_off_lost(session, row, live, SYSTEM)
+            if moved_to is not None:
+                log.warning(
+                    "paused sandbox %s moved from lost node %s to %s, which holds its checkpoint",
+                    row.id, lost_node, moved_to,
+                )  # fmt: skip
+                continue
             await fail_in(session, row, SYSTEM, NODE_LOST)
+            failed.append(row.id)
             log.warning("sandbox %s failed: its node %s was lost", row.id, row.node_id)
         interrupted, _ = await interrupt_execs(
             session,
@@ -99,7 +118,7 @@ async def sweep_once(
                 members,
                 requeued,
             )
-    return [row.id for row in held]
+    return failed
 
 
 class NodeSweep(PeriodicJob):

@@ -155,10 +155,13 @@ class SnapshotInfo(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class PauseInfo(msgspec.Struct, frozen=True, kw_only=True):
-    """A paused sandbox's checkpoint: its bytes on the host's disk and how long it took."""
+    """A paused sandbox's checkpoint: its bytes on the host's disk, how long it took, and the
+    snapshot it is (None on a runtime whose checkpoint is not one), which another node of the
+    same runtime can start the sandbox from."""
 
     size_bytes: int
     seconds: float
+    snapshot_id: str | None = None
 
 
 class ImageInfo(msgspec.Struct, frozen=True, kw_only=True):

@@ -26,8 +26,9 @@ from service.db.base import utcnow
 from service.db.models import Exec, Tenant
 from service.db.models import Sandbox as SandboxRow
 from service.db.session import Db
-from service.errors import Conflict, Unprocessable
+from service.errors import Conflict, NoCapacity, SandboxMoved, Unprocessable
 from service.nodes.capacity import check_room
+from service.nodes.moves import move_paused
 from service.runtime import SandboxBusy, SandboxFailed, SandboxRuntime
 from service.runtime.errors import ResourceExhausted
 from service.runtime.holder import RuntimeHolder
@@ -112,6 +113,7 @@ async def pause_sandbox(
         now = utcnow()
         row.paused_at = now
         row.pause_bytes = paused.size_bytes
+        row.pause_snapshot_id, row.pause_digest = paused.snapshot_id, None
         row.pause_expires_at = min(row.expires_at, now + timedelta(seconds=quotas.max_paused_s))
         await transition(session, row, State.PAUSED, reason)
         await record(
@@ -137,28 +139,39 @@ async def resume_sandbox(
     overcommit: Overcommit | None = None,
 ) -> tuple[Sandbox, int | None]:
     """The sandbox running again, and how long its resume took (None: it was running). Its
-    node's room is checked with `overcommit`, else the holder's (every wake checks it)."""
+    node's room is checked with `overcommit`, else the holder's (every wake checks it); a node
+    with no room gives it to another that has some (SandboxMoved), when there is one."""
     runtime = await holder.get()
     overcommit = overcommit or holder.overcommit
-    async with db() as session, session.begin():
-        # The tenant first (as creates take it), so concurrent resumes count one after another.
-        quotas = quotas_of(await lock_tenant(session, tenant_id))
-        row = await get_row_scoped(session, tenant_id, only_sandbox, sandbox_id, for_update=True)
-        if row.state == State.RUNNING:
-            return to_schema(row), None
-        if row.state != State.PAUSED or row.runtime_id is None:
-            raise Conflict(f"a {row.state} sandbox cannot be resumed", extra={"state": row.state})
-        usage = await SandboxRepository(session, tenant_id).active_usage()
-        check_tenant_room(quotas, usage, Caps(row.cpus, row.memory_mib, row.disk_mib))
-        if row.node_id is not None and overcommit is not None:
-            await check_room(
-                session, row.node_id, (row.cpus, row.memory_mib, row.disk_mib), overcommit
-            )
-        await transition(session, row, State.RESUMING, reason)
-        runtime_id = row.runtime_id
-    started = time.monotonic()
     try:
-        await runtime.resume(runtime_id)
+        runtime_id, snapshot_id = await _begin_resume(
+            db, holder, tenant_id, only_sandbox, sandbox_id, reason, overcommit
+        )
+    except NoCapacity:
+        if holder.node_id is None or overcommit is None:
+            raise
+        moved_to = await move_paused(
+            db, db.kw["bind"], runtime, ctx, sandbox_id, holder.node_id, overcommit,
+            f"no room on node {holder.node_id} to resume it",
+        )  # fmt: skip
+        if moved_to is None:
+            raise
+        raise SandboxMoved(sandbox_id, moved_to) from None
+    if runtime_id is None:
+        async with db() as session:
+            return to_schema(await get_row_scoped(session, tenant_id, None, sandbox_id)), None
+    started = time.monotonic()
+    # In place when this node's runtime holds the paused sandbox; else (it moved here) a new
+    # runtime sandbox from its checkpoint, fetched from a node that has it.
+    here = await _runtime_state(runtime, runtime_id) == "paused"
+    try:
+        if here:
+            await runtime.resume(runtime_id)
+            new_id = runtime_id
+        elif snapshot_id is not None:
+            new_id = (await runtime.create_from_snapshot(snapshot_id)).id
+        else:
+            raise SandboxFailed(sandbox_id, "its checkpoint is on no node that can be reached")
     except ResourceExhausted:
         await _back(db, tenant_id, sandbox_id, State.RESUMING, State.PAUSED, "no room to resume")
         raise
@@ -166,29 +179,63 @@ async def resume_sandbox(
         await _back(db, tenant_id, sandbox_id, State.RESUMING, State.FAILED, exc.reason)
         raise
     except BaseException:
-        target = (
-            State.PAUSED if await _runtime_state(runtime, runtime_id) == "paused" else State.FAILED
-        )
+        still = not here or await _runtime_state(runtime, runtime_id) == "paused"
+        target = State.PAUSED if still else State.FAILED
         await _back(db, tenant_id, sandbox_id, State.RESUMING, target, "resume failed")
         raise
     took_ms = round((time.monotonic() - started) * 1000)
     async with db() as session, session.begin():
         row = await get_row_scoped(session, tenant_id, None, sandbox_id, for_update=True)
         if row.state != State.RESUMING:
+            if new_id != runtime_id:  # deleted meanwhile: what was started for it goes
+                await runtime.destroy(new_id)
             return to_schema(row), took_ms
         paused_for = (utcnow() - row.paused_at).total_seconds() if row.paused_at else None
         row.paused_at = row.pause_bytes = row.pause_expires_at = None
+        row.pause_snapshot_id = row.pause_digest = None
+        row.runtime_id = new_id
         row.last_activity_at = utcnow()
         await transition(session, row, State.RUNNING, reason)
+        details: dict[str, Any] = {
+            "reason": reason, "duration_ms": took_ms, "paused_s": paused_for,
+        }  # fmt: skip
+        if not here:
+            details["from_checkpoint"] = snapshot_id
         await record(
-            session,
-            ctx,
-            chain=tenant_id,
-            action="sandbox.resume",
-            target=row.id,
-            details={"reason": reason, "duration_ms": took_ms, "paused_s": paused_for},
+            session, ctx, chain=tenant_id, action="sandbox.resume", target=row.id, details=details
         )
         return to_schema(row), took_ms
+
+
+async def _begin_resume(
+    db: Db,
+    holder: RuntimeHolder,
+    tenant_id: str,
+    only_sandbox: str | None,
+    sandbox_id: str,
+    reason: str,
+    overcommit: Overcommit | None,
+) -> tuple[str | None, str | None]:
+    """Record the intent (`resuming`) once the quotas and this node's room allow it; the
+    runtime sandbox and checkpoint to resume from (None, None: it already runs)."""
+    async with db() as session, session.begin():
+        # The tenant first (as creates take it), so concurrent resumes count one after another.
+        quotas = quotas_of(await lock_tenant(session, tenant_id))
+        row = await get_row_scoped(session, tenant_id, only_sandbox, sandbox_id, for_update=True)
+        if row.state == State.RUNNING:
+            return None, None
+        if row.state != State.PAUSED or row.runtime_id is None:
+            raise Conflict(f"a {row.state} sandbox cannot be resumed", extra={"state": row.state})
+        if holder.node_id is not None and row.node_id not in (None, holder.node_id):
+            raise SandboxMoved(sandbox_id, row.node_id)  # a stale route: its node resumes it
+        usage = await SandboxRepository(session, tenant_id).active_usage()
+        check_tenant_room(quotas, usage, Caps(row.cpus, row.memory_mib, row.disk_mib))
+        if row.node_id is not None and overcommit is not None:
+            await check_room(
+                session, row.node_id, (row.cpus, row.memory_mib, row.disk_mib), overcommit
+            )
+        await transition(session, row, State.RESUMING, reason)
+        return row.runtime_id, row.pause_snapshot_id
 
 
 async def wake(

@@ -174,7 +174,10 @@ class TraceSink:
 
 
 @pytest.fixture(scope="module")
-async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Cluster]:
+async def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Cluster]:
+    """The module's cluster; a module's `CLUSTER_ENV` adds to (or overrides) its settings."""
     images.build_default_image(SHARED_STATE)  # instant when built
     directory = tmp_path_factory.mktemp("cluster")
     database = f"airlock_cluster_{secrets.token_hex(4)}"
@@ -188,6 +191,7 @@ async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Clu
         "AIRLOCK_POOL_REFILL_INTERVAL_S": "1",
         "AIRLOCK_TEST_PG_ADMIN_URL": admin,  # scripts/postgres.sh answers with it
     }
+    env.update(getattr(request.module, "CLUSTER_ENV", {}))
     if os.environ.get("AIRLOCK_RUNSC_PLATFORM"):
         env["AIRLOCK_RUNSC_PLATFORM"] = os.environ["AIRLOCK_RUNSC_PLATFORM"]
     # Every process traces, to a receiver here: a request's spans can be followed across them.

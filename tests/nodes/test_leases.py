@@ -214,6 +214,53 @@ async def test_a_lost_nodes_sandboxes_fail_with_node_lost(
     )
 
 
+async def test_a_lost_nodes_paused_sandbox_moves_to_a_node_holding_its_checkpoint(
+    api: Any, tenant: Any, sessionmaker: async_sessionmaker[AsyncSession]
+) -> None:
+    leases = Leases(sessionmaker, lease_s=15)
+    lost, holder, bystander = (f"node-{id(leases)}-{n}" for n in ("p", "q", "r"))
+    for node in (lost, holder, bystander):
+        await leases.register(info(node))
+    now = datetime.now(UTC)
+    ids = {}
+    async with sessionmaker() as session, session.begin():
+        paused = (("copied", "sha256:aa"), ("uncopied", None), ("mismatch", "sha256:bb"))
+        for name, digest in paused:
+            row = models.Sandbox(
+                id=new_id("sbx"), tenant_id=tenant.id, node_id=lost, state="paused",
+                image="default", size="small", cpus=1, memory_mib=512, disk_mib=1024,
+                network={"mode": "none"}, env={}, labels={}, ttl_s=60, created_at=now,
+                updated_at=now, expires_at=now, pause_snapshot_id=f"snap_{name}",
+                pause_digest=digest,
+            )  # fmt: skip
+            session.add(row)
+            ids[name] = row.id
+        # A verified copy of the first on `holder`; of the third, one whose digest differs.
+        for snapshot, digest in (("snap_copied", "sha256:aa"), ("snap_mismatch", "sha256:00")):
+            copy = models.NodeSnapshot(
+                node_id=holder, snapshot_id=snapshot, digest=digest, size_bytes=1, stored_at=now
+            )
+            session.add(copy)
+    await age(sessionmaker, lost, timedelta(seconds=60))
+    failed = set(await sweep_once(sessionmaker, leases))
+    assert ids["copied"] not in failed
+    async with sessionmaker() as session:
+        rows = {
+            r.id: (r.state, r.node_id, r.failure_reason)
+            for r in await session.scalars(
+                select(models.Sandbox).where(models.Sandbox.id.in_(ids.values()))
+            )
+        }
+    assert rows[ids["copied"]] == ("paused", holder, None)
+    assert rows[ids["uncopied"]] == ("failed", lost, "node_lost")
+    assert rows[ids["mismatch"]] == ("failed", lost, "node_lost")
+    r = await api.client.get("/v1/audit", headers=tenant.headers, params={"limit": 10})
+    moves = [e for e in r.json()["items"] if e["action"] == "sandbox.move"]
+    assert [(e["target"], e["details"]) for e in moves] == [
+        (ids["copied"], {"from_node": lost, "to_node": holder, "reason": "node_lost"})
+    ]
+
+
 async def test_a_lost_nodes_builds_go_back_in_the_queue(
     sessionmaker: async_sessionmaker[AsyncSession],
 ) -> None:

@@ -22,8 +22,8 @@ from typing import Any
 
 import msgspec
 
-from .. import images
-from ..errors import SandboxNotFound, SandboxRuntimeError
+from .. import images, records
+from ..errors import SandboxNotFound, SandboxRuntimeError, SnapshotNotFound
 from ..types import SandboxSpec
 from . import bundle, cgroups, hostproc, netstack, network, reaper
 from .agent_link import AgentLink
@@ -182,6 +182,11 @@ class Lifecycle(Core):
             log.warning("sandbox %s: cgroup directories left: %s", sandbox.id, left)
         cgroups.remove_if_empty(self.store.cgroup_parent)
         shutil.rmtree(sandbox.dir, ignore_errors=True)
+        paused = meta.get("paused") or {}
+        if paused.get("snapshot"):  # its checkpoint goes with it
+            with contextlib.suppress(SnapshotNotFound):
+                snapshot = self.root / "snapshots" / records.check_snapshot_id(paused["snapshot"])
+                shutil.rmtree(snapshot, ignore_errors=True)
         self.store.live.pop(sandbox.id, None)
         self.host_memory.release(sandbox.id)
 

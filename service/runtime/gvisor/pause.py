@@ -1,12 +1,16 @@
-"""Pause and resume of gVisor sandboxes: `runsc checkpoint` (which stops the sandbox) into the
-sandbox's own directory, `runsc delete`, and later `runsc restore` of that image in place.
+"""Pause and resume of gVisor sandboxes: `runsc checkpoint` (which stops the sandbox) into a
+snapshot of this runtime, `runsc delete`, and later `runsc restore` of that image in place.
 
-A paused sandbox keeps its record, bundle, network namespace and policy, and its checkpoint
-(`<sandbox dir>/paused/`); it holds no process, cgroup or share of the host memory budget.
-Its record says `paused` (with the checkpoint's size), so a restarted service finds it again
-and the orphan reaper leaves it alone. Processes come back as they were (the agent's execs and
-what they started; on this runsc not processes started through `runsc exec`, which is why a
-pause is refused while any would be lost, as a snapshot is); open TCP connections do not.
+The checkpoint is an ordinary snapshot (`<root>/snapshots/<id>/`, named in the sandbox's record
+as `paused.snapshot`): in place it is restored into the same sandbox (same id, namespace and
+policy) and then deleted, and since it is a snapshot it can also be exported to another node
+and started there with `create_from_snapshot` when this node cannot take the sandbox back.
+A paused sandbox keeps its record, bundle, network namespace and policy; it holds no process,
+cgroup or share of the host memory budget. Its record says `paused` (with the checkpoint's
+size), so a restarted service finds it again and the orphan reaper leaves it alone; destroying
+it deletes its checkpoint. Processes come back as they were (the agent's execs and what they
+started; on this runsc not processes started through `runsc exec`, which is why a pause is
+refused while any would be lost, as a snapshot is); open TCP connections do not.
 """
 
 from __future__ import annotations
@@ -16,16 +20,11 @@ import shutil
 import time
 from pathlib import Path
 
+from .. import records
 from ..errors import SandboxBusy, SandboxFailed, SandboxRuntimeError
 from ..types import PauseInfo, SandboxInfo
 from .snapshots import Snapshots
 from .store import Sandbox
-
-CHECKPOINT_DIR = "paused"
-
-
-def checkpoint_dir(sandbox: Sandbox) -> Path:
-    return sandbox.dir / CHECKPOINT_DIR
 
 
 def size_of(directory: Path) -> int:
@@ -58,9 +57,10 @@ class Pauses(Snapshots):
             self.store.adopt(sandbox)
             self.host_memory.admit(sandbox.id, int(sandbox.meta["memory_limit_mib"]))
             self.reaper.ensure()
-            image = checkpoint_dir(sandbox)
+            snapshot_id = sandbox.meta["paused"]["snapshot"]
             try:
-                code, out = await self.restore_in_place(sandbox, image)
+                _, directory = self._load_snapshot(snapshot_id)
+                code, out = await self.restore_in_place(sandbox, directory / "image")
             except BaseException:
                 self.host_memory.release(sandbox.id)
                 raise
@@ -70,24 +70,27 @@ class Pauses(Snapshots):
                 raise SandboxFailed(sandbox_id, "resume", out.strip()[-500:])
             del sandbox.meta["paused"]
             sandbox.save()
-            await asyncio.to_thread(shutil.rmtree, image, True)
+            await self.delete_snapshot(snapshot_id)
             return sandbox.info()
 
     async def _checkpoint_and_stop(self, sandbox: Sandbox) -> PauseInfo:
         started = time.monotonic()
-        image = checkpoint_dir(sandbox)
-        await asyncio.to_thread(shutil.rmtree, image, True)
-        image.mkdir(parents=True)
-        code, out = await self.checkpoint_to_dir(sandbox, image)
+        snapshot_id = records.new_snapshot_id()
+        directory = self._snapshot_dir(snapshot_id)
+        (directory / "image").mkdir(parents=True)
+        code, out = await self.checkpoint_to_dir(sandbox, directory / "image")
         if code != 0:
-            await asyncio.to_thread(shutil.rmtree, image, True)
+            await asyncio.to_thread(shutil.rmtree, directory, True)
             if await self._state(sandbox.id) != "running":
                 sandbox.mark_failed("pause")
                 raise SandboxFailed(sandbox.id, "pause", out.strip()[-500:])
             raise SandboxRuntimeError(f"checkpoint of {sandbox.id} failed: {out.strip()}")
+        records.write_json(directory / "snapshot.json", self._snapshot_meta(sandbox, snapshot_id))
         await asyncio.to_thread(sandbox.cgroup.remove)
         self.host_memory.release(sandbox.id)
-        size = await asyncio.to_thread(size_of, image)
-        sandbox.meta["paused"] = {"at": time.time(), "size_bytes": size}
+        size = await asyncio.to_thread(size_of, directory / "image")
+        sandbox.meta["paused"] = {"at": time.time(), "size_bytes": size, "snapshot": snapshot_id}
         sandbox.save()
-        return PauseInfo(size_bytes=size, seconds=time.monotonic() - started)
+        return PauseInfo(
+            size_bytes=size, seconds=time.monotonic() - started, snapshot_id=snapshot_id
+        )

@@ -196,7 +196,21 @@ class Snapshots(Lifecycle, Execs):
             if await self._state(sandbox.id) != "running":
                 sandbox.mark_failed("checkpoint")
             raise SandboxRuntimeError(f"checkpoint of {sandbox_id} failed: {out.strip()}")
-        meta = {
+        meta = self._snapshot_meta(sandbox, snapshot_id)
+        records.write_json(directory / "snapshot.json", meta)
+        if leaves_running:
+            return self._snapshot_info(meta, directory)
+        code, out = await self.restore_in_place(sandbox, directory / "image")
+        if code != 0:
+            sandbox.mark_failed("restore")
+            raise SandboxFailed(sandbox_id, "restore", out.strip()[-500:])
+        return self._snapshot_info(meta, directory)
+
+    @staticmethod
+    def _snapshot_meta(sandbox: Sandbox, snapshot_id: str) -> dict[str, Any]:
+        """What `create_from_snapshot` needs besides the image: the source's spec, image,
+        root filesystem and agent."""
+        return {
             "id": snapshot_id,
             "sandbox_id": sandbox.id,
             "image": sandbox.meta["image"],
@@ -208,14 +222,6 @@ class Snapshots(Lifecycle, Execs):
             "agent": agent_link.mounted_at(sandbox.meta.get("agent")),
             "net_stack": sandbox.meta.get("net_stack"),
         }
-        records.write_json(directory / "snapshot.json", meta)
-        if leaves_running:
-            return self._snapshot_info(meta, directory)
-        code, out = await self.restore_in_place(sandbox, directory / "image")
-        if code != 0:
-            sandbox.mark_failed("restore")
-            raise SandboxFailed(sandbox_id, "restore", out.strip()[-500:])
-        return self._snapshot_info(meta, directory)
 
     async def _checkpoint_leaving_running(
         self, sandbox: Sandbox, image_dir: Path

@@ -90,8 +90,10 @@ def sync_detailed(
 
      Restores the sandbox in place: its processes go on from where they were (open network connections do
     not survive). The response's `Airlock-Woke-Ms` header says how long it took. Any exec or file call
-    on a paused sandbox resumes it the same way first. No room for it on its node is a 503 with Retry-
-    After (it stays paused); the tenant's running quotas count it again (429).
+    on a paused sandbox resumes it the same way first. On many nodes, a node with no room for it gives
+    it to one that has some and it starts there from its checkpoint (audit `sandbox.move`); no room
+    anywhere is a 503 with Retry-After (it stays paused); the tenant's running quotas count it again
+    (429).
 
     Args:
         sandbox_id (str):
@@ -124,8 +126,10 @@ def sync(
 
      Restores the sandbox in place: its processes go on from where they were (open network connections do
     not survive). The response's `Airlock-Woke-Ms` header says how long it took. Any exec or file call
-    on a paused sandbox resumes it the same way first. No room for it on its node is a 503 with Retry-
-    After (it stays paused); the tenant's running quotas count it again (429).
+    on a paused sandbox resumes it the same way first. On many nodes, a node with no room for it gives
+    it to one that has some and it starts there from its checkpoint (audit `sandbox.move`); no room
+    anywhere is a 503 with Retry-After (it stays paused); the tenant's running quotas count it again
+    (429).
 
     Args:
         sandbox_id (str):
@@ -153,8 +157,10 @@ async def asyncio_detailed(
 
      Restores the sandbox in place: its processes go on from where they were (open network connections do
     not survive). The response's `Airlock-Woke-Ms` header says how long it took. Any exec or file call
-    on a paused sandbox resumes it the same way first. No room for it on its node is a 503 with Retry-
-    After (it stays paused); the tenant's running quotas count it again (429).
+    on a paused sandbox resumes it the same way first. On many nodes, a node with no room for it gives
+    it to one that has some and it starts there from its checkpoint (audit `sandbox.move`); no room
+    anywhere is a 503 with Retry-After (it stays paused); the tenant's running quotas count it again
+    (429).
 
     Args:
         sandbox_id (str):
@@ -185,8 +191,10 @@ async def asyncio(
 
      Restores the sandbox in place: its processes go on from where they were (open network connections do
     not survive). The response's `Airlock-Woke-Ms` header says how long it took. Any exec or file call
-    on a paused sandbox resumes it the same way first. No room for it on its node is a 503 with Retry-
-    After (it stays paused); the tenant's running quotas count it again (429).
+    on a paused sandbox resumes it the same way first. On many nodes, a node with no room for it gives
+    it to one that has some and it starts there from its checkpoint (audit `sandbox.move`); no room
+    anywhere is a 503 with Retry-After (it stays paused); the tenant's running quotas count it again
+    (429).
 
     Args:
         sandbox_id (str):
