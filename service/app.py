@@ -293,7 +293,7 @@ async def _jobs(
             ReviewRunner(ReviewDeps(sessionmaker, runtimes, exec_runner, settings)),
             node_heartbeat(settings, sessionmaker, runtimes, VERSION, on_return=rejoined),
         ]
-        if fetcher is not None:
+        if fetcher is not None and is_postgres(sessionmaker.kw["bind"]):  # more than one node
             copies = settings.pause_copies, settings.pause_copies_interval_s
             jobs.append(PausedCopies(sessionmaker, runtimes, fetcher, local_node, *copies))
     return jobs

@@ -199,9 +199,11 @@ class Sandbox(Base):
     paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     pause_bytes: Mapped[int | None] = mapped_column(BigInteger(), nullable=True)
     pause_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
-    # The checkpoint as a snapshot another node can start it from, and its digest once its
-    # node read it through (copies on other nodes are `node_snapshots` rows).
+    # The checkpoint as a snapshot another node can start it from, the node whose runtime took
+    # it (and holds the paused runtime sandbox: `node_id` differs once it moved), and its
+    # digest once that node read it through (copies are `node_snapshots` rows).
     pause_snapshot_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    pause_node_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     pause_digest: Mapped[str | None] = mapped_column(String(80), nullable=True)
     # Paused after this long without activity (None: never); the last activity seen.
     idle_timeout_s: Mapped[int | None] = mapped_column(Integer, nullable=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.db.models import Node, NodeSnapshot, Sandbox
@@ -29,14 +29,15 @@ from service.jobs.periodic import PeriodicJob
 from service.nodes.leases import LOST, READY
 from service.nodes.moves import ensure_digest
 from service.nodes.placement import node_views
-from service.nodes.snapshots import PAUSE_HELD, SnapshotFetcher, forget_unused
+from service.nodes.snapshots import SnapshotFetcher, forget_unused
 from service.runtime import SandboxRuntime, SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
-from service.sandboxes.states import State
+from service.sandboxes.states import LIVE, State
 
 log = logging.getLogger("airlock.jobs.paused_copies")
 
 BATCH = 100
+_LIVE = [s.value for s in LIVE]
 
 
 def rank(sandbox_id: str, node_id: str) -> bytes:
@@ -66,12 +67,23 @@ class PausedCopies(PeriodicJob):
         runtime = await self.runtimes.get()
         if not runtime.supports("move_snapshots"):
             return False
+        # Each step on its own: one that fails (a checkpoint that cannot be read, a node that
+        # cannot be reached) holds up neither the others nor the clean-up.
+        for step in (self._digest_own, self._copy_others, self._drop_unused):
+            try:
+                await step(runtime)
+            except Exception:
+                log.exception("paused copies: %s failed; retrying next pass", step.__name__)
+        return False
+
+    async def _digest_own(self, runtime: SandboxRuntime) -> None:
         async with self.db() as session:
             own = list(
                 await session.scalars(
                     select(Sandbox.id)
                     .where(
                         Sandbox.node_id == self.node_id,
+                        Sandbox.pause_node_id == self.node_id,
                         Sandbox.state == State.PAUSED.value,
                         Sandbox.pause_snapshot_id.is_not(None),
                         Sandbox.pause_digest.is_(None),
@@ -81,69 +93,100 @@ class PausedCopies(PeriodicJob):
             )
         for sandbox_id in own:
             await ensure_digest(self.db, runtime, self.node_id, sandbox_id)
-        if self.copies > 0:
-            for sandbox_id, snapshot_id in await self._to_fetch():
-                try:
-                    fetched = await self.fetcher.fetch(runtime, snapshot_id)
-                except SandboxRuntimeError as exc:
-                    log.warning("checkpoint of %s not copied here: %s", sandbox_id, exc)
-                    continue
-                if fetched:
-                    log.info("checkpoint of paused sandbox %s copied to this node", sandbox_id)
+
+    async def _copy_others(self, runtime: SandboxRuntime) -> None:
+        if self.copies <= 0:
+            return
+        for sandbox_id, snapshot_id in await self._to_fetch():
+            try:
+                fetched = await self.fetcher.fetch(runtime, snapshot_id)
+            except (SandboxRuntimeError, OSError) as exc:
+                log.warning("checkpoint of %s not copied here: %s", sandbox_id, exc)
+                continue
+            if fetched:
+                log.info("checkpoint of paused sandbox %s copied to this node", sandbox_id)
+
+    async def _drop_unused(self, runtime: SandboxRuntime) -> None:
         await forget_unused(self.db, runtime, self.node_id)
         await self._drop_moved(runtime)
-        return False
 
     async def _to_fetch(self) -> list[tuple[str, str]]:
-        """The paused sandboxes of other nodes whose checkpoint this node should copy."""
-        nodes = [v.id for v in await node_views(self.db.kw["bind"]) if v.state == READY and v.live]
-        if self.node_id not in nodes:
+        """The paused sandboxes of other nodes with fewer copies than wanted whose checkpoint
+        this node is among the first (by rank) to copy."""
+        views = {v.id: v for v in await node_views(self.db.kw["bind"])}
+        me = views.get(self.node_id)
+        if me is None or me.state != READY or not me.live:
             return []
+        copies = (
+            select(func.count())
+            .select_from(NodeSnapshot)
+            .join(Node, Node.id == NodeSnapshot.node_id)
+            .where(
+                NodeSnapshot.snapshot_id == Sandbox.pause_snapshot_id,
+                NodeSnapshot.digest == Sandbox.pause_digest,
+                NodeSnapshot.node_id != Sandbox.pause_node_id,
+                Node.state != LOST,
+            )
+            .scalar_subquery()
+        )
+        mine = (
+            select(NodeSnapshot.node_id)
+            .where(
+                NodeSnapshot.snapshot_id == Sandbox.pause_snapshot_id,
+                NodeSnapshot.node_id == self.node_id,
+            )
+            .exists()
+        )
         async with self.db() as session:
-            paused = (
+            short = (
                 await session.execute(
-                    select(Sandbox.id, Sandbox.node_id, Sandbox.pause_snapshot_id,
-                           Sandbox.pause_digest)
+                    select(Sandbox.id, Sandbox.pause_node_id, Sandbox.pause_snapshot_id, copies)
                     .where(
                         Sandbox.state == State.PAUSED.value,
                         Sandbox.pause_digest.is_not(None),
-                        Sandbox.node_id != self.node_id,
+                        Sandbox.pause_node_id != self.node_id,
+                        copies < self.copies,
+                        ~mine,
                     )
-                    .limit(BATCH * 10)
-                )
-            ).all()  # fmt: skip
-            if not paused:
-                return []
-            held = (
-                await session.execute(
-                    select(NodeSnapshot.snapshot_id, NodeSnapshot.node_id, NodeSnapshot.digest)
-                    .join(Node, Node.id == NodeSnapshot.node_id)
-                    .where(
-                        NodeSnapshot.snapshot_id.in_([p[2] for p in paused]),
-                        Node.state != LOST,
-                    )
+                    .order_by(Sandbox.id)
+                    .limit(BATCH)
                 )
             ).all()
+            holders = {
+                (r[0], r[1])
+                for r in await session.execute(
+                    select(NodeSnapshot.snapshot_id, NodeSnapshot.node_id).where(
+                        NodeSnapshot.snapshot_id.in_([r[2] for r in short])
+                    )
+                )
+            }
         wanted = []
-        for sandbox_id, owner, snapshot_id, digest in paused:
-            holders = {n for s, n, d in held if s == snapshot_id and d == digest}
-            if self.node_id in holders:
-                continue
-            others = {n for n in holders if n != owner}
-            needed = self.copies - len(others)
-            if needed <= 0:
-                continue
+        for sandbox_id, origin, snapshot_id, have in short:
+            source = views.get(origin)
+            # Nodes that could restore it (same runtime and platform as the one that took it)
+            # and hold no copy yet, in the sandbox's own order.
             candidates = sorted(
-                (n for n in nodes if n != owner and n not in holders),
+                (
+                    v.id
+                    for v in views.values()
+                    if v.id != origin
+                    and v.state == READY
+                    and v.live
+                    and (source is None or (v.runtime, v.platform) == (source.runtime,
+                                                                       source.platform))
+                    and (snapshot_id, v.id) not in holders
+                ),
                 key=lambda n: rank(sandbox_id, n),
-            )
-            if self.node_id in candidates[:needed]:
+            )  # fmt: skip
+            if self.node_id in candidates[: self.copies - have]:
                 wanted.append((sandbox_id, snapshot_id))
-        return wanted[:BATCH]
+        return wanted
 
     async def _drop_moved(self, runtime: SandboxRuntime) -> None:
-        """This node's paused runtime sandboxes that no sandbox on record names any more (it
-        moved and runs elsewhere now, or it is gone)."""
+        """This node's paused runtime sandboxes that no live sandbox on record names any more:
+        it moved and runs elsewhere now (under another runtime sandbox), or it is gone. A
+        sandbox resumed in place keeps its runtime sandbox's name, so one resuming while this
+        looks is never taken for one that moved."""
         paused_here = [i.id for i in await runtime.list_sandboxes() if i.state == "paused"]
         if not paused_here:
             return
@@ -151,7 +194,7 @@ class PausedCopies(PeriodicJob):
             named = set(
                 await session.scalars(
                     select(Sandbox.runtime_id).where(
-                        Sandbox.runtime_id.in_(paused_here), Sandbox.state.in_(PAUSE_HELD)
+                        Sandbox.runtime_id.in_(paused_here), Sandbox.state.in_(_LIVE)
                     )
                 )
             )

@@ -114,9 +114,10 @@ async def reconcile(
             row = await session.get(Sandbox, sandbox_id, with_for_update=True)
             if row is None or State(row.state) not in held:
                 continue
-            if found == "lost" and row.pause_snapshot_id is not None and row.state in (
-                State.PAUSED, State.RESUMING,
-            ):  # fmt: skip
+            moved_here = row.pause_snapshot_id is not None and row.pause_node_id not in (
+                None, node_id,
+            )  # fmt: skip
+            if found == "lost" and moved_here and row.state in (State.PAUSED, State.RESUMING):
                 # It moved here while paused: its checkpoint is fetched when it is resumed.
                 if row.state == State.RESUMING:
                     await transition(session, row, State.PAUSED, "resume cut short by a restart")

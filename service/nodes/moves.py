@@ -24,44 +24,52 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from service.audit.recorder import AuditContext, record
-from service.db.models import NodeSnapshot
+from service.db.base import utcnow
+from service.db.models import Node, NodeSnapshot
 from service.db.models import Sandbox as SandboxRow
 from service.db.session import Db
 from service.nodes import placement
+from service.nodes.leases import LOST
 from service.nodes.snapshots import digest_of, record_copy
-from service.runtime import SandboxRuntime, SnapshotNotFound
+from service.runtime import SandboxRuntime, SandboxRuntimeError
 from service.sandboxes.states import State
 
 log = logging.getLogger("airlock.nodes.moves")
 
 
-async def ensure_digest(db: Db, runtime: SandboxRuntime, node_id: str, sandbox_id: str) -> None:
+async def ensure_digest(db: Db, runtime: SandboxRuntime, node_id: str, sandbox_id: str) -> bool:
     """The digest of a paused sandbox's checkpoint on this, its node, read through once and
-    recorded (with this node's copy) so other nodes can fetch it and check what they got."""
+    recorded (with this node's copy) so other nodes can fetch it and check what they got;
+    whether it is on record now."""
     async with db() as session:
         row = await session.get(SandboxRow, sandbox_id)
         if (
             row is None
             or row.state != State.PAUSED
             or row.node_id != node_id
+            or row.pause_node_id != node_id
             or row.pause_snapshot_id is None
-            or row.pause_digest is not None
         ):
-            return
+            return False
+        if row.pause_digest is not None:
+            return True
         snapshot_id = row.pause_snapshot_id
     try:
         digest = await digest_of(runtime, snapshot_id)
         size = next(
             (s.size_bytes for s in await runtime.list_snapshots() if s.id == snapshot_id), 0
         )
-    except SnapshotNotFound:
-        return  # resumed or deleted meanwhile
+    except (SandboxRuntimeError, OSError, ValueError) as exc:
+        # Resumed or deleted meanwhile, or unreadable: it is not offered to other nodes.
+        log.warning("checkpoint %s of sandbox %s not read: %s", snapshot_id, sandbox_id, exc)
+        return False
     async with db() as session, session.begin():
         row = await session.get(SandboxRow, sandbox_id, with_for_update=True)
         if row is None or row.pause_snapshot_id != snapshot_id:
-            return
+            return False
         row.pause_digest = digest
     await record_copy(db, node_id, snapshot_id, digest, size)
+    return True
 
 
 async def move_paused(
@@ -74,8 +82,9 @@ async def move_paused(
     overcommit: tuple[float, float],
     why: str,
 ) -> str | None:
-    """Give the paused sandbox to another ready node with room for it; that node's id, or
-    None when no node can take it (it stays here, paused)."""
+    """Give the paused sandbox to another ready node with room for it (of the same runtime
+    and platform, which can restore its checkpoint); the node it is on now, or None when no
+    node can take it (it stays here, paused)."""
     if not runtime.supports("move_snapshots"):
         return None
     async with db() as session:
@@ -83,22 +92,35 @@ async def move_paused(
         if row is None or row.state != State.PAUSED or row.pause_snapshot_id is None:
             return None
         ask = placement.Ask(float(row.cpus), row.memory_mib, row.disk_mib, runtime=runtime.name)
-    others = [n for n in await placement.node_views(engine) if n.id != from_node]
-    order = placement.place(others, ask, overcommit)
-    if not order:
+    views = await placement.node_views(engine)
+    here = next((n for n in views if n.id == from_node), None)
+    if here is None:
         return None
-    await ensure_digest(db, runtime, from_node, sandbox_id)
+    others = [n for n in views if n.id != from_node and n.platform == here.platform]
+    order = placement.place(others, ask, overcommit)
+    if not order or not await ensure_digest(db, runtime, from_node, sandbox_id):
+        return None
     async with db() as session, session.begin():
         row = await session.get(SandboxRow, sandbox_id, with_for_update=True)
-        if row is None or row.state != State.PAUSED or row.node_id != from_node:
+        if row is None or row.state != State.PAUSED or row.pause_digest is None:
             return None
+        if row.node_id != from_node:  # another call moved it first
+            return row.node_id
         holding = await _holders(session, row)
         order.sort(key=lambda n: n.id not in holding)
         target = order[0].id
-        await _move(session, row, target, ctx, why)
+        await record_move(session, row, target, ctx, why)
     placement.forget_owner(sandbox_id)
     log.info("paused sandbox %s moved from node %s to %s: %s", sandbox_id, from_node, target, why)
     return target
+
+
+async def node_is_up(session: AsyncSession, node_id: str) -> bool:
+    """Registered, not lost, its lease running."""
+    node = await session.get(Node, node_id)
+    if node is None or node.state == LOST:
+        return False
+    return node.lease_expires_at > utcnow()
 
 
 async def _holders(session: AsyncSession, row: SandboxRow) -> set[str]:
@@ -115,7 +137,7 @@ async def _holders(session: AsyncSession, row: SandboxRow) -> set[str]:
     )
 
 
-async def _move(
+async def record_move(
     session: AsyncSession, row: SandboxRow, target: str, ctx: AuditContext, why: str
 ) -> None:
     source = row.node_id
@@ -130,6 +152,10 @@ async def _move(
     )
 
 
+async def has_live_copy(session: AsyncSession, row: SandboxRow, live_nodes: set[str]) -> bool:
+    return bool((await _holders(session, row)) & live_nodes)
+
+
 async def move_off_lost(
     session: AsyncSession, row: SandboxRow, live_nodes: set[str], ctx: AuditContext
 ) -> str | None:
@@ -139,5 +165,5 @@ async def move_off_lost(
     if row.state != State.PAUSED or not holders:
         return None
     target = holders[0]
-    await _move(session, row, target, ctx, "node_lost")
+    await record_move(session, row, target, ctx, "node_lost")
     return target

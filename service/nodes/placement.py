@@ -35,6 +35,7 @@ class NodeView:
     state: str
     live: bool  # its lease has not run out
     runtime: str
+    platform: str
     vcpus: float
     memory_mib: int
     held_vcpus: float
@@ -102,6 +103,7 @@ async def node_views(engine: AsyncEngine) -> list[NodeView]:
         held.c.memory,
         held.c.disk,
         NodeRow.runtime,
+        NodeRow.platform,
     ).outerjoin(held, held.c.node_id == NodeRow.id)
     async with engine.connect() as conn:
         rows = (await conn.execute(query)).all()
@@ -112,6 +114,7 @@ async def node_views(engine: AsyncEngine) -> list[NodeView]:
             state=r[2],
             live=bool(r[3]),
             runtime=r[9],
+            platform=r[10],
             vcpus=float(r[4]),
             memory_mib=int(r[5]),
             held_vcpus=float(r[6] or 0),

@@ -49,7 +49,7 @@ from service.errors import (
     SandboxNotUsable,
 )
 from service.nodes import placement
-from service.nodes.credentials import NodeCredentials
+from service.nodes.credentials import Forwarded, NodeCredentials
 from service.nodes.leases import LOST
 from service.nodes.placement import Ask, NodeView
 from service.ports import forward as ports_forward
@@ -267,7 +267,7 @@ class NodeRouter:
         headers.append(("Authorization", f"Bearer {token}"))
         headers.extend(traced.items())
         headers.append((REQUEST_ID, request_id_for(scope)))
-        data: bytes | AsyncIterator[bytes] | None = body or None
+        data: bytes | AsyncIterator[bytes] | None = body if body or chunked else None
         if data is None and (chunked or (length or 0) > SMALL_BODY):
             data = _request_body(receive)  # an upload: streamed through as it arrives
         elif data is None and length:
@@ -517,9 +517,11 @@ class RoutingMiddleware:
         handler = scope.get("route_handler")
         routed = handler.opt.get("routed") if handler is not None else None
         principal = scope.get("user")
+        # A call a replica forwarded here is this node's to answer, never sent on again.
+        forwarded = router.role == "node" or isinstance(scope.get("auth"), Forwarded)
         if (
             routed == "sandbox"
-            and router.role == "node"
+            and forwarded
             and isinstance(principal, Principal)
             and principal.tenant_id is not None
             and "sandbox_id" in scope.get("path_params", {})
@@ -527,7 +529,7 @@ class RoutingMiddleware:
             await self._check_owned(principal, scope["path_params"]["sandbox_id"])
         if (
             routed is None
-            or router.role == "node"
+            or forwarded
             or router.alone
             or scope["type"] not in ("http", "websocket")
             or not isinstance(principal, Principal)
@@ -547,11 +549,17 @@ class RoutingMiddleware:
             return
         sandbox_id = scope["path_params"]["sandbox_id"]
         body: bytes | None = None
+        if scope["type"] == "websocket":
+            router.forget(sandbox_id)  # long-lived: where it is now, not what was cached
+        elif scope["type"] == "http":
+            body = await _whole_if_small(scope, receive)
         for _ in range(MOVES_FOLLOWED):
             node = await router.owner(principal.tenant_id, sandbox_id)
             if node is None or node == router.local:
-                await self.app(scope, _replay(body, receive), send)
-                return
+                if await self._here(scope, receive, send, body) is None:
+                    return
+                router.forget(sandbox_id)
+                continue
             if await router.is_lost(node):
                 router.forget(sandbox_id)  # moved off the lost node since it was cached?
                 if await router.owner(principal.tenant_id, sandbox_id) != node:
@@ -567,17 +575,37 @@ class RoutingMiddleware:
             if scope["type"] == "websocket":  # a sandbox's port, relayed message by message
                 await router.websocket(scope, receive, send, node, principal)
                 return
-            if body is None:
-                body = await _whole_if_small(scope, receive)
             try:
-                forwarded = await router.forward(scope, receive, send, node, principal, body)
+                answered = await router.forward(scope, receive, send, node, principal, body)
             except Moved as moved:
                 log.info("sandbox %s moved from node %s to %s", sandbox_id, node, moved.node_id)
                 continue
-            if not forwarded:
+            if not answered:
                 raise NodeUnavailable(f"node {node}, which holds this sandbox, cannot be reached")
             return
         raise NodeUnavailable(f"sandbox {sandbox_id} is moving between nodes: retry")
+
+    async def _here(self, scope: Any, receive: Any, send: Any, body: bytes | None) -> str | None:
+        """This process's node answers. When it says the sandbox moved (a paused one its node
+        had no room for) and the body is whole here, that answer is held back and the node it
+        moved to is returned, for the call to follow it."""
+        if body is None:
+            await self.app(scope, receive, send)
+            return None
+        moved: str | None = None
+
+        async def watched(message: dict[str, Any]) -> None:
+            nonlocal moved
+            if message["type"] == "http.response.start" and message["status"] == 503:
+                headers = {k.lower(): v for k, v in message.get("headers", [])}
+                if MOVED_HEADER.lower().encode() in headers:
+                    moved = headers[MOVED_HEADER.lower().encode()].decode("latin-1")
+                    return
+            if moved is None:
+                await send(message)
+
+        await self.app(scope, _replay(body, receive), watched)
+        return moved
 
     async def _check_owned(self, principal: Principal, sandbox_id: str) -> None:
         """On a node: the sandbox is this node's, or the call came by a stale route."""

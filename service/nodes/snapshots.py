@@ -116,34 +116,45 @@ class SnapshotFetcher:
         self.db = db
         self.credentials = credentials
         self.node_id = node_id
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}  # and how many calls use it
 
     async def fetch(self, runtime: SandboxRuntime, snapshot_id: str) -> bool:
         """Bring the snapshot to this node; False when no node can give a verified copy (or
         it cannot move at all)."""
         if not runtime.supports("move_snapshots"):
             return False
-        lock = self._locks.setdefault(snapshot_id, asyncio.Lock())
-        async with lock:
-            digest, sources = await self._sources(snapshot_id)
-            if digest is None:
-                return False
-            for node_id, address in sources:
-                try:
-                    info = await self._fetch_from(runtime, snapshot_id, digest, node_id, address)
-                except (aiohttp.ClientError, TimeoutError, SandboxRuntimeError, OSError) as exc:
-                    log.warning("snapshot %s from node %s: %s", snapshot_id, node_id, exc)
-                    continue
-                await record_copy(self.db, self.node_id, snapshot_id, digest, info.size_bytes)
-                log.info(
-                    "snapshot %s fetched from node %s (%d bytes, %s verified)",
-                    snapshot_id,
-                    node_id,
-                    info.size_bytes,
-                    digest,
-                )
-                return True
+        lock, users = self._locks.get(snapshot_id, (asyncio.Lock(), 0))
+        self._locks[snapshot_id] = (lock, users + 1)
+        try:
+            async with lock:
+                return await self._fetch_one(runtime, snapshot_id)
+        finally:
+            lock, users = self._locks[snapshot_id]
+            if users == 1:  # the last call for it: every pause makes a new id, so none stay
+                del self._locks[snapshot_id]
+            else:
+                self._locks[snapshot_id] = (lock, users - 1)
+
+    async def _fetch_one(self, runtime: SandboxRuntime, snapshot_id: str) -> bool:
+        digest, sources = await self._sources(snapshot_id)
+        if digest is None:
             return False
+        for node_id, address in sources:
+            try:
+                info = await self._fetch_from(runtime, snapshot_id, digest, node_id, address)
+            except (aiohttp.ClientError, TimeoutError, SandboxRuntimeError, OSError) as exc:
+                log.warning("snapshot %s from node %s: %s", snapshot_id, node_id, exc)
+                continue
+            await record_copy(self.db, self.node_id, snapshot_id, digest, info.size_bytes)
+            log.info(
+                "snapshot %s fetched from node %s (%d bytes, %s verified)",
+                snapshot_id,
+                node_id,
+                info.size_bytes,
+                digest,
+            )
+            return True
+        return False
 
     async def _sources(self, snapshot_id: str) -> tuple[str | None, list[tuple[str, str]]]:
         async with self.db() as session:

@@ -30,10 +30,10 @@ from service.jobs import templates as builds
 from service.jobs.periodic import PeriodicJob
 from service.jobs.reconcile import interrupt_execs
 from service.nodes.leases import LOST, Leases
-from service.nodes.moves import move_off_lost
+from service.nodes.moves import has_live_copy, move_off_lost
 from service.reviews import job as reviews
 from service.sandboxes.service import fail_in
-from service.sandboxes.states import LIVE
+from service.sandboxes.states import LIVE, State
 
 log = logging.getLogger("airlock.nodes")
 
@@ -76,7 +76,25 @@ async def sweep_once(
                 select(Node.id).where(Node.state != LOST, Node.lease_expires_at > now)
             )
         )
+        # Paused sandboxes that moved off a node now lost before they ran elsewhere: their
+        # checkpoint went with it, unless a live node holds a copy.
+        orphaned = (
+            await session.scalars(
+                select(Sandbox)
+                .where(
+                    Sandbox.pause_node_id.in_(lost),
+                    Sandbox.node_id.not_in(lost),
+                    Sandbox.state == State.PAUSED.value,
+                )
+                .with_for_update()
+            )
+        ).all()
         failed = []
+        for row in orphaned:
+            if not await has_live_copy(session, row, live):
+                await fail_in(session, row, SYSTEM, NODE_LOST)
+                failed.append(row.id)
+                log.warning("paused sandbox %s failed: its checkpoint was on a lost node", row.id)
         for row in held:
             lost_node = row.node_id
             moved_to = await move_off_lost(session, row, live, SYSTEM)

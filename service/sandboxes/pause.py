@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -28,8 +29,9 @@ from service.db.models import Sandbox as SandboxRow
 from service.db.session import Db
 from service.errors import Conflict, NoCapacity, SandboxMoved, Unprocessable
 from service.nodes.capacity import check_room
-from service.nodes.moves import move_paused
-from service.runtime import SandboxBusy, SandboxFailed, SandboxRuntime
+from service.nodes.moves import move_paused, node_is_up, record_move
+from service.nodes.placement import forget_owner
+from service.runtime import SandboxBusy, SandboxFailed, SandboxRuntime, SandboxRuntimeError
 from service.runtime.errors import ResourceExhausted
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes.lifecycle import transition
@@ -114,6 +116,7 @@ async def pause_sandbox(
         row.paused_at = now
         row.pause_bytes = paused.size_bytes
         row.pause_snapshot_id, row.pause_digest = paused.snapshot_id, None
+        row.pause_node_id = row.node_id if paused.snapshot_id is not None else None
         row.pause_expires_at = min(row.expires_at, now + timedelta(seconds=quotas.max_paused_s))
         await transition(session, row, State.PAUSED, reason)
         await record(
@@ -144,7 +147,7 @@ async def resume_sandbox(
     runtime = await holder.get()
     overcommit = overcommit or holder.overcommit
     try:
-        runtime_id, snapshot_id = await _begin_resume(
+        resuming = await _begin_resume(
             db, holder, tenant_id, only_sandbox, sandbox_id, reason, overcommit
         )
     except NoCapacity:
@@ -157,31 +160,20 @@ async def resume_sandbox(
         if moved_to is None:
             raise
         raise SandboxMoved(sandbox_id, moved_to) from None
-    if runtime_id is None:
+    if resuming is None:
         async with db() as session:
             return to_schema(await get_row_scoped(session, tenant_id, None, sandbox_id)), None
     started = time.monotonic()
-    # In place when this node's runtime holds the paused sandbox; else (it moved here) a new
-    # runtime sandbox from its checkpoint, fetched from a node that has it.
-    here = await _runtime_state(runtime, runtime_id) == "paused"
+    runtime_id = resuming.runtime_id
     try:
-        if here:
+        if resuming.in_place:
             await runtime.resume(runtime_id)
             new_id = runtime_id
-        elif snapshot_id is not None:
-            new_id = (await runtime.create_from_snapshot(snapshot_id)).id
-        else:
-            raise SandboxFailed(sandbox_id, "its checkpoint is on no node that can be reached")
-    except ResourceExhausted:
-        await _back(db, tenant_id, sandbox_id, State.RESUMING, State.PAUSED, "no room to resume")
-        raise
-    except SandboxFailed as exc:
-        await _back(db, tenant_id, sandbox_id, State.RESUMING, State.FAILED, exc.reason)
-        raise
-    except BaseException:
-        still = not here or await _runtime_state(runtime, runtime_id) == "paused"
-        target = State.PAUSED if still else State.FAILED
-        await _back(db, tenant_id, sandbox_id, State.RESUMING, target, "resume failed")
+        else:  # it moved here: a new runtime sandbox from its checkpoint, fetched if need be
+            assert resuming.snapshot_id is not None
+            new_id = (await runtime.create_from_snapshot(resuming.snapshot_id)).id
+    except BaseException as exc:
+        await _resume_failed(db, holder, runtime, tenant_id, sandbox_id, ctx, resuming, exc)
         raise
     took_ms = round((time.monotonic() - started) * 1000)
     async with db() as session, session.begin():
@@ -192,19 +184,28 @@ async def resume_sandbox(
             return to_schema(row), took_ms
         paused_for = (utcnow() - row.paused_at).total_seconds() if row.paused_at else None
         row.paused_at = row.pause_bytes = row.pause_expires_at = None
-        row.pause_snapshot_id = row.pause_digest = None
+        row.pause_snapshot_id = row.pause_node_id = row.pause_digest = None
         row.runtime_id = new_id
         row.last_activity_at = utcnow()
         await transition(session, row, State.RUNNING, reason)
         details: dict[str, Any] = {
             "reason": reason, "duration_ms": took_ms, "paused_s": paused_for,
         }  # fmt: skip
-        if not here:
-            details["from_checkpoint"] = snapshot_id
+        if not resuming.in_place:
+            details["from_checkpoint"] = resuming.snapshot_id
         await record(
             session, ctx, chain=tenant_id, action="sandbox.resume", target=row.id, details=details
         )
         return to_schema(row), took_ms
+
+
+@dataclass(frozen=True, slots=True)
+class _Resuming:
+    runtime_id: str
+    snapshot_id: str | None
+    # Whether this node's runtime holds the paused sandbox (else it moved here from `origin`).
+    in_place: bool
+    origin: str | None
 
 
 async def _begin_resume(
@@ -215,15 +216,15 @@ async def _begin_resume(
     sandbox_id: str,
     reason: str,
     overcommit: Overcommit | None,
-) -> tuple[str | None, str | None]:
-    """Record the intent (`resuming`) once the quotas and this node's room allow it; the
-    runtime sandbox and checkpoint to resume from (None, None: it already runs)."""
+) -> _Resuming | None:
+    """Record the intent (`resuming`) once the quotas and this node's room allow it; what to
+    resume from (None: it already runs)."""
     async with db() as session, session.begin():
         # The tenant first (as creates take it), so concurrent resumes count one after another.
         quotas = quotas_of(await lock_tenant(session, tenant_id))
         row = await get_row_scoped(session, tenant_id, only_sandbox, sandbox_id, for_update=True)
         if row.state == State.RUNNING:
-            return None, None
+            return None
         if row.state != State.PAUSED or row.runtime_id is None:
             raise Conflict(f"a {row.state} sandbox cannot be resumed", extra={"state": row.state})
         if holder.node_id is not None and row.node_id not in (None, holder.node_id):
@@ -235,7 +236,51 @@ async def _begin_resume(
                 session, row.node_id, (row.cpus, row.memory_mib, row.disk_mib), overcommit
             )
         await transition(session, row, State.RESUMING, reason)
-        return row.runtime_id, row.pause_snapshot_id
+        in_place = row.pause_node_id is None or row.pause_node_id == row.node_id
+        if not in_place and row.pause_snapshot_id is None:
+            raise SandboxFailed(sandbox_id, "moved without a checkpoint")  # never made so
+        return _Resuming(row.runtime_id, row.pause_snapshot_id, in_place, row.pause_node_id)
+
+
+async def _resume_failed(
+    db: Db,
+    holder: RuntimeHolder,
+    runtime: SandboxRuntime,
+    tenant_id: str,
+    sandbox_id: str,
+    ctx: AuditContext,
+    resuming: _Resuming,
+    exc: BaseException,
+) -> None:
+    """Where a resume that did not happen leaves the sandbox. In place: paused when the host
+    had no room or the runtime still holds it paused, else failed. From a checkpoint another
+    node took: paused, given back to that node when it is still there (it holds the paused
+    sandbox and resumes it in place once it has room); the checkpoint is never lost here."""
+    if resuming.in_place:
+        if isinstance(exc, ResourceExhausted):
+            target, why = State.PAUSED, "no room to resume"
+        elif isinstance(exc, SandboxFailed):
+            target, why = State.FAILED, exc.reason
+        else:
+            still = await _runtime_state(runtime, resuming.runtime_id) == "paused"
+            target, why = (State.PAUSED if still else State.FAILED), "resume failed"
+        await _back(db, tenant_id, sandbox_id, State.RESUMING, target, why)
+        return
+    why = f"could not start on node {holder.node_id} from its checkpoint: {_said(exc)}"
+    async with db() as session, session.begin():
+        row = await get_row_scoped(session, tenant_id, None, sandbox_id, for_update=True)
+        if row.state != State.RESUMING:
+            return
+        await transition(session, row, State.PAUSED, why)
+        origin = resuming.origin
+        if origin is not None and origin != row.node_id and await node_is_up(session, origin):
+            await record_move(session, row, origin, ctx, why)
+    forget_owner(sandbox_id)
+
+
+def _said(exc: BaseException) -> str:
+    text = exc.public() if isinstance(exc, SandboxRuntimeError) else type(exc).__name__
+    return str(text)[:300]
 
 
 async def wake(

@@ -26,6 +26,8 @@ from ..types import PauseInfo, SandboxInfo
 from .snapshots import Snapshots
 from .store import Sandbox
 
+LEGACY_DIR = "paused"
+
 
 def size_of(directory: Path) -> int:
     return sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
@@ -57,10 +59,13 @@ class Pauses(Snapshots):
             self.store.adopt(sandbox)
             self.host_memory.admit(sandbox.id, int(sandbox.meta["memory_limit_mib"]))
             self.reaper.ensure()
-            snapshot_id = sandbox.meta["paused"]["snapshot"]
+            snapshot_id = sandbox.meta["paused"].get("snapshot")
+            # (a sandbox paused by an earlier version has its image in its own directory)
+            image = sandbox.dir / LEGACY_DIR
             try:
-                _, directory = self._load_snapshot(snapshot_id)
-                code, out = await self.restore_in_place(sandbox, directory / "image")
+                if snapshot_id:
+                    image = self._load_snapshot(snapshot_id)[1] / "image"
+                code, out = await self.restore_in_place(sandbox, image)
             except BaseException:
                 self.host_memory.release(sandbox.id)
                 raise
@@ -70,7 +75,10 @@ class Pauses(Snapshots):
                 raise SandboxFailed(sandbox_id, "resume", out.strip()[-500:])
             del sandbox.meta["paused"]
             sandbox.save()
-            await self.delete_snapshot(snapshot_id)
+            if snapshot_id:
+                await self.delete_snapshot(snapshot_id)
+            else:
+                await asyncio.to_thread(shutil.rmtree, image, True)
             return sandbox.info()
 
     async def _checkpoint_and_stop(self, sandbox: Sandbox) -> PauseInfo:
