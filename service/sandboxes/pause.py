@@ -151,15 +151,8 @@ async def resume_sandbox(
             db, holder, tenant_id, only_sandbox, sandbox_id, reason, overcommit
         )
     except NoCapacity:
-        if holder.node_id is None or overcommit is None:
-            raise
-        moved_to = await move_paused(
-            db, db.kw["bind"], runtime, ctx, sandbox_id, holder.node_id, overcommit,
-            f"no room on node {holder.node_id} to resume it",
-        )  # fmt: skip
-        if moved_to is None:
-            raise
-        raise SandboxMoved(sandbox_id, moved_to) from None
+        await _elsewhere(db, holder, runtime, ctx, sandbox_id, overcommit)
+        raise
     if resuming is None:
         async with db() as session:
             return to_schema(await get_row_scoped(session, tenant_id, None, sandbox_id)), None
@@ -174,6 +167,9 @@ async def resume_sandbox(
             new_id = (await runtime.create_from_snapshot(resuming.snapshot_id)).id
     except BaseException as exc:
         await _resume_failed(db, holder, runtime, tenant_id, sandbox_id, ctx, resuming, exc)
+        if resuming.in_place and isinstance(exc, ResourceExhausted):
+            # The record had room for it, the host's memory not: another node may.
+            await _elsewhere(db, holder, runtime, ctx, sandbox_id, overcommit)
         raise
     took_ms = round((time.monotonic() - started) * 1000)
     async with db() as session, session.begin():
@@ -197,6 +193,26 @@ async def resume_sandbox(
             session, ctx, chain=tenant_id, action="sandbox.resume", target=row.id, details=details
         )
         return to_schema(row), took_ms
+
+
+async def _elsewhere(
+    db: Db,
+    holder: RuntimeHolder,
+    runtime: SandboxRuntime,
+    ctx: AuditContext,
+    sandbox_id: str,
+    overcommit: Overcommit | None,
+) -> None:
+    """This node has no room to resume the paused sandbox: give it to a node that has some
+    and say where it went (SandboxMoved); return when none can take it."""
+    if holder.node_id is None or overcommit is None:
+        return
+    moved_to = await move_paused(
+        db, db.kw["bind"], runtime, ctx, sandbox_id, holder.node_id, overcommit,
+        f"no room on node {holder.node_id} to resume it",
+    )  # fmt: skip
+    if moved_to is not None:
+        raise SandboxMoved(sandbox_id, moved_to)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 snapshot the other node fetches (or already holds a copy of), verified by its digest. Real
 gVisor on two nodes, through both API replicas.
 
-Each node may promise 3 GiB here, so a few sandboxes fill one."""
+Each node may promise 3 GiB of host memory here, so two sandboxes of 1 GiB fill one."""
 
 from __future__ import annotations
 
@@ -60,8 +60,7 @@ async def test_a_sandbox_paused_on_a_full_node_resumes_on_the_other(cluster: Clu
         async with cluster.http(cluster.apis[0], key) as http:
             sid, token, before = await _paused_with_work(cluster, http, key)
             assert (await _row(cluster, sid))["node_id"] == "node-1"
-            # node-1 fills up while it is paused: two more of its size, and no room for a third.
-            await cluster.sandbox(key, **BIG)
+            # node-1 fills up while it is paused: one more of its size, and no room for another.
             await cluster.sandbox(key, **BIG)
             r = await http.post("/v1/sandboxes", json={"ttl_s": 900, **BIG})
             assert r.status_code == 503, r.text
@@ -113,7 +112,7 @@ async def test_a_paused_sandbox_outlives_its_node(cluster: Cluster) -> None:
 
     async def copied() -> bool:
         rows = await cluster.fetch(
-            "SELECT node_id FROM node_snapshots n JOIN sandboxes s "
+            "SELECT n.node_id FROM node_snapshots n JOIN sandboxes s "
             "ON s.pause_snapshot_id = n.snapshot_id AND s.pause_digest = n.digest "
             "WHERE s.id = $1",
             sid,
