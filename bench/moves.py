@@ -1,0 +1,181 @@
+"""A paused sandbox resumed on its own node, and resumed on another node because its own was
+full, measured side by side in one run.
+
+Starts a local cluster (scripts/cluster.py: two gVisor nodes, one API replica, its own
+PostgreSQL database). Each node may promise 3 GiB of host memory, so one sandbox of 1 GiB
+memory and 256 MiB writable space (with the sandbox kernel's share) leaves no room for a
+second. One such sandbox holds a process with `--hold` MiB of random bytes (they cannot be
+compressed). Each run pauses it twice:
+
+- resumed where it is (`Airlock-Woke-Ms`, and the whole call);
+- paused again, its node filled by a second sandbox of the same size (the other node drained
+  meanwhile, then made ready), and woken by an exec: its node has no room, gives it to the
+  other, and the replica follows; the other node fetches the checkpoint (verified by its
+  digest) and starts the sandbox from it. The filler is deleted and the next run starts from
+  the node it moved to.
+
+Prints the median and p90 of each, and the checkpoint's size.
+
+    .venv/bin/python bench/moves.py [--runs 5] [--hold 64]
+
+Needs PostgreSQL: AIRLOCK_TEST_PG_ADMIN_URL (scripts/postgres.sh prints one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.api import drop_database, free_port, pct  # noqa: E402
+from service.runtime import images  # noqa: E402
+
+BIG = {"memory_mib": 1024, "disk_mib": 256, "ttl_s": 3600}
+HOLD = (
+    "import os, time\n"
+    "held = bytearray(os.urandom({size}))\n"
+    "open('/work/ready', 'w').write('1')\n"
+    "while True: time.sleep(1)\n"
+)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--hold", type=int, default=64, help="MiB the process holds")
+    args = parser.parse_args()
+    admin = os.environ.get("AIRLOCK_TEST_PG_ADMIN_URL")
+    if not admin:
+        raise SystemExit("set AIRLOCK_TEST_PG_ADMIN_URL (scripts/postgres.sh prints one)")
+    images.build_default_image(REPO / ".airlock")
+    script = [sys.executable, str(REPO / "scripts/cluster.py")]
+    with tempfile.TemporaryDirectory(prefix="airlock-bench-moves-") as tmp:
+        cluster_dir = Path(tmp) / "cluster"
+        database = f"airlock_bench_moves_{secrets.token_hex(4)}"
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("AIRLOCK_")},
+            "AIRLOCK_RUNTIME": "gvisor",
+            "AIRLOCK_LOG_LEVEL": "WARNING",
+            "AIRLOCK_HOST_MEMORY_MIB": "3072",
+            "AIRLOCK_PAUSE_COPIES": "0",  # every move fetches its checkpoint while timed
+        }
+        if os.environ.get("AIRLOCK_RUNSC_PLATFORM"):
+            env["AIRLOCK_RUNSC_PLATFORM"] = os.environ["AIRLOCK_RUNSC_PLATFORM"]
+        try:
+            subprocess.run(  # noqa: ASYNC221
+                [*script, "start", "--dir", str(cluster_dir), "--nodes", "2", "--apis", "1",
+                 "--port", str(free_port() % 20000 + 30000), "--database", database,
+                 "--admin-url", admin, "--images", str(REPO / ".airlock" / "images")],
+                env=env, check=True, stdout=subprocess.DEVNULL,
+            )  # fmt: skip
+            info = json.loads((cluster_dir / "cluster.json").read_text())
+            await run(args, info)
+        finally:
+            subprocess.run(  # noqa: ASYNC221
+                [*script, "stop", "--clean", "--dir", str(cluster_dir)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            await drop_database(f"postgresql+asyncpg:///{database}")
+
+
+async def run(args: argparse.Namespace, info: dict) -> None:
+    replica = next(p["url"] for p in info["processes"] if p["role"] == "api")
+    operator = {"Authorization": f"Bearer {info['env']['AIRLOCK_OPERATOR_KEY']}"}
+    async with httpx.AsyncClient(base_url=replica, timeout=300) as http:
+        quotas = {"max_memory_mib": 65536, "max_disk_mib": 65536, "max_vcpus": 64}
+        r = await http.post(
+            "/v1/tenants", json={"name": "bench-moves", "quotas": quotas}, headers=operator
+        )
+        assert r.status_code == 201, r.text
+        http.headers["Authorization"] = f"Bearer {r.json()['api_key']}"
+
+        async def node_state(node: str, state: str) -> None:
+            verb = "drain" if state == "draining" else "ready"
+            r = await http.post(f"/v1/nodes/{node}/{verb}", headers=operator)
+            assert r.status_code == 200, r.text
+
+        async def create() -> dict:
+            r = await http.post("/v1/sandboxes", json=BIG)
+            assert r.status_code == 201, r.text
+            return r.json()
+
+        async def pause(sid: str) -> int:
+            r = await http.post(f"/v1/sandboxes/{sid}/pause")
+            assert r.status_code == 200 and r.json()["state"] == "paused", r.text
+            return int(r.json()["pause_bytes"])
+
+        async def exec_true(sid: str) -> tuple[float, int]:
+            start = time.perf_counter()
+            r = await http.post(f"/v1/sandboxes/{sid}/execs", json={"cmd": ["true"]})
+            took = time.perf_counter() - start
+            assert r.status_code == 200 and r.json()["exit_code"] == 0, r.text
+            return took * 1000, int(r.headers["airlock-woke-ms"])
+
+        box = await create()
+        sid = box["id"]
+        code = HOLD.format(size=args.hold << 20).encode()
+        r = await http.put(f"/v1/sandboxes/{sid}/files/work/hold.py", content=code)
+        assert r.status_code == 201, r.text
+        cmd = "python3 /work/hold.py </dev/null >/dev/null 2>&1 &"
+        r = await http.post(f"/v1/sandboxes/{sid}/execs", json={"cmd": ["sh", "-c", cmd]})
+        assert r.status_code == 200, r.text
+        for _ in range(300):
+            if (await http.get(f"/v1/sandboxes/{sid}/files/work/ready")).status_code == 200:
+                break
+            await asyncio.sleep(0.2)
+
+        here: dict[str, list[float]] = {"woke": [], "call": []}
+        moved: dict[str, list[float]] = {"woke": [], "call": []}
+        size = 0
+        node = box["node_id"]
+        for _ in range(args.runs):
+            size = await pause(sid)
+            call, woke = await exec_true(sid)
+            here["call"].append(call)
+            here["woke"].append(woke)
+
+            other = "node-2" if node == "node-1" else "node-1"
+            await pause(sid)
+            await node_state(other, "draining")
+            filler = await create()
+            assert filler["node_id"] == node, filler
+            await node_state(other, "ready")
+            call, woke = await exec_true(sid)
+            moved["call"].append(call)
+            moved["woke"].append(woke)
+            r = await http.get(f"/v1/sandboxes/{sid}")
+            assert r.json()["node_id"] == other, r.json()
+            r = await http.delete(f"/v1/sandboxes/{filler['id']}")
+            assert r.status_code == 204, r.text
+            node = other
+
+    print(
+        f"gVisor, two nodes and one API replica on this machine ({os.cpu_count()} CPUs); a "
+        f"process holding {args.hold} MiB of random bytes; checkpoint {size / (1 << 20):.1f} "
+        f"MiB; {args.runs} runs each"
+    )
+    print(f"{'':34}{'woke median':>12}{'p90':>8}{'call median':>13}{'p90':>8}   (ms)")
+    for name, t in (("resumed on its own node", here), ("moved, resumed on the other", moved)):
+        print(
+            f"  {name:32}{statistics.median(t['woke']):12.0f}{pct(t['woke'], 90):8.0f}"
+            f"{statistics.median(t['call']):13.0f}{pct(t['call'], 90):8.0f}"
+        )
+    ratio = statistics.median(moved["woke"]) / statistics.median(here["woke"])
+    print(f"  a move costs {ratio:.2f}x a resume in place (woke, medians)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
