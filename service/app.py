@@ -50,8 +50,9 @@ from service.nodes.credentials import NodeCredentials
 from service.nodes.leases import Leases
 from service.nodes.local import heartbeat as node_heartbeat
 from service.nodes.local import local_node_id
+from service.nodes.middleware import RoutingMiddleware
 from service.nodes.placement import forget_owners
-from service.nodes.routing import NodeRouter, RoutingMiddleware
+from service.nodes.routing import NodeRouter
 from service.nodes.snapshots import FetchingRuntime, SnapshotFetcher, export_snapshot
 from service.nodes.sweep import NodeSweep
 from service.openapi import correct_allow_header, document_problems
