@@ -6,9 +6,11 @@ Each node may promise 3 GiB of host memory here, so two sandboxes of 1 GiB fill 
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 
 import httpx
+from airlock_sdk import AsyncSandbox
 
 from tests.cluster.conftest import Cluster, wait_for
 from tests.e2e.test_pause import count, pause, start_counter
@@ -53,7 +55,9 @@ async def _paused_with_work(cluster: Cluster, http: httpx.AsyncClient, key: str)
     return sid, token, before
 
 
-async def test_a_sandbox_paused_on_a_full_node_resumes_on_the_other(cluster: Cluster) -> None:
+async def test_a_sandbox_paused_on_a_full_node_resumes_on_the_other(
+    cluster: Cluster, tmp_path: Path
+) -> None:
     key = await cluster.tenant(max_memory_mib=16384, max_disk_mib=16384, max_vcpus=16)
     await _set_node(cluster, "node-2", "draining")
     try:
@@ -69,12 +73,22 @@ async def test_a_sandbox_paused_on_a_full_node_resumes_on_the_other(cluster: Clu
     old = await _row(cluster, sid)
 
     # Any call wakes it; node-1 has no room, so it moves to node-2 and starts there from its
-    # checkpoint, the call following it. Through the other replica this time.
+    # checkpoint. Here an upload through the SDK and the other replica: streamed (over 64 KiB),
+    # so the replica cannot send it on itself; it answers `sandbox_moved` and the SDK sends
+    # it again, to node-2.
+    local = tmp_path / "upload.bin"
+    local.write_bytes(secrets.token_bytes(256 << 10))
+    box = await AsyncSandbox.connect(sid, url=cluster.apis[1], api_key=key)
+    try:
+        assert await box.files.upload(local, "/work/upload.bin") == 256 << 10
+    finally:
+        await box.close()
     async with cluster.http(cluster.apis[1], key) as http:
         r = await http.post(f"/v1/sandboxes/{sid}/execs", json={"cmd": ["cat", "/work/note.txt"]})
         assert r.status_code == 200, r.text
         assert r.json()["stdout"] == "kept", r.json()
-        assert int(r.headers["airlock-woke-ms"]) > 0
+        r = await http.get(f"/v1/sandboxes/{sid}/files/work/upload.bin")
+        assert r.content == local.read_bytes()
         again, _ = await count(http, sid, at_least=before + 5)
         assert again == token, "the counting process was restarted, not resumed"
     now = await _row(cluster, sid)

@@ -39,10 +39,15 @@ T = TypeVar("T")
 
 
 async def _retry(call: Callable[[], Awaitable[T]]) -> T:
-    """`await call()`, tried again when the connection failed before an answer came."""
+    """`await call()`, tried again when the connection failed before an answer came, or when
+    the sandbox had moved to another node before the call did anything (at once: the next try
+    goes there)."""
     for attempt in range(common.ATTEMPTS):
         try:
             return await call()
+        except errors.SandboxMoved:
+            if attempt == common.ATTEMPTS - 1:
+                raise
         except httpx.TransportError as exc:
             if attempt == common.ATTEMPTS - 1:
                 raise errors.TransportError(str(exc) or type(exc).__name__) from exc

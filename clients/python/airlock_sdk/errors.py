@@ -126,6 +126,13 @@ class NodeUnavailable(ServiceUnavailable):
     code = "node_unavailable"
 
 
+class SandboxMoved(ServiceUnavailable):
+    """The sandbox moved to another node (a paused one whose node had no room) before the call
+    did anything: the SDK sends it again at once."""
+
+    code = "sandbox_moved"
+
+
 _BY_CODE: dict[str, type[AirlockError]] = {
     cls.code: cls
     for cls in (
@@ -148,6 +155,7 @@ _BY_CODE: dict[str, type[AirlockError]] = {
         ServiceUnavailable,
         NoCapacity,
         NodeUnavailable,
+        SandboxMoved,
     )
 }
 _BY_STATUS: dict[int, type[AirlockError]] = {
