@@ -45,6 +45,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# A process that holds `size` bytes of random memory (a checkpoint cannot compress it), says so
+# in /work/ready, and idles.
+HOLD = (
+    "import os, time\n"
+    "held = bytearray(os.urandom({size}))\n"
+    "open('/work/ready', 'w').write('1')\n"
+    "while True: time.sleep(1)\n"
+)
+
+
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]

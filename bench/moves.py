@@ -40,16 +40,10 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.api import drop_database, free_port, pct  # noqa: E402
+from bench.api import HOLD, drop_database, free_port, pct  # noqa: E402
 from service.runtime import images  # noqa: E402
 
 BIG = {"memory_mib": 1024, "disk_mib": 256, "ttl_s": 3600}
-HOLD = (
-    "import os, time\n"
-    "held = bytearray(os.urandom({size}))\n"
-    "open('/work/ready', 'w').write('1')\n"
-    "while True: time.sleep(1)\n"
-)
 
 
 async def main() -> None:

@@ -37,6 +37,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from api import (  # noqa: E402
+    HOLD,
     database_url,
     destroy_all,
     drop_database,
@@ -50,12 +51,6 @@ from service.db import migrate  # noqa: E402
 from service.runtime import images  # noqa: E402
 
 MIB = 1 << 20
-HOLD = (
-    "import os, time\n"
-    "held = bytearray(os.urandom({size}))\n"
-    "open('/work/ready', 'w').write('1')\n"
-    "while True: time.sleep(1)\n"
-)
 
 
 async def main() -> None:

@@ -53,12 +53,11 @@ async def ensure_digest(db: Db, runtime: SandboxRuntime, node_id: str, sandbox_i
             return False
         if row.pause_digest is not None:
             return True
-        snapshot_id = row.pause_snapshot_id
+        # The checkpoint's size is on record since the pause (its image's bytes, as a
+        # snapshot's size counts them): no listing of every snapshot on the node to find it.
+        snapshot_id, size = row.pause_snapshot_id, row.pause_bytes or 0
     try:
         digest = await digest_of(runtime, snapshot_id)
-        size = next(
-            (s.size_bytes for s in await runtime.list_snapshots() if s.id == snapshot_id), 0
-        )
     except (SandboxRuntimeError, OSError, ValueError) as exc:
         # Resumed or deleted meanwhile, or unreadable: it is not offered to other nodes.
         log.warning("checkpoint %s of sandbox %s not read: %s", snapshot_id, sandbox_id, exc)
