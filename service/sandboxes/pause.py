@@ -336,8 +336,9 @@ async def wake(
         await asyncio.sleep(0.1)
 
 
-def add_woke_header(message: Any, scope: Any) -> None:
-    """`before_send`: the wake time of a sandbox this request resumed."""
+async def add_woke_header(message: Any, scope: Any) -> None:
+    """`before_send`: the wake time of a sandbox this request resumed. A coroutine: Litestar
+    runs a plain function hook in a worker thread, once for every message of every response."""
     took = woke_ms.get()
     if took is not None and message["type"] == "http.response.start":
         message.setdefault("headers", []).append((WOKE_HEADER.encode(), str(took).encode()))
