@@ -4,9 +4,12 @@ side in one run.
 Starts an all-in-one `airlock serve` (its own database) and a local cluster of two nodes and one
 API replica (scripts/cluster.py, its own database), both on gVisor on this machine. Prints:
 
-- an exec of `true`, and a 10 MiB download, through the all-in-one server and through the
-  replica (which forwards to the node): median and p90 of each, interleaved so both see the
-  same machine load, and what routing adds at the median (target: < 2 ms);
+- an exec of `true`, and a 10 MiB download, through the all-in-one server, through the replica
+  (which forwards to the node), and on the node itself called directly (the node token a
+  replica would send, minted here with the cluster's key): median and p90 of each,
+  interleaved so all see the same machine load, and what routing adds at the median against
+  the all-in-one server (target: < 2 ms) and against the node alone (the hop's own cost: the
+  all-in-one server is one process where the cluster splits the work over two);
 - creates per second through the replica, with one node taking them (the other drained) and
   with both.
 
@@ -45,7 +48,10 @@ from bench.api import (  # noqa: E402
     state_dir,
     wait_ready,
 )
+from service.auth.keyring import KeyRing  # noqa: E402
+from service.auth.principal import SCOPES, Principal, PrincipalKind  # noqa: E402
 from service.db import migrate  # noqa: E402
+from service.nodes.credentials import NodeCredentials  # noqa: E402
 from service.runtime import images  # noqa: E402
 
 MIB = 1 << 20
@@ -66,6 +72,7 @@ class Target:
         self.http: aiohttp.ClientSession
         self.auth: dict[str, str] = {}
         self.sandbox = ""
+        self.tenant_id = self.key_id = ""
 
     async def open(self) -> None:
         self.http = aiohttp.ClientSession(self.base)
@@ -73,7 +80,9 @@ class Target:
         body = {"name": f"bench-{secrets.token_hex(3)}", "quotas": QUOTAS}
         async with self.http.post("/v1/tenants", json=body, headers=op) as r:
             assert r.status == 201, await r.text()
-            self.auth = {"Authorization": f"Bearer {(await r.json())['api_key']}"}
+            made = await r.json()
+        self.auth = {"Authorization": f"Bearer {made['api_key']}"}
+        self.tenant_id, self.key_id = made["tenant"]["id"], made["api_key_id"]
         self.sandbox = await self.create()
         data = os.urandom(10 * MIB)
         async with self.http.put(self.files, data=data, headers=self.auth) as r:
@@ -93,10 +102,18 @@ class Target:
         async with self.http.delete(f"/v1/sandboxes/{sandbox_id}", headers=self.auth) as r:
             assert r.status == 204, await r.text()
 
+    async def node(self) -> str:
+        async with self.http.get(f"/v1/sandboxes/{self.sandbox}", headers=self.auth) as r:
+            assert r.status == 200, await r.text()
+            return str((await r.json())["node_id"])
+
+    def headers(self) -> dict[str, str]:
+        return self.auth
+
     async def exec_true(self) -> float:
         t0 = time.perf_counter()
         async with self.http.post(
-            f"/v1/sandboxes/{self.sandbox}/execs", json={"cmd": ["true"]}, headers=self.auth
+            f"/v1/sandboxes/{self.sandbox}/execs", json={"cmd": ["true"]}, headers=self.headers()
         ) as r:
             body = await r.json()
         elapsed = time.perf_counter() - t0
@@ -106,7 +123,7 @@ class Target:
     async def download(self) -> float:
         t0 = time.perf_counter()
         size = 0
-        async with self.http.get(self.files, headers=self.auth) as r:
+        async with self.http.get(self.files, headers=self.headers()) as r:
             assert r.status == 200, await r.text()
             async for chunk in r.content.iter_any():
                 size += len(chunk)
@@ -115,26 +132,54 @@ class Target:
         return elapsed
 
 
-async def interleaved(a: Target, b: Target, what: str, runs: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {a.name: [], b.name: []}
+class Direct(Target):
+    """The replica's tenant and sandbox, called on its node as the replica would call it."""
+
+    def __init__(self, routed: Target, node_url: str, keys_dir: Path) -> None:
+        super().__init__("node alone (no replica)", node_url, "")
+        self.routed = routed
+        self.credentials = NodeCredentials(KeyRing(keys_dir), issuer="airlock")
+        self.principal = Principal(
+            kind=PrincipalKind.API_KEY,
+            actor=routed.key_id,
+            tenant_id=routed.tenant_id,
+            scopes=frozenset(SCOPES),
+            key_id=routed.key_id,
+        )
+        self.node_id = ""
+
+    async def open(self) -> None:
+        self.http = aiohttp.ClientSession(self.base)
+        self.sandbox = self.routed.sandbox
+        self.node_id = await self.routed.node()
+
+    def headers(self) -> dict[str, str]:  # reminted before it runs out, as a replica does
+        token = self.credentials.mint(self.principal, "127.0.0.1", self.node_id)
+        return {"Authorization": f"Bearer {token}"}
+
+
+async def interleaved(targets: list[Target], what: str, runs: int) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {t.name: [] for t in targets}
     for _ in range(3):  # warm-up, not counted
-        await getattr(a, what)()
-        await getattr(b, what)()
+        for t in targets:
+            await getattr(t, what)()
     for i in range(runs):
-        first, second = (a, b) if i % 2 == 0 else (b, a)
-        times[first.name].append(await getattr(first, what)())
-        times[second.name].append(await getattr(second, what)())
+        for t in targets[i % len(targets) :] + targets[: i % len(targets)]:
+            times[t.name].append(await getattr(t, what)())
     return times
 
 
-def report(title: str, times: dict[str, list[float]], local: str, routed: str) -> None:
+def report(title: str, times: dict[str, list[float]], routed: str) -> None:
     print(f"\n{title}")
     for name, values in times.items():
         ms = [v * 1000 for v in values]
         print(f"  {name:28} p50 {statistics.median(ms):8.2f} ms   p90 {pct(ms, 90):8.2f} ms")
-    added = (statistics.median(times[routed]) - statistics.median(times[local])) * 1000
-    ratio = statistics.median(times[routed]) / statistics.median(times[local])
-    print(f"  routing adds {added:+.2f} ms at the median ({ratio:.2f}x)")
+    for name in times:
+        if name == routed:
+            continue
+        added = (statistics.median(times[routed]) - statistics.median(times[name])) * 1000
+        ratio = statistics.median(times[routed]) / statistics.median(times[name])
+        print(f"  routing adds {added:+.2f} ms at the median against {name} ({ratio:.2f}x)")
 
 
 async def creates_per_second(target: Target, total: int, parallel: int) -> float:
@@ -229,13 +274,18 @@ async def run(
     routed = Target("replica -> node", replica_url, cluster_operator)
     await local.open()
     await routed.open()
+    node_id = await routed.node()
+    node_url = next(p["url"] for p in info["processes"] if p.get("node_id") == node_id)
+    direct = Direct(routed, node_url, Path(info["env"]["AIRLOCK_JWT_KEYS_DIR"]))
+    await direct.open()
+    targets = [local, routed, direct]
     try:
         platform = os.environ.get("AIRLOCK_RUNSC_PLATFORM") or "chosen by probe"
         print(f"gVisor ({platform}); {os.cpu_count()} CPUs; PostgreSQL; aiohttp client")
-        times = await interleaved(local, routed, "exec_true", args.runs)
-        report(f"exec `true`, {args.runs} runs each", times, local.name, routed.name)
-        times = await interleaved(local, routed, "download", args.downloads)
-        report(f"10 MiB download, {args.downloads} runs each", times, local.name, routed.name)
+        times = await interleaved(targets, "exec_true", args.runs)
+        report(f"exec `true`, {args.runs} runs each", times, routed.name)
+        times = await interleaved(targets, "download", args.downloads)
+        report(f"10 MiB download, {args.downloads} runs each", times, routed.name)
 
         print(f"\ncreates per second through the replica ({args.creates} creates, "
               f"{args.parallel} at a time)")  # fmt: skip
@@ -249,8 +299,8 @@ async def run(
         print(f"  one node   {one:6.2f} creates/s")
         print(f"  two nodes  {two:6.2f} creates/s   ({two / one:.2f}x)")
     finally:
-        await local.http.close()
-        await routed.http.close()
+        for t in targets:
+            await t.http.close()
 
 
 if __name__ == "__main__":

@@ -335,6 +335,10 @@ def restart(args: argparse.Namespace) -> int:
     directory = args.dir.resolve()
     info = json.loads((directory / "cluster.json").read_text())
     spec = next(p for p in info["processes"] if p["name"] == args.name)
+    if alive(spec["pid"]):
+        # Its port is still taken, and the readiness check would see the old process answer.
+        say(f"{spec['name']} (pid {spec['pid']}) is still running: stop or kill it first")
+        return 1
     spec["pid"] = start_process(directory, spec, info["env"])
     (directory / "cluster.json").write_text(json.dumps(info, indent=2) + "\n")
     wait_ready(directory, [spec])
