@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import os
 import secrets
 import socket
@@ -26,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -105,6 +108,46 @@ async def drop_database(url: str) -> None:
         await conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
     finally:
         await conn.close()
+
+
+@contextlib.asynccontextmanager
+async def local_cluster(
+    name: str, env: dict[str, str] | None = None, nodes: int = 2, apis: int = 1
+) -> AsyncIterator[dict]:
+    """A local cluster (scripts/cluster.py) on gVisor with its own database, for the length of
+    the block; yields its cluster.json. `env`: AIRLOCK_* settings for every process (the
+    caller's own AIRLOCK_* variables are not passed on, AIRLOCK_RUNSC_PLATFORM aside)."""
+    admin = os.environ.get("AIRLOCK_TEST_PG_ADMIN_URL")
+    if not admin:
+        raise SystemExit("set AIRLOCK_TEST_PG_ADMIN_URL (scripts/postgres.sh prints one)")
+    images.build_default_image(REPO / ".airlock")
+    script = [sys.executable, str(REPO / "scripts/cluster.py")]
+    database = f"airlock_bench_{name}_{secrets.token_hex(4)}"
+    cluster_env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("AIRLOCK_")},
+        "AIRLOCK_RUNTIME": "gvisor",
+        "AIRLOCK_LOG_LEVEL": "WARNING",
+        **(env or {}),
+    }
+    if os.environ.get("AIRLOCK_RUNSC_PLATFORM"):
+        cluster_env["AIRLOCK_RUNSC_PLATFORM"] = os.environ["AIRLOCK_RUNSC_PLATFORM"]
+    with tempfile.TemporaryDirectory(prefix=f"airlock-bench-{name}-") as tmp:
+        directory = Path(tmp) / "cluster"
+        try:
+            subprocess.run(  # noqa: ASYNC221
+                [*script, "start", "--dir", str(directory), "--nodes", str(nodes),
+                 "--apis", str(apis), "--port", str(free_port() % 20000 + 30000),
+                 "--database", database, "--admin-url", admin,
+                 "--images", str(REPO / ".airlock" / "images")],
+                env=cluster_env, check=True, stdout=subprocess.DEVNULL,
+            )  # fmt: skip
+            yield json.loads((directory / "cluster.json").read_text())
+        finally:
+            subprocess.run(  # noqa: ASYNC221
+                [*script, "stop", "--clean", "--dir", str(directory)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            await drop_database(f"postgresql+asyncpg:///{database}")
 
 
 async def wait_ready(base: str, proc: subprocess.Popen[bytes], timeout_s: float = 30) -> None:

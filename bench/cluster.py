@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import secrets
 import statistics
@@ -44,6 +43,7 @@ from bench.api import (  # noqa: E402
     destroy_all,
     drop_database,
     free_port,
+    local_cluster,
     pct,
     state_dir,
     wait_ready,
@@ -206,11 +206,9 @@ async def main() -> None:
     parser.add_argument("--creates", type=int, default=12)
     parser.add_argument("--parallel", type=int, default=4)
     args = parser.parse_args()
-    admin = os.environ.get("AIRLOCK_TEST_PG_ADMIN_URL")
-    if not admin:
+    if not os.environ.get("AIRLOCK_TEST_PG_ADMIN_URL"):
         raise SystemExit("set AIRLOCK_TEST_PG_ADMIN_URL (scripts/postgres.sh prints one)")
-
-    images.build_default_image(REPO / ".airlock")
+    images.build_default_image(REPO / ".airlock")  # before the all-in-one server starts
     with tempfile.TemporaryDirectory(prefix="airlock-bench-cluster-") as tmp:
         root = Path(tmp)
         url, _ = await database_url(root)
@@ -232,38 +230,17 @@ async def main() -> None:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        cluster_dir = root / "cluster"
-        database = f"airlock_bench_cluster_{secrets.token_hex(4)}"
-        cluster_env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("AIRLOCK_")},
-            "AIRLOCK_RUNTIME": "gvisor",
-            "AIRLOCK_LOG_LEVEL": "WARNING",
-        }
-        if os.environ.get("AIRLOCK_RUNSC_PLATFORM"):
-            cluster_env["AIRLOCK_RUNSC_PLATFORM"] = os.environ["AIRLOCK_RUNSC_PLATFORM"]
-        script = [sys.executable, str(REPO / "scripts/cluster.py")]
         try:
-            subprocess.run(  # noqa: ASYNC221
-                [*script, "start", "--dir", str(cluster_dir), "--nodes", "2", "--apis", "1",
-                 "--port", str(free_port() % 20000 + 30000), "--database", database,
-                 "--admin-url", admin, "--images", str(REPO / ".airlock" / "images")],
-                env=cluster_env, check=True, stdout=subprocess.DEVNULL,
-            )  # fmt: skip
-            info = json.loads((cluster_dir / "cluster.json").read_text())
-            replica = next(p["url"] for p in info["processes"] if p["role"] == "api")
-            await wait_ready(f"http://127.0.0.1:{port}", proc)
-            await run(args, f"http://127.0.0.1:{port}", operator, replica, info)
+            async with local_cluster("cluster", nodes=2, apis=1) as info:
+                replica = next(p["url"] for p in info["processes"] if p["role"] == "api")
+                await wait_ready(f"http://127.0.0.1:{port}", proc)
+                await run(args, f"http://127.0.0.1:{port}", operator, replica, info)
         finally:
-            subprocess.run(  # noqa: ASYNC221
-                [*script, "stop", "--clean", "--dir", str(cluster_dir)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
             proc.terminate()
             proc.wait(timeout=30)
             await destroy_all(root / "all-in-one")
             log.close()
             await drop_database(url)
-            await drop_database(f"postgresql+asyncpg:///{database}")
 
 
 async def run(

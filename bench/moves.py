@@ -25,13 +25,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import secrets
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -40,8 +36,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.api import HOLD, drop_database, free_port, pct  # noqa: E402
-from service.runtime import images  # noqa: E402
+from bench.api import HOLD, local_cluster, pct  # noqa: E402
 
 BIG = {"memory_mib": 1024, "disk_mib": 256, "ttl_s": 3600}
 
@@ -51,38 +46,12 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--hold", type=int, default=64, help="MiB the process holds")
     args = parser.parse_args()
-    admin = os.environ.get("AIRLOCK_TEST_PG_ADMIN_URL")
-    if not admin:
-        raise SystemExit("set AIRLOCK_TEST_PG_ADMIN_URL (scripts/postgres.sh prints one)")
-    images.build_default_image(REPO / ".airlock")
-    script = [sys.executable, str(REPO / "scripts/cluster.py")]
-    with tempfile.TemporaryDirectory(prefix="airlock-bench-moves-") as tmp:
-        cluster_dir = Path(tmp) / "cluster"
-        database = f"airlock_bench_moves_{secrets.token_hex(4)}"
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("AIRLOCK_")},
-            "AIRLOCK_RUNTIME": "gvisor",
-            "AIRLOCK_LOG_LEVEL": "WARNING",
-            "AIRLOCK_HOST_MEMORY_MIB": "3072",
-            "AIRLOCK_PAUSE_COPIES": "0",  # every move fetches its checkpoint while timed
-        }
-        if os.environ.get("AIRLOCK_RUNSC_PLATFORM"):
-            env["AIRLOCK_RUNSC_PLATFORM"] = os.environ["AIRLOCK_RUNSC_PLATFORM"]
-        try:
-            subprocess.run(  # noqa: ASYNC221
-                [*script, "start", "--dir", str(cluster_dir), "--nodes", "2", "--apis", "1",
-                 "--port", str(free_port() % 20000 + 30000), "--database", database,
-                 "--admin-url", admin, "--images", str(REPO / ".airlock" / "images")],
-                env=env, check=True, stdout=subprocess.DEVNULL,
-            )  # fmt: skip
-            info = json.loads((cluster_dir / "cluster.json").read_text())
-            await run(args, info)
-        finally:
-            subprocess.run(  # noqa: ASYNC221
-                [*script, "stop", "--clean", "--dir", str(cluster_dir)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-            await drop_database(f"postgresql+asyncpg:///{database}")
+    env = {
+        "AIRLOCK_HOST_MEMORY_MIB": "3072",
+        "AIRLOCK_PAUSE_COPIES": "0",  # every move fetches its checkpoint while timed
+    }
+    async with local_cluster("moves", env) as info:
+        await run(args, info)
 
 
 async def run(args: argparse.Namespace, info: dict) -> None:

@@ -153,11 +153,12 @@ def ready(url: str) -> bool:
 
 
 def alive(pid: int) -> bool:
+    """Running: a process killed but not yet reaped by its parent (a zombie) is not."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
         return False
-    return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def wait_ready(directory: Path, processes: list[dict]) -> None:

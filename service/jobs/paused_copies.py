@@ -26,9 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.db.models import Node, NodeSnapshot, Sandbox
 from service.jobs.periodic import PeriodicJob
-from service.nodes.leases import LOST, READY
+from service.nodes.leases import LOST, READY, db_now
 from service.nodes.moves import ensure_digest
-from service.nodes.placement import node_views
 from service.nodes.snapshots import SnapshotFetcher, forget_unused
 from service.runtime import SandboxRuntime, SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
@@ -113,10 +112,6 @@ class PausedCopies(PeriodicJob):
     async def _to_fetch(self) -> list[tuple[str, str]]:
         """The paused sandboxes of other nodes with fewer copies than wanted whose checkpoint
         this node is among the first (by rank) to copy."""
-        views = {v.id: v for v in await node_views(self.db.kw["bind"])}
-        me = views.get(self.node_id)
-        if me is None or me.state != READY or not me.live:
-            return []
         copies = (
             select(func.count())
             .select_from(NodeSnapshot)
@@ -152,6 +147,23 @@ class PausedCopies(PeriodicJob):
                     .limit(BATCH)
                 )
             ).all()
+            if not short:  # the usual pass: nothing more to read
+                return []
+            views = {
+                r.id: r
+                for r in await session.execute(
+                    select(
+                        Node.id,
+                        Node.state,
+                        (Node.lease_expires_at > db_now(session)).label("live"),
+                        Node.runtime,
+                        Node.platform,
+                    )
+                )
+            }
+            me = views.get(self.node_id)
+            if me is None or me.state != READY or not me.live:
+                return []
             holders = {
                 (r[0], r[1])
                 for r in await session.execute(

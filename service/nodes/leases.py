@@ -40,6 +40,13 @@ class NodeInfo:
     labels: dict[str, str] = field(default_factory=dict)
 
 
+def db_now(session: AsyncSession) -> ColumnElement[object]:
+    """Now by the clock leases are judged by, as an SQL value (see the module's words)."""
+    if session.bind.dialect.name == "postgresql":
+        return func.now()
+    return literal(utcnow(), UTCDateTime())
+
+
 class Leases:
     def __init__(self, db: async_sessionmaker[AsyncSession], lease_s: float) -> None:
         self.db = db
@@ -49,7 +56,7 @@ class Leases:
         """Now, and the end of a lease taken now, as SQL values."""
         if session.bind.dialect.name == "postgresql":
             return func.now(), func.now() + self.lease
-        now = utcnow()
+        now = utcnow()  # SQLite has no interval arithmetic: the end is computed here
         return literal(now, UTCDateTime()), literal(now + self.lease, UTCDateTime())
 
     async def register(self, info: NodeInfo) -> str:

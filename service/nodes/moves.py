@@ -24,12 +24,11 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from service.audit.recorder import AuditContext, record
-from service.db.base import utcnow
 from service.db.models import Node, NodeSnapshot
 from service.db.models import Sandbox as SandboxRow
 from service.db.session import Db
 from service.nodes import placement
-from service.nodes.leases import LOST
+from service.nodes.leases import LOST, db_now
 from service.nodes.snapshots import digest_of, record_copy
 from service.runtime import SandboxRuntime, SandboxRuntimeError
 from service.sandboxes.states import State
@@ -91,13 +90,14 @@ async def move_paused(
         if row is None or row.state != State.PAUSED or row.pause_snapshot_id is None:
             return None
         ask = placement.Ask(float(row.cpus), row.memory_mib, row.disk_mib, runtime=runtime.name)
+        digest_known = row.pause_digest is not None  # usually: the copies job recorded it
     views = await placement.node_views(engine)
     here = next((n for n in views if n.id == from_node), None)
     if here is None:
         return None
     others = [n for n in views if n.id != from_node and n.platform == here.platform]
     order = placement.place(others, ask, overcommit)
-    if not order or not await ensure_digest(db, runtime, from_node, sandbox_id):
+    if not order or not (digest_known or await ensure_digest(db, runtime, from_node, sandbox_id)):
         return None
     async with db() as session, session.begin():
         row = await session.get(SandboxRow, sandbox_id, with_for_update=True)
@@ -115,11 +115,13 @@ async def move_paused(
 
 
 async def node_is_up(session: AsyncSession, node_id: str) -> bool:
-    """Registered, not lost, its lease running."""
-    node = await session.get(Node, node_id)
-    if node is None or node.state == LOST:
-        return False
-    return node.lease_expires_at > utcnow()
+    """Registered, not lost, its lease running (by the clock leases are judged by)."""
+    up = await session.scalar(
+        select(Node.id).where(
+            Node.id == node_id, Node.state != LOST, Node.lease_expires_at > db_now(session)
+        )
+    )
+    return up is not None
 
 
 async def _holders(session: AsyncSession, row: SandboxRow) -> set[str]:

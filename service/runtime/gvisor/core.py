@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
+from .. import records
 from ..transfers import TRANSFER_TIMEOUT_S
 from ..types import HELPER_PATH
 from . import platform
@@ -36,6 +37,15 @@ class Core:
     networks: Networks
     host_memory: HostMemory
     runsc_version: str  # the first line of `runsc --version`
+
+    @property
+    def _snapshots(self) -> Path:
+        return self.root / "snapshots"
+
+    def _snapshot_dir(self, snapshot_id: str) -> Path:
+        """A snapshot's directory (template, fork or pause checkpoint); SnapshotNotFound for
+        an id that cannot be one."""
+        return self._snapshots / records.check_snapshot_id(snapshot_id)
 
     @property
     def keeps_exec_processes(self) -> bool:

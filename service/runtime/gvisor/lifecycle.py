@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from .. import images, records
+from .. import images
 from ..errors import SandboxNotFound, SandboxRuntimeError, SnapshotNotFound
 from ..types import SandboxSpec
 from . import bundle, cgroups, hostproc, netstack, network, reaper
@@ -185,8 +185,7 @@ class Lifecycle(Core):
         paused = meta.get("paused") or {}
         if paused.get("snapshot"):  # its checkpoint goes with it
             with contextlib.suppress(SnapshotNotFound):
-                snapshot = self.root / "snapshots" / records.check_snapshot_id(paused["snapshot"])
-                shutil.rmtree(snapshot, ignore_errors=True)
+                shutil.rmtree(self._snapshot_dir(paused["snapshot"]), ignore_errors=True)
         self.store.live.pop(sandbox.id, None)
         self.host_memory.release(sandbox.id)
 

@@ -134,13 +134,6 @@ class Snapshots(Lifecycle, Execs):
             raise
         return self._snapshot_info(meta, directory)
 
-    @property
-    def _snapshots(self) -> Path:
-        return self.root / "snapshots"
-
-    def _snapshot_dir(self, snapshot_id: str) -> Path:
-        return self._snapshots / records.check_snapshot_id(snapshot_id)
-
     def _snapshot_info(self, meta: dict[str, Any], directory: Path) -> SnapshotInfo:
         size = sum(f.stat().st_size for f in (directory / "image").rglob("*") if f.is_file())
         return records.snapshot_info(meta, self.name, size)
