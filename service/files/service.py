@@ -38,7 +38,7 @@ from service.runtime.paths import sandbox_path
 from service.sandboxes import service as sandboxes
 from service.sandboxes.activity import touch
 from service.sandboxes.pause import wake
-from service.streaming import Body
+from service.streaming import Body, close_body
 from service.tenants.service import quotas_of
 
 log = logging.getLogger("airlock.files")
@@ -209,6 +209,8 @@ async def remove_quietly(runtime: SandboxRuntime, target: Target, path: str) -> 
         except SandboxRuntimeError as exc:
             log.warning("could not remove %s in sandbox %s: %s", path, target.sandbox_id, exc)
 
+    # Not a shielded scope (service.streaming.close_body): the cancelled request ends at once
+    # and the removal, an exec of up to 30 s, finishes on its own.
     await asyncio.shield(remove())
 
 
@@ -280,14 +282,8 @@ async def first_chunk(chunks: AsyncIterator[bytes]) -> bytes | None:
     except StopAsyncIteration:
         return None
     except BaseException:
-        await _close(chunks)
+        await close_body(chunks)
         raise
-
-
-async def _close(chunks: AsyncIterator[bytes]) -> None:
-    aclose = getattr(chunks, "aclose", None)
-    if aclose is not None:
-        await asyncio.shield(aclose())
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,7 +317,7 @@ async def download_file(
     try:
         await audit(db, ctx, target, "file.read", path=source)
     except BaseException:
-        await _close(chunks)
+        await close_body(chunks)
         raise
     return Download(path=source, chunks=Body(first, chunks))
 
