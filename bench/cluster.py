@@ -9,7 +9,8 @@ API replica (scripts/cluster.py, its own database), both on gVisor on this machi
   replica would send, minted here with the cluster's key): median and p90 of each,
   interleaved so all see the same machine load, and what routing adds at the median against
   the all-in-one server (target: < 2 ms) and against the node alone (the hop's own cost: the
-  all-in-one server is one process where the cluster splits the work over two);
+  all-in-one server is one process where the cluster splits the work over two), both as the
+  difference of the medians and as the median of the differences within each round;
 - creates per second through the replica, with one node taking them (the other drained) and
   with both.
 
@@ -179,7 +180,13 @@ def report(title: str, times: dict[str, list[float]], routed: str) -> None:
             continue
         added = (statistics.median(times[routed]) - statistics.median(times[name])) * 1000
         ratio = statistics.median(times[routed]) / statistics.median(times[name])
-        print(f"  routing adds {added:+.2f} ms at the median against {name} ({ratio:.2f}x)")
+        # Each round times every path back to back: the difference within a round sees one
+        # machine load, so its median moves less with the load than the medians' difference.
+        paired = statistics.median(r - o for r, o in zip(times[routed], times[name], strict=True))
+        print(
+            f"  routing adds {added:+.2f} ms at the median against {name} ({ratio:.2f}x); "
+            f"median of the differences within a round {paired * 1000:+.2f} ms"
+        )
 
 
 async def creates_per_second(target: Target, total: int, parallel: int) -> float:
