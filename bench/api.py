@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from service.db import migrate  # noqa: E402
 from service.runtime import ExecRequest, SandboxSpec, images  # noqa: E402
-from service.runtime.gvisor import GVisorRuntime  # noqa: E402
+from service.runtime.gvisor import GVisorRuntime, destroy_left  # noqa: E402
 
 
 def free_port() -> int:
@@ -68,17 +68,6 @@ def state_dir(root: Path, name: str) -> Path:
     path.mkdir()
     (path / "images").symlink_to(REPO / ".airlock" / "images")
     return path
-
-
-async def destroy_all(state: Path) -> None:
-    """Destroy every sandbox the stopped server left in its state dir (its sandboxes and pool
-    members outlive it by design), so a benchmark leaves nothing running behind it."""
-    runtime = await GVisorRuntime.open(state)
-    try:
-        for info in await runtime.list_sandboxes():
-            await runtime.destroy(info.id)
-    finally:
-        await runtime.close()
 
 
 async def database_url(root: Path) -> tuple[str, str]:
@@ -207,7 +196,7 @@ async def main() -> None:
             await direct.close()
             proc.terminate()
             proc.wait(timeout=30)
-            await destroy_all(root / "service")
+            await destroy_left(root / "service")
             log.close()
             await drop_database(url)
 

@@ -41,7 +41,6 @@ sys.path.insert(0, str(REPO))
 
 from bench.api import (  # noqa: E402
     database_url,
-    destroy_all,
     drop_database,
     free_port,
     local_cluster,
@@ -54,6 +53,7 @@ from service.auth.principal import SCOPES, Principal, PrincipalKind  # noqa: E40
 from service.db import migrate  # noqa: E402
 from service.nodes.credentials import NodeCredentials  # noqa: E402
 from service.runtime import images  # noqa: E402
+from service.runtime.gvisor import destroy_left  # noqa: E402
 
 MIB = 1 << 20
 QUOTAS = {
@@ -245,7 +245,7 @@ async def main() -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-            await destroy_all(root / "all-in-one")
+            await destroy_left(root / "all-in-one")
             log.close()
             await drop_database(url)
 

@@ -39,7 +39,6 @@ sys.path.insert(0, str(REPO / "bench"))
 from api import (  # noqa: E402
     HOLD,
     database_url,
-    destroy_all,
     drop_database,
     free_port,
     pct,
@@ -49,6 +48,7 @@ from api import (  # noqa: E402
 
 from service.db import migrate  # noqa: E402
 from service.runtime import images  # noqa: E402
+from service.runtime.gvisor import destroy_left  # noqa: E402
 
 MIB = 1 << 20
 
@@ -98,7 +98,7 @@ async def main() -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=120)
-            await destroy_all(state)
+            await destroy_left(state)
             log.close()
             await drop_database(url)
 

@@ -43,7 +43,6 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from api import (  # noqa: E402
     database_url,
-    destroy_all,
     drop_database,
     free_port,
     pct,
@@ -53,6 +52,7 @@ from api import (  # noqa: E402
 
 from service.db import migrate  # noqa: E402
 from service.runtime import images  # noqa: E402
+from service.runtime.gvisor import destroy_left  # noqa: E402
 
 SITE = "/home/sandbox/venv/lib/python3.11/site-packages"
 SETUP = [
@@ -109,7 +109,7 @@ async def main() -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=60)
-            await destroy_all(root / "service")
+            await destroy_left(root / "service")
             log.close()
             await drop_database(url)
 

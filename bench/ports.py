@@ -29,7 +29,6 @@ sys.path.insert(0, str(REPO))
 
 from bench.api import (  # noqa: E402
     database_url,
-    destroy_all,
     drop_database,
     free_port,
     pct,
@@ -38,6 +37,7 @@ from bench.api import (  # noqa: E402
 )
 from service.db import migrate  # noqa: E402
 from service.runtime import images  # noqa: E402
+from service.runtime.gvisor import destroy_left  # noqa: E402
 
 SERVER = r"""
 import http.server, sys
@@ -145,7 +145,7 @@ async def main() -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-            await destroy_all(root / "service")
+            await destroy_left(root / "service")
             log.close()
             print((root / "server.log").read_text()[-3000:])
             await drop_database(url)

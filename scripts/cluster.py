@@ -285,29 +285,13 @@ def stop(args: argparse.Namespace) -> int:
     for pidfile in directory.glob("*.pid"):
         pidfile.unlink()
     if args.clean:
+        from service.runtime.gvisor import destroy_left  # the runtime only when it is needed
+
         for state in sorted(directory.glob("node-*")):
             if state.is_dir():
-                destroyed = asyncio.run(destroy_sandboxes(state))
+                destroyed = asyncio.run(destroy_left(state))
                 say(f"{state.name}: destroyed {destroyed} sandboxes")
     return 0
-
-
-async def destroy_sandboxes(state_dir: Path) -> int:
-    """Every sandbox a node's runtime still holds (its processes, network, files)."""
-    from service.runtime import RuntimeUnavailable
-    from service.runtime.gvisor import GVisorRuntime
-
-    try:
-        runtime = await GVisorRuntime.open(state_dir)
-    except RuntimeUnavailable:
-        return 0
-    try:
-        found = await runtime.list_sandboxes()
-        for info in found:
-            await runtime.destroy(info.id)
-        return len(found)
-    finally:
-        await runtime.close()
 
 
 def status(args: argparse.Namespace) -> int:

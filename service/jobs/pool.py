@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.base import utcnow
@@ -31,7 +31,7 @@ from service.db.models import Node, PoolMember
 from service.db.session import Db
 from service.ids import new_id
 from service.jobs.periodic import PeriodicJob
-from service.nodes.leases import READY
+from service.nodes.leases import READY, db_now
 from service.pool import metrics
 from service.pool.repository import PoolRepository
 from service.pool.service import WarmPool, label, parse_targets, upsert_target
@@ -79,10 +79,9 @@ async def _startable_nodes(session: AsyncSession, node_id: str) -> dict[str, str
     """The nodes that may hold pool members now, with their runtimes: ready with a running
     lease. This node counts until its first registration is in the record (a fresh start
     refills at once; its runtime is not known then)."""
-    now = func.now() if session.bind.dialect.name == "postgresql" else utcnow()
     rows = (
         await session.execute(
-            select(Node.id, Node.state, Node.lease_expires_at > now, Node.runtime)
+            select(Node.id, Node.state, Node.lease_expires_at > db_now(session), Node.runtime)
         )
     ).all()
     ready: dict[str, str | None] = {

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy import ColumnElement, func, insert, literal, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.db.base import UTCDateTime, utcnow
 from service.db.models import Node
@@ -40,9 +40,11 @@ class NodeInfo:
     labels: dict[str, str] = field(default_factory=dict)
 
 
-def db_now(session: AsyncSession) -> ColumnElement[object]:
-    """Now by the clock leases are judged by, as an SQL value (see the module's words)."""
-    if session.bind.dialect.name == "postgresql":
+def db_now(on: AsyncSession | AsyncEngine) -> ColumnElement[object]:
+    """Now by the clock leases are judged by, as an SQL value (see the module's words), for
+    statements run in this session or on this engine."""
+    engine = on.bind if isinstance(on, AsyncSession) else on
+    if engine.dialect.name == "postgresql":
         return func.now()
     return literal(utcnow(), UTCDateTime())
 

@@ -10,15 +10,13 @@ import weakref
 from dataclasses import dataclass
 from typing import Protocol
 
-from sqlalchemy import func, literal, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.db.base import UTCDateTime, utcnow
 from service.db.models import Node as NodeRow
 from service.db.models import Sandbox as SandboxRow
-from service.db.pg import is_postgres
 from service.nodes.capacity import promised_memory
-from service.nodes.leases import READY
+from service.nodes.leases import READY, db_now
 from service.sandboxes.states import ACTIVE
 
 _ACTIVE = [s.value for s in ACTIVE]
@@ -91,12 +89,11 @@ async def node_views(engine: AsyncEngine) -> list[NodeView]:
         .group_by(SandboxRow.node_id)
         .subquery()
     )
-    now = func.now() if is_postgres(engine) else literal(utcnow(), UTCDateTime())
     query = select(
         NodeRow.id,
         NodeRow.address,
         NodeRow.state,
-        NodeRow.lease_expires_at > now,
+        NodeRow.lease_expires_at > db_now(engine),
         NodeRow.vcpus,
         NodeRow.memory_mib,
         held.c.cpus,

@@ -35,7 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service import telemetry
 from service.auth.principal import Principal
-from service.db.models import NodeSnapshot, PoolMember
+from service.db.models import Node, NodeSnapshot, PoolMember
 from service.db.models import Sandbox as SandboxRow
 from service.db.pg import driver_connection, is_postgres
 from service.errors import (
@@ -47,7 +47,7 @@ from service.errors import (
 from service.nodes import placement
 from service.nodes.credentials import NodeCredentials
 from service.nodes.leases import LOST
-from service.nodes.placement import Ask, NodeView
+from service.nodes.placement import Ask
 from service.ports import forward as ports_forward
 from service.requestid import HEADER as REQUEST_ID
 from service.requestid import request_id_for
@@ -154,21 +154,20 @@ class NodeRouter:
     def forget_all(self) -> None:
         self._owners.clear()
 
-    async def nodes(self) -> list[NodeView]:
-        """Every node with what its live sandboxes hold, as the database has it now."""
-        views = await placement.node_views(self.engine)
-        self._addresses = {v.id: v.address for v in views}
-        self._states = {v.id: v.state for v in views}
-        self._addresses_at = time.monotonic()
-        return views
-
     async def is_lost(self, node_id: str) -> bool:
         await self._fresh(node_id)
         return self._states.get(node_id) == LOST
 
     async def _fresh(self, node_id: str) -> None:
-        if time.monotonic() - self._addresses_at > ADDRESS_TTL_S or node_id not in self._addresses:
-            await self.nodes()
+        """Nodes' addresses and states, read again when older than ADDRESS_TTL_S or when this
+        node is not among them (one table: what sandboxes hold is placement's business)."""
+        if time.monotonic() - self._addresses_at <= ADDRESS_TTL_S and node_id in self._addresses:
+            return
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(select(Node.id, Node.address, Node.state))).all()
+        self._addresses = {r.id: r.address for r in rows}
+        self._states = {r.id: r.state for r in rows}
+        self._addresses_at = time.monotonic()
 
     async def address(self, node_id: str) -> str:
         await self._fresh(node_id)
@@ -237,7 +236,7 @@ class NodeRouter:
             url += "?" + query.decode("latin-1")
         client = scope.get("client")
         token = self.credentials.mint(principal, client[0] if client else None, node_id)
-        headers = _Headers()
+        headers: list[tuple[str, str]] = []  # in order, repeats kept
         length: int | None = None
         chunked = False
         # Hop-by-hop: the fixed ones, and whatever the client's Connection header names.
@@ -348,7 +347,7 @@ class NodeRouter:
         assert principal.tenant_id is not None
         body = await read_all(receive)
         ask = await self._asked(principal.tenant_id, body)
-        order = placement.place(await self.nodes(), ask, self.overcommit)
+        order = placement.place(await placement.node_views(self.engine), ask, self.overcommit)
         if ask.only_on is not None:
             order = [n for n in order if n.id == ask.only_on]
         else:
@@ -431,13 +430,6 @@ def _keepalive_socket(addr_info: Any) -> socket.socket:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, KEEPALIVE_INTERVAL_S)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE_PROBES)
     return sock
-
-
-class _Headers(list[tuple[str, str]]):
-    """Headers in order, repeats kept (aiohttp takes any iterable of pairs through `items`)."""
-
-    def items(self) -> list[tuple[str, str]]:  # type: ignore[override]
-        return list(self)
 
 
 async def read_all(receive: Any) -> bytes:

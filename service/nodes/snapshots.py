@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 from litestar import get
 from litestar.params import FromPath
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 
 from service.db.base import utcnow
 from service.db.models import Node, NodeSnapshot, Sandbox, TemplateVersion
@@ -31,7 +31,7 @@ from service.db.session import Db
 from service.deps import Runtimes
 from service.errors import NotFound
 from service.nodes.credentials import NodeCredentials
-from service.nodes.leases import LOST
+from service.nodes.leases import LOST, db_now
 from service.runtime import SandboxRuntime, SandboxRuntimeError, SnapshotInfo, SnapshotNotFound
 from service.streaming import Body, ClosingStream
 
@@ -167,7 +167,6 @@ class SnapshotFetcher:
                 .where(Sandbox.pause_snapshot_id == snapshot_id)
                 .limit(1)
             )
-            now = func.now() if session.bind.dialect.name == "postgresql" else utcnow()
             rows = (
                 await session.execute(
                     select(Node.id, Node.address)
@@ -177,7 +176,7 @@ class SnapshotFetcher:
                         NodeSnapshot.digest == digest,
                         Node.id != self.node_id,
                         Node.state != LOST,
-                        Node.lease_expires_at > now,
+                        Node.lease_expires_at > db_now(session),
                     )
                 )
             ).all()

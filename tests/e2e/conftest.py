@@ -31,8 +31,8 @@ from airlock_client.api.tenants import create_tenant
 from airlock_client.models import Exec, ExecCreate, Sandbox, SandboxCreate, TenantCreate
 
 from service.db import migrate
-from service.runtime import RuntimeUnavailable, images
-from service.runtime.gvisor import GVisorRuntime
+from service.runtime import images
+from service.runtime.gvisor import destroy_left
 from tests.conftest import create_pg_database
 
 REPO = Path(__file__).resolve().parents[2]
@@ -285,22 +285,8 @@ async def airlock(e2e_state: Path) -> AsyncIterator[Airlock]:
         )
     finally:
         server.stop()
-        await _destroy_leftovers(e2e_state)
+        await destroy_left(e2e_state)  # a crash test's or a failed test's
         await drop()
-
-
-async def _destroy_leftovers(state_dir: Path) -> None:
-    """Whatever sandboxes the server left behind (a crash test, a failed test) go with it."""
-    try:
-        runtime = await GVisorRuntime.open(state_dir)
-    except RuntimeUnavailable:
-        return  # then the server could not have made any either
-    try:
-        for info in await runtime.list_sandboxes():
-            with contextlib.suppress(Exception):
-                await runtime.destroy(info.id)
-    finally:
-        await runtime.close()
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,7 @@ from litestar.testing import AsyncTestClient
 
 from service.app import create_app
 from service.runtime import images
-from service.runtime.gvisor import GVisorRuntime
+from service.runtime.gvisor import destroy_left
 from service.settings import Settings
 from tests.conftest import OPERATOR_KEY, Api, Tenant
 
@@ -52,12 +52,7 @@ async def files_api(files_state: Path, database_url: str) -> AsyncIterator[Api]:
         async with AsyncTestClient(app=app, timeout=120) as client:
             yield Api(client=client, settings=settings)
     finally:
-        runtime = await GVisorRuntime.open(files_state)
-        try:
-            for leftover in await runtime.list_sandboxes():
-                await runtime.destroy(leftover.id)
-        finally:
-            await runtime.close()
+        await destroy_left(files_state)
 
 
 @dataclass

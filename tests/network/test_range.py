@@ -24,7 +24,7 @@ from tests.e2e.conftest import (
     Airlock,
     Database,
     Server,
-    _destroy_leftovers,
+    destroy_left,
     free_port,
     run_exec,
 )
@@ -68,7 +68,7 @@ async def ranged(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Airl
         )
     finally:
         server.stop()
-        await _destroy_leftovers(state)
+        await destroy_left(state)
         await drop()
 
 

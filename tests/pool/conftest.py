@@ -10,10 +10,10 @@ import pytest
 from sqlalchemy import text
 
 from service.db.session import make_engine
+from service.runtime.gvisor import destroy_left
 from tests.conftest import Api
 from tests.templates.conftest import (
     build_template,
-    destroy_everything,
     eventually,
     new_state,
     own_database,
@@ -33,7 +33,7 @@ async def papi(pool_state: Path, own_database: str) -> AsyncIterator[Api]:
         async with serve(pool_state, own_database) as api:
             yield api
     finally:
-        await destroy_everything(pool_state)
+        await destroy_left(pool_state, snapshots=True)
 
 
 async def sql(url: str, statement: str, **params: Any) -> list[Any]:

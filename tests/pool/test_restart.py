@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from service.runtime.gvisor import GVisorRuntime
+from service.runtime.gvisor import GVisorRuntime, destroy_left
 from tests.templates.conftest import (
     BIG_QUOTAS,
     PROBE,
-    destroy_everything,
     eventually,
     new_state,
     run,
@@ -81,7 +80,7 @@ async def test_the_pool_is_rebuilt_from_the_database_after_a_restart(
 
             await eventually(settled)
     finally:
-        await destroy_everything(state)
+        await destroy_left(state, snapshots=True)
 
 
 async def _runtime_of(url: str, sandbox_id: str) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from service.pool.service import parse_targets
-from tests.templates.conftest import build_template, destroy_everything, new_state, serve
+from service.runtime.gvisor import destroy_left
+from tests.templates.conftest import build_template, new_state, serve
 
 from .conftest import pool_status, set_target, wait_ready
 
@@ -26,4 +27,4 @@ async def test_a_target_from_the_settings_fills_once_the_template_exists(
             await wait_ready(api, "seeded", 1)
             assert (await pool_status(api, "seeded"))["target"] == 1  # the PUT is kept
     finally:
-        await destroy_everything(state)
+        await destroy_left(state, snapshots=True)

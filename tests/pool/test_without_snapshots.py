@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from service.runtime.gvisor import destroy_left
 from tests.templates.conftest import (
     BIG_QUOTAS,
     PROBE,
     build_template,
     delete_sandbox,
-    destroy_everything,
     new_state,
     run,
     serve,
@@ -54,4 +54,4 @@ async def test_pool_members_start_from_the_image_when_snapshots_are_off(
                 assert runs["stdout"] == "run\n"
                 await delete_sandbox(api, tenant, box)
     finally:
-        await destroy_everything(state)
+        await destroy_left(state, snapshots=True)

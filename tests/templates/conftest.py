@@ -21,7 +21,7 @@ from litestar.testing import AsyncTestClient
 from service.app import create_app
 from service.db import migrate
 from service.runtime import images
-from service.runtime.gvisor import GVisorRuntime
+from service.runtime.gvisor import destroy_left
 from service.settings import Settings
 from tests.conftest import OPERATOR_KEY, Api, Tenant, create_pg_database
 
@@ -101,17 +101,6 @@ async def serve(state: Path, database_url: str, **overrides: Any) -> AsyncIterat
         yield Api(client=client, settings=settings)
 
 
-async def destroy_everything(state: Path) -> None:
-    runtime = await GVisorRuntime.open(state)
-    try:
-        for leftover in await runtime.list_sandboxes():
-            await runtime.destroy(leftover.id)
-        for snapshot in await runtime.list_snapshots():
-            await runtime.delete_snapshot(snapshot.id)
-    finally:
-        await runtime.close()
-
-
 @pytest.fixture(scope="module")
 def template_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return new_state(tmp_path_factory, "templates-state")
@@ -123,7 +112,7 @@ async def tapi(template_state: Path, own_database: str) -> AsyncIterator[Api]:
         async with serve(template_state, own_database) as api:
             yield api
     finally:
-        await destroy_everything(template_state)
+        await destroy_left(template_state, snapshots=True)
 
 
 def unique(prefix: str) -> str:

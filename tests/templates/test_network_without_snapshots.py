@@ -8,6 +8,7 @@ import secrets
 
 import pytest
 
+from service.runtime.gvisor import destroy_left
 from tests.network.hosts import file_host, left_behind, made_networks, plain_host
 from tests.runtime.test_network import BLOCKED, PROBE
 
@@ -15,7 +16,6 @@ from .conftest import (
     build_template,
     create_sandbox,
     delete_sandbox,
-    destroy_everything,
     new_state,
     run,
     serve,
@@ -70,5 +70,5 @@ async def test_image_starts_run_setup_under_the_templates_policy(
                 for box in (plain, networked):
                     await delete_sandbox(api, tenant, box["id"])
         finally:
-            await destroy_everything(state)
+            await destroy_left(state, snapshots=True)
     assert made_networks and left_behind(made_networks) == []

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from service.runtime.gvisor import GVisorRuntime
+from service.runtime.gvisor import GVisorRuntime, destroy_left
 from tests.conftest import Api
 
-from .conftest import destroy_everything, eventually, new_state, serve, unique
+from .conftest import eventually, new_state, serve, unique
 
 
 async def newest(api: Api, name: str) -> dict[str, object]:
@@ -51,4 +51,4 @@ async def test_a_build_cut_off_by_a_restart_is_resumed(
             finally:
                 await runtime.close()
     finally:
-        await destroy_everything(state)
+        await destroy_left(state, snapshots=True)

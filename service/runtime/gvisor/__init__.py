@@ -2,7 +2,7 @@
 
 | module | part |
 | --- | --- |
-| `runtime.py` | `GVisorRuntime`: open, create, get, list, stats, close; assembled from the parts |
+| `runtime.py` | `GVisorRuntime`, assembled from the parts; `destroy_left` (a state dir emptied) |
 | `runsc.py` | runsc command lines, running them, reaping its helpers |
 | `platform.py` | the platform (systrap where a probe works, else ptrace) and why |
 | `store.py` | the sandbox record store (`sandbox.json`) and the live handles |
@@ -20,6 +20,6 @@
 """
 
 from .platform import PlatformChoice, choose_platform
-from .runtime import GVisorRuntime
+from .runtime import GVisorRuntime, destroy_left
 
-__all__ = ["GVisorRuntime", "PlatformChoice", "choose_platform"]
+__all__ = ["GVisorRuntime", "PlatformChoice", "choose_platform", "destroy_left"]

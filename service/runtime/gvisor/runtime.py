@@ -261,6 +261,30 @@ class GVisorRuntime(Pauses, Files, Policy):
         self.store.close()
 
 
+async def destroy_left(state_dir: Path, *, snapshots: bool = False) -> int:
+    """Destroy every sandbox a stopped server left in `state_dir` (sandboxes and pool members
+    outlive a server by design), and with `snapshots` every snapshot too; how many sandboxes.
+    Nothing where gVisor cannot run: no sandbox can have been made there. A sandbox that will
+    not go is logged and the rest still are."""
+    try:
+        runtime = await GVisorRuntime.open(state_dir)
+    except RuntimeUnavailable:
+        return 0
+    try:
+        found = await runtime.list_sandboxes()
+        for info in found:
+            try:
+                await runtime.destroy(info.id)
+            except Exception:
+                log.exception("sandbox %s left in %s could not be destroyed", info.id, state_dir)
+        if snapshots:
+            for snapshot in await runtime.list_snapshots():
+                await runtime.delete_snapshot(snapshot.id)
+        return len(found)
+    finally:
+        await runtime.close()
+
+
 def _raise_open_files_limit() -> None:
     """Each sandbox's agent link holds two pipe ends in this process."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
