@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import DateTime, MetaData, TypeDecorator
+from sqlalchemy import ColumnElement, DateTime, MetaData, TypeDecorator, or_, true
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING_CONVENTION = {
@@ -44,6 +45,15 @@ def as_utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def on_node(column: Any, node_id: str | None, *, unowned: bool = True) -> ColumnElement[bool]:
+    """Rows `column` gives to `node_id`, with (when `unowned`) the rows that name no node (made
+    before nodes were recorded); every row when `node_id` is None (one process, no nodes)."""
+    if node_id is None:
+        return true()
+    mine = column == node_id
+    return or_(mine, column.is_(None)) if unowned else mine
 
 
 class Base(DeclarativeBase):

@@ -8,11 +8,11 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, or_, select, true, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext
-from service.db.base import utcnow
+from service.db.base import on_node, utcnow
 from service.db.models import Exec, Sandbox
 from service.errors import AppError
 from service.jobs.periodic import PeriodicJob
@@ -35,7 +35,7 @@ async def pause_idle(
     candidates = (
         select(Sandbox.id, Sandbox.tenant_id, Sandbox.idle_timeout_s, Sandbox.last_activity_at)
         .where(Sandbox.state == State.RUNNING.value, Sandbox.idle_timeout_s.is_not(None))
-        .where(or_(Sandbox.node_id == node_id, Sandbox.node_id.is_(None)) if node_id else true())
+        .where(on_node(Sandbox.node_id, node_id))
         .limit(BATCH)
     )
     async with db() as session:

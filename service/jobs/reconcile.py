@@ -20,11 +20,11 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from sqlalchemy import ColumnElement, delete, or_, select
+from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext, record
-from service.db.base import utcnow
+from service.db.base import on_node, utcnow
 from service.db.models import Exec, PoolMember, Sandbox
 from service.execs import stored
 from service.jobs.templates import requeue_interrupted
@@ -56,19 +56,17 @@ async def reconcile(
         "orphans": 0,
     }
     counts["builds_requeued"] = await requeue_interrupted(db, node_id)
-    on_node = or_(Sandbox.node_id == node_id, Sandbox.node_id.is_(None))
+    here = on_node(Sandbox.node_id, node_id)
     async with db() as session, session.begin():
         counts["interrupted_execs"], to_kill = await interrupt_execs(
             session,
             SYSTEM,
-            Exec.sandbox_id.in_(select(Sandbox.id).where(on_node)),
+            Exec.sandbox_id.in_(select(Sandbox.id).where(here)),
             "the service stopped while this exec ran",
         )
         creating = (
             await session.scalars(
-                select(Sandbox)
-                .where(Sandbox.state == State.CREATING.value, on_node)
-                .with_for_update()
+                select(Sandbox).where(Sandbox.state == State.CREATING.value, here).with_for_update()
             )
         ).all()
         for row in creating:
@@ -82,7 +80,7 @@ async def reconcile(
         stopping = (
             await session.execute(
                 select(Sandbox.id, Sandbox.tenant_id).where(
-                    Sandbox.state == State.STOPPING.value, on_node
+                    Sandbox.state == State.STOPPING.value, here
                 )
             )
         ).all()
@@ -96,7 +94,7 @@ async def reconcile(
         running = (
             await session.execute(
                 select(Sandbox.id, Sandbox.runtime_id).where(
-                    Sandbox.state.in_([s.value for s in held]), on_node
+                    Sandbox.state.in_([s.value for s in held]), here
                 )
             )
         ).all()
@@ -154,12 +152,12 @@ async def drop_orphans(
     runtime sandboxes made before `before` (epoch seconds) that no live record of this node
     claims (the sweep failed them). Work started since, and what is still starting, is left
     alone, unlike the start-up repair's."""
-    on_node = or_(Sandbox.node_id == node_id, Sandbox.node_id.is_(None))
+    here = on_node(Sandbox.node_id, node_id)
     async with db() as session:
         claimed = set(
             await session.scalars(
                 select(Sandbox.runtime_id).where(
-                    on_node,
+                    here,
                     Sandbox.state.in_([s.value for s in LIVE]),
                     Sandbox.runtime_id.is_not(None),
                 )

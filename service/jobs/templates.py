@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from service.audit.recorder import AuditContext, record
-from service.db.base import utcnow
+from service.db.base import on_node, utcnow
 from service.db.models import Sandbox, Template, TemplateVersion, Tenant
 from service.db.session import Db
 from service.errors import Conflict, QuotaExceeded, ServiceUnavailable
@@ -78,7 +78,7 @@ async def claim_next(db: Db, node_id: str | None = None) -> Claimed | None:
         # A version made from a sandbox is built where that sandbox is.
         here = select(Sandbox.id).where(
             Sandbox.id == TemplateVersion.source_sandbox_id,
-            or_(Sandbox.node_id == node_id, Sandbox.node_id.is_(None)),
+            on_node(Sandbox.node_id, node_id),
         )
         pick = (
             select(TemplateVersion.id)
@@ -283,11 +283,12 @@ async def requeue_interrupted(
         assert db is not None
         async with db() as own, own.begin():
             return await requeue_interrupted(node_id=node_id, session=own, unowned=unowned)
-    which = [TemplateVersion.state == "building"]
-    if node_id is not None:
-        mine = TemplateVersion.node_id == node_id
-        which.append(or_(mine, TemplateVersion.node_id.is_(None)) if unowned else mine)
     result = await session.execute(
-        update(TemplateVersion).where(*which).values(state="queued", build_log="", node_id=None)
+        update(TemplateVersion)
+        .where(
+            TemplateVersion.state == "building",
+            on_node(TemplateVersion.node_id, node_id, unowned=unowned),
+        )
+        .values(state="queued", build_log="", node_id=None)
     )
     return int(result.rowcount or 0)  # type: ignore[attr-defined]

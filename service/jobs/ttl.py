@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from sqlalchemy import and_, or_, select, true
+from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext, record
-from service.db.base import utcnow
+from service.db.base import on_node, utcnow
 from service.db.models import Sandbox
 from service.jobs.periodic import PeriodicJob
 from service.runtime.holder import RuntimeHolder
@@ -56,11 +56,7 @@ async def reap_expired(
                         ),
                     )
                 )
-                .where(
-                    or_(Sandbox.node_id == node_id, Sandbox.node_id.is_(None))
-                    if node_id is not None
-                    else true()
-                )
+                .where(on_node(Sandbox.node_id, node_id))
                 .order_by(Sandbox.expires_at)
                 .limit(BATCH)
                 .with_for_update(skip_locked=True)

@@ -60,13 +60,22 @@ class RoutingMiddleware:
         ):
             await self.app(scope, receive, send)
             return
-        # The replica refuses what the node would refuse (scope, a bound token's sandbox)
-        # before anything is forwarded; the node's guard checks again.
-        await authorize(ASGIConnection(scope=scope, receive=receive), handler)
+        # Before anything is forwarded, this process refuses what the node would refuse (scope,
+        # a bound token's sandbox); the node's guard checks again. A call this process answers
+        # itself is checked once, by the route's own guard.
+        checked = False
+
+        async def check() -> None:
+            nonlocal checked
+            if not checked:
+                await authorize(ASGIConnection(scope=scope, receive=receive), handler)
+                checked = True
+
         if routed == "create":
             if router.local is not None:  # this process's node takes its own creates
                 await self.app(scope, receive, send)
                 return
+            await check()
             await router.create(scope, receive, send, principal)
             return
         sandbox_id = scope["path_params"]["sandbox_id"]
@@ -82,6 +91,7 @@ class RoutingMiddleware:
                     return
                 router.forget(sandbox_id)
                 continue
+            await check()
             if await router.is_lost(node):
                 router.forget(sandbox_id)  # moved off the lost node since it was cached?
                 if await router.owner(principal.tenant_id, sandbox_id) != node:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from service.audit.recorder import AuditContext, record
-from service.db.base import utcnow
+from service.db.base import on_node, utcnow
 from service.db.models import Review
 from service.jobs.periodic import PeriodicJob
 from service.jobs.queues import fair_order, owner_turns
@@ -92,11 +92,8 @@ async def requeue_interrupted(
         assert db is not None
         async with db() as own, own.begin():
             return await requeue_interrupted(node_id=node_id, session=own, unowned=unowned)
-    which = [Review.state == "running"]
-    if node_id is not None:
-        mine = Review.node_id == node_id
-        which.append(or_(mine, Review.node_id.is_(None)) if unowned else mine)
-    rows = (await session.scalars(select(Review).where(*which))).all()
+    which = on_node(Review.node_id, node_id, unowned=unowned)
+    rows = (await session.scalars(select(Review).where(Review.state == "running", which))).all()
     for row in rows:
         if row.attempts >= MAX_ATTEMPTS:
             row.state, row.finished_at = "failed", utcnow()
