@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
@@ -139,6 +140,64 @@ async def local_cluster(
             await drop_database(f"postgresql+asyncpg:///{database}")
 
 
+@dataclass
+class Server:
+    """An all-in-one `airlock serve` of a benchmark: where it answers, its operator key, its
+    state dir and database kind."""
+
+    base: str
+    operator: str
+    state: Path
+    db_kind: str
+    log: Path
+
+
+@contextlib.asynccontextmanager
+async def local_server(
+    env: dict[str, str] | None = None, stop_timeout_s: float = 60
+) -> AsyncIterator[Server]:
+    """An all-in-one `airlock serve` on gVisor with its own state dir and database (PostgreSQL
+    when AIRLOCK_TEST_PG_ADMIN_URL is set, else SQLite), ready, for the length of the block;
+    then stopped, every sandbox it left destroyed, its database dropped. `env`: AIRLOCK_*
+    settings of its own."""
+    images.build_default_image(REPO / ".airlock")
+    with tempfile.TemporaryDirectory(prefix="airlock-bench-") as tmp:
+        root = Path(tmp)
+        url, db_kind = await database_url(root)
+        await asyncio.to_thread(migrate.upgrade, url)
+        server = Server(
+            base=f"http://127.0.0.1:{free_port()}",
+            operator="alo_bench_" + secrets.token_urlsafe(32),
+            state=state_dir(root, "service"),
+            db_kind=db_kind,
+            log=root / "server.log",
+        )
+        proc_env = {
+            **os.environ,
+            "AIRLOCK_STATE_DIR": str(server.state),
+            "AIRLOCK_DATABASE_URL": url,
+            "AIRLOCK_RUNTIME": "gvisor",
+            "AIRLOCK_OPERATOR_KEY": server.operator,
+            "AIRLOCK_LOG_LEVEL": "WARNING",
+            **(env or {}),
+        }
+        with server.log.open("wb") as log:
+            proc = subprocess.Popen(  # noqa: ASYNC220
+                [str(REPO / ".venv/bin/airlock"), "serve", "--port", server.base.rsplit(":")[-1]],
+                env=proc_env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            try:
+                await wait_ready(server.base, proc)
+                yield server
+            finally:
+                proc.terminate()
+                proc.wait(timeout=stop_timeout_s)
+                await destroy_left(server.state)
+                await drop_database(url)
+
+
 async def wait_ready(base: str, proc: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
     async with httpx.AsyncClient() as client:
         for _ in range(int(timeout_s * 10)):
@@ -158,47 +217,20 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args()
-
-    images.build_default_image(REPO / ".airlock")
-    with tempfile.TemporaryDirectory(prefix="airlock-bench-") as tmp:
-        root = Path(tmp)
-        url, db_kind = await database_url(root)
-        await asyncio.to_thread(migrate.upgrade, url)
-        operator = "alo_bench_" + secrets.token_urlsafe(32)
-        port = free_port()
-        env = {
-            **os.environ,
-            "AIRLOCK_STATE_DIR": str(state_dir(root, "service")),
-            "AIRLOCK_DATABASE_URL": url,
-            "AIRLOCK_RUNTIME": "gvisor",
-            "AIRLOCK_OPERATOR_KEY": operator,
-            "AIRLOCK_LOG_LEVEL": "WARNING",
-        }
-        log = (root / "server.log").open("wb")
-        proc = subprocess.Popen(  # noqa: ASYNC220
-            [str(REPO / ".venv/bin/airlock"), "serve", "--port", str(port)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        base = f"http://127.0.0.1:{port}"
-        # the platform the server chooses (AIRLOCK_RUNSC_PLATFORM, else the probe's)
-        direct = await GVisorRuntime.open(
-            state_dir(root, "direct"), os.environ.get("AIRLOCK_RUNSC_PLATFORM") or None
-        )
-        direct_ids: list[str] = []
-        try:
-            await wait_ready(base, proc)
-            await run(base, operator, direct, direct_ids, args, db_kind)
-        finally:
-            for sid in direct_ids:
-                await direct.destroy(sid)
-            await direct.close()
-            proc.terminate()
-            proc.wait(timeout=30)
-            await destroy_left(root / "service")
-            log.close()
-            await drop_database(url)
+    with tempfile.TemporaryDirectory(prefix="airlock-bench-direct-") as direct_state:
+        async with local_server() as server:
+            # the platform the server chooses (AIRLOCK_RUNSC_PLATFORM, else the probe's)
+            direct = await GVisorRuntime.open(
+                state_dir(Path(direct_state), "direct"),
+                os.environ.get("AIRLOCK_RUNSC_PLATFORM") or None,
+            )
+            direct_ids: list[str] = []
+            try:
+                await run(server.base, server.operator, direct, direct_ids, args, server.db_kind)
+            finally:
+                for sid in direct_ids:
+                    await direct.destroy(sid)
+                await direct.close()
 
 
 async def run(

@@ -28,9 +28,7 @@ import asyncio
 import os
 import secrets
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -40,20 +38,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.api import (  # noqa: E402
-    database_url,
-    drop_database,
-    free_port,
     local_cluster,
+    local_server,
     pct,
-    state_dir,
-    wait_ready,
 )
 from service.auth.keyring import KeyRing  # noqa: E402
 from service.auth.principal import SCOPES, Principal, PrincipalKind  # noqa: E402
-from service.db import migrate  # noqa: E402
 from service.nodes.credentials import NodeCredentials  # noqa: E402
-from service.runtime import images  # noqa: E402
-from service.runtime.gvisor import destroy_left  # noqa: E402
 
 MIB = 1 << 20
 QUOTAS = {
@@ -215,39 +206,12 @@ async def main() -> None:
     args = parser.parse_args()
     if not os.environ.get("AIRLOCK_TEST_PG_ADMIN_URL"):
         raise SystemExit("set AIRLOCK_TEST_PG_ADMIN_URL (scripts/postgres.sh prints one)")
-    images.build_default_image(REPO / ".airlock")  # before the all-in-one server starts
-    with tempfile.TemporaryDirectory(prefix="airlock-bench-cluster-") as tmp:
-        root = Path(tmp)
-        url, _ = await database_url(root)
-        await asyncio.to_thread(migrate.upgrade, url)
-        operator = "alo_bench_" + secrets.token_urlsafe(32)
-        port = free_port()
-        env = {
-            **os.environ,
-            "AIRLOCK_STATE_DIR": str(state_dir(root, "all-in-one")),
-            "AIRLOCK_DATABASE_URL": url,
-            "AIRLOCK_RUNTIME": "gvisor",
-            "AIRLOCK_OPERATOR_KEY": operator,
-            "AIRLOCK_LOG_LEVEL": "WARNING",
-        }
-        log = (root / "all-in-one.log").open("wb")
-        proc = subprocess.Popen(  # noqa: ASYNC220
-            [str(REPO / ".venv/bin/airlock"), "serve", "--port", str(port)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            async with local_cluster("cluster", nodes=2, apis=1) as info:
-                replica = next(p["url"] for p in info["processes"] if p["role"] == "api")
-                await wait_ready(f"http://127.0.0.1:{port}", proc)
-                await run(args, f"http://127.0.0.1:{port}", operator, replica, info)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
-            await destroy_left(root / "all-in-one")
-            log.close()
-            await drop_database(url)
+    async with (
+        local_server(stop_timeout_s=30) as server,
+        local_cluster("cluster", nodes=2, apis=1) as info,
+    ):
+        replica = next(p["url"] for p in info["processes"] if p["role"] == "api")
+        await run(args, server.base, server.operator, replica, info)
 
 
 async def run(

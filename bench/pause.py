@@ -24,9 +24,7 @@ import asyncio
 import os
 import secrets
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -36,19 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from api import (  # noqa: E402
-    HOLD,
-    database_url,
-    drop_database,
-    free_port,
-    pct,
-    state_dir,
-    wait_ready,
-)
-
-from service.db import migrate  # noqa: E402
-from service.runtime import images  # noqa: E402
-from service.runtime.gvisor import destroy_left  # noqa: E402
+from api import HOLD, local_server, pct  # noqa: E402
 
 MIB = 1 << 20
 
@@ -59,48 +45,21 @@ async def main() -> None:
     parser.add_argument("--idle", type=int, default=100, help="idle sandboxes to hold")
     args = parser.parse_args()
 
-    images.build_default_image(REPO / ".airlock")
-    with tempfile.TemporaryDirectory(prefix="airlock-bench-pause-") as tmp:
-        root = Path(tmp)
-        url, db_kind = await database_url(root)
-        await asyncio.to_thread(migrate.upgrade, url)
-        operator = "alo_bench_" + secrets.token_urlsafe(32)
-        port = free_port()
-        state = state_dir(root, "service")
-        env = {
-            **os.environ,
-            "AIRLOCK_STATE_DIR": str(state),
-            "AIRLOCK_DATABASE_URL": url,
-            "AIRLOCK_RUNTIME": "gvisor",
-            "AIRLOCK_OPERATOR_KEY": operator,
-            "AIRLOCK_LOG_LEVEL": "WARNING",
-            "AIRLOCK_CPU_OVERCOMMIT": "64",
-            "AIRLOCK_MEMORY_OVERCOMMIT": "4",
-            "AIRLOCK_HOST_MEMORY_MIB": str(max(20_000, args.idle * 400)),
-        }
-        log = (root / "server.log").open("wb")
-        proc = subprocess.Popen(  # noqa: ASYNC220
-            [str(REPO / ".venv/bin/airlock"), "serve", "--port", str(port)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            await wait_ready(base, proc)
-            async with httpx.AsyncClient(base_url=base, timeout=300) as client:
-                key = await tenant(client, operator, args.idle)
-                client.headers["Authorization"] = f"Bearer {key}"
-                print(f"database: {db_kind}; runs per size: {args.runs}")
-                for size_mib in (64, 512):
-                    await pause_resume(client, size_mib, args.runs)
-                await idle_memory(client, state, args.idle)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=120)
-            await destroy_left(state)
-            log.close()
-            await drop_database(url)
+    env = {
+        "AIRLOCK_CPU_OVERCOMMIT": "64",
+        "AIRLOCK_MEMORY_OVERCOMMIT": "4",
+        "AIRLOCK_HOST_MEMORY_MIB": str(max(20_000, args.idle * 400)),
+    }
+    async with (
+        local_server(env, stop_timeout_s=120) as server,
+        httpx.AsyncClient(base_url=server.base, timeout=300) as client,
+    ):
+        key = await tenant(client, server.operator, args.idle)
+        client.headers["Authorization"] = f"Bearer {key}"
+        print(f"database: {server.db_kind}; runs per size: {args.runs}")
+        for size_mib in (64, 512):
+            await pause_resume(client, size_mib, args.runs)
+        await idle_memory(client, server.state, args.idle)
 
 
 async def tenant(client: httpx.AsyncClient, operator: str, idle: int) -> str:

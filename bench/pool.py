@@ -24,12 +24,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import secrets
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -41,18 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from api import (  # noqa: E402
-    database_url,
-    drop_database,
-    free_port,
-    pct,
-    state_dir,
-    wait_ready,
-)
-
-from service.db import migrate  # noqa: E402
-from service.runtime import images  # noqa: E402
-from service.runtime.gvisor import destroy_left  # noqa: E402
+from api import local_server, pct  # noqa: E402
 
 SITE = "/home/sandbox/venv/lib/python3.11/site-packages"
 SETUP = [
@@ -74,44 +60,13 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
 
-    images.build_default_image(REPO / ".airlock")
-    with tempfile.TemporaryDirectory(prefix="airlock-bench-pool-") as tmp:
-        root = Path(tmp)
-        url, db_kind = await database_url(root)
-        await asyncio.to_thread(migrate.upgrade, url)
-        operator = "alo_bench_" + secrets.token_urlsafe(32)
-        port = free_port()
-        env = {
-            **os.environ,
-            "AIRLOCK_STATE_DIR": str(state_dir(root, "service")),
-            "AIRLOCK_DATABASE_URL": url,
-            "AIRLOCK_RUNTIME": "gvisor",
-            "AIRLOCK_OPERATOR_KEY": operator,
-            "AIRLOCK_LOG_LEVEL": "WARNING",
-            "AIRLOCK_POOL_REFILL_INTERVAL_S": "0.2",
-        }
-        log = (root / "server.log").open("wb")
-        proc = subprocess.Popen(  # noqa: ASYNC220
-            [str(REPO / ".venv/bin/airlock"), "serve", "--port", str(port)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            await wait_ready(base, proc)
-            async with (
-                httpx.AsyncClient(base_url=base, timeout=120) as client,
-                aiohttp.ClientSession(base) as lean,
-            ):
-                op = {"Authorization": f"Bearer {operator}"}
-                await run(client, lean, op, args.runs, db_kind)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
-            await destroy_left(root / "service")
-            log.close()
-            await drop_database(url)
+    async with (
+        local_server({"AIRLOCK_POOL_REFILL_INTERVAL_S": "0.2"}) as server,
+        httpx.AsyncClient(base_url=server.base, timeout=120) as client,
+        aiohttp.ClientSession(server.base) as lean,
+    ):
+        op = {"Authorization": f"Bearer {server.operator}"}
+        await run(client, lean, op, args.runs, server.db_kind)
 
 
 async def build(client: httpx.AsyncClient, op: dict[str, str], name: str) -> None:

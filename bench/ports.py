@@ -14,11 +14,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import secrets
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,17 +24,7 @@ import aiohttp
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.api import (  # noqa: E402
-    database_url,
-    drop_database,
-    free_port,
-    pct,
-    state_dir,
-    wait_ready,
-)
-from service.db import migrate  # noqa: E402
-from service.runtime import images  # noqa: E402
-from service.runtime.gvisor import destroy_left  # noqa: E402
+from bench.api import local_server, pct  # noqa: E402
 
 SERVER = r"""
 import http.server, sys
@@ -116,39 +103,12 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100)
     args = parser.parse_args()
-    images.build_default_image(REPO / ".airlock")
-    with tempfile.TemporaryDirectory(prefix="airlock-bench-") as tmp:
-        root = Path(tmp)
-        url, _ = await database_url(root)
-        await asyncio.to_thread(migrate.upgrade, url)
-        operator = "alo_bench_" + secrets.token_urlsafe(32)
-        port = free_port()
-        env = {
-            **os.environ,
-            "AIRLOCK_STATE_DIR": str(state_dir(root, "service")),
-            "AIRLOCK_DATABASE_URL": url,
-            "AIRLOCK_RUNTIME": "gvisor",
-            "AIRLOCK_OPERATOR_KEY": operator,
-            "AIRLOCK_LOG_LEVEL": "WARNING",
-        }
-        log = (root / "server.log").open("wb")
-        proc = subprocess.Popen(  # noqa: ASYNC220
-            [str(REPO / ".venv/bin/airlock"), "serve", "--port", str(port)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        base = f"http://127.0.0.1:{port}"
+    async with local_server(stop_timeout_s=30) as server:
         try:
-            await wait_ready(base, proc)
-            await run(base, operator, args.runs)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
-            await destroy_left(root / "service")
-            log.close()
-            print((root / "server.log").read_text()[-3000:])
-            await drop_database(url)
+            await run(server.base, server.operator, args.runs)
+        except BaseException:
+            print(server.log.read_text()[-3000:])
+            raise
 
 
 if __name__ == "__main__":
