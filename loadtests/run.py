@@ -37,7 +37,6 @@ sys.path.insert(0, str(REPO))
 
 from bench.api import (  # noqa: E402
     database_url,
-    destroy_all,
     drop_database,
     free_port,
     state_dir,
@@ -45,6 +44,7 @@ from bench.api import (  # noqa: E402
 )
 from loadtests import host  # noqa: E402
 from loadtests.fixtures import make_bundle  # noqa: E402
+from service.runtime.gvisor import destroy_left  # noqa: E402
 
 LOAD_VENV = REPO / ".venv-load"
 SCENARIOS = {
@@ -173,7 +173,7 @@ class Target:
             self._proc.terminate()
             self._proc.wait(timeout=60)
             for state in self.state_dirs:
-                await destroy_all(state)
+                await destroy_left(state)
         await drop_database(self.database)
 
 
