@@ -143,7 +143,7 @@ async def local_cluster(
 @dataclass
 class Server:
     """An all-in-one `airlock serve` of a benchmark: where it answers, its operator key, its
-    state dir and database kind."""
+    state dir, its database kind and its log file."""
 
     base: str
     operator: str
@@ -164,38 +164,43 @@ async def local_server(
     with tempfile.TemporaryDirectory(prefix="airlock-bench-") as tmp:
         root = Path(tmp)
         url, db_kind = await database_url(root)
-        await asyncio.to_thread(migrate.upgrade, url)
-        server = Server(
-            base=f"http://127.0.0.1:{free_port()}",
-            operator="alo_bench_" + secrets.token_urlsafe(32),
-            state=state_dir(root, "service"),
-            db_kind=db_kind,
-            log=root / "server.log",
-        )
-        proc_env = {
-            **os.environ,
-            "AIRLOCK_STATE_DIR": str(server.state),
-            "AIRLOCK_DATABASE_URL": url,
-            "AIRLOCK_RUNTIME": "gvisor",
-            "AIRLOCK_OPERATOR_KEY": server.operator,
-            "AIRLOCK_LOG_LEVEL": "WARNING",
-            **(env or {}),
-        }
-        with server.log.open("wb") as log:
-            proc = subprocess.Popen(  # noqa: ASYNC220
-                [str(REPO / ".venv/bin/airlock"), "serve", "--port", server.base.rsplit(":")[-1]],
-                env=proc_env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
+        try:
+            await asyncio.to_thread(migrate.upgrade, url)
+            server = Server(
+                base=f"http://127.0.0.1:{free_port()}",
+                operator="alo_bench_" + secrets.token_urlsafe(32),
+                state=state_dir(root, "service"),
+                db_kind=db_kind,
+                log=root / "server.log",
             )
-            try:
-                await wait_ready(server.base, proc)
-                yield server
-            finally:
-                proc.terminate()
-                proc.wait(timeout=stop_timeout_s)
-                await destroy_left(server.state)
-                await drop_database(url)
+            proc_env = {
+                **os.environ,
+                "AIRLOCK_STATE_DIR": str(server.state),
+                "AIRLOCK_DATABASE_URL": url,
+                "AIRLOCK_RUNTIME": "gvisor",
+                "AIRLOCK_OPERATOR_KEY": server.operator,
+                "AIRLOCK_LOG_LEVEL": "WARNING",
+                **(env or {}),
+            }
+            with server.log.open("wb") as log:
+                proc = subprocess.Popen(  # noqa: ASYNC220
+                    [str(REPO / ".venv/bin/airlock"), "serve", "--port",
+                     server.base.rsplit(":")[-1]],
+                    env=proc_env, stdout=log, stderr=subprocess.STDOUT,
+                )  # fmt: skip
+                try:
+                    await wait_ready(server.base, proc)
+                    yield server
+                finally:
+                    proc.terminate()
+                    try:
+                        proc.wait(timeout=stop_timeout_s)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait()
+                    await destroy_left(server.state)
+        finally:
+            await drop_database(url)
 
 
 async def wait_ready(base: str, proc: subprocess.Popen[bytes], timeout_s: float = 30) -> None:

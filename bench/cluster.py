@@ -127,10 +127,13 @@ class Target:
 class Direct(Target):
     """The replica's tenant and sandbox, called on its node as the replica would call it."""
 
-    def __init__(self, routed: Target, node_url: str, keys_dir: Path) -> None:
+    def __init__(self, routed: Target, node_id: str, node_url: str, env: dict[str, str]) -> None:
         super().__init__("node alone (no replica)", node_url, "")
         self.routed = routed
-        self.credentials = NodeCredentials(KeyRing(keys_dir), issuer="airlock")
+        self.credentials = NodeCredentials(
+            KeyRing(Path(env["AIRLOCK_JWT_KEYS_DIR"])),
+            issuer=env.get("AIRLOCK_JWT_ISSUER", "airlock"),
+        )
         self.principal = Principal(
             kind=PrincipalKind.API_KEY,
             actor=routed.key_id,
@@ -138,12 +141,11 @@ class Direct(Target):
             scopes=frozenset(SCOPES),
             key_id=routed.key_id,
         )
-        self.node_id = ""
+        self.node_id = node_id
 
     async def open(self) -> None:
         self.http = aiohttp.ClientSession(self.base)
         self.sandbox = self.routed.sandbox
-        self.node_id = await self.routed.node()
 
     def headers(self) -> dict[str, str]:  # reminted before it runs out, as a replica does
         token = self.credentials.mint(self.principal, "127.0.0.1", self.node_id)
@@ -220,14 +222,16 @@ async def run(
     cluster_operator = info["env"]["AIRLOCK_OPERATOR_KEY"]
     local = Target("all-in-one", local_url, operator)
     routed = Target("replica -> node", replica_url, cluster_operator)
-    await local.open()
-    await routed.open()
-    node_id = await routed.node()
-    node_url = next(p["url"] for p in info["processes"] if p.get("node_id") == node_id)
-    direct = Direct(routed, node_url, Path(info["env"]["AIRLOCK_JWT_KEYS_DIR"]))
-    await direct.open()
-    targets = [local, routed, direct]
+    targets: list[Target] = []
     try:
+        for target in (local, routed):
+            await target.open()
+            targets.append(target)
+        node_id = await routed.node()
+        node_url = next(p["url"] for p in info["processes"] if p.get("node_id") == node_id)
+        direct = Direct(routed, node_id, node_url, info["env"])
+        await direct.open()
+        targets.append(direct)
         platform = os.environ.get("AIRLOCK_RUNSC_PLATFORM") or "chosen by probe"
         print(f"gVisor ({platform}); {os.cpu_count()} CPUs; PostgreSQL; aiohttp client")
         times = await interleaved(targets, "exec_true", args.runs)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -267,12 +268,13 @@ def stop(args: argparse.Namespace) -> int:
     pids = []
     for pidfile in sorted(directory.glob("*.pid")):
         pid = int(pidfile.read_text())
-        if alive(pid):
-            try:
-                os.killpg(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                continue
-            pids.append((pidfile, pid))
+        # The whole group, even when its leader is already gone (killed, not yet reaped):
+        # its runsc children may still run.
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+        pids.append((pidfile, pid))
     deadline = time.monotonic() + STOP_TIMEOUT_S
     for pidfile, pid in pids:
         while alive(pid) and time.monotonic() < deadline:
@@ -280,7 +282,8 @@ def stop(args: argparse.Namespace) -> int:
             time.sleep(0.1)
         if alive(pid):
             say(f"{pidfile.stem} did not stop in {STOP_TIMEOUT_S:.0f} s: killed")
-            os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
         say(f"stopped {pidfile.stem}")
     for pidfile in directory.glob("*.pid"):
         pidfile.unlink()

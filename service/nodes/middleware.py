@@ -62,7 +62,8 @@ class RoutingMiddleware:
             return
         # Before anything is forwarded, this process refuses what the node would refuse (scope,
         # a bound token's sandbox); the node's guard checks again. A call this process answers
-        # itself is checked once, by the route's own guard.
+        # itself is checked by the route's own guard (and here too only if it then follows a
+        # move).
         checked = False
 
         async def check() -> None:

@@ -90,7 +90,11 @@ async def move_paused(
         if row is None or row.state != State.PAUSED or row.pause_snapshot_id is None:
             return None
         ask = placement.Ask(float(row.cpus), row.memory_mib, row.disk_mib, runtime=runtime.name)
-        digest_known = row.pause_digest is not None  # usually: the copies job recorded it
+        # Usually recorded already (by the copies job); only the node holding the checkpoint
+        # it took moves the sandbox, as ensure_digest requires.
+        digest_known = (
+            row.pause_digest is not None and row.node_id == from_node == row.pause_node_id
+        )
     views = await placement.node_views(engine)
     here = next((n for n in views if n.id == from_node), None)
     if here is None:

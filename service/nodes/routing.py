@@ -347,7 +347,11 @@ class NodeRouter:
         assert principal.tenant_id is not None
         body = await read_all(receive)
         ask = await self._asked(principal.tenant_id, body)
-        order = placement.place(await placement.node_views(self.engine), ask, self.overcommit)
+        views = await placement.node_views(self.engine)
+        self._addresses = {v.id: v.address for v in views}  # read anyway: the cache is fresh
+        self._states = {v.id: v.state for v in views}
+        self._addresses_at = time.monotonic()
+        order = placement.place(views, ask, self.overcommit)
         if ask.only_on is not None:
             order = [n for n in order if n.id == ask.only_on]
         else:

@@ -52,7 +52,7 @@ async def files_api(files_state: Path, database_url: str) -> AsyncIterator[Api]:
         async with AsyncTestClient(app=app, timeout=120) as client:
             yield Api(client=client, settings=settings)
     finally:
-        await destroy_left(files_state)
+        await destroy_left(files_state, strict=True)
 
 
 @dataclass

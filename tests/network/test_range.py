@@ -17,6 +17,7 @@ from airlock_client import AuthenticatedClient
 from service.db import migrate
 from service.runtime import images
 from service.runtime.config import RuntimeConfig
+from service.runtime.gvisor import destroy_left
 from service.settings import Settings
 from tests.conftest import create_pg_database
 from tests.e2e.conftest import (
@@ -24,7 +25,6 @@ from tests.e2e.conftest import (
     Airlock,
     Database,
     Server,
-    destroy_left,
     free_port,
     run_exec,
 )

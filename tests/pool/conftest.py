@@ -33,7 +33,7 @@ async def papi(pool_state: Path, own_database: str) -> AsyncIterator[Api]:
         async with serve(pool_state, own_database) as api:
             yield api
     finally:
-        await destroy_left(pool_state, snapshots=True)
+        await destroy_left(pool_state, snapshots=True, strict=True)
 
 
 async def sql(url: str, statement: str, **params: Any) -> list[Any]:

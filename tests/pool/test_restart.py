@@ -80,7 +80,7 @@ async def test_the_pool_is_rebuilt_from_the_database_after_a_restart(
 
             await eventually(settled)
     finally:
-        await destroy_left(state, snapshots=True)
+        await destroy_left(state, snapshots=True, strict=True)
 
 
 async def _runtime_of(url: str, sandbox_id: str) -> str:

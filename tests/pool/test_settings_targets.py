@@ -27,4 +27,4 @@ async def test_a_target_from_the_settings_fills_once_the_template_exists(
             await wait_ready(api, "seeded", 1)
             assert (await pool_status(api, "seeded"))["target"] == 1  # the PUT is kept
     finally:
-        await destroy_left(state, snapshots=True)
+        await destroy_left(state, snapshots=True, strict=True)

@@ -54,4 +54,4 @@ async def test_pool_members_start_from_the_image_when_snapshots_are_off(
                 assert runs["stdout"] == "run\n"
                 await delete_sandbox(api, tenant, box)
     finally:
-        await destroy_left(state, snapshots=True)
+        await destroy_left(state, snapshots=True, strict=True)

@@ -28,7 +28,7 @@ from litestar.testing import AsyncTestClient
 from service.app import create_app
 from service.db import migrate
 from service.runtime import images
-from service.runtime.gvisor import GVisorRuntime
+from service.runtime.gvisor import destroy_left
 from service.settings import Settings
 from tests.conftest import OPERATOR_KEY, Api, Tenant, create_pg_database
 from tests.reviews import git_https
@@ -213,16 +213,6 @@ async def migrated_database(name: str) -> AsyncIterator[str]:
     await drop()
 
 
-async def destroy_leftovers(state: Path) -> None:
-    """Destroy every sandbox still in the runtime of `state`."""
-    runtime = await GVisorRuntime.open(state)
-    try:
-        for leftover in await runtime.list_sandboxes():
-            await runtime.destroy(leftover.id)
-    finally:
-        await runtime.close()
-
-
 @asynccontextmanager
 async def own_state(
     review_state: Path, tmp_path_factory: pytest.TempPathFactory, name: str
@@ -232,7 +222,7 @@ async def own_state(
     state = tmp_path_factory.mktemp(name)
     (state / "images").symlink_to((review_state / "images").resolve())
     yield state
-    await destroy_leftovers(state)
+    await destroy_left(state, strict=True)
 
 
 @pytest.fixture(scope="package")
@@ -273,7 +263,7 @@ async def rapi(
             yield Api(client=client, settings=settings)
     finally:
         os.environ.pop("AIRLOCK_REVIEW_TEST_CANARY", None)
-        await destroy_leftovers(review_state)
+        await destroy_left(review_state, strict=True)
 
 
 @pytest.fixture

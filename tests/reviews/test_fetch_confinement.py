@@ -20,6 +20,7 @@ from litestar.testing import AsyncTestClient
 
 from service.app import create_app
 from service.reviews.confine import MAX_PROCESSES, MIB
+from service.runtime.gvisor import destroy_left
 from service.settings import Settings
 from tests.conftest import OPERATOR_KEY, Api, Tenant
 from tests.reviews import git_peer
@@ -27,7 +28,6 @@ from tests.reviews.conftest import (
     BILLING,
     PRIVATE_PASSWORD,
     TESTS,
-    destroy_leftovers,
     make_repo,
     migrated_database,
     own_state,
@@ -162,7 +162,7 @@ async def capped(
             async with AsyncTestClient(app=create_app(settings), timeout=300) as client:
                 yield Api(client=client, settings=settings)
         finally:
-            await destroy_leftovers(state)
+            await destroy_left(state, strict=True)
 
 
 async def test_a_repository_over_the_byte_cap_is_stopped(

@@ -112,7 +112,7 @@ async def tapi(template_state: Path, own_database: str) -> AsyncIterator[Api]:
         async with serve(template_state, own_database) as api:
             yield api
     finally:
-        await destroy_left(template_state, snapshots=True)
+        await destroy_left(template_state, snapshots=True, strict=True)
 
 
 def unique(prefix: str) -> str:

@@ -70,5 +70,5 @@ async def test_image_starts_run_setup_under_the_templates_policy(
                 for box in (plain, networked):
                     await delete_sandbox(api, tenant, box["id"])
         finally:
-            await destroy_left(state, snapshots=True)
+            await destroy_left(state, snapshots=True, strict=True)
     assert made_networks and left_behind(made_networks) == []

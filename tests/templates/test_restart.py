@@ -51,4 +51,4 @@ async def test_a_build_cut_off_by_a_restart_is_resumed(
             finally:
                 await runtime.close()
     finally:
-        await destroy_left(state, snapshots=True)
+        await destroy_left(state, snapshots=True, strict=True)

@@ -19,6 +19,7 @@ import logging
 import os
 import resource
 import shutil
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -261,28 +262,39 @@ class GVisorRuntime(Pauses, Files, Policy):
         self.store.close()
 
 
-async def destroy_left(state_dir: Path, *, snapshots: bool = False) -> int:
+async def destroy_left(state_dir: Path, *, snapshots: bool = False, strict: bool = False) -> int:
     """Destroy every sandbox a stopped server left in `state_dir` (sandboxes and pool members
-    outlive a server by design), and with `snapshots` every snapshot too; how many sandboxes.
-    Nothing where gVisor cannot run: no sandbox can have been made there. A sandbox that will
-    not go is logged and the rest still are."""
+    outlive a server by design), and with `snapshots` every snapshot too; returns how many
+    sandboxes were destroyed. Nothing where gVisor cannot run: no sandbox can have been made
+    there. One that will not go is logged and the rest still are; with `strict` (tests) the
+    first such failure is raised once all were tried."""
     try:
         runtime = await GVisorRuntime.open(state_dir)
     except RuntimeUnavailable:
         return 0
+    failures: list[Exception] = []
+    destroyed = 0
+
+    async def attempt(what: str, step: Awaitable[None]) -> bool:
+        try:
+            await step
+            return True
+        except Exception as exc:
+            log.exception("%s left in %s could not be removed", what, state_dir)
+            failures.append(exc)
+            return False
+
     try:
-        found = await runtime.list_sandboxes()
-        for info in found:
-            try:
-                await runtime.destroy(info.id)
-            except Exception:
-                log.exception("sandbox %s left in %s could not be destroyed", info.id, state_dir)
+        for info in await runtime.list_sandboxes():
+            destroyed += await attempt(f"sandbox {info.id}", runtime.destroy(info.id))
         if snapshots:
             for snapshot in await runtime.list_snapshots():
-                await runtime.delete_snapshot(snapshot.id)
-        return len(found)
+                await attempt(f"snapshot {snapshot.id}", runtime.delete_snapshot(snapshot.id))
     finally:
         await runtime.close()
+    if strict and failures:
+        raise failures[0]
+    return destroyed
 
 
 def _raise_open_files_limit() -> None:
