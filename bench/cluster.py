@@ -2,15 +2,18 @@
 side in one run.
 
 Starts an all-in-one `airlock serve` (its own database) and a local cluster of two nodes and one
-API replica (scripts/cluster.py, its own database), both on gVisor on this machine. Prints:
+API replica behind its nginx (scripts/cluster.py, its own database), both on gVisor on this
+machine. Prints:
 
 - an exec of `true`, and a 10 MiB download, through the all-in-one server, through the replica
-  (which forwards to the node), and on the node itself called directly (the node token a
-  replica would send, minted here with the cluster's key): median and p90 of each,
-  interleaved so all see the same machine load, and what routing adds at the median against
-  the all-in-one server (target: < 2 ms) and against the node alone (the hop's own cost: the
-  all-in-one server is one process where the cluster splits the work over two), both as the
-  difference of the medians and as the median of the differences within each round;
+  (which forwards to the node), through the nginx in front of the replica as the chart deploys
+  it (which fetches a download from the node itself once the replica has authorized it), and
+  on the node itself called directly (the node token a replica would send, minted here with
+  the cluster's key): median and p90 of each, interleaved so all see the same machine load,
+  and what each routed path adds at the median against the all-in-one server (target: < 2 ms)
+  and against the node alone (the hop's own cost: the all-in-one server is one process where
+  the cluster splits the work over two), both as the difference of the medians and as the
+  median of the differences within each round;
 - creates per second through the replica, with one node taking them (the other drained) and
   with both.
 
@@ -124,12 +127,23 @@ class Target:
         return elapsed
 
 
-class Direct(Target):
+class Shared(Target):
+    """The replica's tenant and sandbox, called at another address."""
+
+    def __init__(self, name: str, routed: Target, base: str) -> None:
+        super().__init__(name, base, "")
+        self.routed = routed
+
+    async def open(self) -> None:
+        self.http = aiohttp.ClientSession(self.base)
+        self.sandbox, self.auth = self.routed.sandbox, self.routed.auth
+
+
+class Direct(Shared):
     """The replica's tenant and sandbox, called on its node as the replica would call it."""
 
     def __init__(self, routed: Target, node_id: str, node_url: str, env: dict[str, str]) -> None:
-        super().__init__("node alone (no replica)", node_url, "")
-        self.routed = routed
+        super().__init__("node alone (no replica)", routed, node_url)
         self.credentials = NodeCredentials(
             KeyRing(Path(env["AIRLOCK_JWT_KEYS_DIR"])),
             issuer=env.get("AIRLOCK_JWT_ISSUER", "airlock"),
@@ -142,10 +156,6 @@ class Direct(Target):
             key_id=routed.key_id,
         )
         self.node_id = node_id
-
-    async def open(self) -> None:
-        self.http = aiohttp.ClientSession(self.base)
-        self.sandbox = self.routed.sandbox
 
     def headers(self) -> dict[str, str]:  # reminted before it runs out, as a replica does
         token = self.credentials.mint(self.principal, "127.0.0.1", self.node_id)
@@ -163,23 +173,25 @@ async def interleaved(targets: list[Target], what: str, runs: int) -> dict[str, 
     return times
 
 
-def report(title: str, times: dict[str, list[float]], routed: str) -> None:
+def report(title: str, times: dict[str, list[float]], routed: list[str]) -> None:
     print(f"\n{title}")
     for name, values in times.items():
         ms = [v * 1000 for v in values]
-        print(f"  {name:28} p50 {statistics.median(ms):8.2f} ms   p90 {pct(ms, 90):8.2f} ms")
-    for name in times:
-        if name == routed:
-            continue
-        added = (statistics.median(times[routed]) - statistics.median(times[name])) * 1000
-        ratio = statistics.median(times[routed]) / statistics.median(times[name])
-        # Each round times every path back to back: the difference within a round sees one
-        # machine load, so its median moves less with the load than the medians' difference.
-        paired = statistics.median(r - o for r, o in zip(times[routed], times[name], strict=True))
-        print(
-            f"  routing adds {added:+.2f} ms at the median against {name} ({ratio:.2f}x); "
-            f"median of the differences within a round {paired * 1000:+.2f} ms"
-        )
+        print(f"  {name:34} p50 {statistics.median(ms):8.2f} ms   p90 {pct(ms, 90):8.2f} ms")
+    for path in routed:
+        print(f"  {path}:")
+        for name in times:
+            if name in routed:
+                continue
+            added = (statistics.median(times[path]) - statistics.median(times[name])) * 1000
+            ratio = statistics.median(times[path]) / statistics.median(times[name])
+            # Each round times every path back to back: the difference within a round sees
+            # one machine load, so its median moves less with the load than the medians'.
+            paired = statistics.median(r - o for r, o in zip(times[path], times[name], strict=True))
+            print(
+                f"    routing adds {added:+.2f} ms at the median against {name} ({ratio:.2f}x); "
+                f"median of the differences within a round {paired * 1000:+.2f} ms"
+            )
 
 
 async def creates_per_second(target: Target, total: int, parallel: int) -> float:
@@ -212,16 +224,16 @@ async def main() -> None:
         local_server(stop_timeout_s=30) as server,
         local_cluster("cluster", nodes=2, apis=1) as info,
     ):
-        replica = next(p["url"] for p in info["processes"] if p["role"] == "api")
-        await run(args, server.base, server.operator, replica, info)
+        await run(args, server.base, server.operator, info)
 
 
-async def run(
-    args: argparse.Namespace, local_url: str, operator: str, replica_url: str, info: dict
-) -> None:
+async def run(args: argparse.Namespace, local_url: str, operator: str, info: dict) -> None:
     cluster_operator = info["env"]["AIRLOCK_OPERATOR_KEY"]
+    replica_url = next(p["url"] for p in info["processes"] if p["role"] == "api")
+    proxy_url = next(p["url"] for p in info["processes"] if p["role"] == "proxy")
     local = Target("all-in-one", local_url, operator)
     routed = Target("replica -> node", replica_url, cluster_operator)
+    proxied = Shared("nginx -> replica -> node", routed, proxy_url)
     targets: list[Target] = []
     try:
         for target in (local, routed):
@@ -230,14 +242,16 @@ async def run(
         node_id = await routed.node()
         node_url = next(p["url"] for p in info["processes"] if p.get("node_id") == node_id)
         direct = Direct(routed, node_id, node_url, info["env"])
-        await direct.open()
-        targets.append(direct)
+        for target in (proxied, direct):
+            await target.open()
+            targets.append(target)
         platform = os.environ.get("AIRLOCK_RUNSC_PLATFORM") or "chosen by probe"
         print(f"gVisor ({platform}); {os.cpu_count()} CPUs; PostgreSQL; aiohttp client")
+        paths = [proxied.name, routed.name]
         times = await interleaved(targets, "exec_true", args.runs)
-        report(f"exec `true`, {args.runs} runs each", times, routed.name)
+        report(f"exec `true`, {args.runs} runs each", times, paths)
         times = await interleaved(targets, "download", args.downloads)
-        report(f"10 MiB download, {args.downloads} runs each", times, routed.name)
+        report(f"10 MiB download, {args.downloads} runs each", times, paths)
 
         print(f"\ncreates per second through the replica ({args.creates} creates, "
               f"{args.parallel} at a time)")  # fmt: skip

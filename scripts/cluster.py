@@ -7,12 +7,18 @@ runtime first. Everything lives in one directory (default .airlock-cluster):
                        secrets.key, operator_key
     node-<i>/          a node's state dir (its runtime state, its sandboxes; images linked in)
     api-<j>/           a replica's state dir (nothing of value)
+    proxy-<j>/         the nginx in front of replica j: its configuration (made from the
+                       chart's helm/airlock/files/proxy.conf) and its temporary files
     <name>.log         each process's log; <name>.pid its pid
     cluster.json       what `start` made: URLs, node ids, pids, the database URL
 
 Node i listens on port+10+i with the sandbox network range 10.(200+i).0.0/16; replica j on
-port+j. AIRLOCK_* variables set by the caller reach every process (AIRLOCK_NODE_LEASE_S, ...),
-and so do OTEL_* ones (OTEL_EXPORTER_OTLP_ENDPOINT: every process sends its spans there).
+port+j, and the nginx in front of it (as the chart deploys it) on port+20+j. The proxy reaches
+its replica from 127.0.0.2, the one address the replica trusts as a proxy (downloads through
+the proxy are then fetched from the node by nginx, service/nodes/offload.py); a client that
+calls the replica directly is served by the replica alone. AIRLOCK_* variables set by the
+caller reach every process (AIRLOCK_NODE_LEASE_S, ...), and so do OTEL_* ones
+(OTEL_EXPORTER_OTLP_ENDPOINT: every process sends its spans there).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,6 +44,8 @@ from sqlalchemy.engine import make_url
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 AIRLOCK = REPO / ".venv/bin/airlock"
+PROXY_CONF = REPO / "helm/airlock/files/proxy.conf"
+PROXY_ADDRESS = "127.0.0.2"  # where each nginx connects to its replica from
 READY_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 30.0
 # What a process sets for itself; the rest of AIRLOCK_* comes from the caller.
@@ -48,6 +57,7 @@ _OWN = (
     "AIRLOCK_SANDBOX_NETWORK_RANGE",
     "AIRLOCK_PORT",
     "AIRLOCK_HOST",
+    "AIRLOCK_TRUSTED_PROXIES",
 )
 
 
@@ -116,13 +126,13 @@ def base_env(database_url: str) -> dict[str, str]:
     return env
 
 
-def spawn(directory: Path, name: str, env: dict[str, str], port: int) -> int:
+def spawn(directory: Path, name: str, argv: list[str], env: dict[str, str]) -> int:
     state = directory / name
     state.mkdir(parents=True, exist_ok=True, mode=0o700)
     log = (directory / f"{name}.log").open("ab")
     proc = subprocess.Popen(
-        [str(AIRLOCK), "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env={**env, "AIRLOCK_STATE_DIR": str(state)},
+        argv,
+        env=env,
         cwd=state,
         stdin=subprocess.DEVNULL,
         stdout=log,
@@ -135,14 +145,43 @@ def spawn(directory: Path, name: str, env: dict[str, str], port: int) -> int:
 
 def start_process(directory: Path, spec: dict, env: dict[str, str]) -> int:
     """(Re)start one process of the cluster as cluster.json describes it."""
-    own = {"AIRLOCK_ROLE": spec["role"]}
+    if spec["role"] == "proxy":
+        return spawn(directory, spec["name"], proxy_command(directory, spec), env)
+    own = {"AIRLOCK_ROLE": spec["role"], "AIRLOCK_STATE_DIR": str(directory / spec["name"])}
     if spec["role"] == "node":
         own |= {
             "AIRLOCK_NODE_ID": spec["node_id"],
             "AIRLOCK_NODE_ADDRESS": spec["url"],
             "AIRLOCK_SANDBOX_NETWORK_RANGE": spec["network_range"],
         }
-    return spawn(directory, spec["name"], {**env, **own}, spec["port"])
+    else:
+        own["AIRLOCK_TRUSTED_PROXIES"] = PROXY_ADDRESS
+    argv = [str(AIRLOCK), "serve", "--host", "127.0.0.1", "--port", str(spec["port"])]
+    return spawn(directory, spec["name"], argv, {**env, **own})
+
+
+def proxy_command(directory: Path, spec: dict) -> list[str]:
+    """nginx in the foreground, with the chart's server block in a configuration of its own."""
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    prefix = directory / spec["name"]
+    prefix.mkdir(parents=True, exist_ok=True, mode=0o700)
+    server = (
+        PROXY_CONF.read_text()
+        .replace("@LISTEN@", f"127.0.0.1:{spec['port']}")
+        .replace("@API@", spec["api"].removeprefix("http://"))
+        .replace("@BIND@", PROXY_ADDRESS)
+    )
+    (prefix / "server.conf").write_text(server)
+    (prefix / "nginx.conf").write_text(
+        "daemon off;\n"
+        "worker_processes 1;\n"
+        "user root;\n"  # its temporary folders are under this 0700 directory
+        f"pid {prefix}/nginx.pid;\n"
+        "error_log stderr warn;\n"
+        "events { worker_connections 1024; }\n"
+        f"http {{\n    access_log off;\n    include {prefix}/server.conf;\n}}\n"
+    )
+    return [nginx, "-p", f"{prefix}/", "-c", f"{prefix}/nginx.conf", "-e", "stderr"]
 
 
 def ready(url: str) -> bool:
@@ -240,6 +279,17 @@ def start(args: argparse.Namespace) -> int:
                 "state_dir": str(directory / f"api-{j}"),
             }
         )
+    for j in range(1, args.apis + 1):
+        port = args.port + 20 + j
+        processes.append(
+            {
+                "name": f"proxy-{j}",
+                "role": "proxy",
+                "port": port,
+                "url": f"http://127.0.0.1:{port}",
+                "api": f"http://127.0.0.1:{args.port + j}",
+            }
+        )
     for spec in processes:
         spec["pid"] = start_process(directory, spec, env)
         say(f"started {spec['name']} ({spec['role']}) pid {spec['pid']} on {spec['url']}")
@@ -256,6 +306,7 @@ def start(args: argparse.Namespace) -> int:
     nodes = [p["node_id"] for p in processes if p["role"] == "node"]
     if apis and nodes:
         wait_registered(apis[0]["url"], env["AIRLOCK_OPERATOR_KEY"], nodes)
+    print(f"API (nginx):  {' '.join(p['url'] for p in processes if p['role'] == 'proxy')}")
     print(f"API replicas: {' '.join(p['url'] for p in apis)}")
     print(f"nodes:        {' '.join(p['url'] for p in processes if p['role'] == 'node')}")
     print(f"operator key: {info['operator_key_file']}")
@@ -356,7 +407,10 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--nodes", type=int, default=2)
     up.add_argument("--apis", type=int, default=2)
     up.add_argument(
-        "--port", type=int, default=8100, help="replica j on PORT+j, node i on PORT+10+i"
+        "--port",
+        type=int,
+        default=8100,
+        help="replica j on PORT+j, node i on PORT+10+i, replica j's nginx on PORT+20+j",
     )
     up.add_argument("--database", default="airlock_cluster")
     up.add_argument(
@@ -376,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
         "status", parents=[common], help="each process and whether it is ready"
     ).set_defaults(func=status)
     again = sub.add_parser("restart", parents=[common], help="start one stopped process again")
-    again.add_argument("name", help="node-<i> or api-<j>")
+    again.add_argument("name", help="node-<i>, api-<j> or proxy-<j>")
     again.set_defaults(func=restart)
     args = parser.parse_args(argv)
     if getattr(args, "nodes", 1) < 1 or getattr(args, "apis", 1) < 1:

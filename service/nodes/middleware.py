@@ -18,6 +18,7 @@ from litestar.connection import ASGIConnection
 from service.auth.middleware import authorize
 from service.auth.principal import Principal
 from service.errors import MOVED_HEADER, NodeUnavailable, SandboxMoved, SandboxNotUsable
+from service.nodes import offload
 from service.nodes.credentials import Forwarded
 from service.nodes.routing import SMALL_BODY, Moved, NodeRouter, read_all
 
@@ -105,6 +106,9 @@ class RoutingMiddleware:
                     f"sandbox {sandbox_id} failed: node_lost (its node {node} was lost)",
                     extra={"state": "failed", "reason": "node_lost"},
                 )
+            if offload.wanted(scope, handler.opt):  # the proxy in front fetches it from the node
+                await offload.redirect(router, scope, send, node, principal)
+                return
             if scope["type"] == "websocket":  # a sandbox's port, relayed message by message
                 await router.websocket(scope, receive, send, node, principal)
                 return

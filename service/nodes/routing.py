@@ -178,6 +178,16 @@ class NodeRouter:
 
     # -- forwarding -------------------------------------------------------------------------
 
+    async def target(
+        self, scope: dict[str, Any], node_id: str, principal: Principal
+    ) -> tuple[str, str]:
+        """The request's URL on the node, and the node token that carries its caller there."""
+        url = (await self.address(node_id)).rstrip("/") + scope["raw_path"].decode("latin-1")
+        if scope.get("query_string"):
+            url += "?" + scope["query_string"].decode("latin-1")
+        client = scope.get("client")
+        return url, self.credentials.mint(principal, client[0] if client else None, node_id)
+
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
             self._session = aiohttp.ClientSession(
@@ -229,13 +239,7 @@ class NodeRouter:
         body: bytes | None,
         placing: bool,
     ) -> bool:
-        address = await self.address(node_id)
-        query = scope.get("query_string") or b""
-        url = address.rstrip("/") + scope["raw_path"].decode("latin-1")
-        if query:
-            url += "?" + query.decode("latin-1")
-        client = scope.get("client")
-        token = self.credentials.mint(principal, client[0] if client else None, node_id)
+        url, token = await self.target(scope, node_id, principal)
         headers: list[tuple[str, str]] = []  # in order, repeats kept
         length: int | None = None
         chunked = False
@@ -276,11 +280,11 @@ class NodeRouter:
             )
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
             # Not connected at all: nothing reached the node, another may be asked.
-            log.warning("node %s at %s unreachable: %s", node_id, address, exc)
+            log.warning("node %s at %s unreachable: %s", node_id, url, exc)
             return False
         except (aiohttp.ClientError, TimeoutError) as exc:
             # The node may have acted on it (a create recorded): never asked again elsewhere.
-            log.warning("node %s at %s broke off: %s", node_id, address, exc)
+            log.warning("node %s at %s broke off: %s", node_id, url, exc)
             raise NodeUnavailable(
                 f"node {node_id} broke off before it answered; retry (with an Idempotency-Key "
                 "to be sure a create is made once)"
@@ -331,11 +335,7 @@ class NodeRouter:
         self, scope: dict[str, Any], receive: Any, send: Any, node_id: str, principal: Principal
     ) -> None:
         """The same WebSocket route on the node (service/ports/forward.py relays it)."""
-        url = (await self.address(node_id)).rstrip("/") + scope["raw_path"].decode("latin-1")
-        if scope.get("query_string"):
-            url += "?" + scope["query_string"].decode("latin-1")
-        client = scope.get("client")
-        token = self.credentials.mint(principal, client[0] if client else None, node_id)
+        url, token = await self.target(scope, node_id, principal)
         extra = {REQUEST_ID: request_id_for(scope), **telemetry.trace_headers()}
         links = scope["app"].state.preview_links
         await ports_forward.relay(self._http(), url, token, extra, links, scope, receive, send)

@@ -1,5 +1,6 @@
 """A real cluster for the tests: scripts/cluster.sh starts 2 nodes (gVisor) and 2 API replicas
-on one fresh PostgreSQL database, each an `airlock serve` process of its own.
+on one fresh PostgreSQL database, each an `airlock serve` process of its own, and an nginx in
+front of each replica as the chart deploys it.
 
 Leases are short here (AIRLOCK_NODE_LEASE_S=6, heartbeat every second) so a node's loss is
 seen within seconds; everything else is as a deployment runs it.
@@ -65,6 +66,11 @@ class Cluster:
     @property
     def apis(self) -> list[str]:
         return [p["url"] for p in self.info["processes"] if p["role"] == "api"]
+
+    @property
+    def proxies(self) -> list[str]:
+        """The nginx in front of each replica (the chart's sidecar), in the replicas' order."""
+        return [p["url"] for p in self.info["processes"] if p["role"] == "proxy"]
 
     @property
     def operator_key(self) -> str:

@@ -138,8 +138,11 @@ async def test_mcp_on_either_replica_runs_code_on_the_node_of_the_sandbox(cluste
 
 
 async def test_a_100_mib_file_streams_through_the_replicas(cluster: Cluster) -> None:
-    """Uploaded through one replica and read back through the other; neither replica's memory
-    grows with the file."""
+    """Uploaded through one replica and read back through the other, and through the other's
+    nginx; neither replica's memory grows with the file. Through nginx, the replica hands the
+    download over (its span `airlock.offload`, none for forwarding it) and nginx fetches it
+    from the node, whose server span continues the replica's."""
+    assert cluster.traces is not None
     key = await cluster.tenant()
     sandbox = await cluster.sandbox(key, memory_mib=512, disk_mib=1024)
     pids = [cluster.pid("api-1"), cluster.pid("api-2")]
@@ -153,24 +156,69 @@ async def test_a_100_mib_file_streams_through_the_replicas(cluster: Cluster) -> 
             sent.update(piece)
             yield piece
 
+    trace_id = secrets.token_bytes(16)
+    traced = {"traceparent": f"00-{trace_id.hex()}-{secrets.token_bytes(8).hex()}-01"}
     with sampler:
         async with cluster.http(cluster.apis[0], key) as a:
             r = await a.put(f"/v1/sandboxes/{sandbox}/files/work/big.bin", content=chunks())
         assert r.status_code == 201 and r.json()["size"] == 100 * MIB, r.text
-        got = hashlib.sha256()
-        size = 0
-        async with (
-            cluster.http(cluster.apis[1], key) as b,
-            b.stream("GET", f"/v1/sandboxes/{sandbox}/files/work/big.bin") as download,
-        ):
-            assert download.status_code == 200
-            async for chunk in download.aiter_raw():
-                got.update(chunk)
-                size += len(chunk)
-    assert (size, got.hexdigest()) == (100 * MIB, sent.hexdigest())
+        for url, headers in ((cluster.apis[1], {}), (cluster.proxies[1], traced)):
+            got = hashlib.sha256()
+            size = 0
+            async with (
+                cluster.http(url, key) as b,
+                b.stream(
+                    "GET", f"/v1/sandboxes/{sandbox}/files/work/big.bin", headers=headers
+                ) as download,
+            ):
+                assert download.status_code == 200
+                assert "x-accel-redirect" not in download.headers
+                assert "airlock-node-authorization" not in download.headers
+                async for chunk in download.aiter_raw():
+                    got.update(chunk)
+                    size += len(chunk)
+            assert (size, got.hexdigest()) == (100 * MIB, sent.hexdigest()), url
     for pid in pids:
         grew = sampler.peak[pid] - sampler.start[pid]
         assert grew < 40 * MIB, f"replica {pid} grew by {grew / MIB:.0f} MiB for a 100 MiB file"
+
+    def names() -> set[str]:
+        return {s.name for s in cluster.traces.of_trace(trace_id)}  # type: ignore[union-attr]
+
+    async def seen() -> bool:
+        return "airlock.offload" in names() and "airlock.files.read" in names()
+
+    assert await wait_for(seen, timeout_s=15), names()
+    spans = cluster.traces.of_trace(trace_id)
+    assert "airlock.route" not in names()
+    handed = next(s for s in spans if s.name == "airlock.offload")
+    node_server = [s for s in spans if s.parent_span_id == handed.span_id]
+    assert [s.kind for s in node_server] == [handed.SPAN_KIND_SERVER], spans
+
+
+async def test_a_replica_hands_downloads_only_to_its_own_proxy(cluster: Cluster) -> None:
+    """A client that sends the proxy's mark to a replica itself gets the file from the
+    replica, never the redirect (which carries a node token); through nginx, the node's own
+    answers (a 404 here) reach the client as they are."""
+    key = await cluster.tenant()
+    sandbox = await cluster.sandbox(key)
+    path = f"/v1/sandboxes/{sandbox}/files/etc/hostname"
+    async with cluster.http(cluster.apis[0], key) as direct:
+        r = await direct.get(path, headers={"Airlock-Offload": "1"})
+    assert r.status_code == 200 and r.content.strip(), r.text
+    assert not {"x-accel-redirect", "airlock-node-url", "airlock-node-authorization"} & set(
+        r.headers
+    ), r.headers
+    async with cluster.http(cluster.proxies[0], key) as proxied:
+        r = await proxied.get(path)
+        assert r.status_code == 200 and r.content.strip(), r.text
+        r = await proxied.get(f"/v1/sandboxes/{sandbox}/files/etc/no-such-file")
+        assert r.status_code == 404, r.text
+        assert r.headers["content-type"] == "application/problem+json", r.headers
+        # Another tenant's sandbox is refused by the replica, before any node is named.
+        other = await cluster.tenant()
+        r = await proxied.get(path, headers={"Authorization": f"Bearer {other}"})
+        assert r.status_code == 404 and "airlock-node-url" not in r.headers, r.text
 
 
 async def test_a_node_refuses_tenant_credentials(cluster: Cluster) -> None:
@@ -504,6 +552,12 @@ async def test_a_killed_node_is_lost_and_the_other_goes_on(cluster: Cluster) -> 
 
         cluster.kill("node-1")
         killed_at = time.monotonic()
+        # A download through nginx meanwhile: the node cannot be reached, and the replica
+        # answers with its problem, not nginx with an error page of its own.
+        async with cluster.http(cluster.proxies[0], key) as proxied:
+            r = await proxied.get(f"/v1/sandboxes/{doomed}/files/etc/hostname")
+        assert r.status_code in (409, 503), r.text
+        assert r.headers["content-type"] == "application/problem+json", r.text
         failed = await wait_for(
             lambda: _state(a, f"/v1/sandboxes/{doomed}", "failed"), timeout_s=LEASE_S * 4
         )

@@ -93,7 +93,7 @@ def test_what_the_default_values_deploy() -> None:
     docs = documents(render())
     (api,) = by_kind(docs, "Deployment")
     pod = api["spec"]["template"]["spec"]
-    (container,) = pod["containers"]
+    container, proxy = pod["containers"]
     # The API: stateless replicas, locked down, probed on /healthz and /readyz.
     assert api["spec"]["replicas"] == 2
     assert env_of(container)["AIRLOCK_ROLE"] == "api"
@@ -121,6 +121,11 @@ def test_what_the_default_values_deploy() -> None:
     # /metrics answers the scraper's token only (the Ingress serves the same port).
     assert env["AIRLOCK_METRICS_TOKEN"]["secretKeyRef"]["key"] == "metrics-token"
     assert keys["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    # nginx beside each replica takes the Service's port; the replica trusts it alone.
+    assert [p["name"] for p in proxy["ports"]] == ["http"]
+    assert [p["name"] for p in container["ports"]] == ["replica"]
+    assert env["AIRLOCK_TRUSTED_PROXIES"] == "127.0.0.1"
+    assert proxy["securityContext"] == container["securityContext"]
     # The nodes: one per labelled host, root for runsc but not privileged, no host network.
     (node,) = by_kind(docs, "DaemonSet")
     node_pod = node["spec"]["template"]["spec"]
@@ -274,3 +279,31 @@ async def test_the_dashboard_asks_only_for_what_the_service_exports(api: Api) ->
     exported |= set(usage.METRIC_NAMES)  # per node, once it has sampled
     assert asked - exported == set(), sorted(asked - exported)
     assert len({p["id"] for p in board["panels"]}) == len(board["panels"])
+
+
+def test_the_api_pods_nginx_configuration_is_valid(tmp_path: Path) -> None:
+    """The proxy's server block as the chart renders it passes `nginx -t` (the Debian nginx
+    the test command installs, scripts/proxy-setup.sh), and sends the replica's port; without
+    the proxy the replica takes the port itself and trusts no proxy."""
+    docs = documents(render())
+    (conf,) = [d for d in by_kind(docs, "ConfigMap") if d["metadata"]["name"] == "airlock-proxy"]
+    server = conf["data"]["airlock.conf"]
+    assert "server 127.0.0.1:8079;" in server and "listen 8080;" in server
+    assert "@" not in server.replace("@airlock_api_itself", "")
+    (tmp_path / "server.conf").write_text(server)
+    (tmp_path / "nginx.conf").write_text(
+        f"pid {tmp_path}/nginx.pid;\nevents {{}}\n"
+        f"http {{ include {tmp_path}/server.conf; }}\n"
+    )
+    checked = subprocess.run(
+        ["nginx", "-t", "-p", f"{tmp_path}/", "-c", f"{tmp_path}/nginx.conf", "-e", "stderr"],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stderr
+    docs = documents(render("api.proxy.enabled=false"))
+    (api,) = by_kind(docs, "Deployment")
+    (container,) = api["spec"]["template"]["spec"]["containers"]
+    assert [p["name"] for p in container["ports"]] == ["http"]
+    assert "AIRLOCK_TRUSTED_PROXIES" not in env_of(container)
+    assert not [d for d in by_kind(docs, "ConfigMap") if "proxy" in d["metadata"]["name"]]

@@ -111,17 +111,18 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{/* Probes on the process's own port. */}}
+{{- /* The probes of a container serving Airlock on the named port. */}}
 {{- define "airlock.probes" -}}
 startupProbe:
-  httpGet: {path: /healthz, port: http}
+  httpGet: {path: /healthz, port: {{ . }}}
   periodSeconds: 2
   failureThreshold: 90
 livenessProbe:
-  httpGet: {path: /healthz, port: http}
+  httpGet: {path: /healthz, port: {{ . }}}
   periodSeconds: 10
   timeoutSeconds: 3
 readinessProbe:
-  httpGet: {path: /readyz, port: http}
+  httpGet: {path: /readyz, port: {{ . }}}
   periodSeconds: 5
   timeoutSeconds: 3
 {{- end -}}
