@@ -237,7 +237,8 @@ def start(args: argparse.Namespace) -> int:
     directory = args.dir.resolve()
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     if (directory / "cluster.json").exists() and any(
-        alive(p["pid"]) for p in json.loads((directory / "cluster.json").read_text())["processes"]
+        p.get("pid") and alive(p["pid"])
+        for p in json.loads((directory / "cluster.json").read_text())["processes"]
     ):
         raise SystemExit(f"cluster: already running in {directory} (scripts/cluster.sh stop)")
     database_url = asyncio.run(ensure_database(args.admin_url, args.database))
@@ -290,7 +291,10 @@ def start(args: argparse.Namespace) -> int:
                 "api": f"http://127.0.0.1:{args.port + j}",
             }
         )
-    for spec in processes:
+    # The proxies once their replicas answer (until then each would log every refused check).
+    servers = [p for p in processes if p["role"] != "proxy"]
+    proxies = [p for p in processes if p["role"] == "proxy"]
+    for spec in servers:
         spec["pid"] = start_process(directory, spec, env)
         say(f"started {spec['name']} ({spec['role']}) pid {spec['pid']} on {spec['url']}")
     info = {
@@ -301,7 +305,12 @@ def start(args: argparse.Namespace) -> int:
     }
     (directory / "cluster.json").write_text(json.dumps(info, indent=2) + "\n")
     (directory / "cluster.json").chmod(0o600)
-    wait_ready(directory, processes)
+    wait_ready(directory, servers)
+    for spec in proxies:
+        spec["pid"] = start_process(directory, spec, env)
+        say(f"started {spec['name']} ({spec['role']}) pid {spec['pid']} on {spec['url']}")
+    (directory / "cluster.json").write_text(json.dumps(info, indent=2) + "\n")
+    wait_ready(directory, proxies)
     apis = [p for p in processes if p["role"] == "api"]
     nodes = [p["node_id"] for p in processes if p["role"] == "node"]
     if apis and nodes:

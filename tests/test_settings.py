@@ -120,6 +120,8 @@ def test_otel_exporter_follows_the_standard_variables() -> None:
         {"AIRLOCK_SANDBOX_NETWORK_RANGE": "fd00::/64"},
         {"AIRLOCK_IMAGE_REGISTRIES": "https://ghcr.io"},
         {"AIRLOCK_IMAGE_REGISTRIES": "ghcr.io/Acme"},
+        {"AIRLOCK_TRUSTED_PROXIES": "nginx"},
+        {"AIRLOCK_TRUSTED_PROXIES": "127.0.0.1,10.0.0.0/8"},
     ],
     ids=lambda env: ",".join(f"{k}={v}" for k, v in env.items()),
 )

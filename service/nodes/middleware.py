@@ -17,7 +17,13 @@ from litestar.connection import ASGIConnection
 
 from service.auth.middleware import authorize
 from service.auth.principal import Principal
-from service.errors import MOVED_HEADER, NodeUnavailable, SandboxMoved, SandboxNotUsable
+from service.errors import (
+    MOVED_HEADER,
+    NodeUnavailable,
+    NotFound,
+    SandboxMoved,
+    SandboxNotUsable,
+)
 from service.nodes import offload
 from service.nodes.credentials import Forwarded
 from service.nodes.routing import SMALL_BODY, Moved, NodeRouter, read_all
@@ -88,6 +94,11 @@ class RoutingMiddleware:
             body = await _whole_if_small(scope, receive)
         for _ in range(MOVES_FOLLOWED):
             node = await router.owner(principal.tenant_id, sandbox_id)
+            if node is None and router.local is None:
+                # A replica has no runtime to answer with: what is not the tenant's is a 404
+                # here, before a handler asks for one.
+                if not await router.known(principal.tenant_id, sandbox_id):
+                    raise NotFound(f"no sandbox {sandbox_id}")
             if node is None or node == router.local:
                 if await self._here(scope, receive, send, body) is None:
                     return

@@ -146,6 +146,17 @@ class NodeRouter:
             self._owners[key] = node
         return node
 
+    async def known(self, tenant_id: str, sandbox_id: str) -> bool:
+        """Whether the tenant has this sandbox at all (one with no node recorded, made before
+        there were nodes, is one)."""
+        async with self.engine.connect() as conn:
+            found = await conn.scalar(
+                select(SandboxRow.id).where(
+                    SandboxRow.id == sandbox_id, SandboxRow.tenant_id == tenant_id
+                )
+            )
+        return found is not None
+
     def forget(self, sandbox_id: str) -> None:
         suffix = f"/{sandbox_id}"
         for key in [k for k in self._owners if k.endswith(suffix)]:

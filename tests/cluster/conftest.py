@@ -39,11 +39,12 @@ T = TypeVar("T")
 
 
 def _free_base() -> int:
-    """A port P with P+1..P+2 and P+11..P+12 free (the replicas' and the nodes' ports)."""
+    """A port P with P+1..P+2, P+11..P+12 and P+21..P+22 free (the replicas', the nodes' and
+    the proxies' ports)."""
     for _ in range(100):
         base = 20000 + secrets.randbelow(20000)
         try:
-            for port in (base + 1, base + 2, base + 11, base + 12):
+            for port in (base + 1, base + 2, base + 11, base + 12, base + 21, base + 22):
                 with socket.socket() as s:
                     s.bind(("127.0.0.1", port))
         except OSError:

@@ -15,11 +15,13 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from service.auth.cache import TTL_S
 from service.auth.keyring import KeyRing
@@ -182,36 +184,42 @@ async def test_a_100_mib_file_streams_through_the_replicas(cluster: Cluster) -> 
         grew = sampler.peak[pid] - sampler.start[pid]
         assert grew < 40 * MIB, f"replica {pid} grew by {grew / MIB:.0f} MiB for a 100 MiB file"
 
-    def names() -> set[str]:
-        return {s.name for s in cluster.traces.of_trace(trace_id)}  # type: ignore[union-attr]
+    def spans() -> list[Any]:
+        return cluster.traces.of_trace(trace_id)  # type: ignore[union-attr]
 
-    async def seen() -> bool:
-        return "airlock.offload" in names() and "airlock.files.read" in names()
+    def node_server() -> list[Any]:
+        handed = [s.span_id for s in spans() if s.name == "airlock.offload"]
+        return [s for s in spans() if handed and s.parent_span_id == handed[0]]
 
-    assert await wait_for(seen, timeout_s=15), names()
-    spans = cluster.traces.of_trace(trace_id)
-    assert "airlock.route" not in names()
-    handed = next(s for s in spans if s.name == "airlock.offload")
-    node_server = [s for s in spans if s.parent_span_id == handed.span_id]
-    assert [s.kind for s in node_server] == [handed.SPAN_KIND_SERVER], spans
+    async def seen() -> bool:  # each process exports its spans when they end, in batches
+        return bool(node_server()) and "airlock.files.read" in {s.name for s in spans()}
+
+    assert await wait_for(seen, timeout_s=15), spans()
+    assert "airlock.route" not in {s.name for s in spans()}
+    assert [s.kind for s in node_server()] == [Span.SPAN_KIND_SERVER], spans()
 
 
 async def test_a_replica_hands_downloads_only_to_its_own_proxy(cluster: Cluster) -> None:
     """A client that sends the proxy's mark to a replica itself gets the file from the
     replica, never the redirect (which carries a node token); through nginx, the node's own
-    answers (a 404 here) reach the client as they are."""
+    answers (a 404 here) reach the client as they are. Neither path takes a client's word for
+    its address: the audit records the address the proxy or the replica saw."""
     key = await cluster.tenant()
     sandbox = await cluster.sandbox(key)
     path = f"/v1/sandboxes/{sandbox}/files/etc/hostname"
+    claimed = {"X-Forwarded-For": "203.0.113.9"}
     async with cluster.http(cluster.apis[0], key) as direct:
-        r = await direct.get(path, headers={"Airlock-Offload": "1"})
+        r = await direct.get(path, headers={"Airlock-Offload": "1", **claimed})
     assert r.status_code == 200 and r.content.strip(), r.text
     assert not {"x-accel-redirect", "airlock-node-url", "airlock-node-authorization"} & set(
         r.headers
     ), r.headers
     async with cluster.http(cluster.proxies[0], key) as proxied:
-        r = await proxied.get(path)
+        r = await proxied.get(path, headers=claimed)
         assert r.status_code == 200 and r.content.strip(), r.text
+        r = await proxied.get("/v1/audit", params={"limit": 20})
+        reads = [e for e in r.json()["items"] if e["action"] == "file.read"]
+        assert len(reads) == 2 and {e["client"] for e in reads} == {"127.0.0.1"}, reads
         r = await proxied.get(f"/v1/sandboxes/{sandbox}/files/etc/no-such-file")
         assert r.status_code == 404, r.text
         assert r.headers["content-type"] == "application/problem+json", r.headers

@@ -292,8 +292,7 @@ def test_the_api_pods_nginx_configuration_is_valid(tmp_path: Path) -> None:
     assert "@" not in server.replace("@airlock_api_itself", "")
     (tmp_path / "server.conf").write_text(server)
     (tmp_path / "nginx.conf").write_text(
-        f"pid {tmp_path}/nginx.pid;\nevents {{}}\n"
-        f"http {{ include {tmp_path}/server.conf; }}\n"
+        f"pid {tmp_path}/nginx.pid;\nevents {{}}\nhttp {{ include {tmp_path}/server.conf; }}\n"
     )
     checked = subprocess.run(
         ["nginx", "-t", "-p", f"{tmp_path}/", "-c", f"{tmp_path}/nginx.conf", "-e", "stderr"],
