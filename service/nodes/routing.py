@@ -175,9 +175,12 @@ class NodeRouter:
         if time.monotonic() - self._addresses_at <= ADDRESS_TTL_S and node_id in self._addresses:
             return
         async with self.engine.connect() as conn:
-            rows = (await conn.execute(select(Node.id, Node.address, Node.state))).all()
-        self._addresses = {r.id: r.address for r in rows}
-        self._states = {r.id: r.state for r in rows}
+            self._remember((await conn.execute(select(Node.id, Node.address, Node.state))).all())
+
+    def _remember(self, nodes: Any) -> None:
+        """Every node's address and state, as just read (rows or placement's views)."""
+        self._addresses = {n.id: n.address for n in nodes}
+        self._states = {n.id: n.state for n in nodes}
         self._addresses_at = time.monotonic()
 
     async def address(self, node_id: str) -> str:
@@ -359,9 +362,7 @@ class NodeRouter:
         body = await read_all(receive)
         ask = await self._asked(principal.tenant_id, body)
         views = await placement.node_views(self.engine)
-        self._addresses = {v.id: v.address for v in views}  # read anyway: the cache is fresh
-        self._states = {v.id: v.state for v in views}
-        self._addresses_at = time.monotonic()
+        self._remember(views)  # read anyway: the cache is fresh
         order = placement.place(views, ask, self.overcommit)
         if ask.only_on is not None:
             order = [n for n in order if n.id == ask.only_on]

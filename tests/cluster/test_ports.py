@@ -1,7 +1,7 @@
 """A sandbox's port through the API replicas (tests/cluster/conftest.py): the request goes
 to whichever replica, which streams it to the node that holds the sandbox, both ways; a
 WebSocket is relayed message by message; a preview link and its cookie work through either
-replica."""
+replica, and through the nginx in front of each (as the chart deploys it)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ async def test_a_port_through_either_replica(cluster: Cluster) -> None:
         for at in range(0, len(payload), 1 << 18):
             yield payload[at : at + (1 << 18)]
 
-    for api in cluster.apis:
+    for api in [*cluster.apis, *cluster.proxies]:
         async with cluster.http(api, key) as http:
             page = await http.get(f"/v1/sandboxes/{sandbox}/ports/8000/info?x=1")
             assert page.status_code == 200 and page.json()["path"] == "/info?x=1", page.text
