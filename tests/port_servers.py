@@ -113,3 +113,29 @@ while True:
     c, _ = listener.accept()
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 """
+
+# Answers every GET with the headers that would send a proxy in front of the API elsewhere:
+# an internal redirect to the proxy's node location, aimed at the URL given on its command line.
+REDIRECTING = r"""
+import http.server, sys
+
+TARGET = sys.argv[2]
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        body = b"the sandbox's own answer"
+        self.send_response(200)
+        self.send_header("X-Accel-Redirect", "/_airlock/node")
+        self.send_header("X-Accel-Buffering", "yes")
+        self.send_header("Airlock-Node-Url", TARGET)
+        self.send_header("Airlock-Node-Authorization", "Bearer forged")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""

@@ -12,9 +12,10 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import httpx
+from aiohttp import web
 
 from tests.cluster.conftest import Cluster
-from tests.port_servers import HTTP, WEBSOCKET
+from tests.port_servers import HTTP, REDIRECTING, WEBSOCKET
 
 
 async def _serve(cluster: Cluster, key: str, sandbox: str) -> None:
@@ -72,3 +73,46 @@ async def test_a_port_through_either_replica(cluster: Cluster) -> None:
         async with cluster.http(api, other) as stranger:
             r = await stranger.get(f"/v1/sandboxes/{sandbox}/ports/8000/")
             assert r.status_code == 404, r.text
+
+
+async def test_a_sandbox_cannot_send_the_proxy_in_front_anywhere(cluster: Cluster) -> None:
+    """A web server in a sandbox answers with the headers of the replica's internal redirect
+    (X-Accel-Redirect to the proxy's node location, a URL and a token of its choosing). Through
+    either replica and either nginx, the caller gets the sandbox's own answer without them, and
+    nothing fetches the URL: here a server on this host that no sandbox can reach."""
+    fetched: list[str] = []
+
+    async def secret(request: web.Request) -> web.Response:
+        fetched.append(request.path)
+        return web.Response(text="what only the API's host can read")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", secret)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        key = await cluster.tenant()
+        sandbox = await cluster.sandbox(key)
+        target = f"http://127.0.0.1:{port}/v1/sandboxes/{sandbox}/files/etc/hostname"
+        async with cluster.http(cluster.apis[0], key) as http:
+            r = await http.put(f"/v1/sandboxes/{sandbox}/files/work/r.py", content=REDIRECTING)
+            assert r.status_code == 201, r.text
+            body = {"cmd": ["python3", "/work/r.py", "8002", target], "wait": False}
+            r = await http.post(f"/v1/sandboxes/{sandbox}/execs", json=body)
+            assert r.status_code in (201, 202), r.text
+            for _ in range(100):
+                if (await http.get(f"/v1/sandboxes/{sandbox}/ports/8002/")).status_code == 200:
+                    break
+                await asyncio.sleep(0.1)
+        for url in [*cluster.proxies, *cluster.apis]:
+            async with cluster.http(url, key) as http:
+                r = await http.get(f"/v1/sandboxes/{sandbox}/ports/8002/")
+            assert (r.status_code, r.text) == (200, "the sandbox's own answer"), (url, r.text)
+            leaked = [h for h in r.headers if h.startswith(("x-accel", "airlock-node"))]
+            assert not leaked, r.headers
+        assert fetched == []
+    finally:
+        await runner.cleanup()
