@@ -4,19 +4,20 @@ Run through scripts/cluster.sh, which prepares the Python environment, PostgreSQ
 runtime first. Everything lives in one directory (default .airlock-cluster):
 
     shared/            the keys every process shares: keys/ (token signing), audit.key,
-                       secrets.key, operator_key
+                       secrets.key, operator_key, offload_key (the proxies' mark)
     node-<i>/          a node's state dir (its runtime state, its sandboxes; images linked in)
     api-<j>/           a replica's state dir (nothing of value)
     proxy-<j>/         the nginx in front of replica j: its configuration (made from the
-                       chart's helm/airlock/files/proxy.conf) and its temporary files
+                       chart's helm/airlock/files) and its pid file
     <name>.log         each process's log; <name>.pid its pid
     cluster.json       what `start` made: URLs, node ids, pids, the database URL
 
 Node i listens on port+10+i with the sandbox network range 10.(200+i).0.0/16; replica j on
 port+j, and the nginx in front of it (as the chart deploys it) on port+20+j. The proxy reaches
-its replica from 127.0.0.2, the one address the replica trusts as a proxy (downloads through
-the proxy are then fetched from the node by nginx, service/nodes/offload.py); a client that
-calls the replica directly is served by the replica alone. AIRLOCK_* variables set by the
+its replica from 127.0.0.2, the one address whose X-Forwarded-For the replica takes, and marks
+what it sends with the offload key, so that downloads through it are fetched from the node by
+nginx (service/nodes/offload.py); a client that calls the replica directly is served by the
+replica alone. AIRLOCK_* variables set by the
 caller reach every process (AIRLOCK_NODE_LEASE_S, ...), and so do OTEL_* ones
 (OTEL_EXPORTER_OTLP_ENDPOINT: every process sends its spans there).
 """
@@ -44,7 +45,7 @@ from sqlalchemy.engine import make_url
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 AIRLOCK = REPO / ".venv/bin/airlock"
-PROXY_CONF = REPO / "helm/airlock/files/proxy.conf"
+PROXY_FILES = REPO / "helm/airlock/files"  # nginx.conf and proxy.conf
 PROXY_ADDRESS = "127.0.0.2"  # where each nginx connects to its replica from
 READY_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 30.0
@@ -86,11 +87,12 @@ def shared_keys(shared: Path, env: dict[str, str]) -> dict[str, str]:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(os.urandom(32))
-    operator = shared / "operator_key"
-    if not operator.exists():
-        fd = os.open(operator, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write("alo_" + secrets.token_urlsafe(32) + "\n")
+    operator, offload = shared / "operator_key", shared / "offload_key"
+    for path, prefix in ((operator, "alo_"), (offload, "")):
+        if not path.exists():
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(prefix + secrets.token_urlsafe(32) + "\n")
     keys = shared / "keys"
     if not (keys.is_dir() and any(p.suffix == ".pem" for p in keys.iterdir())):
         subprocess.run(
@@ -104,6 +106,8 @@ def shared_keys(shared: Path, env: dict[str, str]) -> dict[str, str]:
         "AIRLOCK_AUDIT_KEY_FILE": str(shared / "audit.key"),
         "AIRLOCK_SECRETS_KEY_FILE": str(shared / "secrets.key"),
         "AIRLOCK_OPERATOR_KEY": operator.read_text().strip(),
+        # What the proxies send and the replicas check (nodes never hand anything over).
+        "AIRLOCK_OFFLOAD_KEY": offload.read_text().strip(),
     }
 
 
@@ -146,7 +150,7 @@ def spawn(directory: Path, name: str, argv: list[str], env: dict[str, str]) -> i
 def start_process(directory: Path, spec: dict, env: dict[str, str]) -> int:
     """(Re)start one process of the cluster as cluster.json describes it."""
     if spec["role"] == "proxy":
-        return spawn(directory, spec["name"], proxy_command(directory, spec), env)
+        return spawn(directory, spec["name"], proxy_command(directory, spec, env), env)
     own = {"AIRLOCK_ROLE": spec["role"], "AIRLOCK_STATE_DIR": str(directory / spec["name"])}
     if spec["role"] == "node":
         own |= {
@@ -160,28 +164,30 @@ def start_process(directory: Path, spec: dict, env: dict[str, str]) -> int:
     return spawn(directory, spec["name"], argv, {**env, **own})
 
 
-def proxy_command(directory: Path, spec: dict) -> list[str]:
-    """nginx in the foreground, with the chart's server block in a configuration of its own."""
+def proxy_command(directory: Path, spec: dict, env: dict[str, str]) -> list[str]:
+    """nginx in the foreground, configured from the chart's files."""
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     prefix = directory / spec["name"]
     prefix.mkdir(parents=True, exist_ok=True, mode=0o700)
     server = (
-        PROXY_CONF.read_text()
+        (PROXY_FILES / "proxy.conf")
+        .read_text()
         .replace("@LISTEN@", f"127.0.0.1:{spec['port']}")
         .replace("@API@", spec["api"].removeprefix("http://"))
         .replace("@BIND@", PROXY_ADDRESS)
+        .replace("@KEY@", env["AIRLOCK_OFFLOAD_KEY"])
     )
     (prefix / "server.conf").write_text(server)
-    (prefix / "nginx.conf").write_text(
-        "daemon off;\n"
-        "worker_processes 1;\n"
-        "user root;\n"  # its temporary folders are under this 0700 directory
-        f"pid {prefix}/nginx.pid;\n"
-        "error_log stderr warn;\n"
-        "events { worker_connections 1024; }\n"
-        f"http {{\n    access_log off;\n    include {prefix}/server.conf;\n}}\n"
+    main = (
+        (PROXY_FILES / "nginx.conf")
+        .read_text()
+        .replace("@WORKERS@", "1")
+        .replace("@RUN@", str(prefix))
+        .replace("@SERVER@", str(prefix / "server.conf"))
     )
-    return [nginx, "-p", f"{prefix}/", "-c", f"{prefix}/nginx.conf", "-e", "stderr"]
+    (prefix / "nginx.conf").write_text(main)
+    conf = prefix / "nginx.conf"
+    return [nginx, "-p", f"{prefix}/", "-c", str(conf), "-e", "stderr", "-g", "daemon off;"]
 
 
 def ready(url: str) -> bool:
@@ -383,7 +389,7 @@ def restart(args: argparse.Namespace) -> int:
     directory = args.dir.resolve()
     info = json.loads((directory / "cluster.json").read_text())
     spec = next(p for p in info["processes"] if p["name"] == args.name)
-    if alive(spec["pid"]):
+    if spec.get("pid") and alive(spec["pid"]):
         # Its port is still taken, and the readiness check would see the old process answer.
         say(f"{spec['name']} (pid {spec['pid']}) is still running: stop or kill it first")
         return 1

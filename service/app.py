@@ -51,7 +51,7 @@ from service.nodes.leases import Leases
 from service.nodes.local import heartbeat as node_heartbeat
 from service.nodes.local import local_node_id
 from service.nodes.middleware import RoutingMiddleware
-from service.nodes.offload import TrustedProxies
+from service.nodes.offload import ProxyHeaders
 from service.nodes.placement import forget_owners
 from service.nodes.routing import NodeRouter
 from service.nodes.snapshots import FetchingRuntime, SnapshotFetcher, export_snapshot
@@ -254,8 +254,9 @@ def create_app(
     )
     if settings.role != "node":  # before routing: a preview host is put under the port route
         app.asgi_handler = PreviewHosts(app.asgi_handler, settings.preview_domain)
-    if settings.trusted_proxy_list:  # outermost: the client's address before anything else
-        app.asgi_handler = TrustedProxies(app.asgi_handler, settings.trusted_proxy_list)
+    # Outermost: the client's address before anything reads it, and no answer's headers that
+    # would send a proxy in front elsewhere.
+    app.asgi_handler = ProxyHeaders(app.asgi_handler, settings.trusted_proxy_list)
     document_problems(app)
     correct_allow_header(app)
     return app

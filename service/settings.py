@@ -111,13 +111,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # wildcard DNS name pointing at the API). Empty: only the path route
     # /v1/sandboxes/{id}/ports/{port}/ serves them.
     preview_domain: str = ""
-    # Addresses of reverse proxies in front of this process (comma list of IPs; nginx with
-    # helm/airlock/files/proxy.conf). A request from one of them is taken to be from the
-    # address its X-Forwarded-For names, and on an API replica a download it marks with
-    # `Airlock-Offload: 1` is answered with an internal redirect (X-Accel-Redirect) to the
-    # sandbox's node, which the proxy follows: the bytes go from the node to the proxy and
-    # never through this process. Empty: no proxy is trusted.
+    # Addresses of reverse proxies in front of this process (comma list of IPs): a request
+    # from one of them is taken to be from the address its X-Forwarded-For names. Empty: the
+    # peer's own address is the client's.
     trusted_proxies: str = ""
+    # A secret shared with the nginx in front of an API replica (helm/airlock/files/proxy.conf
+    # sends it as `Airlock-Offload`): a download asked with it is answered with an internal
+    # redirect (X-Accel-Redirect) to the sandbox's node, which nginx follows, so its bytes never
+    # pass through this process. None: the replica serves every download itself.
+    offload_key: str | None = None
 
     @property
     def is_production(self) -> bool:
@@ -270,6 +272,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError("OTEL_TRACES_EXPORTER must be one of none, otlp, console")
         if self.operator_key is not None and len(self.operator_key) < 32:
             raise ConfigurationError("AIRLOCK_OPERATOR_KEY must be at least 32 characters")
+        if self.offload_key is not None and len(self.offload_key) < 32:
+            raise ConfigurationError("AIRLOCK_OFFLOAD_KEY must be at least 32 characters")
         if self.metrics_token is not None and len(self.metrics_token) < 32:
             raise ConfigurationError("AIRLOCK_METRICS_TOKEN must be at least 32 characters")
         if self.is_production:

@@ -122,6 +122,7 @@ def test_otel_exporter_follows_the_standard_variables() -> None:
         {"AIRLOCK_IMAGE_REGISTRIES": "ghcr.io/Acme"},
         {"AIRLOCK_TRUSTED_PROXIES": "nginx"},
         {"AIRLOCK_TRUSTED_PROXIES": "127.0.0.1,10.0.0.0/8"},
+        {"AIRLOCK_OFFLOAD_KEY": "too-short-to-be-a-secret"},
     ],
     ids=lambda env: ",".join(f"{k}={v}" for k, v in env.items()),
 )

@@ -6,6 +6,8 @@ sandbox is this node's (`sandbox_moved` otherwise): a forwarded call is never se
 On a replica (or the all-in-one server with other nodes on its database), a create goes where
 placement says and a sandbox's call to its node; when the node answers `sandbox_moved` and the
 request's body is whole here, the call goes on to the node named, at most MOVES_FOLLOWED times.
+On a replica, a download that carries the mark of the nginx in front is handed to nginx to fetch
+from the node (service.nodes.offload).
 """
 
 from __future__ import annotations
@@ -96,7 +98,8 @@ class RoutingMiddleware:
             node = await router.owner(principal.tenant_id, sandbox_id)
             if node is None and router.local is None:
                 # A replica has no runtime to answer with: what is not the tenant's is a 404
-                # here, before a handler asks for one.
+                # here, before a handler asks for one (once the token may ask at all).
+                await check()
                 if not await router.known(principal.tenant_id, sandbox_id):
                     raise NotFound(f"no sandbox {sandbox_id}")
             if node is None or node == router.local:
@@ -117,7 +120,7 @@ class RoutingMiddleware:
                     f"sandbox {sandbox_id} failed: node_lost (its node {node} was lost)",
                     extra={"state": "failed", "reason": "node_lost"},
                 )
-            if offload.wanted(scope, handler.opt):  # the proxy in front fetches it from the node
+            if offload.wanted(scope, handler.opt, router.offload_key):  # the proxy fetches it
                 await offload.redirect(router, scope, send, node, principal)
                 return
             if scope["type"] == "websocket":  # a sandbox's port, relayed message by message

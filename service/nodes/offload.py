@@ -10,16 +10,19 @@ location fetches the download from the node, with the URL and the node token tak
 answer's headers, and passes it on to the client as it comes. The node checks the token as it
 checks any forwarded call, and audits the download.
 
-Only a request from a trusted proxy (AIRLOCK_TRUSTED_PROXIES) that carries `Airlock-Offload: 1`
-is answered so. The node token is in the answer's headers, and only a proxy that follows the
-redirect (and never passes such an answer on) may be given it. The proxy sets the mark on what
-it sends to the replica, and replaces a client's own. When the node answers 502, 503 or 504
-(it cannot be reached, or the sandbox moved), the proxy asks the replica again without the
-mark, and the replica forwards the call itself (and follows a move).
+Only a request that carries the proxy's mark is answered so: `Airlock-Offload` with the offload
+key (AIRLOCK_OFFLOAD_KEY), a secret the proxy's configuration and the replica share, and which
+the proxy sets on everything it sends (a client's own header is replaced). Without it the
+replica serves the download itself. The node token must never reach a client.
+
+And what the proxy acts on comes from this process alone: ProxyHeaders drops X-Accel-* and
+Airlock-Node-* from every answer but redirect()'s, so neither a sandbox's web server (its
+answers go out through the port routes) nor a node can send the proxy elsewhere.
 """
 
 from __future__ import annotations
 
+import hmac
 from typing import Any
 
 from opentelemetry.trace import SpanKind
@@ -32,36 +35,47 @@ from service.requestid import request_id_for
 
 # The proxy's internal location that fetches from a node (helm/airlock/files/proxy.conf).
 LOCATION = "/_airlock/node"
-MARK = (b"airlock-offload", b"1")
-# Where this process notes that a request came from a trusted proxy.
-PROXIED = "airlock.proxied"
+MARK = b"airlock-offload"
+# Response headers a proxy in front acts on, or that carry a node's URL and token.
+_PROXY_ONLY = (b"x-accel-", b"airlock-node-")
+# Where redirect() notes that its answer's headers are meant for the proxy.
+_HANDING = "airlock.offloading"
+_TRACE_CONTEXT = ("traceparent", "tracestate")
 
 
-class TrustedProxies:
-    """ASGI: a request from a trusted proxy is from the client its X-Forwarded-For names
-    (uvicorn's ProxyHeadersMiddleware), and is marked PROXIED for the offload."""
+class ProxyHeaders:
+    """ASGI, outermost. Every answer loses the headers a proxy in front would act on, unless
+    redirect() sent it. A request from a trusted proxy (AIRLOCK_TRUSTED_PROXIES) is from the
+    client its X-Forwarded-For names (uvicorn's ProxyHeadersMiddleware)."""
 
     def __init__(self, app: Any, proxies: tuple[str, ...]) -> None:
-        self.proxies = frozenset(proxies)
-        self.forwarded = ProxyHeadersMiddleware(app, trusted_hosts=list(proxies))
+        self.app = ProxyHeadersMiddleware(app, trusted_hosts=list(proxies)) if proxies else app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] in ("http", "websocket"):
-            client = scope.get("client")
-            if client is not None and client[0] in self.proxies:
-                scope[PROXIED] = True
-        await self.forwarded(scope, receive, send)
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+
+        async def checked(message: dict[str, Any]) -> None:
+            if message["type"] in ("http.response.start", "websocket.accept") and not scope.get(
+                _HANDING
+            ):
+                headers = message.get("headers") or ()
+                if any(k.lower().startswith(_PROXY_ONLY) for k, _ in headers):
+                    kept = [(k, v) for k, v in headers if not k.lower().startswith(_PROXY_ONLY)]
+                    message = {**message, "headers": kept}
+            await send(message)
+
+        await self.app(scope, receive, checked)
 
 
-def wanted(scope: dict[str, Any], opt: dict[str, Any]) -> bool:
-    """A download the proxy in front can fetch from the node itself."""
-    return bool(
-        scope.get(PROXIED)
-        and scope["type"] == "http"
-        and scope["method"] == "GET"
-        and opt.get("offload")
-        and MARK in scope["headers"]
-    )
+def wanted(scope: dict[str, Any], opt: dict[str, Any], key: str | None) -> bool:
+    """A download the proxy in front can fetch from the node itself: the request carries the
+    proxy's mark, with the offload key."""
+    if key is None or scope["type"] != "http" or scope["method"] != "GET" or not opt.get("offload"):
+        return False
+    mark = next((v for k, v in scope["headers"] if k == MARK), None)
+    return mark is not None and hmac.compare_digest(mark, key.encode())
 
 
 async def redirect(
@@ -80,6 +94,8 @@ async def redirect(
         ]
         # The node's server span continues this one, as for a call forwarded in Python.
         for name, value in telemetry.trace_headers().items():
-            headers.append((f"airlock-node-{name}".encode(), value.encode("latin-1")))
+            if name in _TRACE_CONTEXT:
+                headers.append((f"airlock-node-{name}".encode(), value.encode("latin-1")))
+        scope[_HANDING] = True
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -26,6 +26,7 @@ import socket
 import time
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import msgspec
@@ -111,6 +112,7 @@ class NodeRouter:
         self.local = local_node
         self.overcommit = (settings.cpu_overcommit, settings.memory_overcommit)
         self.credentials = credentials
+        self.offload_key = settings.offload_key if settings.role == "api" else None
         self._owners: dict[str, str | None] = {}
         self._addresses: dict[str, str] = {}
         self._states: dict[str, str] = {}
@@ -294,11 +296,11 @@ class NodeRouter:
             )
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
             # Not connected at all: nothing reached the node, another may be asked.
-            log.warning("node %s at %s unreachable: %s", node_id, url, exc)
+            log.warning("node %s at %s unreachable: %s", node_id, _origin(url), exc)
             return False
         except (aiohttp.ClientError, TimeoutError) as exc:
             # The node may have acted on it (a create recorded): never asked again elsewhere.
-            log.warning("node %s at %s broke off: %s", node_id, url, exc)
+            log.warning("node %s at %s broke off: %s", node_id, _origin(url), exc)
             raise NodeUnavailable(
                 f"node {node_id} broke off before it answered; retry (with an Idempotency-Key "
                 "to be sure a create is made once)"
@@ -433,6 +435,12 @@ class NodeRouter:
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
+
+
+def _origin(url: str) -> str:
+    """A URL's scheme and host, for a log line (its query may hold a preview link's token)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _keepalive_socket(addr_info: Any) -> socket.socket:

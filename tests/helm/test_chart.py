@@ -5,6 +5,7 @@ deployment needs."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
@@ -240,7 +241,8 @@ def test_a_label_both_selectors_name_renders_once() -> None:
 
 def test_existing_secrets_are_used_instead_of_made() -> None:
     docs = documents(render("keys.existingSecret=ops-keys", "database.existingSecret=ops-db"))
-    assert not by_kind(docs, "Secret")
+    # Only the proxy's own (its configuration, and the key it shares with its replica).
+    assert [s["metadata"]["name"] for s in by_kind(docs, "Secret")] == ["airlock-proxy"]
     (api,) = by_kind(docs, "Deployment")
     env = env_of(api["spec"]["template"]["spec"]["containers"][0])
     assert env["AIRLOCK_DATABASE_URL"]["secretKeyRef"]["name"] == "ops-db"
@@ -282,18 +284,32 @@ async def test_the_dashboard_asks_only_for_what_the_service_exports(api: Api) ->
 
 
 def test_the_api_pods_nginx_configuration_is_valid(tmp_path: Path) -> None:
-    """The proxy's server block as the chart renders it passes `nginx -t` (the Debian nginx
-    the test command installs, scripts/proxy-setup.sh), and sends the replica's port; without
-    the proxy the replica takes the port itself and trusts no proxy."""
+    """The proxy's configuration as the chart renders it passes `nginx -t` (the Debian nginx
+    the test command installs, scripts/proxy-setup.sh); the replica and nginx share one offload
+    key from the proxy's Secret; without the proxy the replica takes the port itself and
+    trusts no proxy."""
     docs = documents(render())
-    (conf,) = [d for d in by_kind(docs, "ConfigMap") if d["metadata"]["name"] == "airlock-proxy"]
-    server = conf["data"]["airlock.conf"]
-    assert "server 127.0.0.1:8079;" in server and "listen 8080;" in server
-    assert "@" not in server.replace("@airlock_api_itself", "")
-    (tmp_path / "server.conf").write_text(server)
-    (tmp_path / "nginx.conf").write_text(
-        f"pid {tmp_path}/nginx.pid;\nevents {{}}\nhttp {{ include {tmp_path}/server.conf; }}\n"
+    (secret,) = [d for d in by_kind(docs, "Secret") if d["metadata"]["name"] == "airlock-proxy"]
+    files = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+    key = files["offload-key"]
+    assert len(key) >= 32 and f'Airlock-Offload "{key}";' in files["proxy.conf"]
+    assert "server 127.0.0.1:8079;" in files["proxy.conf"] and "listen 8080;" in files["proxy.conf"]
+    (api,) = by_kind(docs, "Deployment")
+    replica, proxy = api["spec"]["template"]["spec"]["containers"]
+    assert env_of(replica)["AIRLOCK_OFFLOAD_KEY"]["secretKeyRef"] == {
+        "name": "airlock-proxy",
+        "key": "offload-key",
+    }
+    assert proxy["args"][:3] == ["nginx", "-c", "/etc/airlock-proxy/nginx.conf"]
+    # Rendered where the sidecar mounts them, then checked as nginx reads them.
+    main = (
+        files["nginx.conf"]
+        .replace("/tmp/", f"{tmp_path}/")
+        .replace("/etc/airlock-proxy/proxy.conf", f"{tmp_path}/proxy.conf")
     )
+    (tmp_path / "proxy.conf").write_text(files["proxy.conf"])
+    (tmp_path / "nginx.conf").write_text(main)
+    assert not re.findall(r"@[A-Z]+@", main + files["proxy.conf"])  # every placeholder filled
     checked = subprocess.run(
         ["nginx", "-t", "-p", f"{tmp_path}/", "-c", f"{tmp_path}/nginx.conf", "-e", "stderr"],
         capture_output=True,
@@ -304,5 +320,8 @@ def test_the_api_pods_nginx_configuration_is_valid(tmp_path: Path) -> None:
     (api,) = by_kind(docs, "Deployment")
     (container,) = api["spec"]["template"]["spec"]["containers"]
     assert [p["name"] for p in container["ports"]] == ["http"]
-    assert "AIRLOCK_TRUSTED_PROXIES" not in env_of(container)
-    assert not [d for d in by_kind(docs, "ConfigMap") if "proxy" in d["metadata"]["name"]]
+    assert not {"AIRLOCK_TRUSTED_PROXIES", "AIRLOCK_OFFLOAD_KEY"} & set(env_of(container))
+    assert not [d for d in docs if d["metadata"]["name"] == "airlock-proxy"]
+    refused = helm("template", "airlock", str(CHART), "--set", "api.proxy.replicaPort=8080",
+                   check=False)  # fmt: skip
+    assert refused.returncode != 0 and "must differ from api.port" in refused.stderr

@@ -110,8 +110,7 @@ app.kubernetes.io/component: {{ .component }}
   readOnly: true
 {{- end -}}
 
-{{/* Probes on the process's own port. */}}
-{{- /* The probes of a container serving Airlock on the named port. */}}
+{{/* The probes of a container serving Airlock on the named port. */}}
 {{- define "airlock.probes" -}}
 startupProbe:
   httpGet: {path: /healthz, port: {{ . }}}
