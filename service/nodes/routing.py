@@ -5,7 +5,8 @@ archives, kill, network and TTL changes, delete), or `"create"`. On an API repli
 (`AIRLOCK_ROLE=api`) such a request is forwarded, once authenticated, to the owning node's
 internal address, the caller carried in a node token (service.nodes.credentials); the request
 and the response are streamed through in both directions, so an upload, a download or an
-event stream is never held whole here. Reads the database answers (a sandbox, its execs, its
+event stream is never held whole here (behind nginx a download skips this process altogether:
+service.nodes.offload). Reads the database answers (a sandbox, its execs, its
 transitions) are answered by the replica itself. On the all-in-one server the sandboxes are its
 own and nothing is forwarded, unless a sandbox is on another node of the same database.
 
