@@ -152,7 +152,8 @@ def start_process(directory: Path, spec: dict, env: dict[str, str]) -> int:
     if spec["role"] == "proxy":
         return spawn(directory, spec["name"], proxy_command(directory, spec, env), env)
     own = {"AIRLOCK_ROLE": spec["role"], "AIRLOCK_STATE_DIR": str(directory / spec["name"])}
-    if spec["role"] == "node":
+    if spec["role"] == "node":  # the offload key is the replicas' and the proxies' alone
+        env = {k: v for k, v in env.items() if k != "AIRLOCK_OFFLOAD_KEY"}
         own |= {
             "AIRLOCK_NODE_ID": spec["node_id"],
             "AIRLOCK_NODE_ADDRESS": spec["url"],
@@ -177,7 +178,9 @@ def proxy_command(directory: Path, spec: dict, env: dict[str, str]) -> list[str]
         .replace("@BIND@", PROXY_ADDRESS)
         .replace("@KEY@", env["AIRLOCK_OFFLOAD_KEY"])
     )
-    (prefix / "server.conf").write_text(server)
+    fd = os.open(prefix / "server.conf", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:  # it holds the offload key
+        fh.write(server)
     main = (
         (PROXY_FILES / "nginx.conf")
         .read_text()

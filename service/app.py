@@ -254,9 +254,10 @@ def create_app(
     )
     if settings.role != "node":  # before routing: a preview host is put under the port route
         app.asgi_handler = PreviewHosts(app.asgi_handler, settings.preview_domain)
-    # Outermost: the client's address before anything reads it, and no answer's headers that
-    # would send a proxy in front elsewhere.
-    app.asgi_handler = ProxyHeaders(app.asgi_handler, settings.trusted_proxy_list)
+    # Outermost: the client's address and the offload mark before anything reads them, and no
+    # answer's headers that would send a proxy in front elsewhere.
+    offload_key = settings.offload_key if settings.role == "api" else None
+    app.asgi_handler = ProxyHeaders(app.asgi_handler, settings.trusted_proxy_list, offload_key)
     document_problems(app)
     correct_allow_header(app)
     return app

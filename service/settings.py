@@ -20,6 +20,7 @@ _REGISTRY_ENTRY = re.compile(
 
 # A node id: a path segment of /v1/nodes/{id} and a name an operator reads; a Kubernetes node
 # name (a DNS subdomain, such as ip-10-0-0-5.ec2.internal) is one.
+_OFFLOAD_KEY = re.compile(r"[A-Za-z0-9_-]{32,}")
 _NODE_ID = re.compile(r"[a-z0-9]([a-z0-9.-]{0,198}[a-z0-9])?")
 
 
@@ -272,8 +273,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError("OTEL_TRACES_EXPORTER must be one of none, otlp, console")
         if self.operator_key is not None and len(self.operator_key) < 32:
             raise ConfigurationError("AIRLOCK_OPERATOR_KEY must be at least 32 characters")
-        if self.offload_key is not None and len(self.offload_key) < 32:
-            raise ConfigurationError("AIRLOCK_OFFLOAD_KEY must be at least 32 characters")
+        if self.offload_key is not None and not _OFFLOAD_KEY.fullmatch(self.offload_key):
+            raise ConfigurationError(
+                "AIRLOCK_OFFLOAD_KEY must be at least 32 letters, digits, '-' or '_' (it is "
+                "written into the proxy's configuration)"
+            )
         if self.metrics_token is not None and len(self.metrics_token) < 32:
             raise ConfigurationError("AIRLOCK_METRICS_TOKEN must be at least 32 characters")
         if self.is_production:

@@ -120,7 +120,7 @@ class RoutingMiddleware:
                     f"sandbox {sandbox_id} failed: node_lost (its node {node} was lost)",
                     extra={"state": "failed", "reason": "node_lost"},
                 )
-            if offload.wanted(scope, handler.opt, router.offload_key):  # the proxy fetches it
+            if offload.wanted(scope, handler.opt):  # the proxy in front fetches it itself
                 await offload.redirect(router, scope, send, node, principal)
                 return
             if scope["type"] == "websocket":  # a sandbox's port, relayed message by message

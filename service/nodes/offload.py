@@ -13,7 +13,9 @@ checks any forwarded call, and audits the download.
 Only a request that carries the proxy's mark is answered so: `Airlock-Offload` with the offload
 key (AIRLOCK_OFFLOAD_KEY), a secret the proxy's configuration and the replica share, and which
 the proxy sets on everything it sends (a client's own header is replaced). Without it the
-replica serves the download itself. The node token must never reach a client.
+replica serves the download itself. The node token must never reach a client, and the key
+must never leave this process: ProxyHeaders takes the mark off every request as it arrives,
+so no node and no sandbox's web server (the port routes pass requests' headers on) sees it.
 
 And what the proxy acts on comes from this process alone: ProxyHeaders drops X-Accel-* and
 Airlock-Node-* from every answer but redirect()'s, so neither a sandbox's web server (its
@@ -23,6 +25,7 @@ answers go out through the port routes) nor a node can send the proxy elsewhere.
 from __future__ import annotations
 
 import hmac
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.trace import SpanKind
@@ -38,27 +41,41 @@ LOCATION = "/_airlock/node"
 MARK = b"airlock-offload"
 # Response headers a proxy in front acts on, or that carry a node's URL and token.
 _PROXY_ONLY = (b"x-accel-", b"airlock-node-")
-# Where redirect() notes that its answer's headers are meant for the proxy.
-_HANDING = "airlock.offloading"
+# Each request's _Offload (copies of a scope share it: PreviewHosts makes one).
+_STATE = "airlock.offload"
 _TRACE_CONTEXT = ("traceparent", "tracestate")
 
 
-class ProxyHeaders:
-    """ASGI, outermost. Every answer loses the headers a proxy in front would act on, unless
-    redirect() sent it. A request from a trusted proxy (AIRLOCK_TRUSTED_PROXIES) is from the
-    client its X-Forwarded-For names (uvicorn's ProxyHeadersMiddleware)."""
+@dataclass
+class _Offload:
+    marked: bool = False  # the request carried the proxy's mark with the offload key
+    handing: bool = False  # redirect() answers it: the answer's headers are for the proxy
 
-    def __init__(self, app: Any, proxies: tuple[str, ...]) -> None:
+
+class ProxyHeaders:
+    """ASGI, outermost. A request's offload mark is taken off and remembered; every answer
+    loses the headers a proxy in front would act on, unless redirect() sent it. A request from
+    a trusted proxy (AIRLOCK_TRUSTED_PROXIES) is from the client its X-Forwarded-For names
+    (uvicorn's ProxyHeadersMiddleware). `key`: the offload key, on an API replica."""
+
+    def __init__(self, app: Any, proxies: tuple[str, ...], key: str | None) -> None:
         self.app = ProxyHeadersMiddleware(app, trusted_hosts=list(proxies)) if proxies else app
+        self.key = key.encode() if key else None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        state = _Offload()
+        marks = [v for k, v in scope["headers"] if k.lower() == MARK]
+        if marks:  # never passed on: not to a node, not to a sandbox's web server
+            scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() != MARK]
+            state.marked = self.key is not None and hmac.compare_digest(marks[-1], self.key)
+        scope[_STATE] = state
 
         async def checked(message: dict[str, Any]) -> None:
-            if message["type"] in ("http.response.start", "websocket.accept") and not scope.get(
-                _HANDING
+            if message["type"] in ("http.response.start", "websocket.accept") and not (
+                state.handing
             ):
                 headers = message.get("headers") or ()
                 if any(k.lower().startswith(_PROXY_ONLY) for k, _ in headers):
@@ -69,13 +86,17 @@ class ProxyHeaders:
         await self.app(scope, receive, checked)
 
 
-def wanted(scope: dict[str, Any], opt: dict[str, Any], key: str | None) -> bool:
-    """A download the proxy in front can fetch from the node itself: the request carries the
+def wanted(scope: dict[str, Any], opt: dict[str, Any]) -> bool:
+    """A download the proxy in front can fetch from the node itself: the request carried the
     proxy's mark, with the offload key."""
-    if key is None or scope["type"] != "http" or scope["method"] != "GET" or not opt.get("offload"):
-        return False
-    mark = next((v for k, v in scope["headers"] if k == MARK), None)
-    return mark is not None and hmac.compare_digest(mark, key.encode())
+    state = scope.get(_STATE)
+    return bool(
+        state is not None
+        and state.marked
+        and scope["type"] == "http"
+        and scope["method"] == "GET"
+        and opt.get("offload")
+    )
 
 
 async def redirect(
@@ -96,6 +117,6 @@ async def redirect(
         for name, value in telemetry.trace_headers().items():
             if name in _TRACE_CONTEXT:
                 headers.append((f"airlock-node-{name}".encode(), value.encode("latin-1")))
-        scope[_HANDING] = True
+        scope[_STATE].handing = True
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b"", "more_body": False})

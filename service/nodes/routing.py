@@ -113,7 +113,6 @@ class NodeRouter:
         self.local = local_node
         self.overcommit = (settings.cpu_overcommit, settings.memory_overcommit)
         self.credentials = credentials
-        self.offload_key = settings.offload_key if settings.role == "api" else None
         self._owners: dict[str, str | None] = {}
         self._addresses: dict[str, str] = {}
         self._states: dict[str, str] = {}

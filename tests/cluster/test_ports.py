@@ -47,6 +47,8 @@ async def test_a_port_through_either_replica(cluster: Cluster) -> None:
         async with cluster.http(api, key) as http:
             page = await http.get(f"/v1/sandboxes/{sandbox}/ports/8000/info?x=1")
             assert page.status_code == 200 and page.json()["path"] == "/info?x=1", page.text
+            # What the proxy tells its replica (the offload key) never reaches the sandbox.
+            assert "airlock-offload" not in page.json()["headers"], page.json()
             echoed = await http.post(f"/v1/sandboxes/{sandbox}/ports/8000/echo", content=chunks())
             assert echoed.content == payload
             link = await http.post(f"/v1/sandboxes/{sandbox}/port-links", json={"port": 8000})
