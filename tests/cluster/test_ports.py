@@ -18,16 +18,21 @@ from tests.cluster.conftest import Cluster
 from tests.port_servers import HTTP, REDIRECTING, WEBSOCKET
 
 
-async def _serve(cluster: Cluster, key: str, sandbox: str) -> None:
+async def _serve(
+    cluster: Cluster, key: str, sandbox: str, servers: list[tuple[str, str, list[str]]]
+) -> None:
+    """Start each (file name, script, arguments: its port first) in the sandbox, and wait
+    until the first one answers."""
     async with cluster.http(cluster.apis[0], key) as http:
-        for name, script, port in (("web.py", HTTP, 8000), ("ws.py", WEBSOCKET, 8001)):
+        for name, script, args in servers:
             r = await http.put(f"/v1/sandboxes/{sandbox}/files/work/{name}", content=script)
             assert r.status_code == 201, r.text
-            body = {"cmd": ["python3", f"/work/{name}", str(port)], "wait": False}
+            body = {"cmd": ["python3", f"/work/{name}", *args], "wait": False}
             r = await http.post(f"/v1/sandboxes/{sandbox}/execs", json=body)
             assert r.status_code in (201, 202), r.text
+        first = servers[0][2][0]
         for _ in range(100):
-            if (await http.get(f"/v1/sandboxes/{sandbox}/ports/8000/")).status_code == 200:
+            if (await http.get(f"/v1/sandboxes/{sandbox}/ports/{first}/")).status_code == 200:
                 return
             await asyncio.sleep(0.1)
     raise AssertionError("the server in the sandbox did not start")
@@ -36,7 +41,8 @@ async def _serve(cluster: Cluster, key: str, sandbox: str) -> None:
 async def test_a_port_through_either_replica(cluster: Cluster) -> None:
     key = await cluster.tenant()
     sandbox = await cluster.sandbox(key)
-    await _serve(cluster, key, sandbox)
+    servers = [("web.py", HTTP, ["8000"]), ("ws.py", WEBSOCKET, ["8001"])]
+    await _serve(cluster, key, sandbox, servers)
     payload = os.urandom(3 << 20)
 
     async def chunks() -> AsyncIterator[bytes]:
@@ -99,16 +105,7 @@ async def test_a_sandbox_cannot_send_the_proxy_in_front_anywhere(cluster: Cluste
         key = await cluster.tenant()
         sandbox = await cluster.sandbox(key)
         target = f"http://127.0.0.1:{port}/v1/sandboxes/{sandbox}/files/etc/hostname"
-        async with cluster.http(cluster.apis[0], key) as http:
-            r = await http.put(f"/v1/sandboxes/{sandbox}/files/work/r.py", content=REDIRECTING)
-            assert r.status_code == 201, r.text
-            body = {"cmd": ["python3", "/work/r.py", "8002", target], "wait": False}
-            r = await http.post(f"/v1/sandboxes/{sandbox}/execs", json=body)
-            assert r.status_code in (201, 202), r.text
-            for _ in range(100):
-                if (await http.get(f"/v1/sandboxes/{sandbox}/ports/8002/")).status_code == 200:
-                    break
-                await asyncio.sleep(0.1)
+        await _serve(cluster, key, sandbox, [("r.py", REDIRECTING, ["8002", target])])
         for url in [*cluster.proxies, *cluster.apis]:
             async with cluster.http(url, key) as http:
                 r = await http.get(f"/v1/sandboxes/{sandbox}/ports/8002/")
