@@ -18,7 +18,7 @@ must never leave this process: ProxyHeaders takes the mark off every request as 
 so no node and no sandbox's web server (the port routes pass requests' headers on) sees it.
 
 And what the proxy acts on comes from this process alone: ProxyHeaders drops X-Accel-* and
-Airlock-Node-* from every answer but redirect()'s, so neither a sandbox's web server (its
+Airlock-Offload-* from every answer but redirect()'s, so neither a sandbox's web server (its
 answers go out through the port routes) nor a node can send the proxy elsewhere.
 """
 
@@ -39,8 +39,9 @@ from service.requestid import request_id_for
 # The proxy's internal location that fetches from a node (helm/airlock/files/proxy.conf).
 LOCATION = "/_airlock/node"
 MARK = b"airlock-offload"
-# Response headers a proxy in front acts on, or that carry a node's URL and token.
-_PROXY_ONLY = (b"x-accel-", b"airlock-node-")
+# Response headers a proxy in front acts on, or that carry a node's URL and token (their own
+# prefix: other Airlock headers, such as Airlock-Node-Full between a node and a replica, pass).
+_PROXY_ONLY = (b"x-accel-", b"airlock-offload-")
 # Each request's _Offload (copies of a scope share it: PreviewHosts makes one).
 _STATE = "airlock.offload"
 _TRACE_CONTEXT = ("traceparent", "tracestate")
@@ -108,15 +109,15 @@ async def redirect(
         url, token = await router.target(scope, node_id, principal)
         headers = [
             (b"x-accel-redirect", LOCATION.encode()),
-            (b"airlock-node-url", url.encode("latin-1")),
-            (b"airlock-node-authorization", f"Bearer {token}".encode()),
-            (b"airlock-node-request-id", request_id_for(scope).encode("latin-1")),
+            (b"airlock-offload-url", url.encode("latin-1")),
+            (b"airlock-offload-authorization", f"Bearer {token}".encode()),
+            (b"airlock-offload-request-id", request_id_for(scope).encode("latin-1")),
             (b"content-length", b"0"),
         ]
         # The node's server span continues this one, as for a call forwarded in Python.
         for name, value in telemetry.trace_headers().items():
             if name in _TRACE_CONTEXT:
-                headers.append((f"airlock-node-{name}".encode(), value.encode("latin-1")))
+                headers.append((f"airlock-offload-{name}".encode(), value.encode("latin-1")))
         scope[_STATE].handing = True
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -175,7 +175,7 @@ async def test_a_100_mib_file_streams_through_the_replicas(cluster: Cluster) -> 
             ):
                 assert download.status_code == 200
                 assert "x-accel-redirect" not in download.headers
-                assert "airlock-node-authorization" not in download.headers
+                assert "airlock-offload-authorization" not in download.headers
                 async for chunk in download.aiter_raw():
                     got.update(chunk)
                     size += len(chunk)
@@ -211,7 +211,7 @@ async def test_a_replica_hands_downloads_only_to_its_own_proxy(cluster: Cluster)
     async with cluster.http(cluster.apis[0], key) as direct:
         r = await direct.get(path, headers={"Airlock-Offload": "1", **claimed})
     assert r.status_code == 200 and r.content.strip(), r.text
-    assert not {"x-accel-redirect", "airlock-node-url", "airlock-node-authorization"} & set(
+    assert not {"x-accel-redirect", "airlock-offload-url", "airlock-offload-authorization"} & set(
         r.headers
     ), r.headers
     async with cluster.http(cluster.proxies[0], key) as proxied:
@@ -226,7 +226,7 @@ async def test_a_replica_hands_downloads_only_to_its_own_proxy(cluster: Cluster)
         # Another tenant's sandbox is refused by the replica, before any node is named.
         other = await cluster.tenant()
         r = await proxied.get(path, headers={"Authorization": f"Bearer {other}"})
-        assert r.status_code == 404 and "airlock-node-url" not in r.headers, r.text
+        assert r.status_code == 404 and "airlock-offload-url" not in r.headers, r.text
 
 
 async def test_a_node_refuses_tenant_credentials(cluster: Cluster) -> None:
