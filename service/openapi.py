@@ -25,6 +25,7 @@ from typing import Any, get_args
 
 import msgspec
 from litestar import Litestar
+from litestar.enums import ParamType
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.spec import (
     Components,
@@ -47,6 +48,7 @@ from litestar.routes import HTTPRoute
 from litestar.utils import ensure_async_callable
 
 from service.errors import PROBLEM_MEDIA_TYPE
+from service.files.schemas import URL_PATH_PATTERN
 from service.inputs import body_limit
 
 # A route that takes one of these needs the sandbox runtime.
@@ -219,6 +221,9 @@ def _document(operation: Operation, handler: HTTPRouteHandler, path_params: set[
             _constraints_where_they_apply(parameter.schema, items.get(parameter.name, {}))
             _bounds_where_they_apply(parameter.schema, numbers.get(parameter.name, {}))
             _strings_without_nul(parameter.schema)
+            if parameter.name == "path" and parameter.param_in == ParamType.PATH:
+                # What the files routes check (a 422 `invalid_path` otherwise), stated.
+                parameter.schema.pattern = URL_PATH_PATTERN
     if handler.opt.get("public"):
         operation.security = []
     _document_media(operation, handler)

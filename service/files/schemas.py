@@ -11,6 +11,8 @@ FileKind = Literal["file", "dir", "symlink", "other"]
 # backslash, none empty (no `//`), none `.` or `..` (service.runtime.paths checks the same).
 _COMPONENT = r"(?:[^/\\\x00.][^/\\\x00]*|\.[^/\\\x00.][^/\\\x00]*|\.\.[^/\\\x00]+)"
 ABSOLUTE_PATH_PATTERN = rf"^(?:/{_COMPONENT})*/?$"
+# The same path as the `{path}` of the files routes' URLs carries it: without its leading `/`.
+URL_PATH_PATTERN = rf"^{_COMPONENT}(?:/{_COMPONENT})*/?$"
 
 
 class FileWritten(msgspec.Struct, kw_only=True):
