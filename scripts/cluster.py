@@ -17,9 +17,9 @@ port+j, and the nginx in front of it (as the chart deploys it) on port+20+j. The
 its replica from 127.0.0.2, the one address whose X-Forwarded-For the replica takes, and marks
 what it sends with the offload key, so that downloads through it are fetched from the node by
 nginx (service/nodes/offload.py); a client that calls the replica directly is served by the
-replica alone. AIRLOCK_* variables set by the
-caller reach every process (AIRLOCK_NODE_LEASE_S, ...), and so do OTEL_* ones
-(OTEL_EXPORTER_OTLP_ENDPOINT: every process sends its spans there).
+replica alone. AIRLOCK_* variables set by the caller reach every process
+(AIRLOCK_NODE_LEASE_S, ...), and so do OTEL_* ones (OTEL_EXPORTER_OTLP_ENDPOINT: every process
+sends its spans there).
 """
 
 from __future__ import annotations
@@ -82,17 +82,13 @@ def shared_keys(shared: Path, env: dict[str, str]) -> dict[str, str]:
     """The deployment's keys, made once; the variables that point every process at them."""
     shared.mkdir(parents=True, exist_ok=True, mode=0o700)
     for name in ("audit.key", "secrets.key"):
-        path = shared / name
-        if not path.exists():
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(os.urandom(32))
+        if not (shared / name).exists():
+            write_private(shared / name, os.urandom(32), exclusive=True)
     operator, offload = shared / "operator_key", shared / "offload_key"
     for path, prefix in ((operator, "alo_"), (offload, "")):
         if not path.exists():
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as fh:
-                fh.write(prefix + secrets.token_urlsafe(32) + "\n")
+            key = prefix + secrets.token_urlsafe(32) + "\n"
+            write_private(path, key.encode(), exclusive=True)
     keys = shared / "keys"
     if not (keys.is_dir() and any(p.suffix == ".pem" for p in keys.iterdir())):
         subprocess.run(
@@ -109,6 +105,14 @@ def shared_keys(shared: Path, env: dict[str, str]) -> dict[str, str]:
         # What the proxies send and the replicas check (nodes never hand anything over).
         "AIRLOCK_OFFLOAD_KEY": offload.read_text().strip(),
     }
+
+
+def write_private(path: Path, data: bytes, exclusive: bool = False) -> None:
+    """A file only this user reads (mode 0600 from the start); `exclusive`: never over one."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
+    fd = os.open(path, flags, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
 
 
 def base_env(database_url: str) -> dict[str, str]:
@@ -132,7 +136,6 @@ def base_env(database_url: str) -> dict[str, str]:
 
 def spawn(directory: Path, name: str, argv: list[str], env: dict[str, str]) -> int:
     state = directory / name
-    state.mkdir(parents=True, exist_ok=True, mode=0o700)
     log = (directory / f"{name}.log").open("ab")
     proc = subprocess.Popen(
         argv,
@@ -149,8 +152,10 @@ def spawn(directory: Path, name: str, argv: list[str], env: dict[str, str]) -> i
 
 def start_process(directory: Path, spec: dict, env: dict[str, str]) -> int:
     """(Re)start one process of the cluster as cluster.json describes it."""
-    if spec["role"] == "proxy":
-        return spawn(directory, spec["name"], proxy_command(directory, spec, env), env)
+    (directory / spec["name"]).mkdir(parents=True, exist_ok=True, mode=0o700)
+    if spec["role"] == "proxy":  # nginx needs none of the cluster's settings or keys
+        argv = proxy_command(directory, spec, env)
+        return spawn(directory, spec["name"], argv, {"PATH": env["PATH"]})
     own = {"AIRLOCK_ROLE": spec["role"], "AIRLOCK_STATE_DIR": str(directory / spec["name"])}
     if spec["role"] == "node":  # the offload key is the replicas' and the proxies' alone
         env = {k: v for k, v in env.items() if k != "AIRLOCK_OFFLOAD_KEY"}
@@ -169,7 +174,6 @@ def proxy_command(directory: Path, spec: dict, env: dict[str, str]) -> list[str]
     """nginx in the foreground, configured from the chart's files."""
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     prefix = directory / spec["name"]
-    prefix.mkdir(parents=True, exist_ok=True, mode=0o700)
     server = (
         (PROXY_FILES / "proxy.conf")
         .read_text()
@@ -178,18 +182,15 @@ def proxy_command(directory: Path, spec: dict, env: dict[str, str]) -> list[str]
         .replace("@BIND@", PROXY_ADDRESS)
         .replace("@KEY@", env["AIRLOCK_OFFLOAD_KEY"])
     )
-    fd = os.open(prefix / "server.conf", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:  # it holds the offload key
-        fh.write(server)
-    main = (
+    write_private(prefix / "server.conf", server.encode())  # it holds the offload key
+    conf = prefix / "nginx.conf"
+    conf.write_text(
         (PROXY_FILES / "nginx.conf")
         .read_text()
         .replace("@WORKERS@", "1")
         .replace("@RUN@", str(prefix))
         .replace("@SERVER@", str(prefix / "server.conf"))
     )
-    (prefix / "nginx.conf").write_text(main)
-    conf = prefix / "nginx.conf"
     return [nginx, "-p", f"{prefix}/", "-c", str(conf), "-e", "stderr", "-g", "daemon off;"]
 
 
@@ -300,26 +301,23 @@ def start(args: argparse.Namespace) -> int:
                 "api": f"http://127.0.0.1:{args.port + j}",
             }
         )
-    # The proxies once their replicas answer (until then each would log every refused check).
-    servers = [p for p in processes if p["role"] != "proxy"]
-    proxies = [p for p in processes if p["role"] == "proxy"]
-    for spec in servers:
-        spec["pid"] = start_process(directory, spec, env)
-        say(f"started {spec['name']} ({spec['role']}) pid {spec['pid']} on {spec['url']}")
     info = {
         "database_url": database_url,
         "operator_key_file": str(directory / "shared" / "operator_key"),
         "env": env,
         "processes": processes,
     }
-    (directory / "cluster.json").write_text(json.dumps(info, indent=2) + "\n")
-    (directory / "cluster.json").chmod(0o600)
-    wait_ready(directory, servers)
-    for spec in proxies:
-        spec["pid"] = start_process(directory, spec, env)
-        say(f"started {spec['name']} ({spec['role']}) pid {spec['pid']} on {spec['url']}")
-    (directory / "cluster.json").write_text(json.dumps(info, indent=2) + "\n")
-    wait_ready(directory, proxies)
+
+    def launch(specs: list[dict]) -> None:
+        for spec in specs:
+            spec["pid"] = start_process(directory, spec, env)
+            say(f"started {spec['name']} ({spec['role']}) pid {spec['pid']} on {spec['url']}")
+        write_private(directory / "cluster.json", (json.dumps(info, indent=2) + "\n").encode())
+        wait_ready(directory, specs)
+
+    # The proxies once their replicas answer (until then each would log every refused check).
+    launch([p for p in processes if p["role"] != "proxy"])
+    launch([p for p in processes if p["role"] == "proxy"])
     apis = [p for p in processes if p["role"] == "api"]
     nodes = [p["node_id"] for p in processes if p["role"] == "node"]
     if apis and nodes:
@@ -397,7 +395,7 @@ def restart(args: argparse.Namespace) -> int:
         say(f"{spec['name']} (pid {spec['pid']}) is still running: stop or kill it first")
         return 1
     spec["pid"] = start_process(directory, spec, info["env"])
-    (directory / "cluster.json").write_text(json.dumps(info, indent=2) + "\n")
+    write_private(directory / "cluster.json", (json.dumps(info, indent=2) + "\n").encode())
     wait_ready(directory, [spec])
     say(f"restarted {spec['name']} pid {spec['pid']}")
     return 0

@@ -18,9 +18,10 @@ _REGISTRY_ENTRY = re.compile(
     r"[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]{1,5})?(?:/[a-z0-9._-]+)*"
 )
 
+# The offload key is written into the proxy's configuration: nothing nginx would read as syntax.
+_OFFLOAD_KEY = re.compile(r"[A-Za-z0-9_-]{32,}")
 # A node id: a path segment of /v1/nodes/{id} and a name an operator reads; a Kubernetes node
 # name (a DNS subdomain, such as ip-10-0-0-5.ec2.internal) is one.
-_OFFLOAD_KEY = re.compile(r"[A-Za-z0-9_-]{32,}")
 _NODE_ID = re.compile(r"[a-z0-9]([a-z0-9.-]{0,198}[a-z0-9])?")
 
 

@@ -33,7 +33,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from service import telemetry
 from service.auth.principal import Principal
-from service.nodes.routing import NodeRouter
+from service.nodes.routing import TRACE_CONTEXT, NodeRouter
 from service.requestid import request_id_for
 
 # The proxy's internal location that fetches from a node (helm/airlock/files/proxy.conf).
@@ -44,7 +44,6 @@ MARK = b"airlock-offload"
 _PROXY_ONLY = (b"x-accel-", b"airlock-offload-")
 # Each request's _Offload (copies of a scope share it: PreviewHosts makes one).
 _STATE = "airlock.offload"
-_TRACE_CONTEXT = ("traceparent", "tracestate")
 
 
 @dataclass
@@ -68,9 +67,10 @@ class ProxyHeaders:
             await self.app(scope, receive, send)
             return
         state = _Offload()
-        marks = [v for k, v in scope["headers"] if k.lower() == MARK]
+        # (An ASGI request's header names are lowercase; a response's may not be.)
+        marks = [v for k, v in scope["headers"] if k == MARK]
         if marks:  # never passed on: not to a node, not to a sandbox's web server
-            scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() != MARK]
+            scope["headers"] = [(k, v) for k, v in scope["headers"] if k != MARK]
             state.marked = self.key is not None and hmac.compare_digest(marks[-1], self.key)
         scope[_STATE] = state
 
@@ -116,7 +116,7 @@ async def redirect(
         ]
         # The node's server span continues this one, as for a call forwarded in Python.
         for name, value in telemetry.trace_headers().items():
-            if name in _TRACE_CONTEXT:
+            if name.encode() in TRACE_CONTEXT:
                 headers.append((f"airlock-offload-{name}".encode(), value.encode("latin-1")))
         scope[_STATE].handing = True
         await send({"type": "http.response.start", "status": 200, "headers": headers})

@@ -86,7 +86,7 @@ _DROPPED = frozenset(
     }
 )
 # W3C trace context: replaced by this request's own when it is traced.
-_TRACE_CONTEXT = frozenset({b"traceparent", b"tracestate"})
+TRACE_CONTEXT = frozenset({b"traceparent", b"tracestate"})
 
 
 class Moved(Exception):
@@ -268,7 +268,7 @@ class NodeRouter:
         }
         traced = telemetry.trace_headers()
         if traced:  # the caller's trace context is this request's parent, not the node's
-            dropped |= _TRACE_CONTEXT
+            dropped |= TRACE_CONTEXT
         for k, v in scope["headers"]:
             name = k.lower()
             if name == b"content-length":

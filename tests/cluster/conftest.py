@@ -147,6 +147,15 @@ async def wait_for(check: Callable[[], Awaitable[T]], timeout_s: float = 30.0) -
         await asyncio.sleep(0.2)
 
 
+async def serve_here(app: web.Application) -> tuple[web.AppRunner, int]:
+    """`app` served on a free port of this host's loopback; the runner cleans it up."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+
 class TraceSink:
     """An OTLP/HTTP receiver the cluster's processes export their spans to."""
 
@@ -158,11 +167,7 @@ class TraceSink:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/v1/traces", self._receive)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._runner, port = await serve_here(app)
         self.url = f"http://127.0.0.1:{port}/v1/traces"
 
     async def _receive(self, request: web.Request) -> web.Response:

@@ -14,7 +14,7 @@ import aiohttp
 import httpx
 from aiohttp import web
 
-from tests.cluster.conftest import Cluster
+from tests.cluster.conftest import Cluster, serve_here
 from tests.port_servers import HTTP, REDIRECTING, WEBSOCKET
 
 
@@ -96,11 +96,7 @@ async def test_a_sandbox_cannot_send_the_proxy_in_front_anywhere(cluster: Cluste
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", secret)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, port = await serve_here(app)
     try:
         key = await cluster.tenant()
         sandbox = await cluster.sandbox(key)
