@@ -12,7 +12,10 @@ FileKind = Literal["file", "dir", "symlink", "other"]
 _COMPONENT = r"(?:[^/\\\x00.][^/\\\x00]*|\.[^/\\\x00.][^/\\\x00]*|\.\.[^/\\\x00]+)"
 ABSOLUTE_PATH_PATTERN = rf"^(?:/{_COMPONENT})*/?$"
 # The same path as the `{path}` of the files routes' URLs carries it: without its leading `/`.
-URL_PATH_PATTERN = rf"^{_COMPONENT}(?:/{_COMPONENT})*/?$"
+# Written as "a component, then optionally more and a trailing `/`" (the same strings as
+# `C(/C)*/?`): a generator drawing from it then yields a one-component path, the only kind a
+# client can put in one URL segment, often enough to test the route.
+URL_PATH_PATTERN = rf"^{_COMPONENT}(?:(?:/{_COMPONENT})*/?)?$"
 
 
 class FileWritten(msgspec.Struct, kw_only=True):
