@@ -95,13 +95,12 @@ class RoutingMiddleware:
         elif scope["type"] == "http":
             body = await _whole_if_small(scope, receive)
         for _ in range(MOVES_FOLLOWED):
-            node = await router.owner(principal.tenant_id, sandbox_id)
-            if node is None and router.local is None:
+            found, node = await router.lookup(principal.tenant_id, sandbox_id)
+            if not found and router.local is None:
                 # A replica has no runtime to answer with: what is not the tenant's is a 404
                 # here, before a handler asks for one (once the token may ask at all).
                 await check()
-                if not await router.known(principal.tenant_id, sandbox_id):
-                    raise NotFound(f"no sandbox {sandbox_id}")
+                raise NotFound(f"no sandbox {sandbox_id}")
             if node is None or node == router.local:
                 if await self._here(scope, receive, send, body) is None:
                     return

@@ -125,39 +125,38 @@ class NodeRouter:
     async def owner(self, tenant_id: str, sandbox_id: str) -> str | None:
         """The node of the tenant's sandbox; None when it has none or is not the tenant's (the
         replica then answers itself: a 404 for another tenant's)."""
+        return (await self.lookup(tenant_id, sandbox_id))[1]
+
+    async def lookup(self, tenant_id: str, sandbox_id: str) -> tuple[bool, str | None]:
+        """Whether the tenant has this sandbox, and its node (None for one with no node
+        recorded, made before there were nodes), in one read; a node found is remembered."""
         key = f"{tenant_id}/{sandbox_id}"
         if key in self._owners:
-            return self._owners[key]
+            return True, self._owners[key]
         if is_postgres(self.engine):
             async with driver_connection(self.engine) as conn:
-                node = await conn.fetchval(
+                row = await conn.fetchrow(
                     "SELECT node_id FROM sandboxes WHERE id = $1 AND tenant_id = $2",
                     sandbox_id,
                     tenant_id,
                 )
         else:
             async with self.engine.connect() as conn:
-                node = await conn.scalar(
-                    select(SandboxRow.node_id).where(
-                        SandboxRow.id == sandbox_id, SandboxRow.tenant_id == tenant_id
+                row = (
+                    await conn.execute(
+                        select(SandboxRow.node_id).where(
+                            SandboxRow.id == sandbox_id, SandboxRow.tenant_id == tenant_id
+                        )
                     )
-                )
+                ).first()
+        if row is None:
+            return False, None
+        node = row[0]
         if node is not None:
             if len(self._owners) >= OWNERS_MAX:
                 self._owners.clear()
             self._owners[key] = node
-        return node
-
-    async def known(self, tenant_id: str, sandbox_id: str) -> bool:
-        """Whether the tenant has this sandbox at all (one with no node recorded, made before
-        there were nodes, is one)."""
-        async with self.engine.connect() as conn:
-            found = await conn.scalar(
-                select(SandboxRow.id).where(
-                    SandboxRow.id == sandbox_id, SandboxRow.tenant_id == tenant_id
-                )
-            )
-        return found is not None
+        return True, node
 
     def forget(self, sandbox_id: str) -> None:
         suffix = f"/{sandbox_id}"
