@@ -2,7 +2,8 @@
 
 A link is a JWT signed with the service's own keys (EdDSA, `kid`), for its own audience, so
 no API token is ever accepted as a link nor a link as an API token. It names the tenant, the
-API key that made it (a revoked key ends its links), the sandbox and the port. A browser
+API key that made it (a revoked key ends its links), the sandbox and the port; its `jti` is
+revoked as a token's is (`DELETE /v1/tokens/{jti}`). A browser
 presents it once as the `airlock_preview` query parameter; the answer sets it as a cookie
 scoped to that port's path (or to the preview host), so the page's own requests carry it.
 """
@@ -20,6 +21,10 @@ from service.auth.tokens import ALGORITHM, TokenClaims, decode_signed
 from service.errors import Unauthenticated
 
 AUDIENCE = "airlock-preview"
+# A link's jti, and the audit action that records it being made (its target is the sandbox;
+# the jti is in its details).
+JTI_PREFIX = "lnk_"
+LINK_ACTION = "port.link"
 # The query parameter and the cookie that carry a link; never passed on to the sandbox.
 PARAM = "airlock_preview"
 SCOPE = "ports"
@@ -56,7 +61,7 @@ class PreviewLinks:
     def issue(self, *, tenant_id: str, key_id: str, sandbox_id: str, port: int, ttl_s: int) -> Link:
         now = datetime.now(UTC).replace(microsecond=0)
         expires = now + timedelta(seconds=ttl_s)
-        jti = f"lnk_{secrets.token_hex(8)}"
+        jti = f"{JTI_PREFIX}{secrets.token_hex(8)}"
         claims = {
             "iss": self.issuer,
             "aud": AUDIENCE,

@@ -20,7 +20,7 @@ from service.db.base import utcnow
 from service.db.session import Db
 from service.errors import AppError, Conflict, NotFound, Unprocessable
 from service.files import service as files
-from service.ports.links import PARAM, SCOPE, PreviewLinks
+from service.ports.links import LINK_ACTION, PARAM, SCOPE, PreviewLinks
 from service.ports.schemas import PreviewLink, PreviewLinkCreate
 from service.runtime import NotSupported, PortConnection, PortNotListening
 from service.runtime.holder import RuntimeHolder
@@ -28,7 +28,6 @@ from service.sandboxes import activity
 from service.sandboxes.repository import SandboxRepository
 from service.tenants.service import get_tenant, quotas_of
 
-LINK_ACTION = "port.link"
 OPEN_ACTION = "port.open"
 
 

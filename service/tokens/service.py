@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.apikeys.service import check_scopes
@@ -14,6 +14,7 @@ from service.auth.principal import Principal, PrincipalKind
 from service.auth.tokens import TokenCodec
 from service.db.models import AuditEvent, RevokedToken
 from service.errors import Forbidden, NotFound, Unprocessable
+from service.ports.links import JTI_PREFIX, LINK_ACTION
 from service.sandboxes.repository import SandboxRepository
 from service.tenants.service import get_tenant, quotas_of
 from service.tokens.schemas import TokenCreate, TokenCreated
@@ -84,15 +85,9 @@ async def revoke_token(
         principal.sandbox_id is not None or not principal.has_scope("keys:write")
     ):
         raise Forbidden("a token may revoke itself; other tokens need the 'keys:write' scope")
-    # The issue event in the tenant's own chain proves the token is the tenant's; another
-    # tenant's jti is simply not found.
-    issued = await session.scalar(
-        select(AuditEvent).where(
-            AuditEvent.chain == principal.tenant_id,
-            AuditEvent.action == ISSUE_ACTION,
-            AuditEvent.target == jti,
-        )
-    )
+    # The issue event in the tenant's own chain proves the token (or preview link) is the
+    # tenant's; another tenant's jti is simply not found.
+    issued = await session.scalar(_issued(principal.tenant_id, jti))
     if issued is None:
         raise NotFound(f"no token {jti}")
     if await session.get(RevokedToken, jti) is not None:
@@ -107,3 +102,14 @@ async def revoke_token(
     )
     await auth_changed(session)
     await record(session, ctx, chain=principal.tenant_id, action="token.revoke", target=jti)
+
+
+def _issued(tenant_id: str, jti: str) -> Select[tuple[AuditEvent]]:
+    """The event that made `jti` in the tenant's chain: a token's names it as its target, a
+    preview link's (whose target is its sandbox) in its details."""
+    mine = select(AuditEvent).where(AuditEvent.chain == tenant_id)
+    if jti.startswith(JTI_PREFIX):
+        return mine.where(
+            AuditEvent.action == LINK_ACTION, AuditEvent.details["jti"].as_string() == jti
+        )
+    return mine.where(AuditEvent.action == ISSUE_ACTION, AuditEvent.target == jti)

@@ -195,6 +195,17 @@ async def test_preview_links(airlock: Airlock, tenant: Tenant, served: str) -> N
         await asyncio.sleep(max(0.0, expired_at + 6 - time.monotonic()))
         old = urlsplit(short.json()["url"])
         assert (await browser.get(f"{old.path}?{old.query}")).status_code == 401
+    # Revoked by its jti before it expires, as a token is: the link, and the cookie it left in
+    # a browser, are refused from then on.
+    async with httpx.AsyncClient(base_url=airlock.server.url) as browser:
+        assert (await browser.get(f"{url.path}?{url.query}")).status_code == 200
+        async with airlock.http(tenant.key) as http:
+            r = await http.delete(f"/v1/tokens/{link['jti']}")
+            assert r.status_code == 204, r.text
+            revoked = (await http.get("/v1/audit", params={"action": "token.revoke"})).json()
+            assert [e["target"] for e in revoked["items"]] == [link["jti"]], revoked
+        assert (await browser.get(port_path(served, WEB))).status_code == 401
+        assert (await browser.get(f"{url.path}?{url.query}")).status_code == 401
 
 
 async def test_refusals_and_no_network(airlock: Airlock, tenant: Tenant, served: str) -> None:

@@ -74,7 +74,12 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[Any | Problem]:
-    """Revoke a token by its jti
+    """Revoke a token or preview link by its jti
+
+     A token's `jti` is in its claims and in the `token.issue` audit event; a preview link's is in the
+    answer that made it and in its `port.link` event. Either is refused from then on (a link's cookie
+    too). Needs `keys:write`, except for a token revoking itself; a jti the tenant never issued is a
+    404.
 
     Args:
         jti (str):
@@ -103,7 +108,12 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 ) -> Any | Problem | None:
-    """Revoke a token by its jti
+    """Revoke a token or preview link by its jti
+
+     A token's `jti` is in its claims and in the `token.issue` audit event; a preview link's is in the
+    answer that made it and in its `port.link` event. Either is refused from then on (a link's cookie
+    too). Needs `keys:write`, except for a token revoking itself; a jti the tenant never issued is a
+    404.
 
     Args:
         jti (str):
@@ -127,7 +137,12 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[Any | Problem]:
-    """Revoke a token by its jti
+    """Revoke a token or preview link by its jti
+
+     A token's `jti` is in its claims and in the `token.issue` audit event; a preview link's is in the
+    answer that made it and in its `port.link` event. Either is refused from then on (a link's cookie
+    too). Needs `keys:write`, except for a token revoking itself; a jti the tenant never issued is a
+    404.
 
     Args:
         jti (str):
@@ -154,7 +169,12 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 ) -> Any | Problem | None:
-    """Revoke a token by its jti
+    """Revoke a token or preview link by its jti
+
+     A token's `jti` is in its claims and in the `token.issue` audit event; a preview link's is in the
+    answer that made it and in its `port.link` event. Either is refused from then on (a link's cookie
+    too). Needs `keys:write`, except for a token revoking itself; a jti the tenant never issued is a
+    404.
 
     Args:
         jti (str):
