@@ -32,8 +32,9 @@ class TokenController(Controller):
         operation_id="revoke_token",
         summary="Revoke a token or preview link by its jti",
         description="A token's `jti` is in its claims and in the `token.issue` audit event; a "
-        "preview link's is in the answer that made it and in its `port.link` event. Either is "
-        "refused from then on (a link's cookie too). Needs `keys:write`, except for a token "
+        "preview link's is in the answer that made it and in its `port.link` event. New requests "
+        "with either are refused from then on (a link's cookie too); a WebSocket already open "
+        "runs on. Needs `keys:write`, except for a token "
         "revoking itself; a jti the tenant never issued is a 404.",
         opt={"bound_token": "self"},  # a bound token may revoke itself (and only itself)
     )

@@ -89,7 +89,7 @@ async def revoke_token(
     # tenant's; another tenant's jti is simply not found.
     issued = await session.scalar(_issued(principal.tenant_id, jti))
     if issued is None:
-        raise NotFound(f"no token {jti}")
+        raise NotFound(f"no token or preview link {jti}")
     if await session.get(RevokedToken, jti) is not None:
         return
     session.add(

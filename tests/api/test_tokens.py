@@ -126,6 +126,40 @@ async def test_revocation(api: Api, tenant: Tenant) -> None:
     ).status_code == 404
 
 
+@pytest.mark.sqlite
+async def test_revoking_a_preview_link(
+    api: Api, tenant: Tenant, sandbox_record: SandboxRecorder
+) -> None:
+    sandbox_id = await sandbox_record(tenant)
+    r = await api.client.post(
+        f"/v1/sandboxes/{sandbox_id}/port-links", json={"port": 8000}, headers=tenant.headers
+    )
+    assert r.status_code == 201, r.text
+    jti = r.json()["jti"]
+    assert jti.startswith("lnk_")
+    # Only the tenant's own links are found; another tenant's revocation does not reach it.
+    other = await api.tenant()
+    assert (await api.client.delete(f"/v1/tokens/{jti}", headers=other.headers)).status_code == 404
+    # A token bound to a sandbox, or one without keys:write, may revoke only itself.
+    bound = await api.token(tenant.key, scopes=["ports"], sandbox_id=sandbox_id)
+    narrow = await api.token(tenant.key, scopes=["ports"])
+    for token in (bound, narrow):
+        r = await api.client.delete(f"/v1/tokens/{jti}", headers=api.bearer(token["token"]))
+        assert r.status_code == 403
+    for _ in range(2):  # revoking twice is the same as once
+        r = await api.client.delete(f"/v1/tokens/{jti}", headers=tenant.headers)
+        assert r.status_code == 204
+    r = await api.client.delete("/v1/tokens/lnk_nope", headers=tenant.headers)
+    assert r.status_code == 404
+    assert "preview link" in r.json()["detail"]
+    revokes = [
+        e
+        for e in (await api.client.get("/v1/audit", headers=tenant.headers)).json()["items"]
+        if e["action"] == "token.revoke"
+    ]
+    assert [e["target"] for e in revokes] == [jti]
+
+
 async def test_a_token_may_revoke_itself(api: Api, tenant: Tenant) -> None:
     a = await api.token(tenant.key, scopes=["audit:read"])
     b = await api.token(tenant.key, scopes=["audit:read"])

@@ -77,9 +77,9 @@ def sync_detailed(
     """Revoke a token or preview link by its jti
 
      A token's `jti` is in its claims and in the `token.issue` audit event; a preview link's is in the
-    answer that made it and in its `port.link` event. Either is refused from then on (a link's cookie
-    too). Needs `keys:write`, except for a token revoking itself; a jti the tenant never issued is a
-    404.
+    answer that made it and in its `port.link` event. New requests with either are refused from then on
+    (a link's cookie too); a WebSocket already open runs on. Needs `keys:write`, except for a token
+    revoking itself; a jti the tenant never issued is a 404.
 
     Args:
         jti (str):
@@ -111,9 +111,9 @@ def sync(
     """Revoke a token or preview link by its jti
 
      A token's `jti` is in its claims and in the `token.issue` audit event; a preview link's is in the
-    answer that made it and in its `port.link` event. Either is refused from then on (a link's cookie
-    too). Needs `keys:write`, except for a token revoking itself; a jti the tenant never issued is a
-    404.
+    answer that made it and in its `port.link` event. New requests with either are refused from then on
+    (a link's cookie too); a WebSocket already open runs on. Needs `keys:write`, except for a token
+    revoking itself; a jti the tenant never issued is a 404.
 
     Args:
         jti (str):
@@ -140,9 +140,9 @@ async def asyncio_detailed(
     """Revoke a token or preview link by its jti
 
      A token's `jti` is in its claims and in the `token.issue` audit event; a preview link's is in the
-    answer that made it and in its `port.link` event. Either is refused from then on (a link's cookie
-    too). Needs `keys:write`, except for a token revoking itself; a jti the tenant never issued is a
-    404.
+    answer that made it and in its `port.link` event. New requests with either are refused from then on
+    (a link's cookie too); a WebSocket already open runs on. Needs `keys:write`, except for a token
+    revoking itself; a jti the tenant never issued is a 404.
 
     Args:
         jti (str):
@@ -172,9 +172,9 @@ async def asyncio(
     """Revoke a token or preview link by its jti
 
      A token's `jti` is in its claims and in the `token.issue` audit event; a preview link's is in the
-    answer that made it and in its `port.link` event. Either is refused from then on (a link's cookie
-    too). Needs `keys:write`, except for a token revoking itself; a jti the tenant never issued is a
-    404.
+    answer that made it and in its `port.link` event. New requests with either are refused from then on
+    (a link's cookie too); a WebSocket already open runs on. Needs `keys:write`, except for a token
+    revoking itself; a jti the tenant never issued is a 404.
 
     Args:
         jti (str):
