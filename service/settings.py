@@ -96,8 +96,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     pool_refill_after_claim_s: float = 1.0
     template_snapshots: str = "auto"
     # Reviews: whether a repository may be a path or file:// URL on this host (and a git host on
-    # a private address), and the OpenAI-compatible endpoint that gives the verdict (none: the
-    # verdict comes from the tests alone).
+    # a private address), and the OpenAI-compatible endpoint that gives the verdict (none: a
+    # change whose tests pass is a COMMENT, never an APPROVE).
     review_allow_local_repos: bool = False
     # The review fetch's git (service/reviews/confine.py): the disk its repository may take,
     # each git process's address space, and the uid it runs as when the service is root.

@@ -5,7 +5,8 @@ the audit log and the sandbox records are the same as through the API. Whoever r
 already read this machine's disk, so a local path is accepted as the repository whatever
 `AIRLOCK_REVIEW_ALLOW_LOCAL_REPOS` says (that setting guards the API from tenants).
 
-Exit status: 0 APPROVE, 1 REQUEST_CHANGES, 3 no verdict (the review failed).
+Exit status: 0 APPROVE, 1 REQUEST_CHANGES, 3 no verdict (the review failed), 4 COMMENT (the
+tests passed and no model judged the change).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import msgspec
 from service.inputs import readable
 from service.settings import Settings
 
-EXIT = {"APPROVE": 0, "REQUEST_CHANGES": 1}
+EXIT = {"APPROVE": 0, "REQUEST_CHANGES": 1, "COMMENT": 4}
 NO_VERDICT = 3
 
 
@@ -169,6 +170,7 @@ def _gate_lines(gate: Any) -> list[str]:
     ]
     lines += [f"  {r.test}: {r.base} at the base, {r.head} at the head" for r in gate.regressions]
     lines += [f"  test infrastructure: {item}" for item in gate.infrastructure]
+    lines += [f"  reaches: {item}" for item in gate.reaches]
     return lines
 
 

@@ -2,6 +2,9 @@
 model is asked (the model can only turn an approvable change down, never lift the gate).
 
 A change can be approved from its tests only when all of these hold:
+- its Python code reaches into nothing that produces its own results (`reaches.py`: the
+  runner, the interpreter's import and exit machinery, tracing, code built at run time, the
+  results channel) more than the base's did;
 - it changes no test infrastructure: no conftest.py, pytest/tox/nox settings, interpreter
   start-up hooks (`*.pth`, sitecustomize), modules that shadow pytest or the standard library
   where the tests import from, and it loads no pytest plugin the base did not (code there
@@ -62,6 +65,7 @@ class Regression:
 class Gate:
     findings: list[str] = field(default_factory=list)
     infrastructure: list[str] = field(default_factory=list)
+    reaches: list[str] = field(default_factory=list)
     regressions: list[Regression] = field(default_factory=list)
     failing: list[str] = field(default_factory=list)
     base: dict[str, int] | None = None
@@ -76,6 +80,7 @@ class Gate:
             "approvable": self.approvable,
             "findings": self.findings,
             "infrastructure": self.infrastructure[:LISTED],
+            "reaches": self.reaches[:LISTED],
             "regressions": [vars(r) for r in self.regressions[:LISTED]],
             "failing": self.failing[:LISTED],
             "base": self.base,
@@ -163,8 +168,19 @@ def _cfg_sections(text: str | None) -> dict[str, Any] | None:
     return found
 
 
-def evaluate(infra: list[str], base: TestRun | None, head: TestRun | None, head_run: Run) -> Gate:
-    gate = Gate(infrastructure=list(infra))
+def evaluate(
+    infra: list[str],
+    base: TestRun | None,
+    head: TestRun | None,
+    head_run: Run,
+    reaches: list[str] | None = None,
+) -> Gate:
+    gate = Gate(infrastructure=list(infra), reaches=list(reaches or []))
+    if gate.reaches:
+        gate.findings.append(
+            f"Its code reaches into what produces its own test results ({_names(gate.reaches)}): "
+            "tests that pass under such code vouch for nothing, so it needs a human review."
+        )
     if head is not None and base is not None and base.trusted:
         extra = sorted(set(head.plugins) - set(base.plugins))
         gate.infrastructure += [f"pytest plugin {name} (not loaded at the base)" for name in extra]

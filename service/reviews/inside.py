@@ -13,6 +13,7 @@ killed (by root), so nothing an install or a test left running acts on a later s
 from __future__ import annotations
 
 import asyncio
+import base64
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -63,6 +64,13 @@ if [ -f "$1" ] && [ ! -L "$1" ]; then exec /bin/cat -- "$1"; fi
 INSTALL_PLUGIN = f"""umask 022
 /bin/mkdir -p {PLUGIN_DIR}
 /bin/cat > "{PLUGIN_DIR}/$1.py"
+"""
+# stdin: one `rev:path` a line. Every blob's bytes, in git's batch format, as base64 text.
+READ_BLOBS = """f=$(mktemp) || exit 1
+git cat-file --batch >"$f" && base64 -w0 "$f"
+status=$?
+rm -f -- "$f"
+exit $status
 """
 RANGE = f"{BASE_REF}...{HEAD_REF}"
 DIFF_OPTIONS = ["--no-ext-diff", "--no-textconv", "--no-color"]
@@ -145,6 +153,14 @@ class Box:
         argv = ["git", "cat-file", "blob", f"{rev}:{path}"]
         return await self.run(argv, timeout_s=self.step_timeout_s, output_cap=CONFIG_CAP)
 
+    async def blobs(self, names: list[str]) -> Exec:
+        """Many files' content at once (`rev:path` each), read by `parse_blobs`."""
+        argv = ["/bin/sh", "-c", READ_BLOBS]
+        stdin = "".join(f"{name}\n" for name in names)
+        return await self.run(
+            argv, timeout_s=self.step_timeout_s, output_cap=RESULTS_CAP, stdin=stdin
+        )
+
     async def kill_all(self) -> Exec:
         argv = ["/bin/sh", "-c", KILL_ALL]
         return await self.run(argv, timeout_s=self.step_timeout_s, cwd="/", user=ROOT)
@@ -187,6 +203,24 @@ async def _chunks(path: Path) -> AsyncIterator[bytes]:
             if not chunk:
                 return
             yield chunk
+
+
+def parse_blobs(text: str, count: int) -> list[bytes | None]:
+    """The `count` blobs `READ_BLOBS` printed, None for a name git did not find."""
+    data = base64.b64decode(text, validate=True)
+    found: list[bytes | None] = []
+    at = 0
+    while len(found) < count:
+        end = data.index(b"\n", at)
+        header = data[at:end].split(b" ")
+        if header[-1] == b"missing" or len(header) != 3:
+            found.append(None)
+            at = end + 1
+            continue
+        size = int(header[2])
+        found.append(data[end + 1 : end + 1 + size])
+        at = end + 1 + size + 1
+    return found
 
 
 def ended_ok(result: Exec) -> bool:

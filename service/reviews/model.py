@@ -57,7 +57,7 @@ class ModelConfig:
 
     @classmethod
     def of(cls, settings: Settings, requested: str | None) -> ModelConfig | None:
-        """None when no endpoint is configured: the verdict then comes from the tests alone."""
+        """None when no endpoint is configured: passing tests then give a COMMENT, no approval."""
         if not settings.llm_base_url:
             return None
         model = requested or settings.llm_model

@@ -371,7 +371,7 @@ async def _gate(stages: Stages, job: Job, ran: Inside) -> gate.Gate:
     """Whether the tests allow an approval, decided and recorded before the model is asked."""
     assert ran.tests is not None
     async with stages.timed("gate") as clock:
-        decided = gate.evaluate(ran.infrastructure, ran.base, ran.head, ran.tests)
+        decided = gate.evaluate(ran.infrastructure, ran.base, ran.head, ran.tests, ran.reaches)
         document = decided.document()
         job.facts["gate"] = document
         clock.note(

@@ -20,6 +20,8 @@ from msgspec import Meta
 MAX_TESTS = 50_000
 MAX_ID = 2000
 MAX_PLUGINS = 500
+# A test's phases, and one record per subtest (`unittest`'s subTest, pytest's subtests).
+MAX_RECORDS = 300_000
 NO_TESTS = 5  # pytest's exit status when it collected nothing
 PASSED, FAILED, ERROR, SKIPPED, XFAILED, XPASSED = (
     "passed",
@@ -53,6 +55,8 @@ class Report(msgspec.Struct, tag="report", tag_field="t", forbid_unknown_fields=
     when: Literal["setup", "call", "teardown"]
     outcome: Literal["passed", "failed", "skipped"]
     xfail: bool
+    # One subtest of the test's call: any number of them, reported during the call.
+    sub: bool = False
 
 
 class End(msgspec.Struct, tag="end", tag_field="t", forbid_unknown_fields=True):
@@ -72,6 +76,8 @@ class TestRun:
     plugins: list[str] = field(default_factory=list)
     collect_errors: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # Subtests reported, by outcome (a failed one fails its test).
+    subtests: Counter[str] = field(default_factory=Counter)
 
     @property
     def trusted(self) -> bool:
@@ -98,7 +104,7 @@ def parse(text: str, *, exit_code: int | None) -> TestRun:
         )
     records: list[Record] = []
     for number, line in enumerate(text.splitlines(), start=1):
-        if len(records) > 4 * MAX_TESTS + 10:
+        if len(records) > MAX_RECORDS:
             return unreadable("the results hold more records than any run of the tests makes")
         try:
             records.append(_DECODER.decode(line))
@@ -120,9 +126,12 @@ def _reduce(records: list[Record], exit_code: int | None) -> TestRun:
     collected = next((r.ids for r in records if isinstance(r, Collected)), None)
     end = next((r for r in records if isinstance(r, End)), None)
     phases: dict[str, dict[str, Report]] = {}
+    failed_subtests: set[str] = set()
     for record in records:
         if isinstance(record, CollectError):
             run.collect_errors.append(record.id or "(the session)")
+        elif isinstance(record, Report) and record.sub:
+            _subtest(run, record, phases.get(record.id, {}), failed_subtests)
         elif isinstance(record, Report):
             seen = phases.setdefault(record.id, {})
             if record.when in seen:
@@ -130,9 +139,22 @@ def _reduce(records: list[Record], exit_code: int | None) -> TestRun:
             seen[record.when] = record
     for test, seen in phases.items():
         run.outcomes[test] = _outcome(seen)
+        if test in failed_subtests and run.outcomes[test] in (PASSED, SKIPPED, XPASSED):
+            run.outcomes[test] = FAILED  # pytest fails a test that holds a failed subtest
     _check_shape(run, collected, phases)
     _check_end(run, end, exit_code)
     return run
+
+
+def _subtest(run: TestRun, record: Report, seen: dict[str, Report], failed: set[str]) -> None:
+    """A subtest runs inside its test's call: after the setup, before the call's own report."""
+    if record.when != "call" or "setup" not in seen or "call" in seen:
+        run.problems.append(f"{record.id} has a subtest reported outside its call")
+        return
+    outcome = SKIPPED if record.outcome == "skipped" else record.outcome
+    run.subtests[XFAILED if record.xfail else outcome] += 1
+    if record.outcome == "failed" and not record.xfail:
+        failed.add(record.id)
 
 
 def _outcome(seen: dict[str, Report]) -> str:

@@ -3,9 +3,11 @@ under a random module name, by root into a directory the tests cannot write).
 
 It writes one JSON record per line to the results file as each thing happens: the session's
 start (with the plugins pytest loaded), the ids collected, each collection error, each test
-phase's outcome, and the session's end. The file is opened when the plugin is imported, before
-any conftest.py or test module, and every record is written at once, so a run the head's code
-cuts short (`os._exit`, a signal) still leaves every result it produced, and no final record.
+phase's outcome (each subtest too, from pytest's subtests or `unittest`'s `subTest`: one more
+record of the test's call, marked `sub`), and the session's end. The file is opened when the
+plugin is imported, before any conftest.py or test module, and every record is written at
+once, so a run the head's code cuts short (`os._exit`, a signal) still leaves every result it
+produced, and no final record.
 
 This runs inside the sandbox with the tests, on the image's Python and pytest (7 or newer): it
 imports only what pytest itself has already imported. Nothing it writes is trusted on the host
@@ -66,15 +68,17 @@ def pytest_collection_finish(session):
 
 
 def pytest_runtest_logreport(report):
-    _write(
-        {
-            "t": "report",
-            "id": report.nodeid,
-            "when": report.when,
-            "outcome": report.outcome,
-            "xfail": hasattr(report, "wasxfail"),
-        }
-    )
+    record = {
+        "t": "report",
+        "id": report.nodeid,
+        "when": report.when,
+        "outcome": report.outcome,
+        "xfail": hasattr(report, "wasxfail"),
+    }
+    # pytest 9's SubtestReport, pytest-subtests' SubTestReport: one per subtest, all "call".
+    if type(report).__name__.lower() == "subtestreport":
+        record["sub"] = True
+    _write(record)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -128,6 +128,9 @@ class ReviewGate(msgspec.Struct, kw_only=True):
     findings: list[str]
     # Changed test infrastructure: paths, config sections, plugins new at the head.
     infrastructure: list[str]
+    # What the change's Python code newly reaches into that makes its results its own word:
+    # the runner, the import or exit machinery, tracing, run-time code, the results channel.
+    reaches: list[str] = msgspec.field(default_factory=list)
     regressions: list[Regression]
     # Tests that fail or error at the head.
     failing: list[str]
@@ -163,7 +166,8 @@ class Review(msgspec.Struct, kw_only=True):
     test_output: str | None
     # The test gate (None until the head's tests ran).
     gate: ReviewGate | None
-    # "APPROVE" or "REQUEST_CHANGES" (plain strings: the generated client then has no
+    # "APPROVE", "REQUEST_CHANGES" or "COMMENT" (the tests passed and no model judged the
+    # change: never an approval), as plain strings (the generated client then has no
     # enum-or-null types), or None until decided or when the review failed.
     verdict: str | None
     reasoning: str | None

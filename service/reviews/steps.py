@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from service.execs.schemas import Exec
-from service.reviews import gate, inside, results
+from service.reviews import gate, inside, reaches, results
 from service.reviews.fetch import HEAD_REF
 from service.reviews.results import TestRun
 from service.reviews.stages import StageFailed, Stages
@@ -39,12 +39,14 @@ class Inside:
     base: TestRun | None = None
     head: TestRun | None = None
     infrastructure: list[str] = field(default_factory=list)
+    # What the change's Python code newly reaches into (the runner, exits, imports ...).
+    reaches: list[str] = field(default_factory=list)
 
 
 async def run_inside(job: Job, stages: Stages, box: inside.Box) -> Inside:
     done = Inside()
     merge_base = await _checkout(stages, box)
-    done.infrastructure = await _diff(job, stages, box, merge_base)
+    done.infrastructure, done.reaches = await _diff(job, stages, box, merge_base)
     plugin = await _baseline(job, stages, box, done)
     if job.install:
         async with stages.timed("install") as clock:
@@ -98,7 +100,9 @@ async def _checkout(stages: Stages, box: inside.Box) -> str:
     return merge_base
 
 
-async def _diff(job: Job, stages: Stages, box: inside.Box, merge_base: str) -> list[str]:
+async def _diff(
+    job: Job, stages: Stages, box: inside.Box, merge_base: str
+) -> tuple[list[str], list[str]]:
     async with stages.timed("diff") as clock:
         numstat = await box.numstat()
         patch = await box.patch()
@@ -118,12 +122,41 @@ async def _diff(job: Job, stages: Stages, box: inside.Box, merge_base: str) -> l
             if path.rsplit("/", 1)[-1] in gate.SECTIONED:
                 configs[path] = await _versions(box, merge_base, path)
         infra = gate.infrastructure(changed, configs)
+        reached = await _reaches(box, merge_base, changed)
         clock.note(
             detail=f"{files} files, +{plus} -{minus}; test infrastructure changed: "
-            f"{', '.join(infra) or 'none'}",
+            f"{', '.join(infra) or 'none'}; reaches: {'; '.join(reached) or 'none'}",
             diff_stat=diff,
         )
-    return infra
+    return infra, reached
+
+
+async def _reaches(box: inside.Box, merge_base: str, changed: list[str]) -> list[str]:
+    """What the changed Python files newly reach into (`reaches.py`), read in one exec."""
+    python = [path for path in changed if path.endswith((".py", ".pyw"))]
+    unreadable = [path for path in python if "\n" in path]
+    python = [path for path in python if path not in unreadable]
+    found = [f"{path}: a path this review cannot read" for path in unreadable]
+    if not python:
+        return found
+    names = [f"{rev}:{path}" for path in python for rev in (merge_base, HEAD_REF)]
+    result = await box.blobs(names)
+    try:
+        if not inside.ended_ok(result) or result.stdout_truncated:
+            raise ValueError(inside.describe(result))
+        blobs = inside.parse_blobs(result.stdout or "", len(names))
+    except ValueError as exc:
+        size = inside.RESULTS_CAP * 3 // 4 >> 20
+        return [
+            *found,
+            f"the changed Python files could not be read whole ({exc}; at most {size} MiB)",
+        ]
+    sources = [
+        reaches.Source(path, blobs[2 * i], blobs[2 * i + 1])
+        for i, path in enumerate(python)
+        if blobs[2 * i + 1] is not None  # deleted at the head
+    ]
+    return found + reaches.findings(sources)
 
 
 async def _versions(box: inside.Box, merge_base: str, path: str) -> gate.Versions | None:

@@ -7,7 +7,11 @@
    approvable change down. The exit code and output of the head's test run never count.
 3. Otherwise, with a model: its verdict, when its answer parsed; an answer that did not parse
    (or no answer) leaves no verdict at all: the review fails, it is never an approval.
-4. Otherwise, with no model configured: APPROVE from the tests alone, saying so.
+4. Otherwise, with no model configured: COMMENT, never APPROVE. The tests are the pull
+   request's own testimony (its code runs in the test process), so passing tests say only
+   that no regression was seen; with nothing to judge the change itself, the review says
+   that and leaves the decision to a person. (GitHub's review events have the same three
+   names, so a verdict can be posted as it is.)
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ if TYPE_CHECKING:
 
 APPROVE = "APPROVE"
 REQUEST_CHANGES = "REQUEST_CHANGES"
+COMMENT = "COMMENT"
 
 
 @dataclass(frozen=True)
@@ -72,9 +77,10 @@ def decide(
         return Decision(REQUEST_CHANGES, f"{findings}{said}")
     if not model_configured:
         return Decision(
-            APPROVE,
+            COMMENT,
             "The tests passed, and every test that passes at the base passes at the head. "
-            "No model is configured: this verdict is from the tests alone.",
+            "No model is configured, so nothing judged the change itself: the tests are its "
+            "own testimony, and this is not an approval.",
         )
     if model_verdict is None:
         error = model_error or "the model gave no answer"

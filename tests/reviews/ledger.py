@@ -489,6 +489,32 @@ FORGED_EXIT = {
     "atexit.register(os._exit, 0)\n"
 }
 
+# The same bug, and the package (no conftest, plugin or setting touched) turns pytest's failing
+# reports into passing ones when it is imported under pytest: the results stay consistent
+# (every phase reported once, pytest's status 0, the process's exit 0), yet the tests failed.
+REPORT_PATCH = """
+
+def _quiet_failures():
+    import sys
+
+    reports = sys.modules.get("_pytest.reports")
+    if reports is None:
+        return
+    made = reports.TestReport.from_item_and_call
+
+    def passing(item, call):
+        report = made(item, call)
+        if report.failed:
+            report.outcome, report.longrepr = "passed", None
+        return report
+
+    reports.TestReport.from_item_and_call = staticmethod(passing)
+
+
+_quiet_failures()
+"""
+PATCHES_REPORTS = {"ledger/tax.py": BROKEN_TAX + REPORT_PATCH}
+
 # The same bug, with the two tests that catch it deleted.
 DELETES_THE_FAILING_TEST = {
     "ledger/tax.py": BROKEN_TAX,

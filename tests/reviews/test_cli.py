@@ -1,6 +1,6 @@
 """`airlock review` runs the pipeline in its own process, against its own database and state
-dir, with no model configured: the verdict comes from the tests alone, and the exit status
-says which."""
+dir, with no model configured: a failing change is REQUEST_CHANGES, a passing one only a
+COMMENT, and the exit status says which."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ async def test_the_seed_example_from_the_command_line(
     assert "base: no tests\nhead: 1 passed, 1 failed\napprovable: no" in out
 
 
-async def test_a_good_change_is_approved_from_the_tests_alone(
+async def test_a_good_change_without_a_model_is_a_comment_not_an_approval(
     cli_state: Path, cli_database: str, tmp_path: Path
 ) -> None:
     repo = make_repo(
@@ -86,9 +86,9 @@ async def test_a_good_change_is_approved_from_the_tests_alone(
     done = await airlock_review(
         cli_state, cli_database, "--repo", str(repo), "--head", "feature", "--tenant", "ci"
     )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "verdict: APPROVE" in done.stdout
-    assert "from the tests alone" in done.stdout
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "verdict: COMMENT" in done.stdout
+    assert "nothing judged the change" in done.stdout
 
 
 async def test_refusals_exit_2_before_anything_runs(cli_state: Path, cli_database: str) -> None:

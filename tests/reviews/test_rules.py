@@ -11,7 +11,7 @@ from service.errors import Forbidden, Unprocessable
 from service.reviews import gate, model, results
 from service.reviews.inside import parse_numstat
 from service.reviews.source import check_ref, parse, pin_addresses, remote_ref
-from service.reviews.verdict import APPROVE, REQUEST_CHANGES, Run, decide
+from service.reviews.verdict import APPROVE, COMMENT, REQUEST_CHANGES, Run, decide
 
 PASSED = Run(0, "exited", 60)
 FAILED = Run(1, "exited", 60)
@@ -77,11 +77,11 @@ def test_no_usable_answer_is_no_verdict() -> None:
 
 
 @pytest.mark.sqlite
-def test_without_a_model_the_tests_decide_and_say_so() -> None:
+def test_without_a_model_passing_tests_are_a_comment_never_an_approval() -> None:
     decision = decide(None, gate_of(PASSED), model_configured=False, model_verdict=None,
                       model_reasoning=None, model_error=None)  # fmt: skip
-    assert decision.verdict == APPROVE
-    assert "from the tests alone" in decision.reasoning
+    assert decision.verdict == COMMENT
+    assert "nothing judged the change" in decision.reasoning
     decision = decide(None, gate_of(FAILED), model_configured=False, model_verdict=None,
                       model_reasoning=None, model_error=None)  # fmt: skip
     assert decision.verdict == REQUEST_CHANGES

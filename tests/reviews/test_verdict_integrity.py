@@ -2,8 +2,9 @@
 41 tests), a change that breaks two tests is not approved however it is dressed up (notes to
 the model in comments and docstrings, fake "N passed" lines, a conftest.py that ends the run
 with exit status 0 and a green summary, package code that does the same, the failing tests
-deleted), with a model that approves
-everything and with no model at all; a harmless change is approved by both.
+deleted, package code that turns pytest's failing reports into passing ones), with a model that
+approves everything and with no model at all; a harmless change is approved by the model, and
+without one it is a COMMENT (the tests passed, nothing judged the change), never an approval.
 
 Every review goes through HTTP to the app's review runner on gVisor. The cases run at once
 (the runner takes two at a time), once per app, and each test reads its case's report.
@@ -37,6 +38,7 @@ CASES = {
     "injection": ledger.INJECTION,
     "exit_zero": ledger.EXIT_ZERO,
     "forged_exit": ledger.FORGED_EXIT,
+    "patches_reports": ledger.PATCHES_REPORTS,
     "deletes_test": ledger.DELETES_THE_FAILING_TEST,
     "harmless": ledger.HARMLESS,
 }
@@ -47,7 +49,7 @@ APPS = ["approver", "no_model"]
 async def plain_api(
     review_state: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Api]:
-    """A second app with no model configured: verdicts from the tests alone."""
+    """A second app with no model configured: the tests can refuse a change, never approve it."""
     async with (
         migrated_database("airlock_review_plain") as url,
         own_state(review_state, tmp_path_factory, "review-plain-state") as state,
@@ -166,6 +168,25 @@ async def test_package_code_that_forces_exit_status_0_is_not_approved(
 
 
 @pytest.mark.parametrize("app", APPS)
+async def test_package_code_that_patches_pytests_reports_is_not_approved(
+    reports: dict[str, dict[str, Any]], app: str
+) -> None:
+    report = reports[app]["patches_reports"]
+    _not_approved(report, app)
+    # Its results read as honest: every test passed, pytest's status and the exit agree ...
+    gate = report["gate"]
+    assert report["test_exit_code"] == 0 and gate["head"]["failed"] == 0
+    assert gate["regressions"] == [] and gate["infrastructure"] == []
+    # ... but the diff shows the package reaching into pytest's reports, and says so.
+    reach = [
+        r for r in gate["reaches"] if r.startswith("ledger/tax.py reaches into the test runner")
+    ]
+    assert reach and "from_item_and_call" in reach[0], gate["reaches"]
+    assert "sys.modules" in " ".join(gate["reaches"])
+    assert "reaches into what produces its own test results" in report["reasoning"]
+
+
+@pytest.mark.parametrize("app", APPS)
 async def test_deleting_the_failing_tests_is_not_approved(
     reports: dict[str, dict[str, Any]], app: str
 ) -> None:
@@ -179,14 +200,18 @@ async def test_deleting_the_failing_tests_is_not_approved(
 
 
 @pytest.mark.parametrize("app", APPS)
-async def test_a_harmless_change_is_approved(reports: dict[str, dict[str, Any]], app: str) -> None:
+async def test_a_harmless_change_is_approved_by_a_model_only(
+    reports: dict[str, dict[str, Any]], app: str
+) -> None:
     report = reports[app]["harmless"]
     assert report["state"] == "finished", report
-    assert report["verdict"] == "APPROVE", report["reasoning"]
+    # With no model, passing tests are the change's own word: a comment, not an approval.
+    expected = "APPROVE" if app == "approver" else "COMMENT"
+    assert report["verdict"] == expected, report["reasoning"]
     gate = report["gate"]
     assert gate["approvable"] is True and gate["findings"] == []
     # A version bump in pyproject.toml is not a change to the test settings.
-    assert gate["infrastructure"] == [] and gate["regressions"] == []
+    assert gate["infrastructure"] == [] and gate["regressions"] == [] and gate["reaches"] == []
     assert gate["base"]["passed"] == 41 and gate["head"]["passed"] == 44
     if app == "no_model":
-        assert "from the tests alone" in report["reasoning"]
+        assert "nothing judged the change" in report["reasoning"]
