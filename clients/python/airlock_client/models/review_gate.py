@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 if TYPE_CHECKING:
     from ..models.regression import Regression
     from ..models.test_counts import TestCounts
@@ -29,6 +31,7 @@ class ReviewGate:
             head (None | TestCounts):
             infrastructure (list[str]):
             regressions (list[Regression]):
+            reaches (list[str] | Unset):
     """
 
     approvable: bool
@@ -38,6 +41,7 @@ class ReviewGate:
     head: None | TestCounts
     infrastructure: list[str]
     regressions: list[Regression]
+    reaches: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -68,6 +72,10 @@ class ReviewGate:
             regressions_item = regressions_item_data.to_dict()
             regressions.append(regressions_item)
 
+        reaches: list[str] | Unset = UNSET
+        if not isinstance(self.reaches, Unset):
+            reaches = self.reaches
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -81,6 +89,8 @@ class ReviewGate:
                 "regressions": regressions,
             }
         )
+        if reaches is not UNSET:
+            field_dict["reaches"] = reaches
 
         return field_dict
 
@@ -135,6 +145,8 @@ class ReviewGate:
 
             regressions.append(regressions_item)
 
+        reaches = cast(list[str], d.pop("reaches", UNSET))
+
         review_gate = cls(
             approvable=approvable,
             base=base,
@@ -143,6 +155,7 @@ class ReviewGate:
             head=head,
             infrastructure=infrastructure,
             regressions=regressions,
+            reaches=reaches,
         )
 
         review_gate.additional_properties = d
