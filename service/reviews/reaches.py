@@ -68,7 +68,16 @@ FRAME_ATTRS = frozenset({"f_back", "f_globals", "f_locals", "tb_frame", "gi_fram
 TRACE_MODULES = ("ctypes", "gc", "inspect")
 DYNAMIC_NAMES = frozenset({"exec", "eval", "compile", "__import__", "__builtins__"})
 # Strings that name where the results go, or how the runner is started.
-CHANNEL_MARKS = ("airlock", "pytest_addopts", "pytest_plugins", "/proc/self/fd", "/dev/fd")
+CHANNEL_MARKS = (
+    "airlock_review",
+    "airlock-review",
+    "airlock_results",
+    "airlock-results",
+    "pytest_addopts",
+    "pytest_plugins",
+    "/proc/self/fd",
+    "/dev/fd",
+)
 CHANNEL_CALLS = frozenset({"write", "dup2", "fdopen"})  # os.<name>: writes to raw descriptors
 # Names that count as a string too (reached with getattr), with the module they belong to.
 STRING_OWNERS = {

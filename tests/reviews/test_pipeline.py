@@ -92,9 +92,9 @@ async def test_seed_example_failing_tests_request_changes(
         "/v1/audit", params={"action": "exec.start", "limit": 200}, headers=rtenant.headers
     )
     mine = [e for e in r.json()["items"] if e["details"]["sandbox_id"] == report["sandbox_id"]]
-    # checkout, numstat, patch, changed paths, the plugin, the base's tests and their results,
-    # the head's tests and their results
-    assert len(mine) == 9
+    # checkout, numstat, patch, changed paths, the changed Python files, the plugin, the base's
+    # tests and their results, the head's tests and their results
+    assert len(mine) == 10
     assert all(e["actor"] == f"review:{report['id']}" for e in mine)
 
 
