@@ -490,6 +490,29 @@ class Review(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
+class ReviewBaseline(Base):
+    """The base's test results of a finished review, kept for the next review of the same base:
+    its `key` is a digest of everything the run depended on (repository, base commit, install
+    and test commands, template or size and image, the results plugin), so a match ran the same
+    tests on the same code. Only trusted results are kept."""
+
+    __tablename__ = "review_baselines"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "key", name="uq_review_baselines_tenant_key"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    tenant_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    key: Mapped[str] = mapped_column(String(64), nullable=False)
+    # The review whose run these results are.
+    review_id: Mapped[str] = mapped_column(String(40), nullable=False)
+    # {"outcomes": {test id: outcome}, "plugins": [...], "collect_errors": [...]}
+    results: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+
+
 class ReviewBundle(Base):
     """A git bundle a tenant uploaded, to be reviewed without the host fetching anything."""
 

@@ -28,19 +28,19 @@ from service.db.session import Db
 from service.errors import AppError
 from service.execs.runner import ExecRunner
 from service.nodes.local import local_node_id
-from service.reviews import gate, inside, model
+from service.reviews import baselines, gate, inside, model
 from service.reviews.confine import FetchLimits
 from service.reviews.fetch import FetchFailed, HttpAuth, fetch
 from service.reviews.repository import ReviewRepository
 from service.reviews.source import check_local, parse, pin_addresses
 from service.reviews.stages import StageFailed, Stages, error_text
-from service.reviews.steps import Inside, run_inside
+from service.reviews.steps import Boxes, Inside, run_inside
 from service.reviews.verdict import decide
 from service.runtime import SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes import create as sandbox_create
 from service.sandboxes import service as sandboxes
-from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
+from service.sandboxes.schemas import Sandbox, SandboxCreate, SandboxNetwork
 from service.secrets.crypto import Undecryptable
 from service.secrets.service import reveal
 from service.settings import Settings
@@ -147,49 +147,41 @@ async def run_review(deps: Deps, review_id: str) -> str:
     if job is None:
         return "gone"
     stages = Stages(deps.db, job)
-    sandbox_id: str | None = None
+    sandbox_ids: list[str] = []
     try:
-        # A restart may have cut an earlier attempt off: its sandbox goes first.
+        # A restart may have cut an earlier attempt off: its sandboxes go first.
         for leftover in await _leftovers(deps, job):
             await _destroy(deps, job, leftover)
         scratch = deps.settings.state_dir / "tmp"
         scratch.mkdir(parents=True, exist_ok=True, mode=0o700)
         with tempfile.TemporaryDirectory(prefix="review-", dir=scratch) as tmp:
             fetched = await _fetch(deps, job, stages, Path(tmp))
-            sandbox_id = await _sandbox(deps, job, stages)
-            box = inside.Box(
-                deps.db,
-                deps.holder,
-                deps.runner,
-                job.principal,
-                job.ctx,
-                sandbox_id,
-                max_timeout_s=job.max_timeout_s,
-            )
+            boxes = await _boxes(deps, job, stages, fetched.base_commit, sandbox_ids)
             async with stages.timed("upload") as clock:
+                on = [boxes.head] + ([boxes.base] if boxes.base else [])
                 try:
-                    await box.upload(fetched.bundle, fetched.size)
+                    await asyncio.gather(*(box.upload(fetched.bundle, fetched.size) for box in on))
                 except (AppError, SandboxRuntimeError) as exc:
                     raise StageFailed(f"copying the bundle in failed: {error_text(exc)}") from exc
-                clock.note(detail=f"{fetched.size} bytes")
-        ran = await run_inside(job, stages, box)
+                clock.note(detail=f"{fetched.size} bytes, into {len(on)} sandboxes")
+        ran = await run_inside(job, stages, boxes)
     except StageFailed as exc:
-        await _cleanup(deps, job, stages, sandbox_id)
+        await _cleanup(deps, job, stages, sandbox_ids)
         await _finish(stages, "failed", error=str(exc))
         return "failed"
     except asyncio.CancelledError:
-        await asyncio.shield(_cleanup(deps, job, stages, sandbox_id))
+        await asyncio.shield(_cleanup(deps, job, stages, sandbox_ids))
         raise
     except (AppError, SandboxRuntimeError) as exc:
-        await _cleanup(deps, job, stages, sandbox_id)
+        await _cleanup(deps, job, stages, sandbox_ids)
         await _finish(stages, "failed", error=error_text(exc))
         return "failed"
     except Exception as exc:
         log.exception("review %s failed", review_id)
-        await _cleanup(deps, job, stages, sandbox_id)
+        await _cleanup(deps, job, stages, sandbox_ids)
         await _finish(stages, "failed", error=f"internal error: {type(exc).__name__}")
         return "failed"
-    await _cleanup(deps, job, stages, sandbox_id)
+    await _cleanup(deps, job, stages, sandbox_ids)
     return await _judge(deps, job, stages, ran)
 
 
@@ -260,7 +252,40 @@ async def _bundle_file(db: Db, job: Job, tmp: Path) -> Path:
     return path
 
 
-async def _sandbox(deps: Deps, job: Job, stages: Stages) -> str:
+async def _boxes(
+    deps: Deps, job: Job, stages: Stages, base_commit: str, sandbox_ids: list[str]
+) -> Boxes:
+    """The head's sandbox; a kept baseline, or else a second sandbox for the base's run when
+    the tenant's quotas allow one (the base then runs in the head's sandbox, first)."""
+    async with stages.timed("sandbox") as clock:
+        try:
+            head = await _create(deps, job)
+        except (AppError, SandboxRuntimeError) as exc:
+            raise StageFailed(f"sandbox: {error_text(exc)}") from exc
+        sandbox_ids.append(head.id)
+        key = baselines.key_of(job, base_commit, head)
+        kept = await baselines.find(deps.db, job.tenant_id, key)
+        base, where = None, f"the base's tests: kept from review {kept[1]}" if kept else ""
+        if kept is None:
+            try:
+                second = await _create(deps, job)
+            except (AppError, SandboxRuntimeError) as exc:
+                where = (
+                    f"the base's tests in the same sandbox, first (no second: {error_text(exc)})"
+                )
+            else:
+                sandbox_ids.append(second.id)
+                base = _box(deps, job, second.id)
+                where = f"the base's tests at the same time in {second.id}"
+        clock.note(
+            detail=f"{head.id} from {head.template or head.image} "
+            f"({head.started_from}, {head.runtime}); {where}",
+            sandbox_id=head.id,
+        )
+    return Boxes(head=_box(deps, job, head.id), base=base, key=key, kept=kept)
+
+
+async def _create(deps: Deps, job: Job) -> Sandbox:
     ttl = min(job.max_ttl_s, 4 * job.timeout_s + SANDBOX_MARGIN_S)
     request = SandboxCreate(
         template=job.template,
@@ -269,27 +294,30 @@ async def _sandbox(deps: Deps, job: Job, stages: Stages) -> str:
         network=msgspec.convert(job.network, SandboxNetwork),
         labels={LABEL: job.id},
     )
-    async with stages.timed("sandbox") as clock:
-        try:
-            # pool=None: a review's sandbox is always started for it, never a warm member.
-            sandbox, _ = await sandbox_create.create_sandbox(
-                deps.db,
-                deps.holder,
-                job.principal,
-                job.ctx,
-                request,
-                None,
-                pool=None,
-                node_id=local_node_id(deps.settings),
-            )
-        except (AppError, SandboxRuntimeError) as exc:
-            raise StageFailed(f"sandbox: {error_text(exc)}") from exc
-        clock.note(
-            detail=f"{sandbox.id} from {sandbox.template or sandbox.image} "
-            f"({sandbox.started_from}, {sandbox.runtime})",
-            sandbox_id=sandbox.id,
-        )
-    return sandbox.id
+    # pool=None: a review's sandbox is always started for it, never a warm member.
+    sandbox, _ = await sandbox_create.create_sandbox(
+        deps.db,
+        deps.holder,
+        job.principal,
+        job.ctx,
+        request,
+        None,
+        pool=None,
+        node_id=local_node_id(deps.settings),
+    )
+    return sandbox
+
+
+def _box(deps: Deps, job: Job, sandbox_id: str) -> inside.Box:
+    return inside.Box(
+        deps.db,
+        deps.holder,
+        deps.runner,
+        job.principal,
+        job.ctx,
+        sandbox_id,
+        max_timeout_s=job.max_timeout_s,
+    )
 
 
 async def _destroy(deps: Deps, job: Job, sandbox_id: str) -> None:
@@ -313,20 +341,24 @@ async def _leftovers(deps: Deps, job: Job) -> list[str]:
     return [row.id for row in rows]
 
 
-async def _cleanup(deps: Deps, job: Job, stages: Stages, sandbox_id: str | None) -> None:
-    """The sandbox goes in every case; a failure to destroy it is recorded (the TTL reaper
+async def _cleanup(deps: Deps, job: Job, stages: Stages, sandbox_ids: list[str]) -> None:
+    """The sandboxes go in every case; a failure to destroy one is recorded (the TTL reaper
     still ends it)."""
-    if sandbox_id is None:
+    if not sandbox_ids:
         return
 
     async def destroy() -> None:
         async with stages.timed("cleanup") as clock:
-            try:
-                await _destroy(deps, job, sandbox_id)
-            except (AppError, SandboxRuntimeError) as exc:
-                clock.note("failed", f"{error_text(exc)}; the TTL reaper will end it")
+            failed = []
+            for sandbox_id in sandbox_ids:
+                try:
+                    await _destroy(deps, job, sandbox_id)
+                except (AppError, SandboxRuntimeError) as exc:
+                    failed.append(f"{sandbox_id}: {error_text(exc)}")
+            if failed:
+                clock.note("failed", f"{'; '.join(failed)}; the TTL reaper will end them")
             else:
-                clock.note(detail=f"{sandbox_id} destroyed")
+                clock.note(detail=f"{', '.join(sandbox_ids)} destroyed")
 
     await asyncio.shield(destroy())
 

@@ -1,10 +1,12 @@
-"""The stages that run in the review's sandbox, in the order that keeps the head's code from
+"""The stages that run in the review's sandboxes, in the order that keeps the head's code from
 speaking for itself:
 
   checkout  both trees (head in /work/repo, base in /work/base), the merge base
-  diff      stat, patch, changed paths, the shared config files' two versions — all from git,
-            before any code of the repository has run in the sandbox
-  baseline  the results plugin installed by root; the base's install and tests, results read
+  diff      stat, patch, changed paths, the shared config files' and changed Python files' two
+            versions — all from git, before any code of the repository has run in the sandbox
+  baseline  the results plugin installed by root; the base's install and tests, results read:
+            in a second sandbox at the same time as the head's steps, or first in the head's
+            sandbox when there is no second one, or not at all when a kept baseline matches
   install   the head's install
   test      the head's tests with the same plugin, results read
 
@@ -14,11 +16,12 @@ between steps every process is killed, so nothing one step left running acts on 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from service.execs.schemas import Exec
-from service.reviews import gate, inside, reaches, results
+from service.reviews import baselines, gate, inside, reaches, results
 from service.reviews.fetch import HEAD_REF
 from service.reviews.results import TestRun
 from service.reviews.stages import StageFailed, Stages
@@ -43,11 +46,49 @@ class Inside:
     reaches: list[str] = field(default_factory=list)
 
 
-async def run_inside(job: Job, stages: Stages, box: inside.Box) -> Inside:
+@dataclass(frozen=True)
+class Boxes:
+    """Where the review's two runs happen. The base's run goes in a sandbox of its own, at the
+    same time as the head's, when the tenant's quota allowed a second one; otherwise in the
+    head's sandbox, before any of the head's code runs there. A baseline kept from an earlier
+    review of the same base (`baselines.py`) means no base run at all."""
+
+    head: inside.Box
+    base: inside.Box | None
+    key: str
+    kept: tuple[TestRun, str] | None = None
+
+
+async def run_inside(job: Job, stages: Stages, boxes: Boxes) -> Inside:
     done = Inside()
+    apart = None
+    if boxes.kept is not None:
+        done.base, source = boxes.kept
+        await stages.skipped("baseline", f"kept from review {source}: {_summary(done.base)}")
+    elif boxes.base is not None:
+        apart = asyncio.create_task(_baseline_apart(job, stages, boxes.base, done))
+    try:
+        await _head(job, stages, boxes, done)
+    except BaseException:
+        if apart is not None:
+            apart.cancel()
+            await asyncio.gather(apart, return_exceptions=True)
+        raise
+    if apart is not None:
+        await apart
+    if boxes.kept is None and done.base is not None:
+        await baselines.keep(stages.db, job.tenant_id, boxes.key, job.id, done.base)
+    return done
+
+
+async def _head(job: Job, stages: Stages, boxes: Boxes, done: Inside) -> None:
+    box = boxes.head
     merge_base = await _checkout(stages, box)
     done.infrastructure, done.reaches = await _diff(job, stages, box, merge_base)
-    plugin = await _baseline(job, stages, box, done)
+    if boxes.kept is None and boxes.base is None:
+        plugin = await _baseline(job, stages, box, done)
+    else:
+        plugin = await box.install_plugin()
     if job.install:
         async with stages.timed("install") as clock:
             result = await box.run(job.install, timeout_s=job.timeout_s)
@@ -68,7 +109,7 @@ async def run_inside(job: Job, stages: Stages, box: inside.Box) -> Inside:
         await stages.skipped("install", "no install step given")
     if done.install is not None and not done.install.passed:
         await stages.skipped("test", "the install failed")
-        return done
+        return
     async with stages.timed("test") as clock:
         result, done.head = await _tests(job, box, plugin, inside.REPO_DIR)
         done.tests = Run(result.exit_code, result.outcome, job.timeout_s)
@@ -84,7 +125,6 @@ async def run_inside(job: Job, stages: Stages, box: inside.Box) -> Inside:
             test_outcome=result.outcome,
             test_output=output,
         )
-    return done
 
 
 async def _checkout(stages: Stages, box: inside.Box) -> str:
@@ -170,20 +210,38 @@ async def _versions(box: inside.Box, merge_base: str, path: str) -> gate.Version
 
 
 async def _baseline(job: Job, stages: Stages, box: inside.Box, done: Inside) -> str:
-    """The base's tests (after its install) with the plugin: the tests the head must keep."""
+    """The base's tests (after its install) with the plugin, in the head's sandbox before any
+    of the head's code runs there: the tests the head must keep."""
     async with stages.timed("baseline") as clock:
         plugin = await box.install_plugin()
-        if job.install:
-            result = await box.run(job.install, timeout_s=job.timeout_s, cwd=inside.BASE_DIR)
-            await box.kill_all()
-            if not inside.ended_ok(result):
-                why = f"the install failed at the base ({inside.describe(result)})"
-                done.base = results.unreadable(why)
-                clock.note("failed", done.base.problems[0])
-                return plugin
-        _, done.base = await _tests(job, box, plugin, inside.BASE_DIR)
-        clock.note("ok" if done.base.trusted else "failed", _summary(done.base))
+        await _base_run(job, box, plugin, done)
+        clock.note("ok" if done.base and done.base.trusted else "failed", _summary(done.base))
     return plugin
+
+
+async def _baseline_apart(job: Job, stages: Stages, box: inside.Box, done: Inside) -> None:
+    """The same, in a sandbox of its own, while the head's steps run in theirs."""
+    async with stages.timed("baseline") as clock:
+        result = await box.checkout()
+        if not inside.ended_ok(result):
+            raise StageFailed(f"checkout of the base {inside.describe(result)}")
+        plugin = await box.install_plugin()
+        await _base_run(job, box, plugin, done)
+        clock.note(
+            "ok" if done.base and done.base.trusted else "failed",
+            f"in its own sandbox ({box.sandbox_id}): {_summary(done.base)}",
+        )
+
+
+async def _base_run(job: Job, box: inside.Box, plugin: str, done: Inside) -> None:
+    if job.install:
+        result = await box.run(job.install, timeout_s=job.timeout_s, cwd=inside.BASE_DIR)
+        await box.kill_all()
+        if not inside.ended_ok(result):
+            why = f"the install failed at the base ({inside.describe(result)})"
+            done.base = results.unreadable(why)
+            return
+    _, done.base = await _tests(job, box, plugin, inside.BASE_DIR)
 
 
 async def _tests(job: Job, box: inside.Box, plugin: str, cwd: str) -> tuple[Exec, TestRun]:
@@ -200,7 +258,9 @@ def _read(result: Exec, found: Exec) -> TestRun:
     return run
 
 
-def _summary(run: TestRun) -> str:
+def _summary(run: TestRun | None) -> str:
+    if run is None:
+        return "no results"
     counts = ", ".join(f"{n} {name}" for name, n in run.counts().items() if n)
     text = counts or "no tests"
     if run.problems:

@@ -1,0 +1,90 @@
+"""The base's test results, kept for the next review of the same base.
+
+Reviews of one project mostly share a base: every pull request against `main` runs the same
+base commit's suite. A trusted baseline is stored under a digest of everything its run
+depended on (the repository, the base commit, the install and test commands, the network
+policy, the template and its version or the size, the image, and the code that writes and
+reads results), per tenant; a review whose digest matches reuses it and runs only the head.
+
+The base's run is the base branch's code, never the head's, so reusing it gives the head no
+say; a tenant's baselines are never another tenant's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from service.db.models import ReviewBaseline
+from service.db.session import Db
+from service.reviews import results
+from service.reviews.results import TestRun
+from service.runtime import images
+
+if TYPE_CHECKING:
+    from service.reviews.pipeline import Job
+    from service.sandboxes.schemas import Sandbox
+
+# The code that makes and reads a results file: a change to it makes older baselines stale.
+_READERS = (Path(results.__file__), Path(__file__).with_name("results_plugin.py"))
+
+
+def key_of(job: Job, base_commit: str, sandbox: Sandbox) -> str:
+    inputs = {
+        "repo": job.repo,
+        "base_commit": base_commit,
+        "install": job.install,
+        "test": job.test,
+        "timeout_s": job.timeout_s,
+        "network": job.network,
+        "template": [sandbox.template, sandbox.template_version],
+        "size": sandbox.size,
+        "image": [sandbox.image, images.build_key()],
+        "readers": [hashlib.sha256(path.read_bytes()).hexdigest() for path in _READERS],
+    }
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+async def find(db: Db, tenant_id: str, key: str) -> tuple[TestRun, str] | None:
+    """The kept run and the review it came from, or None."""
+    async with db() as session:
+        row = await session.scalar(
+            select(ReviewBaseline).where(
+                ReviewBaseline.tenant_id == tenant_id, ReviewBaseline.key == key
+            )
+        )
+        if row is None:
+            return None
+        kept = row.results
+        return (
+            TestRun(
+                outcomes=dict(kept["outcomes"]),
+                plugins=list(kept["plugins"]),
+                collect_errors=list(kept["collect_errors"]),
+            ),
+            row.review_id,
+        )
+
+
+async def keep(db: Db, tenant_id: str, key: str, review_id: str, run: TestRun) -> None:
+    """Stores a trusted run (a run with any problem is never kept); a second keeper of the same
+    key leaves the first one's."""
+    if not run.trusted:
+        return
+    kept = {
+        "outcomes": run.outcomes,
+        "plugins": run.plugins,
+        "collect_errors": run.collect_errors,
+    }
+    try:
+        async with db() as session, session.begin():
+            session.add(
+                ReviewBaseline(tenant_id=tenant_id, key=key, review_id=review_id, results=kept)
+            )
+    except IntegrityError:
+        return
