@@ -34,6 +34,7 @@ BASE_DIR = "/work/base"
 # Written by root: the tests (uid 1000) can read the plugin but never replace it.
 PLUGIN_DIR = "/run/airlock-review"
 PLUGIN_SOURCE = Path(__file__).with_name("results_plugin.py")
+UNITTEST_SOURCE = Path(__file__).with_name("results_unittest.py")
 RESULTS_CAP = 8 << 20
 CONFIG_CAP = 256 << 10
 ROOT = "0:0"
@@ -165,16 +166,22 @@ class Box:
         argv = ["/bin/sh", "-c", KILL_ALL]
         return await self.run(argv, timeout_s=self.step_timeout_s, cwd="/", user=ROOT)
 
-    async def install_plugin(self) -> str:
-        """The results plugin, under a name the repository cannot know; returns the name."""
+    async def install_plugin(self, test: list[str]) -> str:
+        """The results plugin, under a name the repository cannot know; returns the name. For a
+        `python -m unittest` command, the unittest runner that writes the same records too,
+        as `<name>_unittest`."""
         name = f"airlock_results_{secrets.token_hex(8)}"
-        source = await asyncio.to_thread(PLUGIN_SOURCE.read_text)
-        argv = ["/bin/sh", "-c", INSTALL_PLUGIN, "sh", name]
-        result = await self.run(
-            argv, timeout_s=self.step_timeout_s, cwd="/", user=ROOT, stdin=source
-        )
-        if not ended_ok(result):
-            raise RuntimeError(f"installing the results plugin: {describe(result)}")
+        sources = [(name, PLUGIN_SOURCE)]
+        if unittest_argv(test, name) is not None:
+            sources.append((f"{name}_unittest", UNITTEST_SOURCE))
+        for module, path in sources:
+            source = await asyncio.to_thread(path.read_text)
+            argv = ["/bin/sh", "-c", INSTALL_PLUGIN, "sh", module]
+            result = await self.run(
+                argv, timeout_s=self.step_timeout_s, cwd="/", user=ROOT, stdin=source
+            )
+            if not ended_ok(result):
+                raise RuntimeError(f"installing the results plugin: {describe(result)}")
         return name
 
     async def run_tests(
@@ -188,6 +195,7 @@ class Box:
             "PYTEST_ADDOPTS": f"-p {plugin}",
             "AIRLOCK_REVIEW_RESULTS": results,
         }
+        argv = unittest_argv(argv, plugin) or argv
         result = await self.run(argv, timeout_s=timeout_s, cwd=cwd, env=env)
         read = ["/bin/sh", "-c", READ_RESULTS, "sh", results]
         found = await self.run(
@@ -203,6 +211,22 @@ async def _chunks(path: Path) -> AsyncIterator[bytes]:
             if not chunk:
                 return
             yield chunk
+
+
+def unittest_argv(argv: list[str], plugin: str) -> list[str] | None:
+    """`python -m unittest ARGS` as the review runs it (`python -m <plugin>_unittest ARGS`),
+    or None for any other command."""
+    if (
+        len(argv) >= 3
+        and Path(argv[0]).name.startswith("python")
+        and argv[1:3]
+        == [
+            "-m",
+            "unittest",
+        ]
+    ):
+        return [argv[0], "-m", f"{plugin}_unittest", *argv[3:]]
+    return None
 
 
 def parse_blobs(text: str, count: int) -> list[bytes | None]:

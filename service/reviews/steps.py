@@ -88,7 +88,7 @@ async def _head(job: Job, stages: Stages, boxes: Boxes, done: Inside) -> None:
     if boxes.kept is None and boxes.base is None:
         plugin = await _baseline(job, stages, box, done)
     else:
-        plugin = await box.install_plugin()
+        plugin = await box.install_plugin(job.test)
     if job.install:
         async with stages.timed("install") as clock:
             result = await box.run(job.install, timeout_s=job.timeout_s)
@@ -213,7 +213,7 @@ async def _baseline(job: Job, stages: Stages, box: inside.Box, done: Inside) -> 
     """The base's tests (after its install) with the plugin, in the head's sandbox before any
     of the head's code runs there: the tests the head must keep."""
     async with stages.timed("baseline") as clock:
-        plugin = await box.install_plugin()
+        plugin = await box.install_plugin(job.test)
         await _base_run(job, box, plugin, done)
         clock.note("ok" if done.base and done.base.trusted else "failed", _summary(done.base))
     return plugin
@@ -225,7 +225,7 @@ async def _baseline_apart(job: Job, stages: Stages, box: inside.Box, done: Insid
         result = await box.checkout()
         if not inside.ended_ok(result):
             raise StageFailed(f"checkout of the base {inside.describe(result)}")
-        plugin = await box.install_plugin()
+        plugin = await box.install_plugin(job.test)
         await _base_run(job, box, plugin, done)
         clock.note(
             "ok" if done.base and done.base.trusted else "failed",

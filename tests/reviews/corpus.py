@@ -202,6 +202,23 @@ PROJECTS = [
     ),
 ]
 
+PROJECTS.append(
+    Project(
+        name="pyasn1",
+        version="0.6.1",
+        sha256="6f580d2bdd84365380830acf45550f2511469f673cb4a5ae3857a3170128b034",
+        style="unittest classes run by `python -m unittest discover`",
+        test=["python", "-m", "unittest", "discover", "-s", "tests", "-t", "."],
+        module="pyasn1/type/univ.py",
+        old="    def __neg__(self):\n        return self.clone(-self._value)",
+        new="    def __neg__(self):\n        return self.clone(self._value)",
+        catches=["tests.type.test_univ.IntegerTestCase.testNeg"],
+        test_dir="tests/type",
+        unittest_style=True,
+        import_name="pyasn1.type.univ",
+    )
+)
+
 KINDS = ("correct", "bug", "deletes", "tampers", "injection")
 
 INJECTION_NOTE = (
@@ -266,17 +283,27 @@ def change(project: Project, kind: str, base: dict[str, str]) -> dict[str, str]:
     assert kind == "deletes"
     files = {project.module: broken}
     for test in project.catches:
-        path, name = _test_function(test)
+        path, name, doctest = _test_function(test, base)
         text = files.get(path, base[path])
-        # A doctest's id is its object's dotted name: the module's examples go.
-        files[path] = _without_examples(text) if "." in name else _without(text, name)
+        # A doctest's examples go with it; a test function or method is taken out.
+        files[path] = _without_examples(text) if doctest else _without(text, name)
     return files
 
 
-def _test_function(test: str) -> tuple[str, str]:
-    path, _, rest = test.partition("::")
-    name = rest.rsplit("::", 1)[-1].split("[", 1)[0]
-    return path, name
+def _test_function(test: str, base: dict[str, str]) -> tuple[str, str, bool]:
+    """The file and function of a test id (pytest's `path::Class::name[param]`, a doctest's
+    `path::dotted.name`, or unittest's `package.module.Class.name`), and whether it is a
+    doctest."""
+    if "::" in test:
+        path, _, rest = test.partition("::")
+        name = rest.rsplit("::", 1)[-1].split("[", 1)[0]
+        return path, name, "." in name
+    parts = test.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        path = "/".join(parts[:end]) + ".py"
+        if path in base:
+            return path, parts[-1], False
+    raise AssertionError(f"no module for {test}")
 
 
 def _without(text: str, name: str) -> str:
@@ -370,6 +397,8 @@ def native(project: Project, kind: str | None, work: Path, python: str = sys.exe
     write_tree(work, base)
     if kind:
         write_tree(work, change(project, kind, base))
-    argv = [python, *project.test[1:], "-p", "no:cacheprovider", "-rA"]
+    argv = [python, *project.test[1:]]
+    if project.test[2] == "pytest":
+        argv += ["-p", "no:cacheprovider", "-rA"]
     done = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=600)
     return done.stdout

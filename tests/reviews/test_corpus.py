@@ -153,7 +153,8 @@ async def test_each_change_gets_the_right_verdict(
         for test in project.catches:
             assert regressions.get(test) == "missing", (test, regressions)
     else:
-        # The tampering worked in the sandbox (nothing failed there), and the diff gave it away.
-        assert gate["failing"] == [] and regressions == {}, gate
         reach = [r for r in gate["reaches"] if r.startswith(f"{project.module} reaches into")]
         assert any("from_item_and_call" in r for r in reach), gate["reaches"]
+        if project.test[2] == "pytest":
+            # Under pytest the tampering worked (nothing failed), and the diff gave it away.
+            assert gate["failing"] == [] and regressions == {}, gate
