@@ -225,6 +225,23 @@ async def own_state(
     await destroy_left(state, strict=True)
 
 
+@asynccontextmanager
+async def serving(state: Path, database: str, **settings: Any) -> AsyncIterator[Api]:
+    """The app on gVisor with its review runner, local repositories allowed, in-process, for
+    the length of the block; `settings` adds to these (a model endpoint, say)."""
+    built = Settings.from_env(
+        {},
+        state_dir=state,
+        database_url=database,
+        operator_key=OPERATOR_KEY,
+        runtime="gvisor",
+        review_allow_local_repos=True,
+        **settings,
+    )
+    async with AsyncTestClient(app=create_app(built), timeout=600) as client:
+        yield Api(client=client, settings=built)
+
+
 @pytest.fixture(scope="package")
 def review_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shared = REPO_ROOT / ".airlock"

@@ -14,19 +14,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from litestar.testing import AsyncTestClient
 
-from service.app import create_app
 from service.db import migrate
-from service.settings import Settings
-from tests.conftest import OPERATOR_KEY, Api, database_kind
+from tests.conftest import Api, database_kind
 from tests.reviews import corpus
-from tests.reviews.conftest import ModelServer, git, migrated_database, own_state, wait_for
+from tests.reviews.conftest import ModelServer, git, migrated_database, own_state, serving, wait_for
 
 pytestmark = pytest.mark.sqlite
 
@@ -60,31 +56,16 @@ async def corpus_api(
         if database_kind() == "sqlite":
             url = f"sqlite+aiosqlite:///{state / 'corpus.db'}"
             await asyncio.to_thread(migrate.upgrade, url)
-            async with _app(state, url, model) as api:
+            async with serving(state, url, **model) as api:
                 yield api
             return
         model = {"llm_base_url": model_server.base_url, "llm_api_key": "sk-corpus",
                  "llm_model": "approver", "llm_timeout_s": 20}  # fmt: skip
         async with (
             migrated_database("airlock_review_corpus") as url,
-            _app(state, url, model) as api,
+            serving(state, url, **model) as api,
         ):
             yield api
-
-
-@asynccontextmanager
-async def _app(state: Path, url: str, model: dict[str, Any]) -> AsyncIterator[Api]:
-    settings = Settings.from_env(
-        {},
-        state_dir=state,
-        database_url=url,
-        operator_key=OPERATOR_KEY,
-        runtime="gvisor",
-        review_allow_local_repos=True,
-        **model,
-    )
-    async with AsyncTestClient(app=create_app(settings), timeout=600) as client:
-        yield Api(client=client, settings=settings)
 
 
 @pytest.fixture(scope="module")

@@ -5,18 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from litestar.testing import AsyncTestClient
 
-from service.app import create_app
 from service.runtime.gvisor import GVisorRuntime
-from service.settings import Settings
-from tests.conftest import OPERATOR_KEY, Api
-from tests.reviews.conftest import BILLING, TESTS, make_repo, migrated_database, own_state
+from tests.conftest import Api
+from tests.reviews.conftest import BILLING, TESTS, make_repo, migrated_database, own_state, serving
 
 SLOW_TEST = "import time\n\ndef test_slow():\n    time.sleep(6)\n"
 
@@ -33,20 +29,6 @@ async def restart_state(
 ) -> AsyncIterator[Path]:
     async with own_state(review_state, tmp_path_factory, "review-restart-state") as state:
         yield state
-
-
-@asynccontextmanager
-async def serving(state: Path, database: str) -> AsyncIterator[Api]:
-    settings = Settings.from_env(
-        {},
-        state_dir=state,
-        database_url=database,
-        operator_key=OPERATOR_KEY,
-        runtime="gvisor",
-        review_allow_local_repos=True,
-    )
-    async with AsyncTestClient(app=create_app(settings), timeout=300) as client:
-        yield Api(client=client, settings=settings)
 
 
 async def poll(api: Api, headers: dict[str, str], review_id: str, done: Any) -> dict[str, Any]:

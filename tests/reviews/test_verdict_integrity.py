@@ -18,17 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from litestar.testing import AsyncTestClient
 
-from service.app import create_app
-from service.settings import Settings
-from tests.conftest import OPERATOR_KEY, Api
+from tests.conftest import Api
 from tests.reviews import ledger
 from tests.reviews.conftest import (
     ModelServer,
     make_repo,
     migrated_database,
     own_state,
+    serving,
     stages,
     wait_for,
 )
@@ -54,16 +52,8 @@ async def plain_api(
         migrated_database("airlock_review_plain") as url,
         own_state(review_state, tmp_path_factory, "review-plain-state") as state,
     ):
-        settings = Settings.from_env(
-            {},
-            state_dir=state,
-            database_url=url,
-            operator_key=OPERATOR_KEY,
-            runtime="gvisor",
-            review_allow_local_repos=True,
-        )
-        async with AsyncTestClient(app=create_app(settings), timeout=300) as client:
-            yield Api(client=client, settings=settings)
+        async with serving(state, url) as api:
+            yield api
 
 
 async def _post_all(api: Api, root: Path, model: str | None) -> dict[str, str]:
