@@ -497,9 +497,7 @@ class ReviewBaseline(Base):
     tests on the same code. Only trusted results are kept."""
 
     __tablename__ = "review_baselines"
-    __table_args__ = (
-        UniqueConstraint("tenant_id", "key", name="uq_review_baselines_tenant_key"),
-    )
+    __table_args__ = (UniqueConstraint("tenant_id", "key", name="uq_review_baselines_tenant_key"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     tenant_id: Mapped[str] = mapped_column(
