@@ -25,10 +25,6 @@ if TYPE_CHECKING:
 MIB = 1 << 20
 DEFAULT_PATH = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SENTRY_OVERHEAD_MIB = 96  # the sandbox kernel's own memory, charged to the same cgroup
-# The sandbox kernel's CPU beside the guest's vCPUs, in the same quota: the Sentry, and under
-# systrap the stub processes, spend it. Measured (bench/runtime.py's test suite, 1,050 tests):
-# at a quota of exactly 1 CPU systrap ran it 1.83x native, at 1.25 CPUs 1.50x.
-SENTRY_VCPUS = 0.25
 HOST_TASKS_PER_PROCESS = 32  # ptrace: ~10 host tasks per live guest process, more under churn
 HOST_TASKS_BASE = 512
 INIT_FALLBACK = ["/bin/sh", "-c", "trap '' TERM INT HUP; while :; do sleep 3600 & wait; done"]
@@ -38,8 +34,12 @@ NO_CAPS: dict[str, list[str]] = {
 
 
 def cpu_quota_us(spec: SandboxSpec) -> int:
-    """The host CFS quota per 100 ms period: the guest's vCPUs plus the sandbox kernel's."""
-    return round((spec.vcpus + SENTRY_VCPUS) * 100_000)
+    """The host CFS quota per 100 ms period: the vCPUs the tenant asked for, and no more. The
+    sandbox kernel (the Sentry, and under systrap its stub processes) spends its CPU inside
+    the same quota, so a sandbox never uses more of the host than its `cpus` (a quarter of a
+    CPU more for the kernel ran bench/runtime.py's suite 1.50x native against 1.83x, but let
+    every sandbox use 1.25 cores of a host that sold it one)."""
+    return round(spec.vcpus * 100_000)
 
 
 def scratch_mib(spec: SandboxSpec) -> int:
