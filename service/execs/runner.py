@@ -45,6 +45,7 @@ from service.runtime import (
 )
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes import service as sandboxes
+from service.sandboxes.activity import Arrival
 from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
 
@@ -108,6 +109,7 @@ class ExecRunner:
         # Secrets belong in `secrets`; wherever else one was put, the record shows `***`.
         masked_cwd = mask_text(data.cwd, secret_values)
         masked_env = {k: mask_text(v, secret_values) for k, v in data.env.items()}
+        arrival = Arrival(sandbox_id)  # ended by its task once the runtime has it
         try:
             return await self._start(
                 runtime,
@@ -120,6 +122,7 @@ class ExecRunner:
                 request_hash,
                 secret_values,
                 (masked_cmd, masked_cwd, masked_env),
+                arrival,
             )
         except IntegrityError:
             # The same Idempotency-Key raced in from a concurrent retry: answer as it did.
@@ -129,6 +132,9 @@ class ExecRunner:
                 replay = await _replay(tx, tenant_id, sandbox_id, idempotency_key, request_hash)
             assert replay is not None
             return replay
+        finally:
+            if not arrival.taken:  # no task of its own: nothing arrives
+                arrival.end()
 
     async def _start(
         self,
@@ -142,6 +148,7 @@ class ExecRunner:
         request_hash: str,
         secret_values: list[str],
         masked: tuple[list[str], str, dict[str, str]],
+        arrival: Arrival,
     ) -> Started:
         masked_cmd, masked_cwd, masked_env = masked
         now = utcnow()
@@ -243,9 +250,12 @@ class ExecRunner:
                 secret_values,
                 dict(sandbox.network or {}),
                 stored.cap_of(sandbox.quotas),
+                arrival,
             ),
             name=f"exec-{exec_id}",
         )
+        arrival.taken = True
+        task.add_done_callback(lambda _t: arrival.end())  # whatever happened on its way
         self.live[exec_id] = Live(task=task, stdin=pipe)
         task.add_done_callback(lambda _t: self._forget(exec_id))
         return Started(exec_id, created=True)
@@ -334,6 +344,7 @@ class ExecRunner:
         secrets: list[str],
         policy: dict[str, Any],
         output_cap: int,
+        arrival: Arrival,
     ) -> Exec:
         exec_id = row["id"]
         started = time.monotonic()
@@ -345,7 +356,10 @@ class ExecRunner:
         execution = None
         try:
             async with sink.flushing():
-                execution = await runtime.exec(runtime_id, request)
+                try:
+                    execution = await runtime.exec(runtime_id, request)
+                finally:
+                    arrival.end()
                 async for chunk in execution.output():
                     await sink.add(chunk.stream, chunk.data)
             result = await execution.wait()

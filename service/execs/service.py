@@ -18,7 +18,7 @@ from service.db.models import ExecChunk
 from service.db.session import Db
 from service.errors import Conflict, NotFound
 from service.execs.repository import ExecRepository
-from service.execs.runner import ExecRunner
+from service.execs.runner import ExecRunner, Started
 from service.execs.schemas import (
     Exec,
     ExecCreate,
@@ -31,7 +31,7 @@ from service.execs.tty import ExecNotRunning, TtyNotEnabled
 from service.pagination import decode_cursor, page_of
 from service.runtime import ExecNotFound, TtySize
 from service.sandboxes import service as sandboxes
-from service.sandboxes.activity import touch
+from service.sandboxes.activity import following, touch
 from service.sandboxes.pause import wake
 
 POLL_S = 0.25
@@ -109,7 +109,10 @@ async def get_exec(db: Db, principal: Principal, sandbox_id: str, exec_id: str) 
         row = await repo.get(sandbox_id, exec_id)
         if row is None:
             raise NotFound(f"no exec {exec_id} in sandbox {sandbox_id}")
-        return to_schema(row, await _output(repo, exec_id))
+        found = to_schema(row, await _output(repo, exec_id))
+    if found.state == "running":  # someone follows it: its sandbox is not idle
+        await touch(db, sandbox_id)
+    return found
 
 
 async def create_exec(
@@ -142,17 +145,32 @@ async def create_exec(
         )
         started = await runner.start(*start, judged)
     await touch(runner.db, sandbox_id)
-    # A retry (the same Idempotency-Key) waits for the first request's exec as that one does,
-    # also when it is not running in this process yet or runs in another.
+    if not data.wait:
+        result = await get_exec(db, principal, sandbox_id, started.exec_id)
+        return result, result.state != "running"
+    async with following(runner.db, sandbox_id):
+        return await _wait_for(db, runner, principal, sandbox_id, data, started)
+
+
+async def _wait_for(
+    db: Db,
+    runner: ExecRunner,
+    principal: Principal,
+    sandbox_id: str,
+    data: ExecCreate,
+    started: Started,
+) -> tuple[Exec, bool]:
+    """The exec once finished (or its deadline passed). A retry (the same Idempotency-Key)
+    waits for the first request's exec as that one does, also when it is not running in this
+    process yet or runs in another."""
     until = time.monotonic() + data.timeout_s + REPLAY_GRACE_S
     while True:
-        if data.wait:
-            finished = await runner.wait(started.exec_id)
-            if finished is not None:
-                return finished, True
+        finished = await runner.wait(started.exec_id)
+        if finished is not None:
+            return finished, True
         result = await get_exec(db, principal, sandbox_id, started.exec_id)
         final = result.state != "running"
-        if final or not data.wait or started.created or time.monotonic() >= until:
+        if final or started.created or time.monotonic() >= until:
             return result, final
         await runner.wait_change(started.exec_id, POLL_S)
 
@@ -194,6 +212,7 @@ async def kill_exec(
         )
         runtime_exec_id, runtime_id = row.runtime_exec_id, sandbox.runtime_id
     if runtime_exec_id is not None and runtime_id is not None:
+        await _woken(runner, principal, ctx, sandbox_id, "exec kill")
         await runner.kill(exec_id, runtime_id, runtime_exec_id)
     await runner.wait(exec_id)
     return await get_exec(db, principal, sandbox_id, exec_id)
@@ -221,6 +240,7 @@ async def write_stdin(
             raise Conflict(f"exec {exec_id} is {row.state}", extra={"state": row.state})
     # Written before it is recorded: a write may wait for the process to read, and no
     # transaction stays open meanwhile; a refused write is not recorded.
+    await _woken(runner, principal, ctx, sandbox_id, "exec stdin")
     await runner.write_stdin(exec_id, data, close=close)
     async with db() as session, session.begin():
         await record(
@@ -257,6 +277,7 @@ async def resize_tty(
         runtime_exec_id, runtime_id = row.runtime_exec_id, sandbox.runtime_id
     if runtime_exec_id is None or runtime_id is None:  # its sandbox has no runtime any more
         raise ExecNotRunning(f"exec {exec_id} has no process to resize")
+    await _woken(runner, principal, ctx, sandbox_id, "exec resize")
     try:
         await runner.resize(exec_id, runtime_id, runtime_exec_id, TtySize(**_size(size)))
     except ExecNotFound:  # it ended meanwhile
@@ -271,6 +292,17 @@ async def resize_tty(
             details={"sandbox_id": sandbox_id, **_size(size)},
         )
     return size
+
+
+async def _woken(
+    runner: ExecRunner, principal: Principal, ctx: AuditContext, sandbox_id: str, why: str
+) -> None:
+    """A running exec of a paused sandbox (a pause keeps them) is reached once it is resumed."""
+    assert principal.tenant_id is not None
+    await wake(
+        runner.db, runner.holder, principal.tenant_id, principal.sandbox_id, ctx, sandbox_id,
+        why=why,
+    )  # fmt: skip
 
 
 def _size(size: TerminalSize) -> dict[str, int]:
@@ -329,6 +361,8 @@ async def events(
                 return
             finished = row.state != "running"
             chunks = await repo.chunks(exec_id, after_seq=seq)
+        if not finished:  # someone follows it: its sandbox is not idle
+            await touch(db, sandbox_id)
         for chunk in chunks:
             seq = chunk.seq
             yield ServerSentEventMessage(

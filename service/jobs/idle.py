@@ -1,7 +1,8 @@
 """Idle sleep: a running sandbox with an `idle_timeout_s` that has seen no activity for that
-long (no exec starting, running or ending, no file call, no resume) is paused. Each node
-pauses its own sandboxes (the checkpoint goes to its disk); the next exec or file call wakes
-the sandbox (service.sandboxes.pause.wake)."""
+long (no exec starting or ending, nobody following a running one, no file call, no resume:
+service.sandboxes.activity) is paused, with its background processes and the running execs
+nobody follows, which go on when it wakes. Each node pauses its own sandboxes (the checkpoint
+goes to its disk); the next exec or file call wakes the sandbox (service.sandboxes.pause.wake)."""
 
 from __future__ import annotations
 
@@ -45,21 +46,14 @@ async def pause_idle(
         execs = {
             row[0]: row[1:]
             for row in await session.execute(
-                select(
-                    Exec.sandbox_id,
-                    func.max(Exec.created_at),
-                    func.max(Exec.finished_at),
-                    func.count(Exec.id).filter(Exec.state.in_(["pending", "running"])),
-                )
+                select(Exec.sandbox_id, func.max(Exec.created_at), func.max(Exec.finished_at))
                 .where(Exec.sandbox_id.in_([s[0] for s in sandboxes]))
                 .group_by(Exec.sandbox_id)
             )
         }
-    rows = [(*s, *execs.get(s[0], (None, None, 0))) for s in sandboxes]
+    rows = [(*s, *execs.get(s[0], (None, None))) for s in sandboxes]
     idle: list[tuple[str, str]] = []
-    for sandbox_id, tenant_id, timeout_s, stored, started, ended, running in rows:
-        if running:
-            continue
+    for sandbox_id, tenant_id, timeout_s, stored, started, ended in rows:
         last = max((t for t in (stored, started, ended) if t is not None), default=None)
         if last is not None and (stored is None or last > stored):
             await _note(db, sandbox_id, last)

@@ -176,7 +176,8 @@ class SandboxRuntime(Protocol):
 
     async def pause(self, sandbox_id: str) -> PauseInfo:
         """Checkpoint the sandbox (memory, processes, files) to the host's disk and stop it, so
-        it holds no CPU or memory; its state becomes "paused". SandboxBusy while an exec runs.
+        it holds no CPU or memory; its state becomes "paused". Running execs are kept (they go
+        on after the resume); SandboxBusy, naming it, for what the checkpoint could not keep.
         Capability "pause"."""
         ...
 

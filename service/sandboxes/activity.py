@@ -1,11 +1,17 @@
-"""Activity of a sandbox, for idle sleep: an exec starting, running or ending, a file call, or
-a resume. `last_activity_at` is written at most every `EVERY_S` per sandbox and process (a
-burst of calls costs one write); execs that ended since are read from their own records by the
-idle sleeper, which brings the column up to date as it goes."""
+"""Activity of a sandbox, for idle sleep: an exec starting or ending, a caller following a
+running exec (waiting for it, streaming or polling it), a file call, or a resume. A running
+exec nobody follows (`wait: false`, a client gone) is a background process: an idle sandbox is
+paused with it, and it goes on when the sandbox wakes. `last_activity_at` is written at most
+every `EVERY_S` per sandbox and process (a burst of calls costs one write); execs that started
+or ended since are read from their own records by the idle sleeper, which brings the column up
+to date as it goes."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 
 from sqlalchemy import update
 
@@ -17,6 +23,9 @@ EVERY_S = 5.0
 _MAX_REMEMBERED = 10_000
 
 _last: dict[str, float] = {}
+# Execs of this process on their way into the runtime (recorded, not started there yet), by
+# sandbox. A pause keeps the execs that run, not one that arrives while the sandbox is stopped.
+_arriving: dict[str, int] = {}
 
 
 async def touch(db: Db, sandbox_id: str) -> None:
@@ -30,3 +39,44 @@ async def touch(db: Db, sandbox_id: str) -> None:
         await session.execute(
             update(Sandbox).where(Sandbox.id == sandbox_id).values(last_activity_at=utcnow())
         )
+
+
+@contextlib.asynccontextmanager
+async def following(db: Db, sandbox_id: str) -> AsyncIterator[None]:
+    """While a caller follows a running exec, its sandbox is active (touched now and every
+    `EVERY_S`): idle sleep never pauses it under someone waiting for it."""
+
+    async def keep() -> None:
+        while True:
+            with contextlib.suppress(Exception):  # a missed touch only shortens the idle time
+                await touch(db, sandbox_id)
+            await asyncio.sleep(EVERY_S)
+
+    task = asyncio.create_task(keep())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+class Arrival:
+    """An exec on its way into the runtime: from before it is recorded until the runtime has
+    it (or it never will). A pause that began meanwhile backs off (`exec_arriving`); an exec
+    recorded after a pause began finds the sandbox not running."""
+
+    def __init__(self, sandbox_id: str) -> None:
+        self.sandbox_id = sandbox_id
+        self.taken = False  # a task ends it once the runtime has the exec
+        self._over = False
+        _arriving[sandbox_id] = _arriving.get(sandbox_id, 0) + 1
+
+    def end(self) -> None:
+        if not self._over:
+            self._over = True
+            left = _arriving.pop(self.sandbox_id, 1) - 1
+            if left:
+                _arriving[self.sandbox_id] = left
+
+
+def exec_arriving(sandbox_id: str) -> bool:
+    return _arriving.get(sandbox_id, 0) > 0

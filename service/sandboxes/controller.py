@@ -200,8 +200,11 @@ class SandboxController(Controller):
         description="Its memory, processes and files are checkpointed to the node's disk and "
         "it stops holding CPU and memory (state `paused`, with `pause_bytes`). It counts "
         "against the tenant's paused quotas then, and ends at `pause_expires_at` unless "
-        "resumed. A sandbox with a running exec is a 409 `sandbox_busy`; a runtime that "
-        "cannot pause, a 422 `pause_unsupported`. Pausing a paused sandbox answers it as is.",
+        "resumed. Background processes and running execs are kept and go on once it resumes "
+        "(an exec's deadline counts only the time its sandbox ran). What the runtime could not "
+        "keep (a connection open through the port route) is a 409 `sandbox_busy` naming it; a "
+        "runtime that cannot pause, a 422 `pause_unsupported`. Pausing a paused sandbox "
+        "answers it as is.",
         opt={"routed": "sandbox", "scope": "sandboxes:write", "bound_token": "sandbox"},
         status_code=200,
     )
@@ -262,8 +265,10 @@ class SandboxController(Controller):
         description="The child has everything the parent had in memory and in its files at "
         "that moment, its caps, network policy, environment and labels (unless given), and "
         "its own id, hostname and randomness; the two diverge from then on. It counts against "
-        "the tenant's quotas as a new sandbox. A parent with a running exec is a 409 "
-        "`sandbox_busy`; a paused parent is woken first.",
+        "the tenant's quotas as a new sandbox. Its processes are the parent's, those of the "
+        "parent's running execs too (the execs stay the parent's). What the runtime could not "
+        "keep (a connection open through the port route) is a 409 `sandbox_busy` naming it, "
+        "and no child is made; a paused parent is woken first.",
         opt={"routed": "sandbox", "scope": "sandboxes:write"},
         status_code=201,
     )

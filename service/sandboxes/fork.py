@@ -5,29 +5,52 @@ everything the parent had in memory and on its writable mounts at that moment; f
 two diverge. Like a warm pool member it gets its own identity (id, hostname, network slot) and
 fresh randomness from the host (on gVisor the restored kernel reseeds). The snapshot is deleted
 once the child runs. The parent keeps running; a paused parent is woken first.
+
+Running processes are in the child, background ones and those of the parent's running execs
+alike; the execs themselves stay the parent's (in the child their processes run on, detached).
+The snapshot is taken before anything is written: a fork the runtime refuses (it names what
+it could not keep) leaves no child behind.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.audit.recorder import AuditContext, record
 from service.auth.principal import Principal
 from service.db.base import utcnow
+from service.db.models import Sandbox as SandboxRow
 from service.errors import Forbidden
 from service.nodes.capacity import check_room
-from service.runtime import SandboxRuntimeError
+from service.runtime import SandboxBusy, SandboxInfo, SandboxRuntime, SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
+from service.runtime.types import SnapshotInfo
 from service.sandboxes import service
 from service.sandboxes.create import finish_create
 from service.sandboxes.lifecycle import transition
-from service.sandboxes.pause import PauseUnsupported, SandboxBusyConflict, running_execs, wake
+from service.sandboxes.pause import PauseUnsupported, SandboxBusyConflict, wake
 from service.sandboxes.quotas import Caps, check_quotas, idle_timeout
 from service.sandboxes.schemas import Sandbox, SandboxCreate, SandboxFork, SandboxNetwork
 from service.sandboxes.service import Db, get_row_scoped, repository
 from service.sandboxes.states import State
 from service.tenants.repository import lock_tenant
+from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """A fork as asked: by whom, of which sandbox, and the node it would start on."""
+
+    principal: Principal
+    tenant_id: str
+    sandbox_id: str
+    data: SandboxFork
+    node_id: str | None
+    overcommit: tuple[float, float] | None
 
 
 async def fork_sandbox(
@@ -49,26 +72,54 @@ async def fork_sandbox(
     if not runtime.supports("snapshots") or not runtime.snapshots_memory:
         raise PauseUnsupported(f"the {runtime.name} runtime cannot fork a running sandbox")
     await wake(db, holder, tenant_id, None, ctx, sandbox_id, why="fork")
+    asked = _Asked(principal, tenant_id, sandbox_id, data, node_id, overcommit)
     async with db() as session, session.begin():
-        quotas = quotas_of(await lock_tenant(session, tenant_id))
-        parent = await get_row_scoped(session, tenant_id, None, sandbox_id, for_update=True)
-        service.require_running(parent)
-        if await running_execs(session, parent.id):
-            # A snapshot waits for nothing: refused before anything is written.
-            raise SandboxBusyConflict(f"sandbox {parent.id} has running execs: wait or kill them")
-        ttl_s = data.ttl_s or parent.ttl_s
-        caps = Caps(parent.cpus, parent.memory_mib, parent.disk_mib)
-        check_quotas(quotas, ttl_s, await repository(session, principal).active_usage(), caps)
-        if node_id is not None and overcommit is not None:
-            await check_room(session, node_id, (float(caps.cpus), *caps[1:]), overcommit)
-        asked = SandboxCreate(
-            ttl_s=ttl_s,
+        # Checked before the snapshot (which costs the parent a moment) and again with the write.
+        parent_runtime_id = (await _allowed_parent(session, asked))[0].runtime_id
+    assert parent_runtime_id is not None
+    snapshot = await _snapshot(runtime, parent_runtime_id)
+    try:
+        child_id = await _record_child(db, ctx, asked)
+        info = await _start_child(db, runtime, tenant_id, ctx, child_id, snapshot)
+    finally:
+        await runtime.delete_snapshot(snapshot.id)
+    return await finish_create(db, runtime, principal, ctx, child_id, info.id, info.runtime)
+
+
+async def _snapshot(runtime: SandboxRuntime, parent_runtime_id: str) -> SnapshotInfo:
+    try:
+        return await runtime.snapshot(parent_runtime_id)
+    except SandboxBusy as exc:  # what it could not keep, by name
+        raise SandboxBusyConflict(str(exc)) from exc
+
+
+async def _allowed_parent(session: AsyncSession, asked: _Asked) -> tuple[SandboxRow, Quotas]:
+    """The parent, once it runs and a child of it fits the tenant's quotas and the node; and
+    the tenant's quotas."""
+    quotas = quotas_of(await lock_tenant(session, asked.tenant_id))
+    parent = await get_row_scoped(session, asked.tenant_id, None, asked.sandbox_id, for_update=True)
+    service.require_running(parent)
+    caps = Caps(parent.cpus, parent.memory_mib, parent.disk_mib)
+    usage = await repository(session, asked.principal).active_usage()
+    check_quotas(quotas, asked.data.ttl_s or parent.ttl_s, usage, caps)
+    if asked.node_id is not None and asked.overcommit is not None:
+        await check_room(session, asked.node_id, (float(caps.cpus), *caps[1:]), asked.overcommit)
+    return parent, quotas
+
+
+async def _record_child(db: Db, ctx: AuditContext, asked: _Asked) -> str:
+    """The child's row (`creating`) and the audit events; its id."""
+    data, tenant_id = asked.data, asked.tenant_id
+    async with db() as session, session.begin():
+        parent, quotas = await _allowed_parent(session, asked)
+        wanted = SandboxCreate(
+            ttl_s=data.ttl_s or parent.ttl_s,
             env=dict(parent.env),
             labels=dict(data.labels if data.labels is not None else parent.labels),
         )
         row = service.new_row(
             tenant_id,
-            asked,
+            wanted,
             image=parent.image,
             caps=(parent.size, parent.cpus, parent.memory_mib, parent.disk_mib),
             network=msgspec.convert(parent.network, SandboxNetwork),
@@ -78,10 +129,10 @@ async def fork_sandbox(
             started_from="fork",
             request=(None, service.request_hash(data)),
             now=utcnow(),
-            node_id=node_id,
+            node_id=asked.node_id,
         )
         row.idle_timeout_s = idle_timeout(quotas, data.idle_timeout_s)
-        repository(session, principal).add(row)
+        repository(session, asked.principal).add(row)
         await transition(session, row, State.CREATING, f"forked from {parent.id}")
         details = {**service.create_details(row, None), "forked_from": parent.id}
         await record(
@@ -91,14 +142,19 @@ async def fork_sandbox(
         await record(
             session, ctx, chain=tenant_id, action="sandbox.create", target=row.id, details=details
         )
-        child_id, parent_runtime_id = row.id, parent.runtime_id
-    assert parent_runtime_id is not None
+        return row.id
+
+
+async def _start_child(
+    db: Db,
+    runtime: SandboxRuntime,
+    tenant_id: str,
+    ctx: AuditContext,
+    child_id: str,
+    snapshot: SnapshotInfo,
+) -> SandboxInfo:
     try:
-        snapshot = await runtime.snapshot(parent_runtime_id)
-        try:
-            info = await runtime.create_from_snapshot(snapshot.id)
-        finally:
-            await runtime.delete_snapshot(snapshot.id)
+        return await runtime.create_from_snapshot(snapshot.id)
     except SandboxRuntimeError as exc:
         await service.record_failure(db, tenant_id, child_id, ctx, f"fork failed: {exc.public()}")
         raise
@@ -107,4 +163,3 @@ async def fork_sandbox(
             db, tenant_id, child_id, ctx, f"fork failed: internal error ({type(exc).__name__})"
         )
         raise
-    return await finish_create(db, runtime, principal, ctx, child_id, info.id, info.runtime)

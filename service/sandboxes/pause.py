@@ -1,10 +1,12 @@
 """Pause and resume: a sandbox checkpointed to its node's disk and restored in place.
 
 Like the rest of the lifecycle, no transaction is held across the runtime call: the intent is
-committed (`pausing`, `resuming`), the runtime is called, and the outcome is recorded. A pause
-the runtime refuses (an exec running) leaves the sandbox running; a resume the host has no
-room for leaves it paused. A paused sandbox counts against the tenant's paused quotas, not its
-running ones; resuming it counts it against those again.
+committed (`pausing`, `resuming`), the runtime is called, and the outcome is recorded. A
+pause keeps what runs in the sandbox: background processes, and running execs, which go on
+(their deadlines stopped) once it resumes. A pause the runtime refuses, because it could not
+keep something (it names it), leaves the sandbox running; a resume the host has no room for
+leaves it paused. A paused sandbox counts against the tenant's paused quotas, not its running
+ones; resuming it counts it against those again.
 
 Any call that needs the sandbox running (an exec, a file call) wakes a paused one first
 (`wake`); the response then carries `Airlock-Woke-Ms`, how long the resume took.
@@ -24,8 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.audit.recorder import AuditContext, record
 from service.db.base import utcnow
-from service.db.models import Exec, Tenant
 from service.db.models import Sandbox as SandboxRow
+from service.db.models import Tenant
 from service.db.session import Db
 from service.errors import Conflict, NoCapacity, SandboxMoved, Unprocessable
 from service.nodes.capacity import check_room
@@ -34,6 +36,7 @@ from service.nodes.placement import forget_owner
 from service.runtime import SandboxBusy, SandboxFailed, SandboxRuntime, SandboxRuntimeError
 from service.runtime.errors import ResourceExhausted
 from service.runtime.holder import RuntimeHolder
+from service.sandboxes.activity import exec_arriving
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.quotas import Caps, over
 from service.sandboxes.quotas import check_room as check_tenant_room
@@ -83,11 +86,15 @@ async def pause_sandbox(
             raise Conflict(f"a {row.state} sandbox cannot be paused", extra={"state": row.state})
         if not runtime.supports("pause"):
             raise PauseUnsupported(f"the {runtime.name} runtime cannot pause a sandbox")
-        if await running_execs(session, row.id):
-            raise SandboxBusyConflict(f"sandbox {row.id} has running execs: wait or kill them")
         await _check_paused_quota(session, tenant_id, quotas)
         await transition(session, row, State.PAUSING, reason)
         runtime_id = row.runtime_id
+    if exec_arriving(sandbox_id):
+        # Recorded before the pause began, not in the runtime yet: it would find the sandbox
+        # stopped. Execs recorded from now on find it pausing.
+        why = "not paused: an exec is starting"
+        await _back(db, tenant_id, sandbox_id, State.PAUSING, State.RUNNING, why, active=True)
+        raise SandboxBusyConflict(f"sandbox {sandbox_id} has an exec starting: try again")
     started = time.monotonic()
     try:
         paused = await runtime.pause(runtime_id)
@@ -369,17 +376,6 @@ async def _runtime_state(runtime: SandboxRuntime, runtime_id: str) -> str | None
         return (await runtime.get(runtime_id)).state
     except Exception:
         return None
-
-
-async def running_execs(session: AsyncSession, sandbox_id: str) -> int:
-    return int(
-        await session.scalar(
-            select(func.count(Exec.id)).where(
-                Exec.sandbox_id == sandbox_id, Exec.state.in_(["pending", "running"])
-            )
-        )
-        or 0
-    )
 
 
 async def _check_paused_quota(session: AsyncSession, tenant_id: str, quotas: Quotas) -> None:

@@ -5,10 +5,12 @@ randomness; a template made from a sandbox starts new sandboxes with its files."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import httpx
 
 from tests.e2e.conftest import Airlock, Tenant, audit_events
+from tests.e2e.test_pause import SILENT, unanswered_request
 
 IDENTITY = "import os, socket; print(socket.gethostname(), os.urandom(16).hex())"
 
@@ -62,12 +64,18 @@ async def test_a_fork_of_a_busy_or_missing_sandbox_is_refused(
 ) -> None:
     parent = await airlock.sandbox(tenant)
     async with airlock.http(tenant.key) as http:
-        r = await http.post(
-            f"/v1/sandboxes/{parent.id}/execs", json={"cmd": ["sleep", "20"], "wait": False}
-        )
+        # Running execs go into the child (as processes); a connection open through the port
+        # route cannot (a snapshot could cut one of its frames in two).
+        body = {"cmd": ["python3", "-c", SILENT], "wait": False, "timeout_s": 120}
+        r = await http.post(f"/v1/sandboxes/{parent.id}/execs", json=body)
         assert r.status_code == 202
+        waiting = await unanswered_request(http, f"/v1/sandboxes/{parent.id}/ports/8009/")
         r = await http.post(f"/v1/sandboxes/{parent.id}/fork", json={})
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
         assert (r.status_code, r.json()["code"]) == (409, "sandbox_busy"), r.text
+        assert "port connection" in r.json()["detail"], r.text
         r = await http.post("/v1/sandboxes/sbx_00000000000000000000000000000000/fork", json={})
         assert r.status_code == 404, r.text
     failed = await airlock.db.fetch(

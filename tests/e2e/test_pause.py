@@ -4,6 +4,7 @@ runtime process, and comes back with its files and its processes' memory."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from datetime import datetime
 from typing import Any
@@ -159,24 +160,40 @@ async def test_an_idle_sandbox_sleeps_and_the_next_exec_wakes_it(
         assert (r.status_code, r.content) == (200, b"before") and "airlock-woke-ms" in r.headers
 
 
+# Accepts connections on port 8009 and never answers them.
+SILENT = """
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 8009))
+s.listen()
+held = []
+while True:
+    held.append(s.accept()[0])
+"""
+
+
 async def test_what_a_pause_refuses(airlock: Airlock) -> None:
     tenant = await airlock.tenant(max_paused_sandboxes=1)
     one, two = await airlock.sandbox(tenant), await airlock.sandbox(tenant)
     async with airlock.http(tenant.key) as http:
-        # A running exec keeps the sandbox busy.
-        r = await http.post(
-            f"/v1/sandboxes/{one.id}/execs", json={"cmd": ["sleep", "30"], "wait": False}
-        )
-        exec_id = r.json()["id"]
+        # A connection open through the port route keeps the sandbox busy (a checkpoint could
+        # cut one of its frames in two), and the refusal says so.
+        body = {"cmd": ["python3", "-c", SILENT], "wait": False, "timeout_s": 120}
+        r = await http.post(f"/v1/sandboxes/{one.id}/execs", json=body)
+        assert r.status_code == 202, r.text
+        waiting = await unanswered_request(http, f"/v1/sandboxes/{one.id}/ports/8009/")
         r = await http.post(f"/v1/sandboxes/{one.id}/pause")
         assert (r.status_code, r.json()["code"]) == (409, "sandbox_busy"), r.text
+        assert "port connection" in r.json()["detail"], r.text
         assert (await http.get(f"/v1/sandboxes/{one.id}")).json()["state"] == "running"
-        await http.post(f"/v1/sandboxes/{one.id}/execs/{exec_id}/kill")
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
         # The tenant's paused quota.
         await pause(http, two.id)
         deadline = time.monotonic() + 20
         while (r := await http.post(f"/v1/sandboxes/{one.id}/pause")).status_code == 409:
-            assert time.monotonic() < deadline, r.text  # the killed exec is still ending
+            assert time.monotonic() < deadline, r.text  # the connection is still closing
             await asyncio.sleep(0.2)
         assert (r.status_code, r.json()["quota"]) == (429, "max_paused_sandboxes"), r.text
         # Resuming a running sandbox, pausing a paused one: answered as they are.
@@ -190,6 +207,17 @@ async def test_what_a_pause_refuses(airlock: Airlock) -> None:
         assert r.status_code == 204, r.text
         assert (await http.get(f"/v1/sandboxes/{two.id}")).json()["state"] == "stopped"
     assert not (airlock.server.state_dir / "gvisor" / "sandboxes" / rid).exists()
+
+
+async def unanswered_request(http: httpx.AsyncClient, path: str) -> asyncio.Task[httpx.Response]:
+    """A request left waiting for its answer (tried again until the server listens)."""
+    deadline = time.monotonic() + 20
+    while True:
+        waiting = asyncio.create_task(http.get(path))
+        await asyncio.sleep(1)
+        if not waiting.done():
+            return waiting
+        assert time.monotonic() < deadline, waiting.result().text
 
 
 def _seconds(stamp: str) -> float:

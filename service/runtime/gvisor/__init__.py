@@ -14,6 +14,7 @@
 | `network.py`, `netstack.py` | namespaces, veth pairs, iptables chains; netstack or hostinet |
 | `agent/` | the exec agent (PID 1 inside; stdlib only, the directory mounted read-only) |
 | `agent_link.py`, `agent_execution.py` | its host side: the link (frames), an exec through it |
+| `agent_hold.py` | what the link holds back around a checkpoint, and for how long |
 | `cgroups.py`, `host_memory.py` | host cgroups; the host memory all sandboxes may hold |
 | `reaper.py`, `hostproc.py` | child-subreaper reaping; host process helpers |
 | `inside.py` | scripts run inside a sandbox (kill a tree, find held pipes) |

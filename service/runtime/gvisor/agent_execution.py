@@ -1,5 +1,9 @@
 """One exec run by the exec agent, seen from the host: output, stdin with its credit window,
-deadline, kill, and the end the agent reports (agent_link.py carries the frames)."""
+deadline, kill, and the end the agent reports (agent_link.py carries the frames).
+
+An exec outlives a checkpoint of its sandbox (a pause, a snapshot): its channel stays while
+the link is held, and its deadline counts only the time the sandbox ran.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from .agent_link import (
     RESIZE,
     STDIN,
     STDIN_CLOSE,
+    AgentLink,
     AgentLost,
     Channel,
     Exit,
@@ -61,9 +66,14 @@ class AgentExecution(ExecutionBase):
         self._stream = stream
         self._tty = tty
         self._kill_fallback = kill_fallback
+        self._held_before = self._link.hold.total_s()  # time held before it started
         channel.attach(self._data)
         self._stdin_task = asyncio.create_task(self._feed(stdin)) if stdin is not None else None
         self._task = asyncio.create_task(self._supervise())
+
+    def rides(self, link: AgentLink) -> bool:
+        """Whether it runs on this link."""
+        return self._link is link
 
     def _data(self, name: Literal["stdout", "stderr"], data: bytes) -> None:
         if self._stream:
@@ -140,12 +150,31 @@ class AgentExecution(ExecutionBase):
         except (TimeoutError, AgentLost):
             return None
 
+    def _ran_s(self) -> float:
+        """How long the exec has had its sandbox running (held time left out)."""
+        held = self._link.hold.total_s() - self._held_before
+        return time.monotonic() - self._started - held
+
+    async def _end_by(self, deadline_s: float) -> Exit | None:
+        """Its end, or None once it ran `deadline_s` (or the link was lost). While the link
+        is held (the sandbox checkpointed, perhaps paused for hours) the clock stops."""
+        while True:
+            left = deadline_s - self._ran_s()
+            if left > 0:
+                end = await self._end(left)
+                if end is not None or self._link.broken is not None:
+                    return end
+            elif self._link.hold.held:
+                await self._link.hold.released()
+            else:
+                return None
+
     async def _supervise(self) -> ExecResult:
         try:
-            end = await self._end(self._timeout_s)
+            end = await self._end_by(self._timeout_s)
             if end is None and not self._channel.exit.done() and self._link.broken is None:
                 await self._stop("timeout")
-                end = await self._end(KILL_CONFIRM_S)
+                end = await self._end_by(self._ran_s() + KILL_CONFIRM_S)
             if end is None:
                 # The agent did not report the end: trust it no more, kill from outside.
                 self._link.close(f"no end reported for exec {self._id}")

@@ -9,6 +9,9 @@ runtime then falls back to `runsc exec`, and kills the tree of an exec whose end
 did not report from outside (the pid file and `KILL_SCRIPT`). A compromised agent can only
 lie about execs of its own sandbox. Connections to the sandbox's ports are channels of the
 same link (`agent_ports.py`), bounded the same way.
+
+Around a checkpoint the link is held (`agent_hold.py`): the running execs' channels outlive
+the pipes, which the restore replaces (`rebind`), and their deadlines stop while held.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import msgspec
 
 from ..pipes import pipe_file
 from . import agent_ports
+from .agent_hold import Hold
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +56,8 @@ PING_TIMEOUT_S = 2.0
 F_SETPIPE_SZ = 1031
 
 PING, START, STDIN, STDIN_CLOSE, KILL, ACK, USAGE, RESIZE = 1, 2, 3, 4, 5, 6, 7, 8
+HOLD, RELEASE, DETACH = 14, 15, 16  # around a checkpoint (agent/wire.py says what they do)
+END_EXECS = b"end"
 HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK, USAGE_OF = 64, 65, 66, 67, 68, 69, 70, 71
 FROM_AGENT = {HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK, USAGE_OF}
 FROM_AGENT |= agent_ports.FROM_AGENT  # connections to the sandbox's ports
@@ -107,15 +113,17 @@ class AgentLost(Exception):
 class _Hello(msgspec.Struct, forbid_unknown_fields=True):
     v: int
     pid: int
-    # Whether it runs execs under a terminal; agents of earlier versions (restored from
-    # their snapshots) do not say, and do not.
+    # Whether it runs execs under a terminal, and holds its output for a checkpoint; agents
+    # of earlier versions (restored from their snapshots) do not say, and do not.
     tty: bool = False
+    hold: bool = False
 
 
 class _Pong(msgspec.Struct, forbid_unknown_fields=True):
     v: int
     token: str
     tty: bool = False
+    hold: bool = False
 
 
 class Usage(msgspec.Struct, forbid_unknown_fields=True):
@@ -175,7 +183,7 @@ class Channel:
         self.credit_changed.set()
 
 
-class AgentLink(asyncio.Protocol):
+class AgentLink:
     """The framed link to one sandbox's agent. `usable` once the agent said hello (or answered
     a ping after a restore) and until anything goes wrong."""
 
@@ -190,25 +198,61 @@ class AgentLink(asyncio.Protocol):
         self._usages: dict[str, asyncio.Future[Usage]] = {}
         self.answers_usage = True
         self.tty = False  # the agent runs execs under a terminal (it said so)
+        self.holds = False  # the agent holds its output for a checkpoint (it said so)
+        self.hold = Hold()
         self._ready = asyncio.get_running_loop().create_future()
         self._reader: asyncio.ReadTransport | None = None
         self._writer: asyncio.WriteTransport | None = None
+        self._pipes = 0  # which pipes are the link's: callbacks of earlier ones are ignored
+        self._gone: str | None = None  # a pipe that ended while held: judged on release
         self.ports = agent_ports.PortChannels(self)
 
     @classmethod
     async def connect(cls, sandbox_id: str, read_fd: int, write_fd: int) -> AgentLink:
         """Take over the pipe ends (the agent's stdout to read, its stdin to write)."""
-        loop = asyncio.get_running_loop()
         link = cls(sandbox_id)
+        await link.rebind(read_fd, write_fd)
+        return link
+
+    async def rebind(self, read_fd: int, write_fd: int) -> None:
+        """Talk over these pipe ends from now on (a restore gave the agent new ones)."""
+        loop = asyncio.get_running_loop()
+        self.unbind()
+        pipes = self._pipes
         for fd in (read_fd, write_fd):
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
-        reader, _ = await loop.connect_read_pipe(lambda: link, pipe_file(read_fd, "rb"))
-        writer, _ = await loop.connect_write_pipe(
-            lambda: _WriteSide(link), pipe_file(write_fd, "wb")
+        reader, _ = await loop.connect_read_pipe(
+            lambda: _ReadSide(self, pipes), pipe_file(read_fd, "rb")
         )
-        link._reader, link._writer = reader, writer  # type: ignore[assignment]
-        return link
+        writer, _ = await loop.connect_write_pipe(
+            lambda: _WriteSide(self, pipes), pipe_file(write_fd, "wb")
+        )
+        self._reader, self._writer = reader, writer  # type: ignore[assignment]
+        self._gone = None
+
+    def unbind(self) -> None:
+        """Let go of the pipes (the sandbox stopped at a checkpoint): what they still report
+        is ignored; the channels stay for the restore."""
+        self._pipes += 1
+        for transport in (self._reader, self._writer):
+            if transport is not None:
+                transport.close()
+        self._reader = self._writer = None
+
+    def on_pipes(self, pipes: int) -> bool:
+        """Whether these are the pipes the link talks over now."""
+        return pipes == self._pipes
+
+    def pipe_closed(self, pipes: int, side: str) -> None:
+        """A pipe of the link ended: the agent is gone, unless the link is held for a
+        checkpoint (which stops the sandbox) or the pipe is an earlier one."""
+        if not self.on_pipes(pipes):
+            return
+        if self.hold.held:
+            self._gone = f"the agent closed its {side}"
+        else:
+            self.close(f"the agent closed its {side}")
 
     @property
     def usable(self) -> bool:
@@ -235,13 +279,6 @@ class AgentLink(asyncio.Protocol):
             except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
                 self.close(f"bad frame (kind {kind}): {str(exc)[:200]}")
 
-    def eof_received(self) -> bool:
-        self.close("the agent closed its output")
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.close("the agent closed its output")
-
     def _dispatch(self, kind: int, number: int, payload: bytes) -> None:
         if kind == USAGE_OF:
             if number != 0:
@@ -256,10 +293,10 @@ class AgentLink(asyncio.Protocol):
                 raise ValueError("hello/pong on an exec channel")
             if kind == HELLO:
                 hello = _decode(payload, _Hello)
-                version, self.tty = hello.v, hello.tty
+                version, self.tty, self.holds = hello.v, hello.tty, hello.hold
             else:
                 pong = _decode(payload, _Pong)
-                version, self.tty = pong.v, pong.tty
+                version, self.tty, self.holds = pong.v, pong.tty, pong.hold
                 waiter = self._pings.pop(pong.token, None)
                 if waiter is not None and not waiter.done():
                     waiter.set_result(None)
@@ -306,9 +343,17 @@ class AgentLink(asyncio.Protocol):
     # -- outgoing -------------------------------------------------------------------------
 
     def send(self, kind: int, number: int, payload: bytes = b"") -> None:
+        """Send a frame; while the link is held, once it is released."""
+        frame = HEADER.pack(len(payload), kind, number) + payload
+        if self.hold.held and self.broken is None:
+            self.hold.queued.append(frame)
+        else:
+            self._write(frame)
+
+    def _write(self, frame: bytes) -> None:
         if self.broken is not None or self._writer is None:
             raise AgentLost(self.broken or "not connected")
-        self._writer.write(HEADER.pack(len(payload), kind, number) + payload)
+        self._writer.write(frame)
 
     def next_channel(self) -> int:
         self._last += 1
@@ -350,18 +395,55 @@ class AgentLink(asyncio.Protocol):
 
     async def ping(self, timeout_s: float = PING_TIMEOUT_S) -> bool:
         """One round trip; False (and the link closed) when the agent does not answer."""
+        return await self._round_trip(PING, timeout_s)
+
+    async def _round_trip(self, kind: int, timeout_s: float = PING_TIMEOUT_S) -> bool:
+        """A frame answered with a pong (written now, also while held)."""
         token = secrets.token_hex(8)
         waiter = asyncio.get_running_loop().create_future()
         self._pings[token] = waiter
         try:
-            self.send(PING, 0, token.encode())
+            self._write(HEADER.pack(len(token), kind, 0) + token.encode())
             await asyncio.wait_for(waiter, timeout_s)
             return True
-        except (TimeoutError, AgentLost):
+        except (TimeoutError, AgentLost, asyncio.CancelledError) as exc:
+            if isinstance(exc, asyncio.CancelledError) and self.broken is None:
+                raise
             self.close("the agent did not answer a ping")
             return False
         finally:
             self._pings.pop(token, None)
+
+    async def hold_for_checkpoint(self) -> bool:
+        """Hold the link for a checkpoint: once this returns True, nothing is half-way
+        through either pipe and nothing more goes in until `release`, so the agent may be
+        frozen and restored onto other pipes with its execs. False when the agent cannot (an
+        older one: a ping round trip leaves the pipes empty for now) or did not answer (the
+        link is then closed)."""
+        if not self.holds:
+            await self.ping()
+            return False
+        self.hold.begin()
+        return await self._round_trip(HOLD)
+
+    def release(self) -> None:
+        """Both sides talk again, over the pipes the link has now, what was held first."""
+        held = self.hold.end()
+        if self._gone is not None:  # and no restore gave it new pipes
+            self.close(self._gone)
+        if self.broken is None:
+            for frame in [HEADER.pack(0, RELEASE, 0), *held]:
+                self._write(frame)
+
+    def take_over(self, *, end_execs: bool) -> None:
+        """A new link to an agent restored from a checkpoint it was held for: it forgets the
+        channels of the host it had and talks again. Their execs run on unwatched in a clone;
+        in the sandbox itself (its service restarted meanwhile, which ended their records)
+        with `end_execs` they end, as when a running sandbox loses its service. Older agents
+        ignore both frames."""
+        detach = END_EXECS if end_execs else b""
+        self._write(HEADER.pack(len(detach), DETACH, 0) + detach)
+        self._write(HEADER.pack(0, RELEASE, 0))
 
     async def usage(self, paths: list[str]) -> Usage | None:
         """The processes and the writable space the agent sees in the sandbox; None when it
@@ -372,7 +454,9 @@ class AgentLink(asyncio.Protocol):
         waiter: asyncio.Future[Usage] = asyncio.get_running_loop().create_future()
         self._usages[token] = waiter
         try:
-            self.send(USAGE, 0, msgspec.json.encode({"token": token, "paths": paths}))
+            # Written now, also while held: the agent answers it then too.
+            question = msgspec.json.encode({"token": token, "paths": paths})
+            self._write(HEADER.pack(len(question), USAGE, 0) + question)
             return await asyncio.wait_for(waiter, USAGE_TIMEOUT_S)
         except TimeoutError:
             self.answers_usage = False
@@ -396,6 +480,7 @@ class AgentLink(asyncio.Protocol):
             log.warning("sandbox %s: agent link closed: %s", self.sandbox_id, reason)
         if not self._ready.done():
             self._ready.cancel()
+        self.hold.end()
         for waiter in self._pings.values():
             if not waiter.done():
                 waiter.cancel()
@@ -410,9 +495,29 @@ class AgentLink(asyncio.Protocol):
                 transport.close()
 
 
-class _WriteSide(asyncio.Protocol):
-    def __init__(self, link: AgentLink) -> None:
+class _ReadSide(asyncio.Protocol):
+    """The agent's stdout, as one set of pipes of the link (`pipes`) delivers it."""
+
+    def __init__(self, link: AgentLink, pipes: int) -> None:
         self.link = link
+        self.pipes = pipes
+
+    def data_received(self, data: bytes) -> None:
+        if self.link.on_pipes(self.pipes):
+            self.link.data_received(data)
+
+    def eof_received(self) -> bool:
+        self.link.pipe_closed(self.pipes, "output")
+        return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.link.close("the agent closed its input")
+        self.link.pipe_closed(self.pipes, "output")
+
+
+class _WriteSide(asyncio.Protocol):
+    def __init__(self, link: AgentLink, pipes: int) -> None:
+        self.link = link
+        self.pipes = pipes
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.link.pipe_closed(self.pipes, "input")

@@ -2,7 +2,10 @@
 
 Either way an exec has the same kill (its tree, from outside, through its pid file), the same
 outcome rules (`oom` when the cgroup's OOM counter rose, `killed` when the sandbox died) and
-the same end (its process and pid files removed).
+the same end (its process and pid files removed). Which way matters beyond the exec: runsc
+ends everything a `runsc exec` started (children, `nohup`, `setsid` included) when it restores
+a checkpoint, and keeps what the agent started. So an exec in a sandbox whose agent has not
+said hello yet waits for it, and the record notes when an exec did go through `runsc exec`.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ log = logging.getLogger(__name__)
 _E = TypeVar("_E", bound=ExecutionBase)
 
 EXEC_ID = re.compile(r"exec-[0-9a-f]{16}")
+# How long an exec waits for a just started agent's hello (~0.1-0.5 s) before giving up on it.
+HELLO_WAIT_S = 10.0
 
 
 class Execs(Core):
@@ -153,6 +158,7 @@ class Execs(Core):
             uid=uid,
             gid=gid,
         )
+        await self._await_hello(sandbox)
         if tty is not None and (sandbox.agent is None or not sandbox.agent.tty):
             raise TtyUnsupported("this sandbox has no exec agent to give the exec a terminal")
         if sandbox.agent is not None:
@@ -170,6 +176,8 @@ class Execs(Core):
             except AgentLost:  # lost on the way: `runsc exec` takes over, without a terminal
                 if tty is not None:
                     raise TtyUnsupported("the sandbox's exec agent was lost") from None
+        if not helper:
+            _note_runsc_exec(sandbox)
         spawned = await self._spawn_exec(sandbox, exec_id, process, stdin is not None)
         kill_tree, classify, on_done = self._hooks(sandbox, exec_id)
         return self._track(
@@ -186,6 +194,15 @@ class Execs(Core):
                 on_done=on_done,
             ),
         )
+
+    async def _await_hello(self, sandbox: Sandbox) -> None:
+        """A sandbox just started has an agent that has not said hello yet: wait for it, so
+        what this exec starts is the agent's (a restore keeps it). An agent that never says
+        hello loses its link, and every exec goes through `runsc exec` without waiting."""
+        link = sandbox.link
+        if link is not None and link.broken is None and not link.usable:
+            if not await link.wait_ready(HELLO_WAIT_S):
+                link.close("the agent did not say hello")
 
     async def _agent_exec(
         self,
@@ -334,3 +351,11 @@ def _check_size(size: TtySize) -> None:
     """A window the terminal can hold (two unsigned shorts)."""
     if not (0 < size.rows < 1 << 16 and 0 < size.cols < 1 << 16):
         raise InvalidSpec("rows and cols must be between 1 and 65535")
+
+
+def _note_runsc_exec(sandbox: Sandbox) -> None:
+    """Record that a tenant's exec went through `runsc exec` (a checkpoint then checks what
+    still runs: a restore would end it)."""
+    if not sandbox.meta.get("runsc_execs"):
+        sandbox.meta["runsc_execs"] = True
+        sandbox.save()

@@ -5,7 +5,8 @@ run|restore --detach` starts its bundle with the exec agent's pipes as PID 1's s
 removes the container, its processes, network, cgroup and directory, and gives the memory back.
 `checkpoint_to_dir` and `restore_in_place` stop a sandbox into a checkpoint and start it again
 from one under its own id, bundle and network (snapshots on runsc builds whose checkpoint
-stops the sandbox, and pause/resume).
+stops the sandbox, and pause/resume); the exec agent's link is held meanwhile, so the execs
+running through it go on after the restore.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from typing import Any
 import msgspec
 
 from .. import images
-from ..errors import SandboxNotFound, SandboxRuntimeError, SnapshotNotFound
+from ..errors import SandboxBusy, SandboxNotFound, SandboxRuntimeError, SnapshotNotFound
 from ..types import SandboxSpec
 from . import bundle, cgroups, hostproc, netstack, network, reaper
-from .agent_link import AgentLink
+from .agent_link import AgentLink, AgentLost
 from .core import Core
 from .platform import PlatformChoice
 from .runsc import KILL_TIMEOUT_S, reap_while
@@ -76,10 +77,14 @@ class Lifecycle(Core):
             self.host_memory.release(sandbox_id)
             raise
 
-    async def _launch(self, sandbox: Sandbox, *args: str) -> tuple[int, str]:
-        """`runsc run|restore --detach` the bundle. A sandbox with the exec agent gets two
-        pipes as PID 1's stdin/stdout: its link. After a restore, a ping proves the agent
-        answers on the new pipes (else its execs go through `runsc exec`)."""
+    async def _launch(self, sandbox: Sandbox, *args: str, own: bool = False) -> tuple[int, str]:
+        """`runsc run|restore --detach` the bundle (`own`: a restore of its own checkpoint). A
+        sandbox with the exec agent gets two pipes as PID 1's stdin/stdout: its link. After a
+        restore, a ping proves the agent answers on the new pipes (else its execs go through
+        `runsc exec`)."""
+        # Nothing started through `runsc exec` runs yet (a restore ends all of it).
+        sandbox.meta["runsc_execs"] = False
+        sandbox.save()
         stdio: tuple[int, int] | None = None  # the agent's ends: runsc hands them to PID 1
         ours: tuple[int, int] | None = None  # the link's ends: what it reads, where it writes
         if sandbox.meta.get("agent"):
@@ -104,11 +109,30 @@ class Lifecycle(Core):
         if ours is None or code != 0:
             for fd in ours or ():
                 os.close(fd)
+            sandbox.close_link()  # one held for this restore: its execs are lost with it
             return code, out
-        sandbox.link = await AgentLink.connect(sandbox.id, *ours)
-        if args[0] == "restore":
-            await sandbox.link.ping()
+        await self._link_agent(sandbox, ours, restored=args[0] == "restore", own=own)
         return code, out
+
+    async def _link_agent(
+        self, sandbox: Sandbox, ours: tuple[int, int], *, restored: bool, own: bool
+    ) -> None:
+        """The agent's link over its new pipes. The link held for this sandbox's own
+        checkpoint carries on (its execs with it). An agent restored otherwise drops the
+        channels it had: in a clone their processes run on; in the sandbox itself (its link
+        was lost meanwhile: a restarted service, which ended their records) they end."""
+        held = sandbox.link
+        if restored and held is not None and held.hold.held and held.broken is None:
+            await held.rebind(*ours)
+            held.release()
+            await held.ping()
+            return
+        sandbox.close_link()
+        sandbox.link = await AgentLink.connect(sandbox.id, *ours)
+        if restored:
+            with contextlib.suppress(AgentLost):
+                sandbox.link.take_over(end_execs=own)
+            await sandbox.link.ping()
 
     async def _start(self, sandbox: Sandbox, *args: str) -> None:
         """`runsc run|restore --detach` the bundle; on failure clean up and raise."""
@@ -131,10 +155,8 @@ class Lifecycle(Core):
         `can_checkpoint` and that nothing holds a `runsc exec` pipe (`_check_quiet`: such a
         checkpoint cannot be restored). Connected TCP endpoints are aborted. On failure the
         container is left as runsc left it (`_state` says whether it still runs)."""
-        if (link := sandbox.agent) is not None:
-            # A round trip with nothing after it: no frame is half-way through either pipe
-            # when the agent is frozen, so it starts clean on the restored sandbox's pipes.
-            await link.ping()
+        held = await self._hold_link(sandbox)
+        if (link := sandbox.agent) is not None and not held:
             link.ending = True  # the checkpoint stops the sandbox: its pipes close
         code, out = await self.cli.run(
             "checkpoint", f"--image-path={image_dir}", sandbox.id, meta=sandbox.meta
@@ -142,12 +164,35 @@ class Lifecycle(Core):
         if code != 0:
             if link is not None:
                 link.ending = False
+            self._release_link(sandbox)
             return code, out
-        sandbox.close_link()
+        if held and sandbox.link is not None:
+            sandbox.link.unbind()  # kept, with its channels, for `restore_in_place`
+        else:
+            sandbox.close_link()
         await reap_while(
             self.cli.run("delete", "--force", sandbox.id, limit_s=30, meta=sandbox.meta)
         )
         return code, out
+
+    async def _hold_link(self, sandbox: Sandbox) -> bool:
+        """Before a checkpoint: whether the agent's link is held (its execs then carry on
+        after it). An agent that cannot hold gets a round trip with nothing after it, so no
+        frame is half-way through either pipe when it is frozen; the caller made sure no
+        exec runs through it then (`_check_quiet`)."""
+        link = sandbox.agent
+        if link is None:
+            return False
+        held = await link.hold_for_checkpoint()
+        if link.broken is not None:  # its execs are ending: not a moment to checkpoint
+            raise SandboxBusy(f"sandbox {sandbox.id}: its exec agent is lost ({link.broken})")
+        return held
+
+    def _release_link(self, sandbox: Sandbox) -> None:
+        """After a checkpoint that left the sandbox running (or failed): talk again."""
+        if sandbox.link is not None and sandbox.link.hold.held:
+            with contextlib.suppress(AgentLost):
+                sandbox.link.release()
 
     async def restore_in_place(self, sandbox: Sandbox, image_dir: Path) -> tuple[int, str]:
         """`runsc restore --detach` a checkpoint `checkpoint_to_dir` made, as the same sandbox:
@@ -161,7 +206,7 @@ class Lifecycle(Core):
                 await asyncio.to_thread(self.networks.readdress, slot)
             except SandboxRuntimeError as exc:
                 return -1, str(exc)
-        return await self._launch(sandbox, "restore", f"--image-path={image_dir}")
+        return await self._launch(sandbox, "restore", f"--image-path={image_dir}", own=True)
 
     async def _teardown(self, sandbox: Sandbox) -> None:
         """Remove the runsc container, its processes, cgroup and directory."""

@@ -8,9 +8,11 @@ and started there with `create_from_snapshot` when this node cannot take the san
 A paused sandbox keeps its record, bundle, network namespace and policy; it holds no process,
 cgroup or share of the host memory budget. Its record says `paused` (with the checkpoint's
 size), so a restarted service finds it again and the orphan reaper leaves it alone; destroying
-it deletes its checkpoint. Processes come back as they were (the agent's execs and what they
-started; on this runsc not processes started through `runsc exec`, which is why a pause is
-refused while any would be lost, as a snapshot is); open TCP connections do not.
+it deletes its checkpoint. Processes come back as they were: background ones (`&`, `nohup`,
+`setsid`, double forks), what execs still running started, and those execs themselves (the
+agent's link is held across, and their deadlines stop meanwhile). On this runsc processes
+started through `runsc exec` do not come back, so a pause is refused while any may run (as a
+snapshot is); open TCP connections to outside are reset.
 """
 
 from __future__ import annotations

@@ -23,8 +23,10 @@ import msgspec
 
 from .. import images, records, snapshot_files
 from ..errors import InvalidSpec, SandboxBusy, SandboxFailed, SandboxRuntimeError, SnapshotNotFound
+from ..execution import ExecutionBase
 from ..types import SandboxInfo, SandboxSpec, SnapshotInfo
 from . import agent_link, bundle, netstack
+from .agent_execution import AgentExecution
 from .execs import Execs
 from .inside import HELD_PIPES_SCRIPT, LIVE_PROCESSES_SCRIPT
 from .lifecycle import Lifecycle
@@ -143,11 +145,19 @@ class Snapshots(Lifecycle, Execs):
         return records.read_snapshot(directory / "snapshot.json", snapshot_id), directory
 
     async def _check_quiet(self, sandbox: Sandbox) -> None:
-        """Refuse a snapshot while an exec runs or a port connection is open, a process holds
-        an exec's pipe, or (on a runsc that would drop them) processes started through
-        `runsc exec` still run."""
-        if any(not e.done for e in sandbox.execs.values()):
-            raise SandboxBusy(f"sandbox {sandbox.id} has running execs")
+        """Refuse a checkpoint that would lose something: an exec it cannot carry over (one
+        started through `runsc exec`, or through an agent too old to hold its link), an open
+        port connection, a process holding an exec's host pipe, or (on a runsc that ends
+        them at a restore) processes started through `runsc exec`. Execs through an agent
+        that holds its link go on after it."""
+        running = [e for e in sandbox.execs.values() if not e.done]
+        uncarried = [e.id for e in running if not _carried(sandbox, e)]
+        if uncarried:
+            raise SandboxBusy(
+                f"sandbox {sandbox.id} has running execs that a checkpoint would end (not run "
+                f"by an exec agent that can keep them: {', '.join(uncarried)}): wait for them "
+                "or kill them"
+            )
         if sandbox.link is not None and len(sandbox.link.ports):
             # A checkpoint under an open port connection may cut one of its frames in two.
             raise SandboxBusy(f"sandbox {sandbox.id} has open port connections")
@@ -158,15 +168,26 @@ class Snapshots(Lifecycle, Execs):
                 f"({', '.join(held)}); start long-lived processes with "
                 "their stdio redirected (</dev/null >file 2>&1) to snapshot them"
             )
-        if sandbox.agent is None and not self.keeps_exec_processes:
+        if self._may_run_exec_processes(sandbox):
             running = await self._inside_lines(sandbox, LIVE_PROCESSES_SCRIPT)
             if running:
                 raise SandboxBusy(
-                    f"sandbox {sandbox.id}: processes started through runsc exec still run "
-                    f"({', '.join(running)}), and this runsc ({self.runsc_version}) does not "
-                    "restore them: end them to snapshot, or use an image with python3 (its "
-                    "exec agent starts processes that a snapshot keeps)"
+                    f"sandbox {sandbox.id}: processes run ({', '.join(running)}) and execs "
+                    "went through runsc exec since it started (without its exec agent), whose "
+                    f"processes this runsc ({self.runsc_version}) does not restore: end them "
+                    "to snapshot, or use an image with python3 (its exec agent starts "
+                    "processes that a snapshot keeps)"
                 )
+
+    def _may_run_exec_processes(self, sandbox: Sandbox) -> bool:
+        """Whether processes started through `runsc exec` may run that a restore would end
+        (runsc kills every process whose ancestry began in an exec once it restored). The
+        record says whether any exec went that way since the sandbox started (or was last
+        restored); a record from before it says so is judged by whether the agent is there."""
+        if self.keeps_exec_processes:
+            return False
+        marked = sandbox.meta.get("runsc_execs")
+        return bool(marked) if marked is not None else sandbox.agent is None
 
     async def _inside_lines(self, sandbox: Sandbox, script: str) -> list[str]:
         check = await self._start_exec(
@@ -221,17 +242,17 @@ class Snapshots(Lifecycle, Execs):
     ) -> tuple[int, str]:
         """`runsc checkpoint --leave-running`: the sandbox is paused for the save and goes on
         (its connected TCP endpoints are aborted all the same)."""
-        if (link := sandbox.agent) is not None:
-            # A round trip with nothing after it: no frame is half-way through either pipe
-            # when the agent is frozen, so it starts clean on the restored sandbox's pipes.
-            await link.ping()
-        return await self.cli.run(
-            "checkpoint",
-            "--leave-running",
-            f"--image-path={image_dir}",
-            sandbox.id,
-            meta=sandbox.meta,
-        )
+        await self._hold_link(sandbox)  # so the image's agent starts clean on new pipes
+        try:
+            return await self.cli.run(
+                "checkpoint",
+                "--leave-running",
+                f"--image-path={image_dir}",
+                sandbox.id,
+                meta=sandbox.meta,
+            )
+        finally:
+            self._release_link(sandbox)
 
     async def _set_hostname(self, sandbox: Sandbox) -> None:
         """A restored sandbox comes back with the hostname it was checkpointed under: give it
@@ -240,3 +261,15 @@ class Snapshots(Lifecycle, Execs):
         code = await self._root_helper(sandbox, "host", ["/bin/hostname", name], "CAP_SYS_ADMIN")
         if code != 0:
             log.warning("sandbox %s: could not set its hostname (exit %s)", sandbox.id, code)
+
+
+def _carried(sandbox: Sandbox, execution: ExecutionBase) -> bool:
+    """Whether a running exec goes on after a checkpoint: it runs through the agent's link,
+    and that agent holds its link for one."""
+    link = sandbox.agent
+    return (
+        link is not None
+        and link.holds
+        and isinstance(execution, AgentExecution)
+        and execution.rides(link)
+    )

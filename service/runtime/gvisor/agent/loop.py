@@ -18,13 +18,17 @@ import usage
 from running import Exec
 from wire import (
     ACK,
+    ANSWERS,
     CHUNK,
+    DETACH,
     DRAIN_AFTER_EXIT_S,
+    END_EXECS,
     EOF_KEY,
     EXIT,
     F_SETPIPE_SZ,
     HEADER,
     HELLO,
+    HOLD,
     IGNORED,
     KILL,
     MAX_FRAME_IN,
@@ -33,6 +37,7 @@ from wire import (
     PIPE_SIZE,
     PONG,
     PORT_KINDS,
+    RELEASE,
     RESIZE,
     START,
     STARTED,
@@ -58,6 +63,10 @@ class Agent:
         self.retried = False  # the channel is back on trial after being lost
         self.execs = {}  # channel -> Exec
         self.by_pid = {}
+        # Held around a checkpoint: frames the host did not ask for wait in `deferred`.
+        self.held = False
+        self.deferred = bytearray()
+        self.detached = []  # execs of channels a new host does not know: they run on unwatched
         self.ports = ports.Ports(self.send)  # connections to ports inside
         self.caps = become.bounding_caps()
         self.permitted = become.permitted_mask()
@@ -80,8 +89,21 @@ class Agent:
     # -- frames to the host ---------------------------------------------------------------
 
     def send(self, kind, channel, payload=b""):
-        if self.host:
-            self.outbuf += HEADER.pack(len(payload), kind, channel) + payload
+        if not self.host:
+            return
+        frame = HEADER.pack(len(payload), kind, channel) + payload
+        if self.held and kind not in ANSWERS:
+            self.deferred += frame
+        else:
+            self.outbuf += frame
+
+    def about(self, **extra):
+        """What the host learns in a hello or a pong: the protocol and what we can do."""
+        return dict(v=VERSION, tty=True, hold=True, **extra)
+
+    def room(self):
+        """Whether more output may be read for the host."""
+        return len(self.outbuf) + len(self.deferred) < OUT_WINDOW
 
     def send_json(self, kind, channel, value):
         self.send(kind, channel, json.dumps(value, separators=(",", ":")).encode())
@@ -108,6 +130,8 @@ class Agent:
         self.retry_at = time.monotonic() + 1.0
         self.outbuf = bytearray()
         self.inbuf = bytearray()
+        self.held = False
+        self.deferred = bytearray()
         for ex in list(self.execs.values()):
             self.kill_tree(ex)
         self.ports.close_all()
@@ -117,7 +141,7 @@ class Agent:
         answers EOF (or a broken pipe) at once, and we try again a second later."""
         self.retried = True
         self.host = True
-        self.send_json(HELLO, 0, {"v": VERSION, "pid": os.getpid(), "tty": True})
+        self.send_json(HELLO, 0, self.about(pid=os.getpid()))
 
     # -- frames from the host -------------------------------------------------------------
 
@@ -155,7 +179,14 @@ class Agent:
         if kind in PORT_KINDS:
             self.ports.handle(kind, channel, payload)
         elif kind == PING:
-            self.send_json(PONG, channel, {"v": VERSION, "token": payload.decode(), "tty": True})
+            self.send_json(PONG, channel, self.about(token=payload.decode()))
+        elif kind == HOLD:
+            self.held = True
+            self.send_json(PONG, channel, self.about(token=payload.decode()))
+        elif kind == RELEASE:
+            self.release()
+        elif kind == DETACH:
+            self.detach(end=payload == END_EXECS)
         elif kind == USAGE:
             req = json.loads(payload.decode())
             self.send_json(USAGE_OF, 0, dict(usage.usage(req["paths"]), token=req["token"]))
@@ -183,6 +214,27 @@ class Agent:
             self.kill_tree(ex)
         elif kind == ACK and len(payload) == 4:
             ex.in_flight = max(0, ex.in_flight - struct.unpack(">I", payload)[0])
+
+    def release(self):
+        self.held = False
+        self.outbuf += self.deferred
+        self.deferred = bytearray()
+
+    def detach(self, end=False):
+        """The host on the other end does not know our channels: their execs run on
+        unwatched (we were restored into another sandbox), their output read and dropped so
+        they never block on it, their end reaped, not reported; with `end` their trees end
+        first, as when the host is gone (the sandbox's own service restarted meanwhile)."""
+        for ex in list(self.execs.values()):
+            if end:
+                self.kill_tree(ex)
+            self.close_stdin(ex)
+            ex.pending_in = bytearray()
+            ex.cap = 0
+            self.detached.append(ex)
+        self.execs = {}
+        self.deferred = bytearray()
+        self.ports.close_all()
 
     # -- execs ----------------------------------------------------------------------------
 
@@ -317,6 +369,9 @@ class Agent:
                 os.close(fd)
         ex.out = ex.err = None
         self.close_stdin(ex)
+        if ex in self.detached:
+            self.detached.remove(ex)
+            return
         status = ex.status
         code = sig = None
         if os.WIFSIGNALED(status):
@@ -345,12 +400,12 @@ class Agent:
         now = time.monotonic()
         timeout = 1.0
         watch = {}
-        for ex in self.execs.values():
+        for ex in [*self.execs.values(), *self.detached]:
             if ex.drain_until is not None:
                 if self.host and ex.cap is None and ex.in_flight >= OUT_WINDOW:
                     ex.drain_until = now + DRAIN_AFTER_EXIT_S  # a slow reader is no stall
                 timeout = min(timeout, max(0.0, ex.drain_until - now))
-            if len(self.outbuf) < OUT_WINDOW and (ex.cap is not None or ex.in_flight < OUT_WINDOW):
+            if ex.cap == 0 or (self.room() and (ex.cap is not None or ex.in_flight < OUT_WINDOW)):
                 for fd in (ex.out, ex.err):
                     if fd is not None:
                         watch[fd] = ex
@@ -358,7 +413,7 @@ class Agent:
             if ex.stdin is not None and ex.pending_in:
                 watch[ex.stdin] = ex
                 poller.register(ex.stdin, select.POLLOUT)
-        sockets = self.ports.watch(poller, self.host and len(self.outbuf) < OUT_WINDOW)
+        sockets = self.ports.watch(poller, self.host and self.room())
         try:
             events = poller.poll(timeout * 1000)
         except InterruptedError:
@@ -384,7 +439,7 @@ class Agent:
                     self.read_output(ex, fd)
         self.reap()
         now = time.monotonic()
-        for ex in list(self.execs.values()):
+        for ex in [*self.execs.values(), *self.detached]:
             if ex.status is not None and (
                 (ex.out is None and ex.err is None) or now >= ex.drain_until
             ):
@@ -392,7 +447,7 @@ class Agent:
         self.flush()
 
     def run(self):
-        self.send_json(HELLO, 0, {"v": VERSION, "pid": os.getpid(), "tty": True})
+        self.send_json(HELLO, 0, self.about(pid=os.getpid()))
         self.flush()
         while True:
             try:

@@ -17,6 +17,15 @@ DRAIN_AFTER_EXIT_S = 1.0  # processes left holding the output pipe do not hold u
 PING, START, STDIN, STDIN_CLOSE, KILL, ACK, USAGE, RESIZE = 1, 2, 3, 4, 5, 6, 7, 8
 # agent -> host
 HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK, USAGE_OF = 64, 65, 66, 67, 68, 69, 70, 71
+# Around a checkpoint (host -> agent). HOLD (payload: a token) is answered with a PONG once
+# everything sent before it is in the output; from then on the agent sends nothing unasked, so
+# nothing is half-way through a pipe when it is frozen, and what it has to say waits for
+# RELEASE. DETACH: the host on the other end does not know our channels: their execs run on
+# as detached processes (a restore into another sandbox) or, with the payload END_EXECS, end
+# as when the host is gone (the sandbox's own service restarted meanwhile, ending their records).
+HOLD, RELEASE, DETACH = 14, 15, 16
+END_EXECS = b"end"
+ANSWERS = (PONG, USAGE_OF)  # sent while held: the host asked for them
 # Connections to TCP ports inside the sandbox (ports.py), each on its own channel.
 # host -> agent
 PORT_OPEN, PORT_SEND, PORT_SHUT, PORT_CLOSE, PORT_ACK = 9, 10, 11, 12, 13

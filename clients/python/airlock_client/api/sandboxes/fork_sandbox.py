@@ -105,8 +105,10 @@ def sync_detailed(
 
      The child has everything the parent had in memory and in its files at that moment, its caps, network
     policy, environment and labels (unless given), and its own id, hostname and randomness; the two
-    diverge from then on. It counts against the tenant's quotas as a new sandbox. A parent with a
-    running exec is a 409 `sandbox_busy`; a paused parent is woken first.
+    diverge from then on. It counts against the tenant's quotas as a new sandbox. Its processes are the
+    parent's, those of the parent's running execs too (the execs stay the parent's). What the runtime
+    could not keep (a connection open through the port route) is a 409 `sandbox_busy` naming it, and no
+    child is made; a paused parent is woken first.
 
     Args:
         sandbox_id (str):
@@ -144,8 +146,10 @@ def sync(
 
      The child has everything the parent had in memory and in its files at that moment, its caps, network
     policy, environment and labels (unless given), and its own id, hostname and randomness; the two
-    diverge from then on. It counts against the tenant's quotas as a new sandbox. A parent with a
-    running exec is a 409 `sandbox_busy`; a paused parent is woken first.
+    diverge from then on. It counts against the tenant's quotas as a new sandbox. Its processes are the
+    parent's, those of the parent's running execs too (the execs stay the parent's). What the runtime
+    could not keep (a connection open through the port route) is a 409 `sandbox_busy` naming it, and no
+    child is made; a paused parent is woken first.
 
     Args:
         sandbox_id (str):
@@ -178,8 +182,10 @@ async def asyncio_detailed(
 
      The child has everything the parent had in memory and in its files at that moment, its caps, network
     policy, environment and labels (unless given), and its own id, hostname and randomness; the two
-    diverge from then on. It counts against the tenant's quotas as a new sandbox. A parent with a
-    running exec is a 409 `sandbox_busy`; a paused parent is woken first.
+    diverge from then on. It counts against the tenant's quotas as a new sandbox. Its processes are the
+    parent's, those of the parent's running execs too (the execs stay the parent's). What the runtime
+    could not keep (a connection open through the port route) is a 409 `sandbox_busy` naming it, and no
+    child is made; a paused parent is woken first.
 
     Args:
         sandbox_id (str):
@@ -215,8 +221,10 @@ async def asyncio(
 
      The child has everything the parent had in memory and in its files at that moment, its caps, network
     policy, environment and labels (unless given), and its own id, hostname and randomness; the two
-    diverge from then on. It counts against the tenant's quotas as a new sandbox. A parent with a
-    running exec is a 409 `sandbox_busy`; a paused parent is woken first.
+    diverge from then on. It counts against the tenant's quotas as a new sandbox. Its processes are the
+    parent's, those of the parent's running execs too (the execs stay the parent's). What the runtime
+    could not keep (a connection open through the port route) is a 409 `sandbox_busy` naming it, and no
+    child is made; a paused parent is woken first.
 
     Args:
         sandbox_id (str):

@@ -85,8 +85,10 @@ def sync_detailed(
 
      Its memory, processes and files are checkpointed to the node's disk and it stops holding CPU and
     memory (state `paused`, with `pause_bytes`). It counts against the tenant's paused quotas then, and
-    ends at `pause_expires_at` unless resumed. A sandbox with a running exec is a 409 `sandbox_busy`; a
-    runtime that cannot pause, a 422 `pause_unsupported`. Pausing a paused sandbox answers it as is.
+    ends at `pause_expires_at` unless resumed. Background processes and running execs are kept and go on
+    once it resumes (an exec's deadline counts only the time its sandbox ran). What the runtime could
+    not keep (a connection open through the port route) is a 409 `sandbox_busy` naming it; a runtime
+    that cannot pause, a 422 `pause_unsupported`. Pausing a paused sandbox answers it as is.
 
     Args:
         sandbox_id (str):
@@ -119,8 +121,10 @@ def sync(
 
      Its memory, processes and files are checkpointed to the node's disk and it stops holding CPU and
     memory (state `paused`, with `pause_bytes`). It counts against the tenant's paused quotas then, and
-    ends at `pause_expires_at` unless resumed. A sandbox with a running exec is a 409 `sandbox_busy`; a
-    runtime that cannot pause, a 422 `pause_unsupported`. Pausing a paused sandbox answers it as is.
+    ends at `pause_expires_at` unless resumed. Background processes and running execs are kept and go on
+    once it resumes (an exec's deadline counts only the time its sandbox ran). What the runtime could
+    not keep (a connection open through the port route) is a 409 `sandbox_busy` naming it; a runtime
+    that cannot pause, a 422 `pause_unsupported`. Pausing a paused sandbox answers it as is.
 
     Args:
         sandbox_id (str):
@@ -148,8 +152,10 @@ async def asyncio_detailed(
 
      Its memory, processes and files are checkpointed to the node's disk and it stops holding CPU and
     memory (state `paused`, with `pause_bytes`). It counts against the tenant's paused quotas then, and
-    ends at `pause_expires_at` unless resumed. A sandbox with a running exec is a 409 `sandbox_busy`; a
-    runtime that cannot pause, a 422 `pause_unsupported`. Pausing a paused sandbox answers it as is.
+    ends at `pause_expires_at` unless resumed. Background processes and running execs are kept and go on
+    once it resumes (an exec's deadline counts only the time its sandbox ran). What the runtime could
+    not keep (a connection open through the port route) is a 409 `sandbox_busy` naming it; a runtime
+    that cannot pause, a 422 `pause_unsupported`. Pausing a paused sandbox answers it as is.
 
     Args:
         sandbox_id (str):
@@ -180,8 +186,10 @@ async def asyncio(
 
      Its memory, processes and files are checkpointed to the node's disk and it stops holding CPU and
     memory (state `paused`, with `pause_bytes`). It counts against the tenant's paused quotas then, and
-    ends at `pause_expires_at` unless resumed. A sandbox with a running exec is a 409 `sandbox_busy`; a
-    runtime that cannot pause, a 422 `pause_unsupported`. Pausing a paused sandbox answers it as is.
+    ends at `pause_expires_at` unless resumed. Background processes and running execs are kept and go on
+    once it resumes (an exec's deadline counts only the time its sandbox ran). What the runtime could
+    not keep (a connection open through the port route) is a 409 `sandbox_busy` naming it; a runtime
+    that cannot pause, a 422 `pause_unsupported`. Pausing a paused sandbox answers it as is.
 
     Args:
         sandbox_id (str):
