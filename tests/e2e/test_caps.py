@@ -41,16 +41,18 @@ async def test_cpu_use_stays_within_the_sandboxs_cpus(
 ) -> None:
     sandbox = await airlock.sandbox(tenant, size=size)
     cpus = sandbox.cpus
-    before = await _cpu_seconds(airlock, tenant, sandbox.id)
+    # The wall time spans both readings, so all the CPU counted falls inside it.
     start = time.monotonic()
+    before = await _cpu_seconds(airlock, tenant, sandbox.id)
     _, done = await run_exec(
         tenant.client, sandbox.id, cmd=["python3", "-c", SPIN, str(cpus + 1)], timeout_s=60
     )
-    wall = time.monotonic() - start
     assert done is not None and done.exit_code == 0, done
     used = await _cpu_seconds(airlock, tenant, sandbox.id) - before
+    wall = time.monotonic() - start
     cores = used / wall
     # The spinners kept the quota busy (this is no idle sandbox passing by default) ...
     assert cores >= 0.5 * min(cpus, os.cpu_count() or 1), (size, used, wall)
-    # ... and never went past it: 3 % for the edges of the cgroup's accounting periods.
-    assert cores <= cpus * 1.03, (size, used, wall)
+    # ... and never went past it: 5 % for the edges of the cgroup's accounting periods (the
+    # quarter of a CPU the sandbox kernel once had on top showed as 1.19 cores here).
+    assert cores <= cpus * 1.05, (size, used, wall)
