@@ -263,21 +263,11 @@ async def rapi(
 ) -> AsyncIterator[Api]:
     """The app with its jobs running, local repositories enabled and the model server set."""
     os.environ["AIRLOCK_REVIEW_TEST_CANARY"] = HOST_CANARY  # the service's own environment
-    settings = Settings.from_env(
-        {},
-        state_dir=review_state,
-        database_url=review_database,
-        operator_key=OPERATOR_KEY,
-        runtime="gvisor",
-        review_allow_local_repos=True,
-        llm_base_url=model_server.base_url,
-        llm_api_key=LLM_KEY,
-        llm_model="approver",
-        llm_timeout_s=20,
-    )
+    model = {"llm_base_url": model_server.base_url, "llm_api_key": LLM_KEY,
+             "llm_model": "approver", "llm_timeout_s": 20}  # fmt: skip
     try:
-        async with AsyncTestClient(app=create_app(settings), timeout=300) as client:
-            yield Api(client=client, settings=settings)
+        async with serving(review_state, review_database, **model) as api:
+            yield api
     finally:
         os.environ.pop("AIRLOCK_REVIEW_TEST_CANARY", None)
         await destroy_left(review_state, strict=True)
