@@ -19,10 +19,12 @@ _ACTIVE = [s.value for s in ACTIVE]
 
 
 def promised_memory(runtime: str, memory_mib: int, disk_mib: int) -> int:
-    """The host memory a sandbox is promised on a node of this runtime: on gVisor its writable
-    space is a tmpfs in the sandbox kernel's memory, so it counts too (the runtime's own
-    admission adds the kernel's share, and stays the last word)."""
-    return memory_mib + (disk_mib if runtime == "gvisor" else 0)
+    """The host memory a sandbox is promised on a node of this runtime: its memory, on every
+    runtime (a gVisor sandbox's writable space is a file system on the node's disk, which the
+    runtime allocates in full when it starts the sandbox, refusing what does not fit; its
+    own admission stays the last word on memory)."""
+    del runtime, disk_mib
+    return memory_mib
 
 
 async def check_room(

@@ -46,7 +46,7 @@ async def test_a_node_refuses_what_it_has_no_room_for(files_api: Api, small_node
         assert r.status_code == 503, r.text
         assert r.json()["code"] == "no_capacity"
         assert int(r.headers["Retry-After"]) >= 1 and r.headers[NODE_FULL_HEADER] == "1"
-        assert small_node in r.json()["detail"] and "768 of 1024 MiB" in r.json()["detail"]
+        assert small_node in r.json()["detail"] and "512 of 1024 MiB" in r.json()["detail"]
         listed = await http.get("/v1/sandboxes", headers=headers)
         assert [s["id"] for s in listed.json()["items"]] == [first.json()["id"]]
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -56,11 +57,23 @@ async def test_host_files_are_not_visible(
     assert b"sandbox:x:1000:1000" in passwd.stdout
 
 
-async def test_root_filesystem_is_read_only(runtime: SandboxRuntime, sandbox: SandboxInfo) -> None:
-    result = await sh(runtime, sandbox.id, "touch /usr/bin/planted", user="0:0")
-    assert result.exit_code != 0
-    again = await sh(runtime, sandbox.id, "ls /usr/bin/planted")
-    assert again.exit_code != 0
+async def test_root_filesystem_writes_stay_in_their_sandbox(
+    runtime: SandboxRuntime, make_sandbox: SandboxFactory, state_dir: Path
+) -> None:
+    """The image's files are not the sandbox user's to change; what root writes over them
+    (apt, pip into the image's venv) is the sandbox's own: the image every sandbox starts
+    from, and a neighbour made from it, never see it."""
+    first, second = await make_sandbox(), await make_sandbox()
+    as_user = await sh(runtime, first.id, "touch /usr/bin/planted")
+    assert as_user.exit_code != 0 and b"Permission denied" in as_user.stderr
+    await sh(runtime, first.id, "echo planted > /usr/bin/planted", user="0:0")
+    await sh(runtime, first.id, "echo changed >> /etc/hostname", user="0:0")
+    seen = await sh(runtime, second.id, "ls /usr/bin/planted; grep -c changed /etc/hostname")
+    assert seen.exit_code != 0 and b"planted" not in seen.stdout
+    assert seen.stdout.strip() == b"0"
+    assert not await asyncio.to_thread(lambda: [p for p in state_dir.rglob("planted")])
+    third = await make_sandbox()
+    assert (await sh(runtime, third.id, "ls /usr/bin/planted")).exit_code != 0
 
 
 async def test_sandboxes_cannot_see_each_other(

@@ -1,14 +1,27 @@
 """OCI bundle and process documents for gVisor sandboxes (pure data, no runsc calls).
 
-Layout of a sandbox: the image's root filesystem, shared read-only by every sandbox of that
-image, plus size-limited tmpfs mounts for everything writable. Caps are set twice: the host
-cgroup (`linux.resources`) bounds the whole sandbox, and `process.rlimits` (inherited by every
-exec) make a single runaway process fail gracefully before the sandbox does.
+Layout of a sandbox ("disk", every sandbox made now): the image's root filesystem, shared by
+every sandbox of that image and never written, under a writable overlay whose upper layer is
+a file on the sandbox's own file system on the node's disk (disk.py; runsc's
+`--overlay2=root:dir=…`). The host memory cgroup's limit is the sandbox's `memory_mib`, the
+sandbox kernel's own memory included, as a virtual machine's kernel lives in the machine's
+memory; the sandbox kernel reads that limit as its MemTotal, and the CPUs of the cpuset it
+starts in as its CPU count (`nproc`), so the cgroup starts on `ceil(vcpus)` CPUs and is widened
+to the host's once it runs (`widen_after_start`: the quota, not the cpuset, is the cap).
+
+Records and snapshots from before kept everything writable in size-limited tmpfs mounts,
+which live in the sandbox kernel's memory, under one limit for memory, writable space and
+kernel together ("tmpfs"); they are restored in that layout.
+
+Caps are set twice: the host cgroup (`linux.resources`) bounds the whole sandbox, and
+`process.rlimits` (inherited by every exec) make a single runaway process fail gracefully
+before the sandbox does.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +55,15 @@ def cpu_quota_us(spec: SandboxSpec) -> int:
     return round(spec.vcpus * 100_000)
 
 
+# A sandbox's writable space: on its disk (disk.py), or, in records from before, in tmpfs.
+DISK, TMPFS = "disk", "tmpfs"
+
+
+def layout_of(meta: dict[str, Any]) -> str:
+    """The writable layout a sandbox record or snapshot names (records without one: tmpfs)."""
+    return DISK if meta.get("writable") == DISK else TMPFS
+
+
 def scratch_mib(spec: SandboxSpec) -> int:
     """Size of each of /tmp, /var/tmp and the home directory: a quarter of the disk cap."""
     return max(4, spec.disk_mib // 4)
@@ -56,11 +78,26 @@ def writable_mib(spec: SandboxSpec, with_home: bool) -> int:
     return spec.disk_mib + scratch_mib(spec) * (3 if with_home else 2) + 16
 
 
-def memory_limit_mib(spec: SandboxSpec, with_home: bool) -> int:
-    """The sandbox's host memory cgroup limit: its memory, every writable mount (tmpfs lives in
-    the sandbox kernel's memory, so writable space is host memory) and the kernel itself. It
-    is what a sandbox can take from the host, and what host admission counts."""
+def memory_limit_mib(spec: SandboxSpec, with_home: bool, layout: str = DISK) -> int:
+    """The sandbox's host memory cgroup limit, what it can take of the host's memory and what
+    host admission counts. On its disk: its `memory_mib`, the kernel and the small tmpfs
+    mounts (/dev/shm, /run) inside it. In tmpfs: its memory, every writable mount (tmpfs lives
+    in the sandbox kernel's memory) and the kernel on top."""
+    if layout == DISK:
+        return spec.memory_mib
     return spec.memory_mib + writable_mib(spec, with_home) + SENTRY_OVERHEAD_MIB
+
+
+def boot_cpus(spec: SandboxSpec, sandbox_id: str, host_cpus: list[int]) -> str | None:
+    """The cpuset a sandbox starts in, so its kernel counts `ceil(vcpus)` CPUs (runsc takes
+    the smaller of the cpuset's size and the quota rounded up, but at least 2); None when it
+    may count them all. Sandboxes start on different CPUs, by their id."""
+    wanted = max(1, math.ceil(spec.vcpus - 1e-9))
+    if wanted >= len(host_cpus):
+        return None
+    first = int(sandbox_id.rsplit("-", 1)[-1][-4:], 16) % len(host_cpus)
+    chosen = sorted(host_cpus[(first + i) % len(host_cpus)] for i in range(wanted))
+    return ",".join(str(c) for c in chosen)
 
 
 def _tmpfs(dest: str, size_mib: int, mode: str, uid: int = 0, gid: int = 0) -> dict[str, Any]:
@@ -106,12 +143,16 @@ def bundle_config(
     netns: str | None = None,
     init_caps: list[str] | None = None,
     extra_mounts: list[dict[str, Any]] | None = None,
+    layout: str = DISK,
+    cpus: str | None = None,
 ) -> dict[str, Any]:
     """The bundle's config.json. `net_dir`: the sandbox has a network (its hosts and
     resolv.conf are there); `netns`: the path of its namespace, for netstack, which takes
     the interfaces of the namespace the spec names (without one runsc makes an empty one).
     `init_caps`: capabilities PID 1 keeps (the exec agent needs a few to switch users and
-    kill trees; execs never inherit them)."""
+    kill trees; execs never inherit them). `layout`: where the writable space is (DISK: the
+    root is writable, runsc overlays it; TMPFS: read-only root, tmpfs mounts). `cpus`: the
+    cpuset it starts in (`boot_cpus`)."""
     uid, gid = parse_user(spec.user)
     scratch = scratch_mib(spec)
     mounts: list[dict[str, Any]] = [
@@ -135,13 +176,16 @@ def bundle_config(
             "source": "sysfs",
             "options": ["nosuid", "noexec", "nodev", "ro"],
         },
-        _tmpfs("/work", spec.disk_mib, "0755", uid, gid),
-        _tmpfs("/tmp", scratch, "1777"),  # noqa: S108
-        _tmpfs("/var/tmp", scratch, "1777"),  # noqa: S108
         _tmpfs("/run", 4, "0755"),
     ]
-    if home:
-        mounts.append(_tmpfs(home, scratch, "0755", uid, gid))
+    if layout == TMPFS:
+        mounts += [
+            _tmpfs("/work", spec.disk_mib, "0755", uid, gid),
+            _tmpfs("/tmp", scratch, "1777"),  # noqa: S108
+            _tmpfs("/var/tmp", scratch, "1777"),  # noqa: S108
+        ]
+        if home:
+            mounts.append(_tmpfs(home, scratch, "0755", uid, gid))
     namespaces: list[dict[str, str]] = [{"type": t} for t in ("pid", "ipc", "uts", "mount")]
     if net_dir is None:
         namespaces.append({"type": "network"})
@@ -156,7 +200,10 @@ def bundle_config(
             for name in ("hosts", "resolv.conf")
         ]  # fmt: skip
     mounts += extra_mounts or []
-    memory = memory_limit_mib(spec, bool(home)) * MIB
+    memory = memory_limit_mib(spec, bool(home), layout) * MIB
+    cpu: dict[str, Any] = {"quota": cpu_quota_us(spec), "period": 100_000}
+    if cpus is not None:
+        cpu["cpus"] = cpus
     return {
         "ociVersion": "1.0.2",
         "process": {
@@ -169,7 +216,7 @@ def bundle_config(
             "noNewPrivileges": True,
             "rlimits": rlimits(spec),
         },
-        "root": {"path": str(rootfs), "readonly": True},
+        "root": {"path": str(rootfs), "readonly": layout == TMPFS},
         "hostname": hostname_for(sandbox_id),
         "mounts": mounts,
         "annotations": {"dev.airlock.sandbox": sandbox_id},
@@ -177,7 +224,7 @@ def bundle_config(
             "cgroupsPath": cgroups_path,
             "resources": {
                 "memory": {"limit": memory},
-                "cpu": {"quota": cpu_quota_us(spec), "period": 100_000},
+                "cpu": cpu,
                 "pids": {"limit": spec.pids * HOST_TASKS_PER_PROCESS + HOST_TASKS_BASE},
             },
             "namespaces": namespaces,
@@ -217,8 +264,30 @@ def home_of(rootfs: Path) -> str | None:
     return "/home/sandbox" if (rootfs / "home" / "sandbox").is_dir() else None
 
 
+TMP_KEEP = ".airlock-keep"
+
+
+def keep_tmp_on_disk(rootfs: Path) -> None:
+    """runsc mounts a tmpfs (sandbox memory, no size limit) over the root's /tmp when the
+    bundle has no /tmp mount and the image's /tmp is empty: an empty file in the image's /tmp
+    keeps /tmp on the sandbox's disk like the rest of its root."""
+    tmp = rootfs / "tmp"
+    if not tmp.is_dir():
+        tmp.mkdir(exist_ok=True)
+        os.chmod(tmp, 0o1777)  # noqa: S103 (the sandbox's /tmp, as every image has it)
+    if not any(tmp.iterdir()):
+        (tmp / TMP_KEEP).touch(mode=0o444)
+
+
+def host_cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
 def write(sandbox: Sandbox, rootfs: Path) -> None:
     """Write the sandbox's bundle (`config.json`) for `rootfs`; the record notes the rootfs."""
+    layout = layout_of(sandbox.meta)
+    if layout == DISK:
+        keep_tmp_on_disk(rootfs)
     init_argv = [images.INIT_PATH] if os.path.lexists(rootfs / images.INIT_PATH.lstrip("/")) else []
     init_argv = init_argv or INIT_FALLBACK
     agent = agent_link.mounted_at(sandbox.meta.get("agent"))
@@ -234,6 +303,8 @@ def write(sandbox: Sandbox, rootfs: Path) -> None:
         netns=network.netns_path(sandbox.id) if stack == netstack.NETSTACK else None,
         init_caps=agent_link.CAPS if agent else None,
         extra_mounts=[agent_link.mount(agent)] if agent else None,
+        layout=layout,
+        cpus=boot_cpus(sandbox.spec, sandbox.id, host_cpus()) if layout == DISK else None,
     )
     sandbox.bundle.mkdir(parents=True, exist_ok=True)
     sandbox.meta["rootfs"] = str(rootfs)

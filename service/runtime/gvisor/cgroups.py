@@ -99,6 +99,48 @@ class Cgroup:
         period = _read_int(self._v1("cpu") / "cpu.cfs_period_us")
         return quota / period if quota > 0 and period else None
 
+    def cpus(self) -> str | None:
+        """The cpuset's CPUs (`0-1`), None when it cannot be read."""
+        base = self._v2() if self.layout == "v2" else self._v1("cpuset")
+        name = "cpuset.cpus.effective" if self.layout == "v2" else "cpuset.cpus"
+        try:
+            return (base / name).read_text().strip() or None
+        except OSError:
+            return None
+
+    def fill_cpuset_parents(self) -> None:
+        """Under cgroup v1 a new cpuset has no CPUs and no memory nodes, and no child can be
+        given one its parent lacks: give this cgroup's parents their own parent's (runsc makes
+        them empty), so runsc can narrow the sandbox's cpuset (bundle.boot_cpus)."""
+        if self.layout == "v2":
+            return
+        top = self.root / "cpuset"
+        directory = top
+        for part in Path(self.path.lstrip("/")).parent.parts:
+            directory = directory / part
+            with contextlib.suppress(OSError):
+                directory.mkdir(exist_ok=True)
+                for name in ("cpuset.cpus", "cpuset.mems"):
+                    if not (directory / name).read_text().strip():
+                        (directory / name).write_text((directory.parent / name).read_text())
+
+    def widen_cpus(self) -> bool:
+        """Give the cgroup every CPU its parent has (a sandbox starts on fewer so its kernel
+        counts its own CPUs: bundle.boot_cpus); False when that could not be written."""
+        if self.layout == "v2":
+            target, value = self._v2() / "cpuset.cpus", ""
+        else:
+            target = self._v1("cpuset") / "cpuset.cpus"
+            try:
+                value = (target.parent.parent / "cpuset.cpus").read_text().strip()
+            except OSError:
+                return False
+        try:
+            target.write_text(value)
+        except OSError:
+            return False
+        return True
+
     def usage(self) -> Usage:
         if self.layout == "v2":
             base = self._v2()

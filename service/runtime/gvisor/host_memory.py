@@ -1,10 +1,11 @@
 """Admission of gVisor sandboxes against the host's memory.
 
-A gVisor sandbox's writable space is tmpfs in the sandbox kernel's memory, so its memory cgroup
-limit (memory + writable space + the kernel, `bundle.memory_limit_mib`) is what it can
-take from the host. The sum of those limits over the sandboxes this runtime holds may not
-exceed the budget: a start that would go over it is refused (`HostMemoryExhausted`, a 503 with
-Retry-After at the edge) instead of letting the host's OOM killer choose among the database,
+A gVisor sandbox's memory cgroup limit (`bundle.memory_limit_mib`: its memory, its kernel's
+included; its writable space is on the node's disk, disk.py) is what it can take from the
+host's memory (records from before kept writable space in tmpfs, in memory, and count it).
+The sum of those limits over the sandboxes this runtime holds may not exceed the budget: a
+start that would go over it is refused (`HostMemoryExhausted`, a 503 with Retry-After at the
+edge) instead of letting the host's OOM killer choose among the database,
 the service and other tenants' sandboxes.
 
 The ledger is the sandboxes' own records (each directory's `memory_limit_mib`), read once when
@@ -69,8 +70,8 @@ class HostMemory:
                 self.budget_mib,
             )
             raise HostMemoryExhausted(
-                f"this host cannot take a sandbox of {limit_mib} MiB (memory and writable "
-                "space) now; retry later or ask for less"
+                f"this host cannot take a sandbox of {limit_mib} MiB of memory now; retry "
+                "later or ask for less"
             )
         self._held[sandbox_id] = limit_mib
 
@@ -85,7 +86,7 @@ class HostMemory:
                 if meta.get("paused"):  # checkpointed to disk: it holds no memory
                     continue
                 limit = meta.get("memory_limit_mib") or bundle.memory_limit_mib(
-                    msgspec.convert(meta["spec"], SandboxSpec), with_home=True
+                    msgspec.convert(meta["spec"], SandboxSpec), True, bundle.layout_of(meta)
                 )
             except (OSError, ValueError, KeyError, TypeError, msgspec.ValidationError):
                 continue

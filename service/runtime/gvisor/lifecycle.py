@@ -26,7 +26,7 @@ import msgspec
 from .. import images
 from ..errors import SandboxBusy, SandboxNotFound, SandboxRuntimeError, SnapshotNotFound
 from ..types import SandboxSpec
-from . import bundle, cgroups, hostproc, netstack, network, reaper
+from . import bundle, cgroups, disk, hostproc, netstack, network, reaper
 from .agent_link import AgentLink, AgentLost
 from .core import Core
 from .platform import PlatformChoice
@@ -47,10 +47,13 @@ class Lifecycle(Core):
         snapshot: str | None,
         rootfs: Path,
         agent: str | None,
+        layout: str = bundle.DISK,
     ) -> Sandbox:
-        """A new sandbox record; `agent`: where its exec agent is mounted (None: none)."""
+        """A new sandbox record; `agent`: where its exec agent is mounted (None: none);
+        `layout`: where its writable space is (bundle.DISK, or TMPFS for a snapshot from
+        before)."""
         sandbox_id = self.store.new_id()
-        limit = bundle.memory_limit_mib(spec, bundle.home_of(rootfs) is not None)
+        limit = bundle.memory_limit_mib(spec, bundle.home_of(rootfs) is not None, layout)
         self.host_memory.admit(sandbox_id, limit)  # before anything is made
         directory = self.store.dir_of(sandbox_id)
         try:  # nothing is tracked until it is saved: a failure before gives the room back
@@ -67,6 +70,7 @@ class Lifecycle(Core):
                 "cgroup": self.store.cgroup_path(sandbox_id),
                 "agent": agent,
                 "memory_limit_mib": limit,
+                "writable": layout,
                 # the stack its network runs on for its whole life (restores included)
                 "net_stack": self.platform_choice.net_stack if spec.network != "none" else None,
             }
@@ -77,11 +81,27 @@ class Lifecycle(Core):
             self.host_memory.release(sandbox_id)
             raise
 
+    async def _make_disk(self, sandbox: Sandbox) -> None:
+        """The sandbox's writable space on the node's disk (disk.py), before its bundle is
+        written; on failure the sandbox is torn down and the error raised."""
+        if bundle.layout_of(sandbox.meta) != bundle.DISK:
+            return
+        space = disk.Disk(sandbox.dir)
+        try:
+            await asyncio.to_thread(space.make, sandbox.spec.disk_mib)
+        except BaseException:
+            await self._teardown(sandbox)
+            raise
+        sandbox.meta["disk"] = str(space.mount_point)
+        sandbox.save()
+
     async def _launch(self, sandbox: Sandbox, *args: str, own: bool = False) -> tuple[int, str]:
         """`runsc run|restore --detach` the bundle (`own`: a restore of its own checkpoint). A
         sandbox with the exec agent gets two pipes as PID 1's stdin/stdout: its link. After a
         restore, a ping proves the agent answers on the new pipes (else its execs go through
         `runsc exec`)."""
+        if sandbox.meta.get("disk"):  # its cpuset is narrowed while it boots
+            await asyncio.to_thread(sandbox.cgroup.fill_cpuset_parents)
         # Nothing started through `runsc exec` runs yet (a restore ends all of it).
         sandbox.meta["runsc_execs"] = False
         sandbox.save()
@@ -106,6 +126,8 @@ class Lifecycle(Core):
         finally:
             for fd in stdio or ():
                 os.close(fd)
+        if code == 0 and sandbox.meta.get("disk") and not sandbox.cgroup.widen_cpus():
+            log.warning("sandbox %s: its cpuset could not be widened", sandbox.id)
         if ours is None or code != 0:
             for fd in ours or ():
                 os.close(fd)
@@ -222,6 +244,10 @@ class Lifecycle(Core):
         reaper.reap_adopted()
         if "net" in meta:
             await asyncio.to_thread(self.networks.remove, sandbox.id)
+        try:
+            await asyncio.to_thread(disk.Disk(sandbox.dir).remove)
+        except SandboxRuntimeError as exc:
+            log.warning("sandbox %s: its disk stays: %s", sandbox.id, exc)
         left = await asyncio.to_thread(sandbox.cgroup.remove)
         if left:
             log.warning("sandbox %s: cgroup directories left: %s", sandbox.id, left)

@@ -43,12 +43,17 @@ class Runsc:
             starts = stack == netstack.NETSTACK and bool(args) and args[0] in STARTS
             prefix = netstack.wrapper(network.netns_path(meta["id"]), starts)
             flags = netstack.FLAGS[stack]
+        # A sandbox whose writable space is on its own disk (disk.py): runsc keeps the root's
+        # overlay upper layer in a file on that file system.
+        disk = meta.get("disk")
+        overlay = (f"--overlay2=root:dir={disk}",) if disk else ()
         return [
             *prefix,
             self.binary,
             f"--root={self.root}",
             f"--platform={self.platform}",
             *flags,
+            *overlay,
             "--cpu-num-from-quota",
             *args,
         ]

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 from .. import images
 from ..errors import NotSupported, RuntimeUnavailable, SandboxFailed, SandboxNotFound
 from ..protocol import Capability, PortConnection
-from ..specs import validate
+from ..specs import parse_user, validate
 from ..types import SandboxInfo, SandboxSpec, SandboxStats
-from . import agent_link, bundle, cgroups, network, reaper
+from . import agent_link, bundle, cgroups, disk, network, reaper
 from .files import Files
 from .host_memory import HostMemory, default_budget_mib
 from .pause import Pauses
@@ -178,9 +178,26 @@ class GVisorRuntime(Pauses, Files, Policy):
                 raise
             sandbox.meta["net"] = slot.to_meta()
             sandbox.save()
+        await self._make_disk(sandbox)
         bundle.write(sandbox, rootfs)
         await self._start(sandbox, "run")
+        await self._own_writable_dirs(sandbox, rootfs)
         return sandbox.info()
+
+    async def _own_writable_dirs(self, sandbox: Sandbox, rootfs: Path) -> None:
+        """On its disk, /work and the home directory are the image's own directories, owned
+        as the image made them: when the sandbox's user is another, they become its (as the
+        tmpfs mounted there were)."""
+        if bundle.layout_of(sandbox.meta) != bundle.DISK:
+            return
+        uid, gid = parse_user(sandbox.spec.user)
+        wanted = [d for d in ("/work", bundle.home_of(rootfs)) if d]
+        if all(_owned(rootfs / d.lstrip("/"), uid, gid) for d in wanted):
+            return
+        script = f"mkdir -p {' '.join(wanted)} && chown {uid}:{gid} {' '.join(wanted)}"
+        code = await self._root_helper(sandbox, "own", ["/bin/sh", "-c", script], "CAP_CHOWN")
+        if code != 0:
+            log.warning("sandbox %s: /work is not its user's (exit %s)", sandbox.id, code)
 
     async def get(self, sandbox_id: str) -> SandboxInfo:
         sandbox = self.store.load(sandbox_id)
@@ -214,13 +231,19 @@ class GVisorRuntime(Pauses, Files, Policy):
         usage = await asyncio.to_thread(sandbox.cgroup.usage)
         # A sandbox just started has an agent that may not have said hello yet.
         ready = await self.agent_ready(sandbox_id, AGENT_HELLO_S)
-        inside = await sandbox.link.usage(list(bundle.WRITABLE)) if ready and sandbox.link else None
-        if inside is not None:
-            processes: int | None = inside.processes
+        on_disk = bundle.layout_of(sandbox.meta) == bundle.DISK
+        mounts = [] if on_disk else list(bundle.WRITABLE)  # on its disk: processes only
+        inside = await sandbox.link.usage(mounts) if ready and sandbox.link else None
+        processes = inside.processes if inside is not None else await self._processes(sandbox)
+        used: int | None = None
+        size: int | None = None
+        if on_disk:  # the node's view of the sandbox's own file system (disk.py)
+            space = await asyncio.to_thread(disk.Disk(sandbox.dir).usage)
+            if space is not None:
+                used, size = space[0], sandbox.spec.disk_mib << 20
+        elif inside is not None:
             used = sum(u for u, _ in inside.mounts.values())
-            size: int | None = sum(s for _, s in inside.mounts.values())
-        else:
-            processes, used, size = await self._processes(sandbox), None, None
+            size = sum(s for _, s in inside.mounts.values())
         return SandboxStats(
             cpu_seconds=usage.cpu_seconds,
             memory_bytes=usage.memory_bytes,
@@ -303,3 +326,11 @@ def _raise_open_files_limit() -> None:
     if soft < hard:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _owned(path: Path, uid: int, gid: int) -> bool:
+    try:
+        stat = path.stat()
+    except OSError:
+        return False
+    return (stat.st_uid, stat.st_gid) == (uid, gid)

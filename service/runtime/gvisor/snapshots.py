@@ -79,10 +79,12 @@ class Snapshots(Lifecycle, Execs):
             )
         path_env = meta.get("path_env") or bundle.DEFAULT_PATH
         agent = agent_link.mounted_at(meta.get("agent"))
-        sandbox = self._new_sandbox(image, spec, path_env, snapshot_id, rootfs, agent)
+        layout = bundle.layout_of(meta)  # restored in the layout it was taken in
+        sandbox = self._new_sandbox(image, spec, path_env, snapshot_id, rootfs, agent, layout)
         self.store.live[sandbox.id] = sandbox
         if spec.network != "none":
             await self._own_network(sandbox, spec)
+        await self._make_disk(sandbox)
         bundle.write(sandbox, rootfs)
         await self._start(sandbox, "restore", f"--image-path={directory / 'image'}")
         await self._set_hostname(sandbox)
@@ -235,6 +237,7 @@ class Snapshots(Lifecycle, Execs):
             "created_at": time.time(),
             "agent": agent_link.mounted_at(sandbox.meta.get("agent")),
             "net_stack": sandbox.meta.get("net_stack"),
+            "writable": bundle.layout_of(sandbox.meta),
         }
 
     async def _checkpoint_leaving_running(
