@@ -54,6 +54,10 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v iptables-restore >/dev/null 2>&1 || need+=(iptables)  # egress policy of sandboxes
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 command -v gzip >/dev/null 2>&1 || need+=(gzip)
+# each gVisor sandbox's disk: a file allocated in full, ext4, loop-mounted (gvisor/disk.py)
+command -v fallocate >/dev/null 2>&1 || need+=(util-linux)
+command -v mkfs.ext4 >/dev/null 2>&1 || need+=(e2fsprogs)
+command -v mount >/dev/null 2>&1 || need+=(mount)
 command -v patchelf >/dev/null 2>&1 || need+=(patchelf)  # links the image's statx shim
 command -v readelf >/dev/null 2>&1 || need+=(binutils)
 

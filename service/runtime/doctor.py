@@ -13,7 +13,7 @@ from pathlib import Path
 from . import images, select
 from .config import RuntimeConfig
 from .errors import RuntimeUnavailable, SandboxRuntimeError
-from .gvisor import GVisorRuntime, cgroups, choose_platform, platform
+from .gvisor import GVisorRuntime, cgroups, choose_platform, disk, platform
 from .types import ExecRequest, SandboxSpec
 
 DatabaseCheck = Callable[[], Awaitable[str]]
@@ -171,6 +171,14 @@ async def diagnose(
             report.add("runsc", False, f"{runsc}, {version}: {exc.diagnosis}")
         else:
             report.add("runsc", True, f"{runsc}, {version}\nplatform {choice}")
+
+    missing = disk.missing_tools()
+    report.add(
+        "sandbox disks",
+        not missing,
+        f"missing {', '.join(missing)}" if missing else "fallocate, mkfs.ext4, mount (loop)",
+        "apt-get install util-linux mount e2fsprogs" if missing else None,
+    )
 
     layout = cgroups.detect()
     report.add("cgroups", layout != "none", layout, None if layout != "none" else "mount cgroupfs")

@@ -7,8 +7,8 @@ system in a file of its own (`disk.img` in the sandbox's directory, loop-mounted
 the sandbox's `disk_mib`: whatever the sandbox writes anywhere (`/work`, `/tmp`, its home,
 `pip install` into the image's venv) is on the node's disk, a full disk is ENOSPC inside,
 and none of it counts against the sandbox's memory cap. The file is allocated in full
-(`fallocate`), so a node never promises more disk than it has: a start that does not fit is
-refused (`HostDiskExhausted`).
+(`fallocate`), so a node never promises more disk than it has: a start that would leave less
+than `HOST_RESERVE_MIB` free is refused (`HostDiskExhausted`, a 503 with Retry-After).
 
 Deleting files inside gives the space back: the sandbox kernel punches the freed pages out of
 its filestore.
@@ -30,6 +30,7 @@ IMAGE = "disk.img"
 MOUNT = "disk"
 TOOLS = ("fallocate", "mkfs.ext4", "mount", "umount")
 COMMAND_TIMEOUT_S = 60.0
+HOST_RESERVE_MIB = 1024  # of the node's free disk, never given to sandboxes
 
 
 class HostDiskExhausted(ResourceExhausted):
@@ -80,6 +81,13 @@ class Disk:
             raise
 
     def _allocate(self, size_mib: int) -> None:
+        free_mib = shutil.disk_usage(self.directory).free >> 20
+        if free_mib - size_mib < HOST_RESERVE_MIB:
+            raise HostDiskExhausted(
+                f"this node's disk has no room for {size_mib} MiB of writable space now "
+                f"({free_mib} MiB free, {HOST_RESERVE_MIB} MiB of it kept for the node); "
+                "retry later or ask for a smaller disk"
+            )
         with self.image.open("wb") as out:
             try:
                 os.posix_fallocate(out.fileno(), 0, size_mib << 20)

@@ -1,0 +1,75 @@
+"""Each size's memory and disk caps as its processes meet them, through HTTP on gVisor: the
+sandbox's own `/proc/meminfo` and `nproc` say its size, its metrics report the limits the
+tenant asked for, 0.8x of each cap fits and 1.2x does not (memory: the exec ends `oom`;
+disk: ENOSPC), and writing the disk full never counts against the memory cap (a sandbox
+writes more than its memory to disk and lives on)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from service.sandboxes.schemas import SIZES
+from tests.e2e.conftest import Airlock, Tenant, run_exec
+
+MIB = 1 << 20
+# Touches every byte it allocates (`b"x" * n` writes them; a bytearray of zeros would not).
+ALLOCATE = "import sys; x = b'x' * (int(sys.argv[1]) << 20); print(len(x) >> 20)"
+
+
+async def _sh(tenant: Tenant, sandbox_id: str, script: str, timeout_s: int = 240) -> dict:
+    _, done = await run_exec(
+        tenant.client, sandbox_id, cmd=["sh", "-c", script], timeout_s=timeout_s
+    )
+    assert done is not None
+    return done.to_dict()
+
+
+@pytest.mark.parametrize(
+    "size", [pytest.param("small", marks=pytest.mark.sqlite), "medium", "large"]
+)
+async def test_a_sizes_caps_are_what_its_processes_meet(
+    airlock: Airlock, tenant: Tenant, size: str
+) -> None:
+    cpus, memory_mib, disk_mib = SIZES[size]
+    sandbox = await airlock.sandbox(tenant, size=size)
+    assert (sandbox.cpus, sandbox.memory_mib, sandbox.disk_mib) == (cpus, memory_mib, disk_mib)
+
+    seen = await _sh(tenant, sandbox.id, "grep MemTotal /proc/meminfo; nproc")
+    mem_total, nproc = seen["stdout"].split("\n")[:2]
+    assert int(mem_total.split()[1]) == memory_mib * 1024, seen
+    assert int(nproc) == min(cpus, os.cpu_count() or 1), seen  # a host shows what it has
+
+    async with airlock.http(tenant.key) as http:
+        r = await http.get(f"/v1/sandboxes/{sandbox.id}/metrics")
+    assert r.status_code == 200, r.text
+    metrics = r.json()
+    assert metrics["memory_limit_bytes"] == memory_mib * MIB, metrics
+    assert metrics["writable_limit_bytes"] == disk_mib * MIB, metrics
+
+    # Disk: 0.8x fits, anywhere the sandbox writes; 1.2x ends in ENOSPC past the cap (the file
+    # system's own tables leave a little over it), and the space comes back on delete.
+    fits = await _sh(
+        tenant,
+        sandbox.id,
+        f"dd if=/dev/zero of=/work/a bs=1M count={disk_mib * 8 // 10} 2>&1 >/dev/null | tail -1"
+        " && rm /work/a",
+    )
+    assert fits["exit_code"] == 0, fits
+    full = await _sh(
+        tenant,
+        sandbox.id,
+        f"dd if=/dev/zero of=/tmp/b bs=1M count={disk_mib * 12 // 10}; wc -c < /tmp/b; rm /tmp/b",
+    )
+    assert "No space left on device" in full["stderr"], full
+    written = int(full["stdout"].split()[-1])
+    assert disk_mib * MIB <= written <= disk_mib * MIB * 1.03, (written, full)
+    assert full["exit_code"] == 0  # the rm after it
+    assert written > memory_mib * MIB  # more than its memory, on disk: not the memory cap
+
+    # Memory: 0.8x fits with the sandbox kernel inside the cap; 1.2x is an OOM.
+    small = await _sh(tenant, sandbox.id, f'python3 -c "{ALLOCATE}" {memory_mib * 8 // 10}')
+    assert (small["outcome"], small["exit_code"]) == ("exited", 0), small
+    big = await _sh(tenant, sandbox.id, f'python3 -c "{ALLOCATE}" {memory_mib * 12 // 10}')
+    assert big["outcome"] == "oom", big
