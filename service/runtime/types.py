@@ -155,13 +155,16 @@ class SnapshotInfo(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class PauseInfo(msgspec.Struct, frozen=True, kw_only=True):
-    """A paused sandbox's checkpoint: its bytes on the host's disk, how long it took, and the
+    """A paused sandbox's checkpoint: its bytes on the host's disk, how long it took, the
     snapshot it is (None on a runtime whose checkpoint is not one), which another node of the
-    same runtime can start the sandbox from."""
+    same runtime can start the sandbox from, and what it could not keep."""
 
     size_bytes: int
     seconds: float
     snapshot_id: str | None = None
+    # TCP connections with peers outside the sandbox that the checkpoint reset (`local ->
+    # remote`): a peer outside cannot be carried through a checkpoint.
+    connections_cut: list[str] = msgspec.field(default_factory=list)
 
 
 class ImageInfo(msgspec.Struct, frozen=True, kw_only=True):

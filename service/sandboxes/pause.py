@@ -124,6 +124,7 @@ async def pause_sandbox(
         row.pause_bytes = paused.size_bytes
         row.pause_snapshot_id, row.pause_digest = paused.snapshot_id, None
         row.pause_node_id = row.node_id if paused.snapshot_id is not None else None
+        row.pause_cut = list(paused.connections_cut)
         row.pause_expires_at = min(row.expires_at, now + timedelta(seconds=quotas.max_paused_s))
         await transition(session, row, State.PAUSED, reason)
         await record(
@@ -132,7 +133,12 @@ async def pause_sandbox(
             chain=tenant_id,
             action="sandbox.pause",
             target=row.id,
-            details={"reason": reason, "duration_ms": took_ms, "size_bytes": paused.size_bytes},
+            details={
+                "reason": reason,
+                "duration_ms": took_ms,
+                "size_bytes": paused.size_bytes,
+                "connections_cut": list(paused.connections_cut),
+            },
         )
         return to_schema(row)
 
@@ -193,6 +199,7 @@ async def resume_sandbox(
         await transition(session, row, State.RUNNING, reason)
         details: dict[str, Any] = {
             "reason": reason, "duration_ms": took_ms, "paused_s": paused_for,
+            "connections_cut": row.pause_cut or [],
         }  # fmt: skip
         if not resuming.in_place:
             details["from_checkpoint"] = resuming.snapshot_id

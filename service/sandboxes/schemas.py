@@ -187,6 +187,10 @@ class Sandbox(msgspec.Struct, kw_only=True):
     paused_at: datetime | None = None
     pause_bytes: int | None = None
     pause_expires_at: datetime | None = None
+    # The TCP connections with peers outside the sandbox that its last pause reset
+    # (`local -> remote`; a checkpoint cannot carry them), shown until it is paused again;
+    # none: not paused since this was recorded.
+    connections_cut: list[str] | None = None
 
 
 class SandboxPage(msgspec.Struct, kw_only=True):

@@ -78,6 +78,7 @@ def to_schema(row: SandboxRow) -> Sandbox:
         paused_at=row.paused_at,
         pause_bytes=row.pause_bytes,
         pause_expires_at=row.pause_expires_at,
+        connections_cut=row.pause_cut,
     )
 
 

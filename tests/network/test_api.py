@@ -174,3 +174,74 @@ async def test_exec_audit_shows_the_policy_and_what_it_refused(
     assert net["mode"] == "allowlist" and net["allow"] == network["allow"]
     assert net["allowed_packets"] > 0, net
     assert net["blocked_packets"] > 0
+
+
+# Holds a TCP connection to (host, port) open and notes how it ended.
+HOLDER = (
+    "import socket, sys\n"
+    "s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)\n"
+    "open('/tmp/conn', 'w').write('connected\\n')\n"
+    "s.settimeout(None)\n"
+    "try:\n"
+    "    end = 'eof' if not s.recv(1) else 'data'\n"
+    "except OSError as exc:\n"
+    "    end = type(exc).__name__\n"
+    "open('/tmp/conn', 'a').write(end + '\\n')\n"
+)
+# A connection within the sandbox (loopback): a server echoing, a client that sends a byte
+# every 0.1 s and counts the answers in /tmp/loop (or notes the error that ended it).
+LOOPBACK = (
+    "import os, socket, time\n"
+    "srv = socket.create_server(('127.0.0.1', 9100))\n"
+    "if os.fork() == 0:\n"
+    "    c, _ = srv.accept()\n"
+    "    while (b := c.recv(1)):\n"
+    "        c.sendall(b)\n"
+    "    os._exit(0)\n"
+    "s = socket.create_connection(('127.0.0.1', 9100))\n"
+    "n = 0\n"
+    "try:\n"
+    "    while True:\n"
+    "        s.sendall(b'x'); assert s.recv(1) == b'x'; n += 1\n"
+    "        open('/tmp/loop', 'w').write(str(n)); time.sleep(0.1)\n"
+    "except Exception as exc:\n"
+    "    open('/tmp/loop', 'w').write(type(exc).__name__)\n"
+)
+
+
+async def _sh(tenant: Tenant, sandbox_id: str, script: str) -> str:
+    _, ex = await run_exec(tenant.client, sandbox_id, cmd=["sh", "-c", script], timeout_s=60)
+    assert ex is not None and ex.exit_code == 0, ex
+    return str(ex.stdout)
+
+
+async def test_a_pause_says_which_connections_it_cut(airlock: Airlock, peer: Peer) -> None:
+    """A checkpoint cannot carry a TCP connection to a peer outside the sandbox: runsc resets
+    it. The pause's answer, the resume's and both audit records name it; a connection within
+    the sandbox is kept and not named."""
+    tenant = await airlock.tenant(network_private_cidrs=PEERS)
+    network = {"mode": "allowlist", "allow": [f"{peer.address}:8081"]}
+    sandbox = await airlock.sandbox(tenant, network=network)
+    detached = "</dev/null >/dev/null 2>&1 &"
+    await _sh(
+        tenant,
+        sandbox.id,
+        f'python3 -c "{HOLDER}" {peer.address} 8081 {detached} '
+        f'python3 -c "{LOOPBACK}" {detached} sleep 1; cat /tmp/conn',
+    )
+    async with airlock.http(tenant.key) as http:
+        r = await http.post(f"/v1/sandboxes/{sandbox.id}/pause")
+        assert r.status_code == 200, r.text
+        cut = r.json()["connections_cut"]
+        assert len(cut) == 1 and cut[0].endswith(f" -> {peer.address}:8081"), cut
+        r = await http.post(f"/v1/sandboxes/{sandbox.id}/resume")
+        assert r.status_code == 200, r.text
+        assert r.json()["connections_cut"] == cut
+    ended = await _sh(tenant, sandbox.id, "sleep 1; cat /tmp/conn")
+    assert ended == "connected\nConnectionAbortedError\n"
+    first = await _sh(tenant, sandbox.id, "cat /tmp/loop")
+    later = await _sh(tenant, sandbox.id, "sleep 1; cat /tmp/loop")
+    assert first.isdigit() and later.isdigit() and int(later) > int(first), (first, later)
+    events = {e["action"]: e for e in await audit_events(airlock, tenant)}
+    assert events["sandbox.pause"]["details"]["connections_cut"] == cut
+    assert events["sandbox.resume"]["details"]["connections_cut"] == cut

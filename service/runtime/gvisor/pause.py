@@ -12,7 +12,8 @@ it deletes its checkpoint. Processes come back as they were: background ones (`&
 `setsid`, double forks), what execs still running started, and those execs themselves (the
 agent's link is held across, and their deadlines stop meanwhile). On this runsc processes
 started through `runsc exec` do not come back, so a pause is refused while any may run (as a
-snapshot is); open TCP connections to outside are reset.
+snapshot is); open TCP connections to outside are reset, and the pause names them
+(`PauseInfo.connections_cut`, read from the sandbox's own tables just before: connections.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from .. import records
 from ..errors import SandboxBusy, SandboxFailed, SandboxRuntimeError
 from ..types import PauseInfo, SandboxInfo
+from . import connections
 from .snapshots import Snapshots
 from .store import Sandbox
 
@@ -85,6 +87,10 @@ class Pauses(Snapshots):
 
     async def _checkpoint_and_stop(self, sandbox: Sandbox) -> PauseInfo:
         started = time.monotonic()
+        cut: list[str] = []
+        if sandbox.spec.network != "none":  # without a network every peer is the sandbox
+            tables = await self._inside_lines(sandbox, connections.TCP_TABLES)
+            cut = connections.outside("\n".join(tables))
         snapshot_id = records.new_snapshot_id()
         directory = self._snapshot_dir(snapshot_id)
         (directory / "image").mkdir(parents=True)
@@ -102,5 +108,8 @@ class Pauses(Snapshots):
         sandbox.meta["paused"] = {"at": time.time(), "size_bytes": size, "snapshot": snapshot_id}
         sandbox.save()
         return PauseInfo(
-            size_bytes=size, seconds=time.monotonic() - started, snapshot_id=snapshot_id
+            size_bytes=size,
+            seconds=time.monotonic() - started,
+            snapshot_id=snapshot_id,
+            connections_cut=cut,
         )

@@ -42,6 +42,7 @@ class Sandbox:
         template (None | str):
         template_version (int | None):
         ttl_s (int):
+        connections_cut (list[str] | None | Unset):
         idle_timeout_s (int | None | Unset):
         last_activity_at (None | str | Unset):
         node_id (None | str | Unset):
@@ -69,6 +70,7 @@ class Sandbox:
     template: None | str
     template_version: int | None
     ttl_s: int
+    connections_cut: list[str] | None | Unset = UNSET
     idle_timeout_s: int | None | Unset = UNSET
     last_activity_at: None | str | Unset = UNSET
     node_id: None | str | Unset = UNSET
@@ -121,6 +123,15 @@ class Sandbox:
         template_version = self.template_version
 
         ttl_s = self.ttl_s
+
+        connections_cut: list[str] | None | Unset
+        if isinstance(self.connections_cut, Unset):
+            connections_cut = UNSET
+        elif isinstance(self.connections_cut, list):
+            connections_cut = self.connections_cut
+
+        else:
+            connections_cut = self.connections_cut
 
         idle_timeout_s: int | None | Unset
         if isinstance(self.idle_timeout_s, Unset):
@@ -183,6 +194,8 @@ class Sandbox:
                 "ttl_s": ttl_s,
             }
         )
+        if connections_cut is not UNSET:
+            field_dict["connections_cut"] = connections_cut
         if idle_timeout_s is not UNSET:
             field_dict["idle_timeout_s"] = idle_timeout_s
         if last_activity_at is not UNSET:
@@ -273,6 +286,23 @@ class Sandbox:
 
         ttl_s = d.pop("ttl_s")
 
+        def _parse_connections_cut(data: object) -> list[str] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                connections_cut_type_0 = cast(list[str], data)
+
+                return connections_cut_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[str] | None | Unset, data)
+
+        connections_cut = _parse_connections_cut(d.pop("connections_cut", UNSET))
+
         def _parse_idle_timeout_s(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -347,6 +377,7 @@ class Sandbox:
             template=template,
             template_version=template_version,
             ttl_s=ttl_s,
+            connections_cut=connections_cut,
             idle_timeout_s=idle_timeout_s,
             last_activity_at=last_activity_at,
             node_id=node_id,
