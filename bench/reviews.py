@@ -14,9 +14,12 @@ corpus does): 736 tests, about 20,000 unittest subtests. Each round, in turn:
 
 A review's time is from its POST to its report's end (fetch, sandboxes, checkout, diff, both
 runs, cleanup, gate). No model is configured. Prints each round and the medians, and each
-review mode's median over native's.
+review mode's median over native's. Then `--concurrent` reviews (5 by default; 0: none) are
+posted at once, each by a fresh tenant allowed two sandboxes (no kept baseline), as a burst
+of pull requests would come: each one's time, their median and the time until the last
+finished, against native's median.
 
-    .venv/bin/python bench/reviews.py [--rounds 3]
+    .venv/bin/python bench/reviews.py [--rounds 3] [--concurrent 5]
 
 Uses PostgreSQL when AIRLOCK_TEST_PG_ADMIN_URL is set, otherwise the embedded SQLite.
 """
@@ -124,6 +127,7 @@ async def review(client: httpx.AsyncClient, auth: dict[str, str], repo: Path, he
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--concurrent", type=int, default=5)
     args = parser.parse_args()
     env = {"AIRLOCK_REVIEW_ALLOW_LOCAL_REPOS": "true"}
     with tempfile.TemporaryDirectory(prefix="airlock-bench-reviews-") as tmp:
@@ -150,6 +154,28 @@ async def main() -> None:
                   + "".join(f"{medians[m]:>17.1f}" for m in MODES))  # fmt: skip
             print(f"{'÷ native':>15}" + "".join(
                 f"{medians[m] / medians['native']:>16.2f}x" for m in MODES))  # fmt: skip
+            if args.concurrent:
+                await burst(client, server.operator, repo, args.concurrent, 2 * args.rounds,
+                            medians["native"])  # fmt: skip
+
+
+async def burst(
+    client: httpx.AsyncClient, operator: str, repo: Path, count: int, heads: int, native_s: float
+) -> None:
+    tenants = [await tenant(client, operator, 4) for _ in range(count)]
+    start = time.monotonic()
+    took = await asyncio.gather(*(
+        review(client, auth, repo, f"head-{n % heads}") for n, auth in enumerate(tenants)
+    ))  # fmt: skip
+    wall = time.monotonic() - start
+    median = statistics.median(took)
+    print(f"\n{count} reviews at once (two sandboxes allowed each, no kept baseline)")
+    print("each s: " + ", ".join(f"{t:.1f}" for t in sorted(took)))
+    per = wall / count / native_s
+    print(
+        f"median {median:.1f} s ({median / native_s:.2f}x native), all done after "
+        f"{wall:.1f} s ({wall / native_s:.2f}x native, {per:.2f}x per review)"
+    )
 
 
 if __name__ == "__main__":
