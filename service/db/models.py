@@ -199,8 +199,8 @@ class Sandbox(Base):
     paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     pause_bytes: Mapped[int | None] = mapped_column(BigInteger(), nullable=True)
     pause_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
-    # The TCP connections to outside that its last pause cut (`local -> remote`): kept after
-    # the resume, so its answer says what was lost, until the next pause.
+    # The TCP connections to outside that its last checkpoint (a pause, a fork) cut (`local ->
+    # remote`): kept after the resume, so its answer says what was lost, until the next.
     pause_cut: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     # The checkpoint as a snapshot another node can start it from, the node whose runtime took
     # it (and holds the paused runtime sandbox: `node_id` differs once it moved), and its

@@ -152,6 +152,9 @@ class SnapshotInfo(msgspec.Struct, frozen=True, kw_only=True):
     spec: SandboxSpec
     created_at: float
     size_bytes: int
+    # The source's TCP connections with peers outside it that taking this snapshot reset
+    # (`local -> remote`), told by the call that took it.
+    connections_cut: list[str] = msgspec.field(default_factory=list)
 
 
 class PauseInfo(msgspec.Struct, frozen=True, kw_only=True):

@@ -79,7 +79,7 @@ async def fork_sandbox(
     assert parent_runtime_id is not None
     snapshot = await _snapshot(runtime, parent_runtime_id)
     try:
-        child_id = await _record_child(db, ctx, asked)
+        child_id = await _record_child(db, ctx, asked, list(snapshot.connections_cut))
         info = await _start_child(db, runtime, tenant_id, ctx, child_id, snapshot)
     finally:
         await runtime.delete_snapshot(snapshot.id)
@@ -107,8 +107,10 @@ async def _allowed_parent(session: AsyncSession, asked: _Asked) -> tuple[Sandbox
     return parent, quotas
 
 
-async def _record_child(db: Db, ctx: AuditContext, asked: _Asked) -> str:
-    """The child's row (`creating`) and the audit events; its id."""
+async def _record_child(db: Db, ctx: AuditContext, asked: _Asked, cut: list[str]) -> str:
+    """The child's row (`creating`) and the audit events; its id. `cut`: the parent's TCP
+    connections to outside that the fork's checkpoint reset (in the parent and, as copies, in
+    the child): both rows and the fork's event name them."""
     data, tenant_id = asked.data, asked.tenant_id
     async with db() as session, session.begin():
         parent, quotas = await _allowed_parent(session, asked)
@@ -132,12 +134,13 @@ async def _record_child(db: Db, ctx: AuditContext, asked: _Asked) -> str:
             node_id=asked.node_id,
         )
         row.idle_timeout_s = idle_timeout(quotas, data.idle_timeout_s)
+        row.pause_cut = parent.pause_cut = cut
         repository(session, asked.principal).add(row)
         await transition(session, row, State.CREATING, f"forked from {parent.id}")
         details = {**service.create_details(row, None), "forked_from": parent.id}
         await record(
             session, ctx, chain=tenant_id, action="sandbox.fork", target=parent.id,
-            details={"child": row.id},
+            details={"child": row.id, "connections_cut": cut},
         )  # fmt: skip
         await record(
             session, ctx, chain=tenant_id, action="sandbox.create", target=row.id, details=details

@@ -187,9 +187,9 @@ class Sandbox(msgspec.Struct, kw_only=True):
     paused_at: datetime | None = None
     pause_bytes: int | None = None
     pause_expires_at: datetime | None = None
-    # The TCP connections with peers outside the sandbox that its last pause reset
-    # (`local -> remote`; a checkpoint cannot carry them), shown until it is paused again;
-    # none: not paused since this was recorded.
+    # The TCP connections with peers outside the sandbox that its last checkpoint reset
+    # (`local -> remote`; a checkpoint cannot carry them): a pause's, or a fork's (of it, or
+    # the one it was forked from); shown until the next; none: no such checkpoint recorded.
     connections_cut: list[str] | None = None
 
 

@@ -1,8 +1,9 @@
-"""Each size's memory and disk caps as its processes meet them, through HTTP on gVisor: the
-sandbox's own `/proc/meminfo` and `nproc` say its size, its metrics report the limits the
-tenant asked for, 0.8x of each cap fits and 1.2x does not (memory: the exec ends `oom`;
-disk: ENOSPC), and writing the disk full never counts against the memory cap (a sandbox
-writes more than its memory to disk and lives on)."""
+"""Each size's memory, disk and process caps as its processes meet them, through HTTP on
+gVisor: the sandbox's own `/proc/meminfo` and `nproc` say its size, its metrics report the
+limits the tenant asked for, 0.8x of each cap fits and 1.2x does not (memory: the exec ends
+`oom`; disk: ENOSPC; processes: fork fails with EAGAIN), and writing the disk full never
+counts against the memory cap (a sandbox writes more than its memory to disk and lives on).
+CPU has its own test (test_caps.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,24 @@ from service.sandboxes.schemas import SIZES
 from tests.e2e.conftest import Airlock, Tenant, run_exec
 
 MIB = 1 << 20
+# Forks up to argv[1] children that wait, says how many it got and why it stopped, ends them.
+FORKS = (
+    "import os, sys, time\n"
+    "kids, why = [], 'all'\n"
+    "try:\n"
+    "    for _ in range(int(sys.argv[1])):\n"
+    "        pid = os.fork()\n"
+    "        if pid == 0:\n"
+    "            time.sleep(60)\n"
+    "            os._exit(0)\n"
+    "        kids.append(pid)\n"
+    "except OSError as exc:\n"
+    "    why = os.strerror(exc.errno)\n"
+    "print(len(kids), why)\n"
+    "for pid in kids:\n"
+    "    os.kill(pid, 9)\n"
+    "    os.waitpid(pid, 0)\n"
+)
 # Touches every byte it allocates (`b"x" * n` writes them; a bytearray of zeros would not).
 ALLOCATE = "import sys; x = b'x' * (int(sys.argv[1]) << 20); print(len(x) >> 20)"
 
@@ -47,6 +66,20 @@ async def test_a_sizes_caps_are_what_its_processes_meet(
     metrics = r.json()
     assert metrics["memory_limit_bytes"] == memory_mib * MIB, metrics
     assert metrics["writable_limit_bytes"] == disk_mib * MIB, metrics
+    pids = metrics["processes_limit"]
+
+    # Processes: 0.8x of the cap start; past it, fork fails inside and the sandbox goes on.
+    for share, fits in ((8, True), (12, False)):
+        _, done = await run_exec(
+            tenant.client, sandbox.id, cmd=["python3", "-c", FORKS, str(pids * share // 10)],
+            timeout_s=120,
+        )  # fmt: skip
+        assert done is not None and done.exit_code == 0, done
+        got, why = str(done.stdout).split(" ", 1)
+        if fits:
+            assert (int(got), why.strip()) == (pids * 8 // 10, "all"), done
+        else:
+            assert int(got) < pids and "Resource temporarily unavailable" in why, done
 
     # Disk: 0.8x fits, anywhere the sandbox writes; 1.2x ends in ENOSPC past the cap (the file
     # system's own tables leave a little over it), and the space comes back on delete.

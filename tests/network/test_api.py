@@ -245,3 +245,29 @@ async def test_a_pause_says_which_connections_it_cut(airlock: Airlock, peer: Pee
     events = {e["action"]: e for e in await audit_events(airlock, tenant)}
     assert events["sandbox.pause"]["details"]["connections_cut"] == cut
     assert events["sandbox.resume"]["details"]["connections_cut"] == cut
+
+
+async def test_a_fork_says_which_connections_its_checkpoint_cut(
+    airlock: Airlock, peer: Peer
+) -> None:
+    """A fork checkpoints the running parent: its TCP connections to outside are reset there
+    (and in the child's copy); the fork's answer, the parent's record and the fork's audit
+    event name them."""
+    tenant = await airlock.tenant(network_private_cidrs=PEERS)
+    network = {"mode": "allowlist", "allow": [f"{peer.address}:8081"]}
+    parent = await airlock.sandbox(tenant, network=network)
+    holder = f'python3 -c "{HOLDER}" {peer.address} 8081 </dev/null >/dev/null 2>&1 &'
+    await _sh(tenant, parent.id, f"{holder} sleep 1; cat /tmp/conn")
+    async with airlock.http(tenant.key) as http:
+        r = await http.post(f"/v1/sandboxes/{parent.id}/fork", json={})
+        assert r.status_code == 201, r.text
+        child = r.json()
+        tenant.sandboxes.append(child["id"])
+        cut = child["connections_cut"]
+        assert len(cut) == 1 and cut[0].endswith(f" -> {peer.address}:8081"), cut
+        assert (await http.get(f"/v1/sandboxes/{parent.id}")).json()["connections_cut"] == cut
+    for sandbox_id in (parent.id, child["id"]):
+        ended = await _sh(tenant, sandbox_id, "sleep 1; cat /tmp/conn")
+        assert ended == "connected\nConnectionAbortedError\n", (sandbox_id, ended)
+    forks = [e for e in await audit_events(airlock, tenant) if e["action"] == "sandbox.fork"]
+    assert [e["details"]["connections_cut"] for e in forks] == [cut]

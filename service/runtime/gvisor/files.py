@@ -26,13 +26,15 @@ from .core import TRANSFER_TIMEOUT_S
 from .execs import Execs
 from .store import Sandbox
 
-# What a sandbox wrote lives in its tmpfs mounts (the root is read-only); `copy_files` moves
-# them with tar inside both sandboxes. The mounts' own directories are not in the archive, so
-# the target's keep their owner and mode.
-PACK_SCRIPT = r"""
+# What a sandbox wrote in its work, home and scratch directories; `copy_files` moves it with
+# tar inside both sandboxes. The directories themselves are not in the archive, so the
+# target's keep their owner and mode, and neither is the image's empty file that keeps /tmp
+# on the sandbox's disk (bundle.TMP_KEEP: root's, in a sticky directory, it cannot be
+# replaced by the sandbox's user).
+PACK_SCRIPT = rf"""
 cd / || exit 1
 for d in work home/sandbox tmp var/tmp; do
-  [ -d "$d" ] && find "$d" -mindepth 1 -maxdepth 1 -print0
+  [ -d "$d" ] && find "$d" -mindepth 1 -maxdepth 1 ! -path tmp/{bundle.TMP_KEEP} -print0
 done | tar -cf - --null -T -
 """
 # tar stops reading at the archive's end marker; the rest is read too, so the source's tar is
@@ -115,9 +117,9 @@ class Files(Execs):
         return scripts.parse_listing(result.stdout)
 
     async def copy_files(self, source_id: str, target_id: str) -> int:
-        """Copy what the source sandbox wrote into the target: everything under its writable
-        mounts (the root is read-only), streamed from a `tar` in one into a `tar` in the
-        other, each as its sandbox's user. The host only passes bytes along; it never opens
+        """Copy what the source sandbox wrote into the target: everything under its work,
+        home and scratch directories (PACK_SCRIPT), streamed from a `tar` in one into a `tar`
+        in the other, each as its sandbox's user. The host only passes bytes along; it never opens
         the archive. Returns the bytes moved; SandboxRuntimeError with tar's words if either
         end fails. Processes and memory are not carried, only files."""
         source = await self.store.ready(source_id)

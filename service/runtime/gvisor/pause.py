@@ -26,7 +26,6 @@ from pathlib import Path
 from .. import records
 from ..errors import SandboxBusy, SandboxFailed, SandboxRuntimeError
 from ..types import PauseInfo, SandboxInfo
-from . import connections
 from .snapshots import Snapshots
 from .store import Sandbox
 
@@ -87,10 +86,7 @@ class Pauses(Snapshots):
 
     async def _checkpoint_and_stop(self, sandbox: Sandbox) -> PauseInfo:
         started = time.monotonic()
-        cut: list[str] = []
-        if sandbox.spec.network != "none":  # without a network every peer is the sandbox
-            tables = await self._inside_lines(sandbox, connections.TCP_TABLES)
-            cut = connections.outside("\n".join(tables))
+        cut = await self._connections_cut(sandbox)
         snapshot_id = records.new_snapshot_id()
         directory = self._snapshot_dir(snapshot_id)
         (directory / "image").mkdir(parents=True)

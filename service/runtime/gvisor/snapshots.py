@@ -25,7 +25,7 @@ from .. import images, records, snapshot_files
 from ..errors import InvalidSpec, SandboxBusy, SandboxFailed, SandboxRuntimeError, SnapshotNotFound
 from ..execution import ExecutionBase
 from ..types import SandboxInfo, SandboxSpec, SnapshotInfo
-from . import agent_link, bundle, netstack
+from . import agent_link, bundle, connections, netstack
 from .agent_execution import AgentExecution
 from .execs import Execs
 from .inside import HELD_PIPES_SCRIPT, LIVE_PROCESSES_SCRIPT
@@ -197,8 +197,17 @@ class Snapshots(Lifecycle, Execs):
         )
         return [line for line in (await check.wait()).stdout.decode().split("\n") if line]
 
+    async def _connections_cut(self, sandbox: Sandbox) -> list[str]:
+        """The TCP connections with peers outside the sandbox that a checkpoint now would
+        reset (connections.py); none without a network (every peer is the sandbox)."""
+        if sandbox.spec.network == "none":
+            return []
+        tables = await self._inside_lines(sandbox, connections.TCP_TABLES)
+        return connections.outside("\n".join(tables))
+
     async def _checkpoint_and_resume(self, sandbox: Sandbox) -> SnapshotInfo:
         sandbox_id = sandbox.id
+        cut = await self._connections_cut(sandbox)
         snapshot_id = records.new_snapshot_id()
         directory = self._snapshot_dir(snapshot_id)
         (directory / "image").mkdir(parents=True)
@@ -214,13 +223,14 @@ class Snapshots(Lifecycle, Execs):
             raise SandboxRuntimeError(f"checkpoint of {sandbox_id} failed: {out.strip()}")
         meta = self._snapshot_meta(sandbox, snapshot_id)
         records.write_json(directory / "snapshot.json", meta)
+        taken = msgspec.structs.replace(self._snapshot_info(meta, directory), connections_cut=cut)
         if leaves_running:
-            return self._snapshot_info(meta, directory)
+            return taken
         code, out = await self.restore_in_place(sandbox, directory / "image")
         if code != 0:
             sandbox.mark_failed("restore")
             raise SandboxFailed(sandbox_id, "restore", out.strip()[-500:])
-        return self._snapshot_info(meta, directory)
+        return taken
 
     @staticmethod
     def _snapshot_meta(sandbox: Sandbox, snapshot_id: str) -> dict[str, Any]:
