@@ -70,8 +70,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # Empty: only the local image store.
     image_registries: str = ""
     # On gVisor, the memory (MiB) the sandboxes of this host may be promised in total: each
-    # counts its memory plus its writable space (tmpfs, held in memory). None: 3/4 of MemTotal.
+    # counts its memory cap (its writable space is on the node's disk). None: 3/4 of MemTotal.
     host_memory_mib: int | None = None
+    # On gVisor, a sandbox's kernel counts `ceil(cpus)` CPUs (`nproc`); false: at least 2, as
+    # runsc does from the quota alone, which makes 1-vCPU sandboxes start and exec faster.
+    exact_nproc: bool = True
     pool_refill_interval_s: float = 2.0
     # How often a node sums what each tenant's sandboxes use, for /metrics.
     usage_sample_interval_s: float = 15.0

@@ -34,6 +34,8 @@ class RuntimeConfig:
     host_memory_mib: int | None = None
     # gVisor: the exec agent as PID 1 where the image has python3.
     use_agent: bool = True
+    # gVisor: sandboxes count `ceil(vcpus)` CPUs (else at least 2; see bundle.boot_cpus).
+    exact_nproc: bool = True
     # BoxLite: the registries (or repository prefixes) a tenant's image may be pulled from;
     # empty: none, only local images; "*": any.
     image_registries: tuple[str, ...] = ()
@@ -49,6 +51,7 @@ class RuntimeConfig:
             runsc_platform=settings.runsc_platform,
             network_range=settings.sandbox_network_range,
             host_memory_mib=settings.host_memory_mib,
+            exact_nproc=settings.exact_nproc,
             image_registries=settings.image_registry_list,
             template_snapshots=settings.template_snapshots != "off",
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -135,5 +136,25 @@ async def test_caps_are_set_on_the_host(gvisor: GVisorRuntime) -> None:
         assert quota == 0.5  # the sandbox kernel's own CPU counts inside the guest's quota
         limits = await sh(gvisor, box.id, "ulimit -n; ulimit -f")
         assert limits.stdout.split()[0] == b"4096"
+        # exactly its memory, the sandbox kernel inside it; and its own CPU count
+        assert stats.memory_limit_bytes == 200 << 20
+        seen = await sh(gvisor, box.id, "grep MemTotal /proc/meminfo; nproc")
+        assert seen.stdout.split()[1::2] == [b"204800", b"1"], seen
+        # The cpuset it started on was widened once it ran: the quota is the cap.
+        assert cgroups.Cgroup(gvisor.cgroup_path(box.id)).cpus() == cgroups.Cgroup("/").cpus()
+    finally:
+        await gvisor.destroy(box.id)
+
+
+async def test_an_operator_may_trade_the_exact_cpu_count(gvisor: GVisorRuntime) -> None:
+    """AIRLOCK_EXACT_NPROC=false: runsc's own count from the quota, at least 2."""
+    gvisor.exact_nproc = False
+    try:
+        box = await gvisor.create("default", SandboxSpec(vcpus=1, memory_mib=128, disk_mib=16))
+    finally:
+        gvisor.exact_nproc = True
+    try:
+        seen = await sh(gvisor, box.id, "nproc")
+        assert int(seen.stdout) == min(2, len(os.sched_getaffinity(0))), seen
     finally:
         await gvisor.destroy(box.id)

@@ -283,8 +283,11 @@ def host_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def write(sandbox: Sandbox, rootfs: Path) -> None:
-    """Write the sandbox's bundle (`config.json`) for `rootfs`; the record notes the rootfs."""
+def write(sandbox: Sandbox, rootfs: Path, *, exact_nproc: bool = True) -> None:
+    """Write the sandbox's bundle (`config.json`) for `rootfs`; the record notes the rootfs.
+    `exact_nproc`: it starts on `ceil(vcpus)` CPUs (`boot_cpus`), so its kernel counts as
+    many; else runsc counts at least 2, and a 1-vCPU sandbox starts about 90 ms sooner and
+    runs each exec about 12 ms sooner (runsc sets its kernel's GOMAXPROCS to that count)."""
     layout = layout_of(sandbox.meta)
     if layout == DISK:
         keep_tmp_on_disk(rootfs)
@@ -304,7 +307,9 @@ def write(sandbox: Sandbox, rootfs: Path) -> None:
         init_caps=agent_link.CAPS if agent else None,
         extra_mounts=[agent_link.mount(agent)] if agent else None,
         layout=layout,
-        cpus=boot_cpus(sandbox.spec, sandbox.id, host_cpus()) if layout == DISK else None,
+        cpus=boot_cpus(sandbox.spec, sandbox.id, host_cpus())
+        if layout == DISK and exact_nproc
+        else None,
     )
     sandbox.bundle.mkdir(parents=True, exist_ok=True)
     sandbox.meta["rootfs"] = str(rootfs)

@@ -37,6 +37,7 @@ class Core:
     networks: Networks
     host_memory: HostMemory
     runsc_version: str  # the first line of `runsc --version`
+    exact_nproc: bool  # sandboxes count ceil(vcpus) CPUs (bundle.boot_cpus)
 
     @property
     def _snapshots(self) -> Path:

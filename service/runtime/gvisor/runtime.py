@@ -84,6 +84,7 @@ class GVisorRuntime(Pauses, Files, Policy):
         self.reaper = BackgroundReaper()
         self.networks = network.Networks(network_range or network.DEFAULT_RANGE)
         self.host_memory = HostMemory(host_memory_mib or default_budget_mib())
+        self.exact_nproc = True  # sandboxes count ceil(vcpus) CPUs (bundle.boot_cpus)
 
     @property
     def cgroup_parent(self) -> str:
@@ -141,13 +142,15 @@ class GVisorRuntime(Pauses, Files, Policy):
     @classmethod
     async def from_config(cls, config: RuntimeConfig) -> GVisorRuntime:
         """The runtime as the service's configuration asks for (see config.py)."""
-        return await cls.open(
+        runtime = await cls.open(
             config.state_dir,
             config.runsc_platform,
             network_range=config.network_range,
             use_agent=config.use_agent,
             host_memory_mib=config.host_memory_mib,
         )
+        runtime.exact_nproc = config.exact_nproc
+        return runtime
 
     async def check_image(self, image: str) -> None:
         """Raise ImageNotFound (or InvalidImage) unless `create` could use `image`."""
@@ -179,7 +182,7 @@ class GVisorRuntime(Pauses, Files, Policy):
             sandbox.meta["net"] = slot.to_meta()
             sandbox.save()
         await self._make_disk(sandbox)
-        bundle.write(sandbox, rootfs)
+        bundle.write(sandbox, rootfs, exact_nproc=self.exact_nproc)
         await self._start(sandbox, "run")
         await self._own_writable_dirs(sandbox, rootfs)
         return sandbox.info()

@@ -85,7 +85,7 @@ class Snapshots(Lifecycle, Execs):
         if spec.network != "none":
             await self._own_network(sandbox, spec)
         await self._make_disk(sandbox)
-        bundle.write(sandbox, rootfs)
+        bundle.write(sandbox, rootfs, exact_nproc=self.exact_nproc)
         await self._start(sandbox, "restore", f"--image-path={directory / 'image'}")
         await self._set_hostname(sandbox)
         return sandbox.info()
