@@ -38,6 +38,9 @@ class Core:
     host_memory: HostMemory
     runsc_version: str  # the first line of `runsc --version`
     exact_nproc: bool  # sandboxes count ceil(vcpus) CPUs (bundle.boot_cpus)
+    # `runsc run|restore` calls under way: while any is, the sandboxes' parent cgroup stays
+    # (a start fills its cpuset before runsc makes the sandbox's own under it).
+    starting: int
 
     @property
     def _snapshots(self) -> Path:

@@ -100,6 +100,13 @@ class Lifecycle(Core):
         sandbox with the exec agent gets two pipes as PID 1's stdin/stdout: its link. After a
         restore, a ping proves the agent answers on the new pipes (else its execs go through
         `runsc exec`)."""
+        self.starting += 1  # the parent cgroup stays meanwhile (see _teardown)
+        try:
+            return await self._launch_once(sandbox, *args, own=own)
+        finally:
+            self.starting -= 1
+
+    async def _launch_once(self, sandbox: Sandbox, *args: str, own: bool) -> tuple[int, str]:
         if sandbox.meta.get("disk"):  # its cpuset is narrowed while it boots
             await asyncio.to_thread(sandbox.cgroup.fill_cpuset_parents)
         # Nothing started through `runsc exec` runs yet (a restore ends all of it).
@@ -251,7 +258,8 @@ class Lifecycle(Core):
         left = await asyncio.to_thread(sandbox.cgroup.remove)
         if left:
             log.warning("sandbox %s: cgroup directories left: %s", sandbox.id, left)
-        cgroups.remove_if_empty(self.store.cgroup_parent)
+        if not self.starting:  # a start under way filled the parent's cpuset for its own
+            cgroups.remove_if_empty(self.store.cgroup_parent)
         shutil.rmtree(sandbox.dir, ignore_errors=True)
         paused = meta.get("paused") or {}
         if paused.get("snapshot"):  # its checkpoint goes with it

@@ -85,6 +85,7 @@ class GVisorRuntime(Pauses, Files, Policy):
         self.networks = network.Networks(network_range or network.DEFAULT_RANGE)
         self.host_memory = HostMemory(host_memory_mib or default_budget_mib())
         self.exact_nproc = True  # sandboxes count ceil(vcpus) CPUs (bundle.boot_cpus)
+        self.starting = 0
 
     @property
     def cgroup_parent(self) -> str:
