@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.conftest import Airlock, Tenant, audit_events, run_exec
+from tests.network.test_snapshots import HOLDER
 from tests.runtime.test_network import BLOCKED, METADATA, PROBE, Peer, _make_host, _remove_host
 
 NPROC = 'python3 -c "import resource; print(resource.getrlimit(resource.RLIMIT_NPROC)[0])"'
@@ -176,18 +177,6 @@ async def test_exec_audit_shows_the_policy_and_what_it_refused(
     assert net["blocked_packets"] > 0
 
 
-# Holds a TCP connection to (host, port) open and notes how it ended.
-HOLDER = (
-    "import socket, sys\n"
-    "s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)\n"
-    "open('/tmp/conn', 'w').write('connected\\n')\n"
-    "s.settimeout(None)\n"
-    "try:\n"
-    "    end = 'eof' if not s.recv(1) else 'data'\n"
-    "except OSError as exc:\n"
-    "    end = type(exc).__name__\n"
-    "open('/tmp/conn', 'a').write(end + '\\n')\n"
-)
 # A connection within the sandbox (loopback): a server echoing, a client that sends a byte
 # every 0.1 s and counts the answers in /tmp/loop (or notes the error that ended it).
 LOOPBACK = (
