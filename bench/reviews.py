@@ -19,7 +19,12 @@ posted at once, each by a fresh tenant allowed two sandboxes (no kept baseline),
 of pull requests would come: each one's time, their median and the time until the last
 finished, against native's median.
 
-    .venv/bin/python bench/reviews.py [--rounds 3] [--concurrent 5]
+With `--install N`, N more reviews (by fresh tenants allowed two sandboxes) carry the project's
+own `make requirements`, offline: its development requirements (sphinx, mypy, ruff, coverage,
+twine, flit: 64 wheels, pinned below, fetched from PyPI once and cached, committed beside the
+code) and then the project itself, editable. Each review's time and its stages' are printed.
+
+    .venv/bin/python bench/reviews.py [--rounds 3] [--concurrent 5] [--install 0]
 
 Uses PostgreSQL when AIRLOCK_TEST_PG_ADMIN_URL is set, otherwise the embedded SQLite.
 """
@@ -29,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -47,6 +53,27 @@ from tests.reviews import corpus  # noqa: E402
 PROJECT = next(p for p in corpus.PROJECTS if p.name == "more-itertools")
 TEST = ["python", "-m", "pytest", "-q", "tests"]
 MODES = ("one sandbox", "two sandboxes", "kept baseline")
+INSTALL = ["/bin/sh", "-c", "python -m pip install --quiet --no-index --find-links wheels "
+           "-r requirements/development.txt && python -m pip install --quiet --no-index "
+           "--find-links wheels --editable ."]  # fmt: skip
+# What requirements/development.txt (and flit_core, its build backend) resolved to for Python
+# 3.11 on x86_64 Linux on 2026-12-05.
+WHEELS = """accessible_pygments==0.0.5 alabaster==1.0.0 ast_serialize==0.13.1 babel==2.19.0
+backports.tarfile==1.2.0 beautifulsoup4==4.15.0 certifi==2026.10.19.post1 cffi==2.1.1
+charset_normalizer==3.5.3 coverage==7.18.0 cryptography==50.0.2 docutils==0.22.4 flit==3.12.0
+flit_core==3.12.0 furo==2025.12.19 id==1.6.1 idna==3.20 imagesize==2.0.1
+importlib_metadata==10.2.0 jaraco.classes==3.4.0 jaraco_context==6.1.2 jaraco_functools==4.6.0
+jeepney==0.9.0 jinja2==3.1.6 keyring==25.7.0 lazy_importer==0.1.0 librt==0.17.0
+markdown_it_py==4.3.0 markupsafe==3.0.4 mdurl==0.1.2 more_itertools==11.2.1 mypy==2.4.1
+mypy_extensions==1.2.0 nh3==0.3.8 packaging==26.4 pathspec==1.1.1 pip==26.3 pycparser==3.12
+pygments==2.21.0 readme_renderer==46.0 requests==2.34.2 requests_toolbelt==1.0.0 rfc3986==2.0.0
+rich==15.0.0 roman_numerals==4.1.0 ruff==0.17.6 secretstorage==3.5.0 setuptools==84.2.1
+snowballstemmer==3.1.1 soupsieve==2.10 sphinx==9.0.4 sphinx_basic_ng==1.0.0b2
+sphinxcontrib_applehelp==2.0.0 sphinxcontrib_devhelp==2.0.0 sphinxcontrib_htmlhelp==2.1.0
+sphinxcontrib_jsmath==2.0.0 sphinxcontrib_qthelp==2.0.0 sphinxcontrib_serializinghtml==2.0.0
+tomli_w==1.2.0 twine==7.0.0 typing_extensions==4.16.0 urllib3==2.8.0 wheel==0.48.0
+zipp==4.1.2""".split()
+WHEEL_CACHE = corpus.CACHE.parent / "wheels" / "more-itertools-development"
 
 
 def git(repo: Path, *args: str) -> None:
@@ -56,13 +83,32 @@ def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
 
 
-def make_repo(root: Path, heads: int) -> Path:
-    """The sdist on `main`; `head-N` each add one more helper with its tests."""
-    repo = root / "repo"
+def wheels() -> Path:
+    """The pinned wheels, from the cache or from PyPI."""
+    done = WHEEL_CACHE / ".complete"
+    if not done.exists():
+        WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary",
+             ":all:", "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64",
+             "--platform", "manylinux2014_x86_64", "--platform", "any",
+             "--disable-pip-version-check", "-d", str(WHEEL_CACHE), *WHEELS],
+            check=True, timeout=600,
+        )  # fmt: skip
+        done.touch()
+    return WHEEL_CACHE
+
+
+def make_repo(root: Path, heads: int, *, with_wheels: bool = False) -> Path:
+    """The sdist on `main`; `head-N` each add one more helper with its tests. `with_wheels`: the
+    development wheels committed in `wheels/`."""
+    repo = root / ("repo-wheels" if with_wheels else "repo")
     repo.mkdir()
     base = corpus.unpack(PROJECT)
     git(repo, "init", "--quiet", "--initial-branch=main")
     corpus.write_tree(repo, base)
+    if with_wheels:
+        shutil.copytree(wheels(), repo / "wheels", ignore=shutil.ignore_patterns(".complete"))
     git(repo, "add", "--all")
     git(repo, "commit", "--quiet", "-m", "base")
     for n in range(heads):
@@ -105,9 +151,17 @@ async def tenant(client: httpx.AsyncClient, operator: str, sandboxes: int) -> di
     return {"Authorization": f"Bearer {r.json()['api_key']}"}
 
 
-async def review(client: httpx.AsyncClient, auth: dict[str, str], repo: Path, head: str) -> float:
+async def review(
+    client: httpx.AsyncClient, auth: dict[str, str], repo: Path, head: str, **extra: object
+) -> float:
+    return (await report(client, auth, repo, head, **extra))[0]
+
+
+async def report(
+    client: httpx.AsyncClient, auth: dict[str, str], repo: Path, head: str, **extra: object
+) -> tuple[float, dict]:
     body = {"repo": str(repo), "base": "main", "head": head, "test": TEST, "timeout_s": 1200,
-            "size": "medium"}  # fmt: skip
+            "size": "medium", **extra}  # fmt: skip
     start = time.monotonic()
     r = await client.post("/v1/reviews", json=body, headers=auth)
     r.raise_for_status()
@@ -121,13 +175,14 @@ async def review(client: httpx.AsyncClient, auth: dict[str, str], repo: Path, he
     if got["verdict"] != "COMMENT":
         raise SystemExit(f"review {review_id}: {got['state']} {got['verdict']}: "
                          f"{got['reasoning'] or got['error']}")  # fmt: skip
-    return elapsed
+    return elapsed, got
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrent", type=int, default=5)
+    parser.add_argument("--install", type=int, default=0)
     args = parser.parse_args()
     env = {"AIRLOCK_REVIEW_ALLOW_LOCAL_REPOS": "true"}
     with tempfile.TemporaryDirectory(prefix="airlock-bench-reviews-") as tmp:
@@ -137,8 +192,13 @@ async def main() -> None:
             local_server(env) as server,
             httpx.AsyncClient(base_url=server.base, timeout=60) as client,
         ):
-            times: dict[str, list[float]] = {"native": [], **{mode: [] for mode in MODES}}
             print(f"more-itertools {PROJECT.version}, whole suite; database: {server.db_kind}")
+            if args.install:
+                wheeled = await asyncio.to_thread(make_repo, work, args.install, with_wheels=True)
+                await installs(client, server.operator, wheeled, args.install)
+            if not args.rounds:
+                return
+            times: dict[str, list[float]] = {"native": [], **{mode: [] for mode in MODES}}
             print(f"{'round':>5}{'native s':>10}" + "".join(f"{m + ' s':>17}" for m in MODES))
             for n in range(args.rounds):
                 times["native"].append(await asyncio.to_thread(native, work))
@@ -157,6 +217,21 @@ async def main() -> None:
             if args.concurrent:
                 await burst(client, server.operator, repo, args.concurrent, 2 * args.rounds,
                             medians["native"])  # fmt: skip
+
+
+async def installs(client: httpx.AsyncClient, operator: str, repo: Path, count: int) -> None:
+    print("\n`make requirements` as the install step (two sandboxes allowed, no kept baseline)")
+    took = []
+    for n in range(count):
+        auth = await tenant(client, operator, 4)
+        elapsed, got = await report(client, auth, repo, f"head-{n}", install=INSTALL)
+        took.append(elapsed)
+        steps = ", ".join(
+            f"{s['name']} {s['duration_ms'] / 1000:.1f}" for s in got["stages"]
+            if s["outcome"] != "skipped"
+        )  # fmt: skip
+        print(f"{n + 1:>3}: {elapsed:.1f} s ({steps})")
+    print(f"median {statistics.median(took):.1f} s")
 
 
 async def burst(

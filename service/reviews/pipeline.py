@@ -9,6 +9,7 @@ included, before the model is asked (the model needs only the facts, not the san
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import itertools
 import logging
@@ -39,8 +40,9 @@ from service.reviews.verdict import decide
 from service.runtime import SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes import create as sandbox_create
+from service.sandboxes import fork as sandbox_fork
 from service.sandboxes import service as sandboxes
-from service.sandboxes.schemas import Sandbox, SandboxCreate, SandboxNetwork
+from service.sandboxes.schemas import Sandbox, SandboxCreate, SandboxFork, SandboxNetwork
 from service.secrets.crypto import Undecryptable
 from service.secrets.service import reveal
 from service.settings import Settings
@@ -255,8 +257,10 @@ async def _bundle_file(db: Db, job: Job, tmp: Path) -> Path:
 async def _boxes(
     deps: Deps, job: Job, stages: Stages, base_commit: str, sandbox_ids: list[str]
 ) -> Boxes:
-    """The head's sandbox; a kept baseline, or else a second sandbox for the base's run when
-    the tenant's quotas allow one (the base then runs in the head's sandbox, first)."""
+    """The head's sandbox, and where the base's tests will run: a kept baseline; or, with an
+    install step on a runtime that forks, a fork of the head's sandbox made once the base's
+    install ran there; or else a second sandbox when the tenant's quotas allow one (the base
+    then runs in the head's sandbox, first)."""
     async with stages.timed("sandbox") as clock:
         try:
             head = await _create(deps, job)
@@ -265,8 +269,12 @@ async def _boxes(
         sandbox_ids.append(head.id)
         key = baselines.key_of(job, base_commit, head)
         kept = await baselines.find(deps.db, job.tenant_id, key)
-        base, where = None, f"the base's tests: kept from review {kept[1]}" if kept else ""
-        if kept is None:
+        base, share = None, None
+        where = f"the base's tests: kept from review {kept[1]}" if kept else ""
+        if kept is None and job.install and sandbox_fork.forkable(await deps.holder.get()):
+            share = functools.partial(_fork, deps, job, head.id, sandbox_ids)
+            where = "the base's install once, here; the base's tests in a fork of this sandbox"
+        elif kept is None:
             try:
                 second = await _create(deps, job)
             except (AppError, SandboxRuntimeError) as exc:
@@ -282,11 +290,15 @@ async def _boxes(
             f"({head.started_from}, {head.runtime}); {where}",
             sandbox_id=head.id,
         )
-    return Boxes(head=_box(deps, job, head.id), base=base, key=key, kept=kept)
+    return Boxes(head=_box(deps, job, head.id), base=base, key=key, kept=kept, fork=share)
+
+
+def _ttl(job: Job) -> int:
+    return min(job.max_ttl_s, 4 * job.timeout_s + SANDBOX_MARGIN_S)
 
 
 async def _create(deps: Deps, job: Job) -> Sandbox:
-    ttl = min(job.max_ttl_s, 4 * job.timeout_s + SANDBOX_MARGIN_S)
+    ttl = _ttl(job)
     request = SandboxCreate(
         template=job.template,
         size=None if job.template else job.size,  # type: ignore[arg-type]
@@ -318,6 +330,22 @@ def _box(deps: Deps, job: Job, sandbox_id: str) -> inside.Box:
         sandbox_id,
         max_timeout_s=job.max_timeout_s,
     )
+
+
+async def _fork(deps: Deps, job: Job, sandbox_id: str, sandbox_ids: list[str]) -> inside.Box:
+    """A fork of the review's sandbox (its labels, so a restart's cleanup finds it too)."""
+    child = await sandbox_fork.fork_sandbox(
+        deps.db,
+        deps.holder,
+        job.principal,
+        job.ctx,
+        sandbox_id,
+        SandboxFork(ttl_s=_ttl(job)),
+        node_id=local_node_id(deps.settings),
+        overcommit=None,
+    )
+    sandbox_ids.append(child.id)
+    return _box(deps, job, child.id)
 
 
 async def _destroy(deps: Deps, job: Job, sandbox_id: str) -> None:

@@ -6,7 +6,11 @@ speaking for itself:
             versions — all from git, before any code of the repository has run in the sandbox
   baseline  the results plugin installed by root; the base's install and tests, results read:
             in a second sandbox at the same time as the head's steps, or first in the head's
-            sandbox when there is no second one, or not at all when a kept baseline matches
+            sandbox when there is no second one, or not at all when a kept baseline matches.
+            With an install step on a runtime that forks, the base's install runs once, in the
+            head's sandbox (`dependencies`), which is then forked: the base's tests run in the
+            fork while the head's install (on top of what the base's put there) and tests run
+            in the original
   install   the head's install
   test      the head's tests with the same plugin, results read
 
@@ -17,15 +21,18 @@ between steps every process is killed, so nothing one step left running acts on 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from service.errors import AppError
 from service.execs.schemas import Exec
 from service.reviews import baselines, gate, inside, reaches, results
 from service.reviews.fetch import HEAD_REF
 from service.reviews.results import TestRun
-from service.reviews.stages import StageFailed, Stages
+from service.reviews.stages import StageFailed, Stages, error_text
 from service.reviews.verdict import Run
+from service.runtime import SandboxRuntimeError
 
 if TYPE_CHECKING:
     from service.reviews.pipeline import Job
@@ -51,44 +58,50 @@ class Boxes:
     """Where the review's two runs happen. The base's run goes in a sandbox of its own, at the
     same time as the head's, when the tenant's quota allowed a second one; otherwise in the
     head's sandbox, before any of the head's code runs there. A baseline kept from an earlier
-    review of the same base (`baselines.py`) means no base run at all."""
+    review of the same base (`baselines.py`) means no base run at all. With `fork`, the base's
+    install runs once, in the head's sandbox, and the base's tests in a fork of it."""
 
     head: inside.Box
     base: inside.Box | None
     key: str
     kept: tuple[TestRun, str] | None = None
+    fork: Callable[[], Awaitable[inside.Box]] | None = None
 
 
 async def run_inside(job: Job, stages: Stages, boxes: Boxes) -> Inside:
     done = Inside()
-    apart = None
+    apart: list[asyncio.Task[None]] = []  # the base's run in a sandbox of its own
     if boxes.kept is not None:
         done.base, source = boxes.kept
         await stages.skipped("baseline", f"kept from review {source}: {_summary(done.base)}")
     elif boxes.base is not None:
-        apart = asyncio.create_task(_baseline_apart(job, stages, boxes.base, done))
+        apart.append(asyncio.create_task(_baseline_apart(job, stages, boxes.base, done)))
     try:
-        await _head(job, stages, boxes, done)
+        await _head(job, stages, boxes, done, apart)
     except BaseException:
-        if apart is not None:
-            apart.cancel()
-            await asyncio.gather(apart, return_exceptions=True)
+        for task in apart:
+            task.cancel()
+        await asyncio.gather(*apart, return_exceptions=True)
         raise
-    if apart is not None:
-        await apart
+    for task in apart:
+        await task
     if boxes.kept is None and done.base is not None:
         await baselines.keep(stages.db, job.tenant_id, boxes.key, job.id, done.base)
     return done
 
 
-async def _head(job: Job, stages: Stages, boxes: Boxes, done: Inside) -> None:
+async def _head(
+    job: Job, stages: Stages, boxes: Boxes, done: Inside, apart: list[asyncio.Task[None]]
+) -> None:
     box = boxes.head
     merge_base = await _checkout(stages, box)
     done.infrastructure, done.reaches = await _diff(job, stages, box, merge_base)
-    if boxes.kept is None and boxes.base is None:
-        plugin = await _baseline(job, stages, box, done)
-    else:
+    if boxes.kept is not None or boxes.base is not None:
         plugin = await box.install_plugin(job.test)
+    elif boxes.fork is not None and job.install:
+        plugin = await _dependencies(job, stages, boxes, done, apart)
+    else:
+        plugin = await _baseline(job, stages, box, done)
     if job.install:
         async with stages.timed("install") as clock:
             result = await box.run(job.install, timeout_s=job.timeout_s)
@@ -219,18 +232,60 @@ async def _baseline(job: Job, stages: Stages, box: inside.Box, done: Inside) -> 
     return plugin
 
 
-async def _baseline_apart(job: Job, stages: Stages, box: inside.Box, done: Inside) -> None:
-    """The same, in a sandbox of its own, while the head's steps run in theirs."""
+async def _baseline_apart(
+    job: Job, stages: Stages, box: inside.Box, done: Inside, plugin: str | None = None
+) -> None:
+    """The same, in a sandbox of its own, while the head's steps run in theirs; given the
+    plugin, the sandbox is a fork with the base checked out and installed already."""
     async with stages.timed("baseline") as clock:
-        result = await box.checkout()
-        if not inside.ended_ok(result):
-            raise StageFailed(f"checkout of the base {inside.describe(result)}")
-        plugin = await box.install_plugin(job.test)
-        await _base_run(job, box, plugin, done)
+        if plugin is None:
+            result = await box.checkout()
+            if not inside.ended_ok(result):
+                raise StageFailed(f"checkout of the base {inside.describe(result)}")
+            plugin = await box.install_plugin(job.test)
+            await _base_run(job, box, plugin, done)
+        else:
+            _, done.base = await _tests(job, box, plugin, inside.BASE_DIR)
         clock.note(
             "ok" if done.base and done.base.trusted else "failed",
             f"in its own sandbox ({box.sandbox_id}): {_summary(done.base)}",
         )
+
+
+async def _dependencies(
+    job: Job, stages: Stages, boxes: Boxes, done: Inside, apart: list[asyncio.Task[None]]
+) -> str:
+    """The base's install, once, in the head's sandbox (before any of the head's code runs
+    there); then a fork of that sandbox runs the base's tests while the head's install, with
+    the dependencies in place already, and its tests run here. When no fork can be had (the
+    tenant's quota, the runtime), the base's tests run here first, as with one sandbox."""
+    assert boxes.fork is not None and job.install is not None
+    box = boxes.head
+    async with stages.timed("dependencies") as clock:
+        plugin = await box.install_plugin(job.test)
+        result = await box.run(job.install, timeout_s=job.timeout_s, cwd=inside.BASE_DIR)
+        await box.kill_all()
+        how = inside.describe(result)
+        said = f"the base's install {how}"
+        if not inside.ended_ok(result):
+            done.base = results.unreadable(f"the install failed at the base ({how})")
+            clock.note("failed", said)
+            await stages.skipped("baseline", "the install failed at the base")
+            return plugin
+        try:
+            forked: inside.Box | None = await boxes.fork()
+        except (AppError, SandboxRuntimeError) as exc:
+            forked = None
+            clock.note("ok", f"{said}; no fork ({error_text(exc)}): the base's tests here, first")
+        else:
+            clock.note("ok", f"{said}; forked into {forked.sandbox_id} for the base's tests")
+    if forked is not None:
+        apart.append(asyncio.create_task(_baseline_apart(job, stages, forked, done, plugin)))
+        return plugin
+    async with stages.timed("baseline") as clock:
+        _, done.base = await _tests(job, box, plugin, inside.BASE_DIR)
+        clock.note("ok" if done.base.trusted else "failed", _summary(done.base))
+    return plugin
 
 
 async def _base_run(job: Job, box: inside.Box, plugin: str, done: Inside) -> None:

@@ -69,7 +69,7 @@ async def fork_sandbox(
     tenant_id = principal.tenant_id
     assert tenant_id is not None
     runtime = await holder.get()
-    if not runtime.supports("snapshots") or not runtime.snapshots_memory:
+    if not forkable(runtime):
         raise PauseUnsupported(f"the {runtime.name} runtime cannot fork a running sandbox")
     await wake(db, holder, tenant_id, None, ctx, sandbox_id, why="fork")
     asked = _Asked(principal, tenant_id, sandbox_id, data, node_id, overcommit)
@@ -84,6 +84,11 @@ async def fork_sandbox(
     finally:
         await runtime.delete_snapshot(snapshot.id)
     return await finish_create(db, runtime, principal, ctx, child_id, info.id, info.runtime)
+
+
+def forkable(runtime: SandboxRuntime) -> bool:
+    """Whether the runtime can fork a running sandbox (a snapshot with its memory)."""
+    return runtime.supports("snapshots") and runtime.snapshots_memory
 
 
 async def _snapshot(runtime: SandboxRuntime, parent_runtime_id: str) -> SnapshotInfo:

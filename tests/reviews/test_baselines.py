@@ -1,7 +1,8 @@
 """Where the base's tests run: in a second sandbox at the same time as the head's steps, in the
 head's sandbox first when the tenant may not have a second one, and not at all when an earlier
 review of the same base (same commit, commands, sandbox) left its results; the kept results
-still judge the head. Through HTTP on gVisor."""
+still judge the head. With an install step, the base's install runs once and a fork of that
+sandbox runs the base's tests. Through HTTP on gVisor."""
 
 from __future__ import annotations
 
@@ -68,3 +69,93 @@ async def test_with_room_for_one_sandbox_the_base_runs_first_in_the_same_one(
     assert len(_sandbox_ids(report)) == 1
     assert report["verdict"] == "REQUEST_CHANGES"
     assert report["gate"]["base"]["passed"] == 2
+
+
+# The install leaves a line per run in the home directory; the tests print those lines first.
+INSTALLS = "/home/sandbox/installs"
+RECORD_INSTALL = ["/bin/sh", "-c", f'echo "$PWD" >> {INSTALLS}']
+SHOW_INSTALLS = ["/bin/sh", "-c", f"cat {INSTALLS}; exec python -m pytest -q -p no:cacheprovider"]
+
+
+async def _install_runs(rapi: Api, tenant: Tenant, review_id: str) -> list[str]:
+    """The sandboxes the review's install command ran in, one entry per run."""
+    r = await rapi.client.get(
+        "/v1/audit", params={"action": "exec.start", "limit": 200}, headers=tenant.headers
+    )
+    assert r.status_code == 200, r.text
+    return [
+        e["details"]["sandbox_id"]
+        for e in r.json()["items"]
+        if e["actor"] == f"review:{review_id}" and e["details"]["cmd"] == RECORD_INSTALL
+    ]
+
+
+async def test_with_an_install_the_base_installs_once_and_a_fork_of_it_runs_the_base(
+    rapi: Api, tmp_path: Path
+) -> None:
+    tenant = await rapi.tenant()
+    repo = make_repo(
+        tmp_path, {"billing.py": BILLING, "test_billing.py": TESTS}, {"billing.py": BROKEN_BILLING}
+    )
+    report = await review(
+        rapi, tenant, repo=str(repo), head="pr-42", install=RECORD_INSTALL, test=SHOW_INSTALLS
+    )
+    assert report["state"] == "finished", report
+    assert "the base's tests in a fork of this sandbox" in stages(report)["sandbox"]["detail"]
+    dependencies = stages(report)["dependencies"]
+    assert dependencies["outcome"] == "ok", dependencies
+    forked = dependencies["detail"].split("forked into ")[1].split()[0]
+    assert _sandbox_ids(report) == {report["sandbox_id"], forked}
+    assert f"in its own sandbox ({forked})" in stages(report)["baseline"]["detail"]
+    names = [s["name"] for s in report["stages"]]
+    assert names.index("diff") < names.index("dependencies") < names.index("install")
+    # The install ran twice, both times in the head's sandbox (the base's, then the head's on
+    # top of it), and never in the fork, which started with the base's in place.
+    assert await _install_runs(rapi, tenant, report["id"]) == [report["sandbox_id"]] * 2
+    assert "/work/base\n/work/repo\n" in report["test_output"], report["test_output"]
+    # The fork's run of the base is what the head is judged against.
+    assert report["gate"]["base"]["passed"] == 2
+    assert {(r["test"], r["head"]) for r in report["gate"]["regressions"]} == {
+        ("test_billing.py::test_ten_percent", "failed")
+    }
+    assert report["verdict"] == "REQUEST_CHANGES"
+    r = await rapi.client.get(f"/v1/sandboxes/{forked}", headers=tenant.headers)
+    assert r.json()["started_from"] == "fork" and r.json()["state"] == "stopped", r.json()
+
+
+async def test_with_an_install_and_room_for_one_sandbox_the_base_runs_here_first(
+    rapi: Api, tmp_path: Path
+) -> None:
+    tenant: Tenant = await rapi.tenant(max_sandboxes=1)
+    repo = make_repo(
+        tmp_path, {"billing.py": BILLING, "test_billing.py": TESTS}, {"billing.py": BROKEN_BILLING}
+    )
+    report = await review(
+        rapi, tenant, repo=str(repo), head="pr-42", install=RECORD_INSTALL, test=SHOW_INSTALLS
+    )
+    assert report["state"] == "finished", report
+    assert "no fork" in stages(report)["dependencies"]["detail"], stages(report)["dependencies"]
+    names = [s["name"] for s in report["stages"]]
+    assert names.index("dependencies") < names.index("baseline") < names.index("install")
+    assert _sandbox_ids(report) == {report["sandbox_id"]}
+    assert await _install_runs(rapi, tenant, report["id"]) == [report["sandbox_id"]] * 2
+    assert report["gate"]["base"]["passed"] == 2
+    assert report["verdict"] == "REQUEST_CHANGES"
+
+
+async def test_an_install_that_fails_at_the_base_makes_no_fork(rapi: Api, tmp_path: Path) -> None:
+    tenant = await rapi.tenant()
+    base = {"billing.py": BILLING, "test_billing.py": TESTS, "broken": ""}
+    repo = make_repo(tmp_path, base, {"billing.py": BROKEN_BILLING})
+    git(repo, "checkout", "--quiet", "pr-42")
+    git(repo, "rm", "--quiet", "broken")
+    git(repo, "commit", "--quiet", "-m", "pr-42 mends the install")
+    git(repo, "checkout", "--quiet", "main")
+    install = ["/bin/sh", "-c", "test ! -e broken"]
+    report = await review(rapi, tenant, repo=str(repo), head="pr-42", install=install, test=TEST)
+    assert report["state"] == "finished", report
+    assert stages(report)["dependencies"]["outcome"] == "failed"
+    assert stages(report)["baseline"]["outcome"] == "skipped"
+    assert _sandbox_ids(report) == {report["sandbox_id"]}
+    assert stages(report)["install"]["outcome"] == "ok"
+    assert report["verdict"] == "REQUEST_CHANGES"  # no trusted baseline: nothing to vouch for
