@@ -79,6 +79,8 @@ chroot "$root" python3 -m venv /opt/venv
 chroot "$root" /opt/venv/bin/pip install --no-index --no-cache-dir --disable-pip-version-check \
     --find-links /tmp/airlock-wheels "$3"
 rm -rf "$root/tmp/airlock-wheels"
+# The sandbox user's environment: `pip install` adds and upgrades packages in it.
+chroot "$root" chown -R 1000:1000 /opt/venv
 """
 
 
