@@ -173,8 +173,9 @@ async def report(
             break
     elapsed = time.monotonic() - start
     if got["verdict"] != "COMMENT":
+        steps = "\n".join(f"{s['name']}: {s['detail']}" for s in got["stages"])
         raise SystemExit(f"review {review_id}: {got['state']} {got['verdict']}: "
-                         f"{got['reasoning'] or got['error']}")  # fmt: skip
+                         f"{got['reasoning'] or got['error']}\n{steps}")  # fmt: skip
     return elapsed, got
 
 

@@ -114,7 +114,7 @@ async def _head(
             }
             clock.note(
                 "ok" if done.install.passed else _outcome(result.outcome),
-                inside.describe(result),
+                _described(result, done.install.passed),
                 install_exit_code=result.exit_code,
                 install_outcome=result.outcome,
             )
@@ -269,7 +269,7 @@ async def _dependencies(
         said = f"the base's install {how}"
         if not inside.ended_ok(result):
             done.base = results.unreadable(f"the install failed at the base ({how})")
-            clock.note("failed", said)
+            clock.note("failed", f"the base's install {_described(result, False)}")
             await stages.skipped("baseline", "the install failed at the base")
             return plugin
         try:
@@ -311,6 +311,14 @@ def _read(result: Exec, found: Exec) -> TestRun:
     if result.outcome != "exited":
         run.problems.insert(0, f"the test run {inside.describe(result)}")
     return run
+
+
+def _described(result: Exec, passed: bool) -> str:
+    """How a step ended and, when it failed, the end of what it printed (the stage's detail
+    holds 1,000 characters)."""
+    if passed:
+        return inside.describe(result)
+    return f"{inside.describe(result)}; its output ends:\n{inside.output_of(result, 700)}"
 
 
 def _summary(run: TestRun | None) -> str:
