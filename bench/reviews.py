@@ -22,7 +22,8 @@ finished, against native's median.
 With `--install N`, N more reviews (by fresh tenants allowed two sandboxes) carry the project's
 own `make requirements`, offline: its development requirements (sphinx, mypy, ruff, coverage,
 twine, flit: 64 wheels, pinned below, fetched from PyPI once and cached, committed beside the
-code) and then the project itself, editable. Each review's time and its stages' are printed.
+code) and then the project itself, editable. Each review's time and its stages' are printed;
+then `--concurrent` of them are posted at once.
 
     .venv/bin/python bench/reviews.py [--rounds 3] [--concurrent 5] [--install 0]
 
@@ -196,7 +197,7 @@ async def main() -> None:
             print(f"more-itertools {PROJECT.version}, whole suite; database: {server.db_kind}")
             if args.install:
                 wheeled = await asyncio.to_thread(make_repo, work, args.install, with_wheels=True)
-                await installs(client, server.operator, wheeled, args.install)
+                await installs(client, server.operator, wheeled, args.install, args.concurrent)
             if not args.rounds:
                 return
             times: dict[str, list[float]] = {"native": [], **{mode: [] for mode in MODES}}
@@ -220,7 +221,9 @@ async def main() -> None:
                             medians["native"])  # fmt: skip
 
 
-async def installs(client: httpx.AsyncClient, operator: str, repo: Path, count: int) -> None:
+async def installs(
+    client: httpx.AsyncClient, operator: str, repo: Path, count: int, at_once: int
+) -> None:
     print("\n`make requirements` as the install step (two sandboxes allowed, no kept baseline)")
     took = []
     for n in range(count):
@@ -233,6 +236,17 @@ async def installs(client: httpx.AsyncClient, operator: str, repo: Path, count: 
         )  # fmt: skip
         print(f"{n + 1:>3}: {elapsed:.1f} s ({steps})")
     print(f"median {statistics.median(took):.1f} s")
+    if not at_once:
+        return
+    tenants = [await tenant(client, operator, 4) for _ in range(at_once)]
+    start = time.monotonic()
+    took = await asyncio.gather(*(
+        review(client, auth, repo, f"head-{n % count}", install=INSTALL)
+        for n, auth in enumerate(tenants)
+    ))  # fmt: skip
+    wall = time.monotonic() - start
+    print(f"{at_once} at once, each s: " + ", ".join(f"{t:.1f}" for t in sorted(took)))
+    print(f"median {statistics.median(took):.1f} s, all done after {wall:.1f} s")
 
 
 async def burst(
