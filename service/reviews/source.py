@@ -2,23 +2,24 @@
 
 A repository is an `https://` (or `http://`) git URL, an uploaded bundle id, or, only where the
 operator set `AIRLOCK_REVIEW_ALLOW_LOCAL_REPOS`, a path or `file://` URL on the server: otherwise
-a tenant could make the host read its own disk. For the same reason a URL whose host resolves
-to a loopback, private, link-local or otherwise non-public address is refused unless local
-repositories are enabled, and the fetch is pinned to the addresses checked here (no second
-lookup that could answer differently). `ssh://`, `git://`, `ext::` and the rest are refused:
-ssh would use the host's own keys.
+a tenant could make the host read its own disk. For the same reason a URL whose host is or
+resolves to a loopback, private, link-local or otherwise non-public address, judged by what
+the address reaches (`service.addresses`: `[::127.0.0.1]` and `[64:ff9b::a9fe:a9fe]` carry
+IPv4 addresses that are), is refused unless local repositories are enabled, and the fetch is
+pinned to the addresses checked here (no second lookup that could answer differently).
+`ssh://`, `git://`, `ext::` and the rest are refused: ssh would use the host's own keys.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import re
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from service.addresses import Grants, refusal
 from service.errors import Forbidden, Unprocessable
 
 BUNDLE_ID = re.compile(r"^bdl_[0-9a-f]{32}$")
@@ -85,17 +86,19 @@ def parse(repo: str, *, allow_local: bool) -> Source:
 
 
 def _check_address(host: str, address: str, *, allow_private: bool, repo: str) -> None:
-    """A non-public address (an IP literal here, or what a name resolved to) is refused."""
+    """An address (an IP literal here, or what a name resolved to) that reaches a non-public
+    host is refused, judged by what it reaches: `[::127.0.0.1]` is loopback."""
     try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
+        refused = refusal(address, Grants(local=allow_private))
     except ValueError:
         return  # a name: checked once resolved, just before the fetch
-    if not ip.is_global and not allow_private:
-        raise Forbidden(
-            f"the repository host {host} is on a non-public address ({ip}); "
-            "such hosts need AIRLOCK_REVIEW_ALLOW_LOCAL_REPOS",
-            extra={"repo": repo},
-        )
+    if refused is None:
+        return
+    need = "" if allow_private else "; such hosts need AIRLOCK_REVIEW_ALLOW_LOCAL_REPOS"
+    raise Forbidden(
+        f"the repository host {host} is on a non-public address ({refused}){need}",
+        extra={"repo": repo},
+    )
 
 
 async def check_local(source: Source) -> None:

@@ -13,8 +13,9 @@ option mapping. The rules:
   reachable, granted or not: an entry inside it is refused, and where an entry overlaps it
   the blocked part stays blocked (first in the gVisor chain, cut out for BoxLite).
 - `open` is the public address space only.
-- Host names are resolved on the host; addresses the sandbox may not reach are dropped and a
-  name left with none is refused. The runtime pins the sandbox to the addresses kept.
+- Host names are resolved on the host; addresses the sandbox may not reach (decided by
+  `service.addresses`, the one address check, on the same tables) are dropped and a name left
+  with none is refused. The runtime pins the sandbox to the addresses kept.
 
 Refusals are `PolicyRefused` (an `InvalidSpec`, a 422 at the API) naming the entry.
 """
@@ -27,50 +28,21 @@ import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from service.addresses import (
+    ALWAYS_BLOCKED,
+    ALWAYS_BLOCKED_V6,
+    GRANTABLE,
+    NON_PUBLIC,
+    Grants,
+    refusal,
+)
+
 from .errors import InvalidSpec
 
 IPv4Network = ipaddress.IPv4Network
 Resolver = Callable[[str], list[str]]
 
 
-def _nets(*cidrs: str) -> tuple[IPv4Network, ...]:
-    return tuple(IPv4Network(c) for c in cidrs)
-
-
-# IANA's special-purpose IPv4 blocks that are not globally reachable.
-NON_PUBLIC = _nets(
-    "0.0.0.0/8",
-    "10.0.0.0/8",
-    "100.64.0.0/10",  # CGNAT; clouds put services here (100.100.100.200)
-    "127.0.0.0/8",
-    "169.254.0.0/16",
-    "172.16.0.0/12",
-    "192.0.0.0/24",
-    "192.0.2.0/24",
-    "192.88.99.0/24",
-    "192.168.0.0/16",
-    "198.18.0.0/15",
-    "198.51.100.0/24",
-    "203.0.113.0/24",
-    "224.0.0.0/4",
-    "240.0.0.0/4",  # with 255.255.255.255
-)
-# What an operator may grant a tenant: RFC 1918, CGNAT and the benchmark range.
-GRANTABLE = _nets("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "198.18.0.0/15")
-# Never reachable, whatever the policy or the grants say.
-ALWAYS_BLOCKED = _nets(
-    "0.0.0.0/8",
-    "127.0.0.0/8",
-    "169.254.0.0/16",  # link-local: AWS, GCP, Azure, OCI, DigitalOcean metadata, ECS, Tencent
-    "100.100.100.200/32",  # Alibaba Cloud metadata
-    "168.63.129.16/32",  # Azure wire server (metadata, DNS, health), a public address
-    "192.0.0.192/32",  # Oracle Cloud metadata alias
-    "224.0.0.0/4",
-    "240.0.0.0/4",
-)
-ALWAYS_BLOCKED_V6 = tuple(
-    ipaddress.IPv6Network(c) for c in ("::/127", "fe80::/10", "fd00:ec2::/32", "ff00::/8")
-)
 ANY = IPv4Network("0.0.0.0/0")
 MAX_ENTRIES = 64
 MAX_GRANTS = 32
@@ -212,11 +184,13 @@ def destination(
 
 
 def address_allowed(address: str, grants: Sequence[IPv4Network]) -> bool:
+    """A resolved address the sandbox may reach: IPv4 (sandbox networks are IPv4 only), and
+    public or inside a grant by what it reaches (service.addresses)."""
     try:
-        net = IPv4Network(address)
+        ipaddress.IPv4Address(address)
     except ValueError:
         return False
-    return not _wholly_blocked(net) and (is_public(net) or _granted(net, grants))
+    return refusal(address, Grants(networks=tuple(grants))) is None
 
 
 def check(allow: Sequence[str], private: Sequence[str] = ()) -> list[Allow]:
