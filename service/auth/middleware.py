@@ -11,15 +11,24 @@ A token bound to one sandbox may use only the routes that say they are about it:
 `opt={"bound_token": "sandbox"}` (the `sandbox_id` path parameter must be its sandbox, any
 other is a 404) or `"self"` (the token acting on itself). Every other route refuses it, so a
 route added later is closed to it until it declares otherwise.
+
+OPTIONS is authenticated like every other method (Litestar would let it through without a
+credential, and a handler that takes OPTIONS itself, the port route, would then run with no
+principal). The answer Litestar makes on its own to OPTIONS (204, `Allow`) names a path's
+methods and nothing about its objects: `settle_options_answers` opens it to any authenticated
+caller, and to everyone on a path whose handlers are all public.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from litestar import Litestar
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
+from litestar.routes import HTTPRoute
+from litestar.types import ASGIApp
 from opentelemetry import trace
 
 from service.auth.authenticate import bearer_credential
@@ -28,8 +37,15 @@ from service.errors import Forbidden, MissingScope, NotFound
 from service.nodes.credentials import looks_like_node_token
 from service.ports.access import preview_principal
 
+# Marks the handler Litestar adds to a path for OPTIONS (see settle_options_answers).
+OPTIONS_ANSWER = "options_answer"
+
 
 class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
+    def __init__(self, app: ASGIApp, **options: Any) -> None:
+        # No method goes unauthenticated (Litestar's default exempts OPTIONS).
+        super().__init__(app, exclude_http_methods=(), **options)
+
     async def authenticate_request(
         self, connection: ASGIConnection[Any, Any, Any, Any]
     ) -> AuthenticationResult:
@@ -71,7 +87,7 @@ PUBLIC_PATHS = ["^/schema"]
 async def authorize(
     connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
 ) -> None:
-    if handler.opt.get("public") or connection.scope.get("method") == "OPTIONS":
+    if handler.opt.get("public") or handler.opt.get(OPTIONS_ANSWER):
         return
     if connection.url.path.startswith("/schema"):
         return
@@ -117,3 +133,21 @@ def _bound_token_may_use(
             raise NotFound(f"no sandbox {asked}")
         return
     raise Forbidden("a token bound to a sandbox can use only that sandbox's routes")
+
+
+def settle_options_answers(app: Litestar) -> None:
+    """Who may have the answer Litestar makes itself to OPTIONS on a path that declares no
+    OPTIONS handler: anyone where every handler of the path is public, else any authenticated
+    caller (the guard lets it through whatever the scopes; it says which methods exist)."""
+    for route in app.routes:
+        if not isinstance(route, HTTPRoute):
+            continue
+        declared = [h for h in route.route_handlers if not _made_by_litestar(h)]
+        for handler in route.route_handlers:
+            if _made_by_litestar(handler):
+                handler.opt[OPTIONS_ANSWER] = True
+                handler.opt["public"] = all(h.opt.get("public") for h in declared)
+
+
+def _made_by_litestar(handler: BaseRouteHandler) -> bool:
+    return getattr(handler.fn, "__module__", "") == HTTPRoute.__module__

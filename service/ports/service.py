@@ -15,7 +15,7 @@ from urllib.parse import quote, urlsplit
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.audit.recorder import AuditContext, record
-from service.auth.principal import Principal
+from service.auth.principal import Principal, PrincipalKind
 from service.db.base import utcnow
 from service.db.session import Db
 from service.errors import AppError, Conflict, NotFound, Unprocessable
@@ -73,7 +73,7 @@ async def open_port(
     protocol: str,
 ) -> Opened:
     port = parse_port(port_text)
-    # The guard skips OPTIONS: checked here as well (the operator has no sandboxes).
+    # The operator has no sandboxes; a principal without the scope never reaches a port.
     if principal.tenant_id is None or not principal.has_scope(SCOPE):
         raise NotFound(f"no sandbox {sandbox_id}")
     target = await files.resolve(db, principal, sandbox_id, holder, ctx)
@@ -160,6 +160,8 @@ async def create_link(
         sandbox_id=sandbox_id,
         port=data.port,
         ttl_s=ttl,
+        # A link made with a token is refused once that token is revoked.
+        minted_by=principal.actor if principal.kind is PrincipalKind.TOKEN else None,
     )
     await record(
         session,
