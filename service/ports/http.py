@@ -14,6 +14,7 @@ from typing import Any
 
 import h11
 
+from service.ports import browsers
 from service.ports.service import BadUpstream
 from service.ports.upstream import HOP, Upstream, confine_cookie
 from service.runtime import PortConnection
@@ -113,9 +114,10 @@ class HttpProxy:
             t.strip().lower() for k, v in response.headers if k == b"connection"
             for t in v.split(b",")
         }  # fmt: skip
+        on_api_origin = self.upstream.on_api_origin
         headers = []
         for name, value in response.headers:
-            if name in dropped:
+            if name in dropped or not browsers.kept(name, on_api_origin):
                 continue
             if name == b"set-cookie":
                 confined = confine_cookie(value, self.upstream.cookie_path)
@@ -125,6 +127,8 @@ class HttpProxy:
             headers.append((name, value))
         if self.upstream.set_cookie is not None:
             headers.append((b"set-cookie", self.upstream.set_cookie))
+        if on_api_origin:  # a policy of the sandbox's own is kept: browsers apply both
+            headers.append((b"content-security-policy", browsers.API_ORIGIN_POLICY))
         self.started = True
         await send({"type": "http.response.start", "status": response.status_code,
                     "headers": headers})  # fmt: skip

@@ -2,8 +2,9 @@
 
 A link is a JWT signed with the service's own keys (EdDSA, `kid`), for its own audience, so
 no API token is ever accepted as a link nor a link as an API token. It names the tenant, the
-API key that made it (a revoked key ends its links), the sandbox and the port; its `jti` is
-revoked as a token's is (`DELETE /v1/tokens/{jti}`). A browser
+API key that made it (a revoked key ends its links), the token it was made with if any (`via`:
+revoking that token ends its links too), the sandbox and the port; its `jti` is revoked as a
+token's is (`DELETE /v1/tokens/{jti}`). A link made with a token never outlives it. A browser
 presents it once as the `airlock_preview` query parameter; the answer sets it as a cookie
 scoped to that port's path (or to the preview host), so the page's own requests carry it.
 """
@@ -40,6 +41,8 @@ class Link:
     sandbox_id: str
     port: int
     expires_at: datetime
+    # The jti of the token the link was made with (None: made with the API key itself).
+    minted_by: str | None = None
 
     def as_token_claims(self) -> TokenClaims:
         """What the link grants, as a token's claims: `ports` on its sandbox, until it ends."""
@@ -58,7 +61,16 @@ class PreviewLinks:
         self.keyring = keyring
         self.issuer = issuer
 
-    def issue(self, *, tenant_id: str, key_id: str, sandbox_id: str, port: int, ttl_s: int) -> Link:
+    def issue(
+        self,
+        *,
+        tenant_id: str,
+        key_id: str,
+        sandbox_id: str,
+        port: int,
+        ttl_s: int,
+        minted_by: str | None = None,
+    ) -> Link:
         now = datetime.now(UTC).replace(microsecond=0)
         expires = now + timedelta(seconds=ttl_s)
         jti = f"{JTI_PREFIX}{secrets.token_hex(8)}"
@@ -73,9 +85,11 @@ class PreviewLinks:
             "iat": int(now.timestamp()),
             "exp": int(expires.timestamp()),
         }
+        if minted_by is not None:
+            claims["via"] = minted_by
         key = self.keyring.signer()
         token = jwt.encode(claims, key.private, algorithm=ALGORITHM, headers={"kid": key.kid})
-        return Link(token, jti, tenant_id, key_id, sandbox_id, port, expires)
+        return Link(token, jti, tenant_id, key_id, sandbox_id, port, expires, minted_by)
 
     def verify(self, token: str) -> Link:
         """The link, or Unauthenticated (401) when it is expired, tampered with or not one."""
@@ -87,5 +101,8 @@ class PreviewLinks:
             raise Unauthenticated("preview link claims are malformed")
         if not isinstance(prt, int) or not 0 < prt < 65536:
             raise Unauthenticated("preview link names no valid port")
+        via = claims.get("via")
+        if via is not None and not (isinstance(via, str) and via):
+            raise Unauthenticated("preview link names no valid token")
         expires = datetime.fromtimestamp(claims["exp"], UTC)
-        return Link(token, jti, tid, sub, sbx, prt, expires)
+        return Link(token, jti, tid, sub, sbx, prt, expires, via)

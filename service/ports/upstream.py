@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.errors import Unauthenticated
-from service.ports import access
+from service.ports import access, browsers
 from service.ports.links import PARAM, PreviewLinks
 
 # The host name a preview host layer (hosts.py) put the request under, for the cookie's path.
@@ -55,6 +55,11 @@ class Upstream:
     # sandbox shares the API's origin there), None on a preview host (its own origin).
     cookie_path: bytes | None = None
 
+    @property
+    def on_api_origin(self) -> bool:
+        """Served by the path route, on the API's own origin (browsers.py)."""
+        return self.cookie_path is not None
+
 
 def upstream(scope: Any, host: str, links: PreviewLinks) -> Upstream:
     sandbox_id, port = scope["path_params"]["sandbox_id"], scope["path_params"]["port"]
@@ -66,6 +71,8 @@ def upstream(scope: Any, host: str, links: PreviewLinks) -> Upstream:
     if query:
         target += b"?" + query
     preview_host = _header(scope, PREVIEW_HOST)
+    if preview_host is None:
+        browsers.refuse_worker_script(scope)
     dropped = HOP | {
         t.strip().lower() for k, v in scope["headers"] if k.lower() == b"connection"
         for t in v.split(b",")
