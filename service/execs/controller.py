@@ -16,7 +16,7 @@ from service.deps import (
     IdempotencyKey,
     Limit,
 )
-from service.execs import service
+from service.execs import service, stdin
 from service.execs.schemas import (
     BODY_LIMIT,
     Exec,
@@ -48,8 +48,6 @@ AfterParam = Annotated[
 CloseParam = Annotated[
     bool, QueryParameter(name="close", description="Close stdin after this write")
 ]
-# One write's body; a longer input is several writes.
-STDIN_WRITE_LIMIT = 1 << 20
 
 
 class ExecController(Controller):
@@ -62,8 +60,18 @@ class ExecController(Controller):
         operation_id="create_exec",
         summary="Run a command in a sandbox",
         description="With `wait` (the default) the answer is the finished exec (200); "
-        "`wait: false` answers 202 at once. A non-zero exit is a 200 with its exit code.",
-        opt={"routed": "sandbox", "scope": "exec"},
+        "`wait: false` answers 202 at once. A non-zero exit is a 200 with its exit code. Every "
+        "secret value any exec of the sandbox was given is masked (`***`) in this exec's output "
+        "and record, for the sandbox's life; a sandbox holds at most 256 of them (4 MiB), and "
+        "an exec that would bring more is a 409 `sandbox_secrets_full` before anything runs.",
+        opt={
+            "routed": "sandbox",
+            "scope": "exec",
+            "problems": {
+                409: "The sandbox is not running, or its execs were given as many secret values "
+                "as a sandbox holds (`sandbox_secrets_full`)"
+            },
+        },
         status_code=200,
         request_max_body_size=BODY_LIMIT,
         responses={
@@ -180,13 +188,27 @@ class ExecController(Controller):
         "/{exec_id:str}/stdin",
         operation_id="write_exec_stdin",
         summary="Write to a running exec's stdin",
-        description="For an exec started with `stdin_open`: the raw body goes to the process's "
-        "stdin after what was written before; `?close=true` then closes it (the process reads "
-        "EOF). An exec started without `stdin_open`, one whose stdin was closed, or one that has "
-        "not read its stdin for a while is a 409 `stdin_not_open`.",
-        opt={"routed": "sandbox", "scope": "exec", "raw_body": True},
+        description="For an exec started with `stdin_open`: the raw body (at most 1 MiB) goes "
+        "to the process's stdin after what was written before; `?close=true` then closes it (the "
+        "process reads EOF). An exec started without `stdin_open`, one whose stdin was closed, or "
+        "one that has ended is a 409 `stdin_not_open`. At most 1 MiB written to an exec and not "
+        "yet read by its process is held: a write that does not fit waits up to 10 s for the "
+        "process to read, then (or at once, while another write to the same exec is waiting) is "
+        "refused whole with a 429 `stdin_full` and `Retry-After`; nothing of a refused write "
+        "reaches the process.",
+        opt={
+            "routed": "sandbox",
+            "scope": "exec",
+            "raw_body": True,
+            "problems": {
+                409: "The sandbox is not running, or the exec was started without "
+                "`stdin_open`, its stdin was closed, or it has ended (`stdin_not_open`)",
+                429: "The process has not read what was written before (`stdin_full`): "
+                "nothing of this write was taken; send it again after `Retry-After`",
+            },
+        },
         status_code=200,
-        request_max_body_size=STDIN_WRITE_LIMIT,
+        request_max_body_size=stdin.WRITE_BYTES,
         operation_class=binary_body_operation("application/octet-stream"),
     )
     async def write_exec_stdin(

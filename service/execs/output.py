@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
-from service.execs.masking import Masker
+from service.execs.masking import Masker, SecretValues
 
 if TYPE_CHECKING:
     from service.execs.records import ExecRecords
@@ -24,7 +24,7 @@ class ChunkSink:
         self,
         records: ExecRecords,
         exec_id: str,
-        secrets: list[str],
+        secrets: SecretValues,
         on_flush: Callable[[], None],
     ) -> None:
         self.records = records

@@ -26,9 +26,10 @@ from service.db.base import utcnow
 from service.db.session import Db
 from service.errors import IdempotencyKeyReused, NotFound, QuotaExceeded, Unprocessable
 from service.execs import stored
-from service.execs.masking import mask_text
+from service.execs.masking import SecretValues
 from service.execs.output import ChunkSink
 from service.execs.records import Event, ExecRecords, RecordTx, SandboxFacts
+from service.execs.sandbox_secrets import SandboxSecrets
 from service.execs.schemas import DEFAULT_COLS, DEFAULT_ROWS, Exec, ExecCreate
 from service.execs.stdin import StdinNotOpen, StdinPipe
 from service.execs.tty import require_tty
@@ -85,6 +86,9 @@ class ExecRunner:
         # does (see service.execs.records).
         self.records = ExecRecords(engine)
         self.holder = holder
+        # Every secret value the execs of each sandbox were given: all of them are masked in
+        # every exec of that sandbox.
+        self.secrets = SandboxSecrets(db)
         self.live: dict[str, Live] = {}
         # Tenants whose stored output passed their cap: the cap to trim to, and the trim task.
         self.over_cap: dict[str, int] = {}
@@ -105,10 +109,13 @@ class ExecRunner:
         if overlap:
             raise Unprocessable(f"names in both env and secrets: {', '.join(overlap)}")
         secret_values = list(data.secrets.values())
-        masked_cmd = [mask_text(arg, secret_values) for arg in data.cmd]
-        # Secrets belong in `secrets`; wherever else one was put, the record shows `***`.
-        masked_cwd = mask_text(data.cwd, secret_values)
-        masked_env = {k: mask_text(v, secret_values) for k, v in data.env.items()}
+        self.secrets.check(tenant_id, sandbox_id, secret_values)
+        # Secrets belong in `secrets`; wherever else one was put (this exec's, or one an earlier
+        # exec of the sandbox was given), the record shows `***`.
+        masks = self.secrets.known(tenant_id, sandbox_id).joined(secret_values)
+        masked_cmd = [masks.mask_text(arg) for arg in data.cmd]
+        masked_cwd = masks.mask_text(data.cwd)
+        masked_env = {k: masks.mask_text(v) for k, v in data.env.items()}
         arrival = Arrival(sandbox_id)  # ended by its task once the runtime has it
         try:
             return await self._start(
@@ -220,6 +227,8 @@ class ExecRunner:
                 # never inserted after checks made apart from it.
                 assert not tx.decides_start, "the start's statement and its checks disagree"
                 await tx.insert_started(values, event)
+        # Recorded, so the sandbox is the caller's: from now on its every exec masks these too.
+        masks = self.secrets.add(tenant_id, sandbox_id, secret_values)
         exec_id, runtime_id = values["id"], sandbox.runtime_id
         first_stdin = data.stdin.encode() if data.stdin is not None else None
         pipe = StdinPipe(first_stdin) if data.stdin_open else None
@@ -247,7 +256,7 @@ class ExecRunner:
                 values,
                 request,
                 ctx,
-                secret_values,
+                masks,
                 dict(sandbox.network or {}),
                 stored.cap_of(sandbox.quotas),
                 arrival,
@@ -263,6 +272,8 @@ class ExecRunner:
     def _forget(self, exec_id: str) -> None:
         live = self.live.pop(exec_id, None)
         if live is not None:
+            if live.stdin is not None:
+                live.stdin.end()
             live.notify()
 
     async def wait(self, exec_id: str) -> Exec | None:
@@ -341,7 +352,7 @@ class ExecRunner:
         row: dict[str, Any],
         request: ExecRequest,
         ctx: AuditContext,
-        secrets: list[str],
+        secrets: SecretValues,
         policy: dict[str, Any],
         output_cap: int,
         arrival: Arrival,

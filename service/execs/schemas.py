@@ -26,7 +26,8 @@ DEFAULT_ROWS, DEFAULT_COLS = 24, 80
 
 class ExecCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """One command. `secrets` reach the process as environment variables only and are masked
-    in every output; they are never stored."""
+    in the output of every exec of the sandbox, for the sandbox's life; they are never
+    stored."""
 
     cmd: Annotated[list[Arg], Meta(min_length=1, max_length=4096)]
     cwd: Annotated[str, Meta(min_length=1, max_length=1024, pattern=r"^/")] = "/work"

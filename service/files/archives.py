@@ -120,7 +120,9 @@ async def download_archive(
             extra={"dir": source, "stderr": _tar_stderr(result)},
         )
     size = int(result.stdout.strip() or 0)
-    chunks = runtime.read_file(target.runtime_id, temp)
+    # Read no more than the size just measured and announced as the Content-Length: the
+    # sandbox may have put something else (a link to a device) at the temporary name since.
+    chunks = runtime.read_file(target.runtime_id, temp, max_bytes=size)
     try:
         first = await files.first_chunk(chunks)
         await files.audit(db, ctx, target, "archive.read", dir=source, bytes=size)

@@ -33,6 +33,17 @@ ModeParam = Annotated[
     ),
 ]
 
+# A read answered whole is held in the API until it is sent: this is the most it may ask for.
+WHOLE_READ_LIMIT = 16 << 20
+MaxBytesParam = Annotated[
+    int | None,
+    QueryParameter(
+        ge=1,
+        le=WHOLE_READ_LIMIT,
+        description="Read the file whole, at most this many bytes, or refuse it (413)",
+    ),
+]
+
 
 def _mode(value: str | None) -> int:
     if value is None:
@@ -97,8 +108,20 @@ class FileController(Controller):
         "/files/{path:path}",
         operation_id="download_file",
         summary="Download a file from a sandbox",
+        description="The file is read by the sandbox's user inside the sandbox (a link is "
+        "followed there) and streamed as it is read. With `max_bytes` (at most 16 MiB) it is "
+        "read whole before the answer starts, which then has a Content-Length, and a file "
+        "longer than `max_bytes` is a 413 `file_too_large`: a regular file (a link's target) is "
+        "refused by its own size, given as `size`, before any of it is read; anything else (a "
+        "device, a pipe, a file that grows while it is read) once it gave more than "
+        "`max_bytes`. Never more than `max_bytes` bytes of it are held.",
         response_description="The file's bytes, streamed",
-        opt={"routed": "sandbox", "scope": "files:read", "offload": True},
+        opt={
+            "routed": "sandbox",
+            "scope": "files:read",
+            "offload": True,
+            "problems": {413: "The file is longer than `max_bytes` (`file_too_large`)"},
+        },
         media_type="application/octet-stream",
     )
     async def download_file(
@@ -109,8 +132,11 @@ class FileController(Controller):
         audit_ctx: Audit,
         sandbox_id: FromPath[str],
         path: FromPath[str],
+        max_bytes: MaxBytesParam = None,
     ) -> ClosingStream:
-        download = await service.download_file(db, runtimes, principal, audit_ctx, sandbox_id, path)
+        download = await service.download_file(
+            db, runtimes, principal, audit_ctx, sandbox_id, path, max_bytes
+        )
         return _attachment(download, "application/octet-stream")
 
     @get(

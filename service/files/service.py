@@ -290,7 +290,7 @@ async def first_chunk(chunks: AsyncIterator[bytes]) -> bytes | None:
 class Download:
     path: str
     chunks: Body
-    size: int | None = None  # known for archives (packed before streaming), not for files
+    size: int | None = None  # known for archives and whole reads, not for streamed files
 
     @property
     def filename(self) -> str:
@@ -304,10 +304,14 @@ async def download_file(
     ctx: AuditContext,
     sandbox_id: str,
     path: str,
+    max_bytes: int | None = None,
 ) -> Download:
+    """The file as a stream; with `max_bytes`, read whole first (FileTooLarge, a 413, past it)."""
     source = absolute_path(path)
     runtime = await holder.get()
     target = await resolve(db, principal, sandbox_id, holder, ctx)
+    if max_bytes is not None:
+        return await _download_whole(db, runtime, ctx, target, source, max_bytes)
     chunks = runtime.read_file(target.runtime_id, source)
     # The span covers opening the file; its bytes stream after the request's handler returns.
     with telemetry.span(
@@ -320,6 +324,28 @@ async def download_file(
         await close_body(chunks)
         raise
     return Download(path=source, chunks=Body(first, chunks))
+
+
+async def _download_whole(
+    db: Db, runtime: SandboxRuntime, ctx: AuditContext, target: Target, source: str, limit: int
+) -> Download:
+    """The whole file, held here: the runtime's cap (`max_bytes`) bounds what that can be,
+    and a longer file is refused before any answer starts."""
+    parts: list[bytes] = []
+    with telemetry.span(
+        "airlock.files.read", {"airlock.sandbox_id": target.sandbox_id, "airlock.path": source}
+    ):
+        async for chunk in runtime.read_file(target.runtime_id, source, max_bytes=limit):
+            parts.append(chunk)
+    size = sum(len(part) for part in parts)
+    await audit(db, ctx, target, "file.read", path=source, bytes=size)
+    first = parts.pop(0) if parts else None
+    return Download(path=source, chunks=Body(first, _held(parts)), size=size)
+
+
+async def _held(parts: list[bytes]) -> AsyncIterator[bytes]:
+    for part in parts:
+        yield part
 
 
 async def list_files(

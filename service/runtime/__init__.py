@@ -2,6 +2,7 @@
 
 from .errors import (
     ExecNotFound,
+    FileTooLarge,
     ImageBuildFailed,
     ImageNotAllowed,
     ImageNotFound,
@@ -44,6 +45,7 @@ __all__ = [
     "ExecResult",
     "Execution",
     "FileEntry",
+    "FileTooLarge",
     "ImageBuildFailed",
     "ImageInfo",
     "ImageNotAllowed",

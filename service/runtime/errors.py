@@ -165,6 +165,21 @@ class PathNotFound(SandboxRuntimeError):
         self.path = path
 
 
+class FileTooLarge(SandboxRuntimeError):
+    """A read with a limit met a file longer than it. `size` is the file's own (its target's,
+    for a link) when it is a regular file, None when more bytes came than the limit allows
+    (a device, a pipe, a file that grew while it was read)."""
+
+    tenant_safe = True
+
+    def __init__(self, path: str, limit: int, size: int | None = None) -> None:
+        how = f"is {size} bytes" if size is not None else "gave more bytes than that"
+        super().__init__(f"{path} {how}; at most {limit} bytes may be read from it here")
+        self.path = path
+        self.limit = limit
+        self.size = size
+
+
 class PathNotAllowed(SandboxRuntimeError):
     """The sandbox refused the file operation (permission denied, is a directory, disk full...)."""
 

@@ -7,10 +7,10 @@ of the small scripts below tell the runtime which typed error to raise.
 
 from __future__ import annotations
 
-from .errors import PathNotAllowed, PathNotFound, SandboxRuntimeError
+from .errors import FileTooLarge, PathNotAllowed, PathNotFound, SandboxRuntimeError
 from .types import FileEntry
 
-NOT_FOUND, IS_DIR, NOT_DIR, DENIED, WRITE_FAILED = 44, 45, 46, 47, 48
+NOT_FOUND, IS_DIR, NOT_DIR, DENIED, WRITE_FAILED, TOO_LARGE = 44, 45, 46, 47, 48, 49
 
 # $1: path, $2: octal mode, $3: temporary name. Writes to a temporary file beside the target,
 # then renames, so a failed upload never leaves a partial file in its place.
@@ -25,16 +25,27 @@ if ! cat > "$t"; then rm -f -- "$t"; exit 48; fi
 if ! chmod "$m" -- "$t" || ! mv -f -- "$t" "$p"; then rm -f -- "$t"; exit 47; fi
 """
 
+# $1: path, $2: a limit in bytes, or empty for none. With a limit, a regular file (a link's
+# target, since -e, -f and stat -L follow links) longer than it is refused by its own size
+# before anything is read; whatever it is, at most one byte past the limit is read, so the host
+# can tell "longer than the limit" even for a device, a pipe or a file that grows meanwhile.
 READ_SCRIPT = r"""
-p="$1"
+p="$1"; n="$2"
 [ -e "$p" ] || exit 44
 [ -d "$p" ] && exit 45
 [ -r "$p" ] || exit 47
-exec cat -- "$p"
+[ -n "$n" ] || exec cat -- "$p"
+if [ -f "$p" ]; then
+  s=$(stat -L -c %s -- "$p") || exit 47
+  [ "$s" -le "$n" ] || { echo "$s" >&2; exit 49; }
+fi
+exec head -c "$((n + 1))" -- "$p"
 """
 
 # The same, for runtimes whose output streams carry text lines only.
-READ_BASE64_SCRIPT = READ_SCRIPT.replace('exec cat -- "$p"', 'exec base64 -w 76 -- "$p"')
+READ_BASE64_SCRIPT = READ_SCRIPT.replace('exec cat -- "$p"', 'exec base64 -w 76 -- "$p"').replace(
+    'exec head -c "$((n + 1))" -- "$p"', 'head -c "$((n + 1))" -- "$p" | base64 -w 76'
+)
 
 LIST_SCRIPT = r"""
 p="$1"
@@ -55,6 +66,15 @@ def upload_temp_path(target: str, token: str) -> str:
 
 
 _KINDS = {"f": "file", "d": "dir", "l": "symlink"}
+
+
+def raise_for_read(code: int | None, path: str, stderr: bytes, limit: int | None) -> None:
+    """`raise_for`, and FileTooLarge with the file's own size for READ_SCRIPT's refusal."""
+    if code == TOO_LARGE and limit is not None:
+        said = stderr.decode(errors="replace").strip().splitlines()
+        size = int(said[-1]) if said and said[-1].isdigit() else None
+        raise FileTooLarge(path, limit, size)
+    raise_for(code, path, stderr)
 
 
 def raise_for(code: int | None, path: str, stderr: bytes) -> None:

@@ -44,6 +44,11 @@ def _status(exc: rt.SandboxRuntimeError) -> tuple[int, str, str, dict[str, Any]]
             return 404, "not_found", "No such exec", {}
         case rt.InvalidPath():
             return 422, "invalid_path", "The path is not acceptable", {"path": exc.path}
+        case rt.FileTooLarge():
+            extra = {"path": exc.path, "limit_bytes": exc.limit}
+            if exc.size is not None:
+                extra["size"] = exc.size
+            return 413, "file_too_large", "The file is larger than the read allows", extra
         case rt.PathNotFound():
             return 404, "path_not_found", "No such file in the sandbox", {"path": exc.path}
         case rt.PathNotAllowed():

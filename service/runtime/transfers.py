@@ -7,8 +7,10 @@ and downloads come out of its stdout, each run as the sandbox's user.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
+from contextlib import aclosing
 
 from . import files
+from .errors import FileTooLarge
 
 TRANSFER_TIMEOUT_S = 3600.0  # file uploads, downloads and copies
 LIST_TIMEOUT_S = 120.0
@@ -41,3 +43,22 @@ def write_argv(target: str, mode: int, token: str) -> list[str]:
 
 def list_argv(target: str) -> list[str]:
     return ["/bin/sh", "-c", files.LIST_SCRIPT, "sh", target]
+
+
+def read_argv(target: str, max_bytes: int | None, script: str = files.READ_SCRIPT) -> list[str]:
+    limit = "" if max_bytes is None else str(max_bytes)
+    return ["/bin/sh", "-c", script, "sh", target, limit]
+
+
+async def at_most(chunks: AsyncIterator[bytes], limit: int, path: str) -> AsyncIterator[bytes]:
+    """`chunks` while they stay within `limit` bytes, then FileTooLarge. The reader in the
+    sandbox stops one byte past the limit, but it is the sandbox's program: this is the cap that
+    holds whatever it sends. The chunk that crosses the limit is dropped, never passed on, and
+    the source is closed (its process ended) at once."""
+    count = 0
+    async with aclosing(chunks):
+        async for chunk in chunks:
+            count += len(chunk)
+            if count > limit:
+                raise FileTooLarge(path, limit)
+            yield chunk

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from service.runtime import (
+    FileTooLarge,
     InvalidPath,
     PathNotAllowed,
     PathNotFound,
@@ -21,8 +22,11 @@ from service.runtime.paths import sandbox_path
 from .helpers import sh
 
 
-async def read_all(runtime: SandboxRuntime, sandbox_id: str, path: str) -> bytes:
-    return b"".join([chunk async for chunk in runtime.read_file(sandbox_id, path)])
+async def read_all(
+    runtime: SandboxRuntime, sandbox_id: str, path: str, max_bytes: int | None = None
+) -> bytes:
+    chunks = runtime.read_file(sandbox_id, path, max_bytes=max_bytes)
+    return b"".join([chunk async for chunk in chunks])
 
 
 async def test_five_mib_round_trip(runtime: SandboxRuntime, sandbox: SandboxInfo) -> None:
@@ -131,3 +135,32 @@ async def test_failed_upload_leaves_no_partial_file(
     assert await read_all(runtime, sandbox.id, "kept") == b"old content"
     listing = await runtime.list_files(sandbox.id, "/work")
     assert [e.name for e in listing] == ["kept"]
+
+
+async def test_a_capped_read_stops_at_the_cap_whatever_the_path_is(
+    runtime: SandboxRuntime, sandbox: SandboxInfo
+) -> None:
+    await sh(
+        runtime,
+        sandbox.id,
+        "head -c 5000 /dev/zero > /tmp/big && ln -s /tmp/big /work/link && "
+        "ln -s /dev/zero /work/zero && echo small > /work/small",
+    )
+    # A link is refused by its target's own size, before anything is read.
+    with pytest.raises(FileTooLarge) as by_size:
+        await read_all(runtime, sandbox.id, "link", max_bytes=4096)
+    assert (by_size.value.size, by_size.value.limit) == (5000, 4096)
+    assert await read_all(runtime, sandbox.id, "link", max_bytes=5000) == bytes(5000)
+    # A device has no size to refuse by: the read stops one byte past the cap.
+    with pytest.raises(FileTooLarge) as endless:
+        await read_all(runtime, sandbox.id, "zero", max_bytes=4096)
+    assert endless.value.size is None
+    # Root in the sandbox puts a reader that never stops first on the helpers' PATH: the
+    # host's own count still ends the read, and passes nothing on past the cap.
+    fake = "printf '#!/bin/sh\\nexec cat /dev/zero\\n' > /usr/sbin/head && chmod 755 /usr/sbin/head"
+    assert (await sh(runtime, sandbox.id, fake, user="0")).exit_code == 0
+    passed = 0
+    with pytest.raises(FileTooLarge):
+        async for chunk in runtime.read_file(sandbox.id, "small", max_bytes=4096):
+            passed += len(chunk)
+    assert passed <= 4096

@@ -264,6 +264,10 @@ def remote_path(path: str) -> str:
     return path if path.startswith("/") else f"/work/{path}"
 
 
+def read_params(max_bytes: int | None) -> dict[str, int] | None:
+    return {"max_bytes": max_bytes} if max_bytes is not None else None
+
+
 def file_url(sandbox_id: str, path: str) -> str:
     return f"/v1/sandboxes/{quote(sandbox_id, safe='')}/files/{quote(remote_path(path), safe='')}"
 

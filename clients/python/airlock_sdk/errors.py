@@ -98,6 +98,18 @@ class PayloadTooLarge(AirlockError):
     code = "payload_too_large"
 
 
+class FileTooLarge(PayloadTooLarge):
+    """A read with `max_bytes` met a longer file; `problem["size"]` is its size when known."""
+
+    code = "file_too_large"
+
+
+class SandboxSecretsFull(Conflict):
+    """The sandbox's execs were given as many secret values as a sandbox holds."""
+
+    code = "sandbox_secrets_full"
+
+
 class ValidationFailed(AirlockError):
     code = "validation_failed"
 
@@ -112,6 +124,12 @@ class TtyUnsupported(ValidationFailed):
 
 class QuotaExceeded(AirlockError):
     code = "quota_exceeded"
+
+
+class StdinFull(QuotaExceeded):
+    """The process has not read the stdin written before; nothing of this write was taken."""
+
+    code = "stdin_full"
 
 
 class ServiceUnavailable(AirlockError):
@@ -145,13 +163,16 @@ _BY_CODE: dict[str, type[AirlockError]] = {
         SandboxNotRunning,
         InvalidTransition,
         StdinNotOpen,
+        SandboxSecretsFull,
         TtyNotEnabled,
         ExecNotRunning,
         PayloadTooLarge,
+        FileTooLarge,
         ValidationFailed,
         IdempotencyKeyReused,
         TtyUnsupported,
         QuotaExceeded,
+        StdinFull,
         ServiceUnavailable,
         NoCapacity,
         NodeUnavailable,

@@ -13,7 +13,6 @@ Needs the `mcp` extra: `pip install 'airlock-client[mcp]'`.
 from __future__ import annotations
 
 import base64
-import posixpath
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal
@@ -45,7 +44,7 @@ INSTRUCTIONS = (
     "exit_code, not an error."
 )
 # A file read back through a tool is at most this big: it must not flood the model's context,
-# nor (over /mcp) the API's memory.
+# nor (over /mcp, where the answer is held whole) the API's memory.
 MAX_READ_BYTES = 1 << 20
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False)
@@ -156,19 +155,14 @@ def build_server(connect: Connect) -> MCPServer:
         """Read a file of at most 1 MiB from a sandbox: text when it is UTF-8, else base64.
         For larger files, run a command (head, tail, grep) instead."""
         where = common.remote_path(path)
-        folder, name = posixpath.split(where)
         async with api(ctx) as client:
             box = await sandbox(client, sandbox_id)
-            # Its size first: the whole answer is held in memory (in the API, over /mcp).
-            entry = next((e for e in await box.files.list(folder or "/") if e.name == name), None)
-            if entry is None:
-                raise ToolError(f"not_found: no file {where} in sandbox {sandbox_id}")
-            if entry.size > MAX_READ_BYTES:
-                raise ToolError(
-                    f"file_too_large: {where} is {entry.size} bytes, more than read_file's "
-                    f"{MAX_READ_BYTES}: read parts of it with run_command (head -c, tail, grep)"
-                )
-            data = await box.files.read(where)
+            # The service reads no more than the cap, whatever the path turns out to be (a link
+            # to a big file, a device, a file that grows): over /mcp the answer is held whole.
+            try:
+                data = await box.files.read(where, max_bytes=MAX_READ_BYTES)
+            except errors.FileTooLarge as exc:
+                raise ToolError(_too_large(where, exc)) from exc
         try:
             content, encoding = data.decode(), "utf-8"
         except UnicodeDecodeError:
@@ -212,6 +206,15 @@ def build_server(connect: Connect) -> MCPServer:
             return common.unwrap(await get_review.asyncio_detailed(review_id, client=client)).to_dict()
 
     return server
+
+
+def _too_large(where: str, exc: errors.FileTooLarge) -> str:
+    size = exc.problem.get("size")
+    what = f"is {size} bytes" if isinstance(size, int) else "gives more bytes than that"
+    return (
+        f"file_too_large: {where} {what}, more than read_file's {MAX_READ_BYTES}: read parts of "
+        "it with run_command (head -c, tail, grep)"
+    )
 
 
 def _sandbox(info: Any) -> dict[str, Any]:

@@ -345,9 +345,12 @@ class Files:
         answer = _retry(lambda: errors.check(self._http.put(url, content=content, params=params)))
         return int(answer.json()["size"])
 
-    def read(self, path: str) -> bytes:
+    def read(self, path: str, *, max_bytes: int | None = None) -> bytes:
+        """One file whole. With `max_bytes` (at most 16 MiB) the service reads no more than
+        that and a longer file raises FileTooLarge."""
         url = common.file_url(self.sandbox.id, path)
-        return _retry(lambda: errors.check(self._http.get(url))).content
+        params = common.read_params(max_bytes)
+        return _retry(lambda: errors.check(self._http.get(url, params=params))).content
 
     def upload(self, local_path: str | Path, path: str, *, mode: str | None = None) -> int:
         """Stream a local file into the sandbox (never read whole into memory)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import secrets
 from collections.abc import AsyncIterable, AsyncIterator
 
@@ -46,7 +47,17 @@ class Files(Execs):
         return upload.count
 
     async def read_file(
-        self, sandbox_id: str, path: str, *, user: str | None = None
+        self, sandbox_id: str, path: str, *, user: str | None = None, max_bytes: int | None = None
+    ) -> AsyncIterator[bytes]:
+        chunks = self._read(sandbox_id, path, user, max_bytes)
+        if max_bytes is not None:
+            chunks = transfers.at_most(chunks, max_bytes, sandbox_path(path))
+        async with contextlib.aclosing(chunks):
+            async for chunk in chunks:
+                yield chunk
+
+    async def _read(
+        self, sandbox_id: str, path: str, user: str | None, max_bytes: int | None
     ) -> AsyncIterator[bytes]:
         # BoxLite streams output as text lines: the bytes travel as base64 (76-column lines,
         # so any run of whole lines decodes on its own).
@@ -56,7 +67,7 @@ class Files(Execs):
         try:
             native = await self._native_exec(
                 sandbox,
-                ["/bin/sh", "-c", scripts.READ_BASE64_SCRIPT, "sh", target],
+                transfers.read_argv(target, max_bytes, scripts.READ_BASE64_SCRIPT),
                 {"PATH": HELPER_PATH},
                 user or sandbox.info.spec.user,
                 3600,
@@ -81,7 +92,7 @@ class Files(Execs):
                     yield base64.b64decode(pending.strip())
                 result = await native.wait()
                 await asyncio.wait({error_task}, timeout=1.0)
-                scripts.raise_for(result.exit_code, target, bytes(errors))
+                scripts.raise_for_read(result.exit_code, target, bytes(errors), max_bytes)
             finally:
                 error_task.cancel()
         finally:

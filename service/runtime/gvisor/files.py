@@ -85,17 +85,21 @@ class Files(Execs):
         return upload.count
 
     async def read_file(
-        self, sandbox_id: str, path: str, *, user: str | None = None
+        self, sandbox_id: str, path: str, *, user: str | None = None, max_bytes: int | None = None
     ) -> AsyncIterator[bytes]:
         target = sandbox_path(path)
         sandbox = await self.store.ready(sandbox_id)
 
         def finish(code: int | None, errors: bytes) -> None:
-            scripts.raise_for(code, target, errors)
+            scripts.raise_for_read(code, target, errors, max_bytes)
 
-        argv = ["/bin/sh", "-c", scripts.READ_SCRIPT, "sh", target]
-        async for chunk in self._stream_out(sandbox, argv, user, repr(target), finish):
-            yield chunk
+        argv = transfers.read_argv(target, max_bytes)
+        chunks = self._stream_out(sandbox, argv, user, repr(target), finish)
+        if max_bytes is not None:
+            chunks = transfers.at_most(chunks, max_bytes, target)
+        async with contextlib.aclosing(chunks):
+            async for chunk in chunks:
+                yield chunk
 
     async def list_files(
         self, sandbox_id: str, path: str, *, user: str | None = None

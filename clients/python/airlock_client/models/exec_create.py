@@ -18,7 +18,8 @@ T = TypeVar("T", bound="ExecCreate")
 @_attrs_define
 class ExecCreate:
     """One command. `secrets` reach the process as environment variables only and are masked
-    in every output; they are never stored.
+    in the output of every exec of the sandbox, for the sandbox's life; they are never
+    stored.
 
         Attributes:
             cmd (list[str]):

@@ -22,6 +22,7 @@ class Quotas:
         max_disk_mib (int | Unset):  Default: 16384.
         max_exec_timeout_s (int | Unset):  Default: 600.
         max_idle_timeout_s (int | Unset):  Default: 86400.
+        max_lifetime_s (int | Unset):  Default: 604800.
         max_memory_mib (int | Unset):  Default: 16384.
         max_paused_mib (int | Unset):  Default: 16384.
         max_paused_s (int | Unset):  Default: 604800.
@@ -48,6 +49,7 @@ class Quotas:
     max_disk_mib: int | Unset = 16384
     max_exec_timeout_s: int | Unset = 600
     max_idle_timeout_s: int | Unset = 86400
+    max_lifetime_s: int | Unset = 604800
     max_memory_mib: int | Unset = 16384
     max_paused_mib: int | Unset = 16384
     max_paused_s: int | Unset = 604800
@@ -81,6 +83,8 @@ class Quotas:
         max_exec_timeout_s = self.max_exec_timeout_s
 
         max_idle_timeout_s = self.max_idle_timeout_s
+
+        max_lifetime_s = self.max_lifetime_s
 
         max_memory_mib = self.max_memory_mib
 
@@ -135,6 +139,8 @@ class Quotas:
             field_dict["max_exec_timeout_s"] = max_exec_timeout_s
         if max_idle_timeout_s is not UNSET:
             field_dict["max_idle_timeout_s"] = max_idle_timeout_s
+        if max_lifetime_s is not UNSET:
+            field_dict["max_lifetime_s"] = max_lifetime_s
         if max_memory_mib is not UNSET:
             field_dict["max_memory_mib"] = max_memory_mib
         if max_paused_mib is not UNSET:
@@ -189,6 +195,8 @@ class Quotas:
 
         max_idle_timeout_s = d.pop("max_idle_timeout_s", UNSET)
 
+        max_lifetime_s = d.pop("max_lifetime_s", UNSET)
+
         max_memory_mib = d.pop("max_memory_mib", UNSET)
 
         max_paused_mib = d.pop("max_paused_mib", UNSET)
@@ -230,6 +238,7 @@ class Quotas:
             max_disk_mib=max_disk_mib,
             max_exec_timeout_s=max_exec_timeout_s,
             max_idle_timeout_s=max_idle_timeout_s,
+            max_lifetime_s=max_lifetime_s,
             max_memory_mib=max_memory_mib,
             max_paused_mib=max_paused_mib,
             max_paused_s=max_paused_s,

@@ -22,6 +22,7 @@ class QuotasPatch:
         max_disk_mib (int | None | Unset):
         max_exec_timeout_s (int | None | Unset):
         max_idle_timeout_s (int | None | Unset):
+        max_lifetime_s (int | None | Unset):
         max_memory_mib (int | None | Unset):
         max_paused_mib (int | None | Unset):
         max_paused_s (int | None | Unset):
@@ -48,6 +49,7 @@ class QuotasPatch:
     max_disk_mib: int | None | Unset = UNSET
     max_exec_timeout_s: int | None | Unset = UNSET
     max_idle_timeout_s: int | None | Unset = UNSET
+    max_lifetime_s: int | None | Unset = UNSET
     max_memory_mib: int | None | Unset = UNSET
     max_paused_mib: int | None | Unset = UNSET
     max_paused_s: int | None | Unset = UNSET
@@ -113,6 +115,12 @@ class QuotasPatch:
             max_idle_timeout_s = UNSET
         else:
             max_idle_timeout_s = self.max_idle_timeout_s
+
+        max_lifetime_s: int | None | Unset
+        if isinstance(self.max_lifetime_s, Unset):
+            max_lifetime_s = UNSET
+        else:
+            max_lifetime_s = self.max_lifetime_s
 
         max_memory_mib: int | None | Unset
         if isinstance(self.max_memory_mib, Unset):
@@ -232,6 +240,8 @@ class QuotasPatch:
             field_dict["max_exec_timeout_s"] = max_exec_timeout_s
         if max_idle_timeout_s is not UNSET:
             field_dict["max_idle_timeout_s"] = max_idle_timeout_s
+        if max_lifetime_s is not UNSET:
+            field_dict["max_lifetime_s"] = max_lifetime_s
         if max_memory_mib is not UNSET:
             field_dict["max_memory_mib"] = max_memory_mib
         if max_paused_mib is not UNSET:
@@ -342,6 +352,15 @@ class QuotasPatch:
             return cast(int | None | Unset, data)
 
         max_idle_timeout_s = _parse_max_idle_timeout_s(d.pop("max_idle_timeout_s", UNSET))
+
+        def _parse_max_lifetime_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_lifetime_s = _parse_max_lifetime_s(d.pop("max_lifetime_s", UNSET))
 
         def _parse_max_memory_mib(data: object) -> int | None | Unset:
             if data is None:
@@ -504,6 +523,7 @@ class QuotasPatch:
             max_disk_mib=max_disk_mib,
             max_exec_timeout_s=max_exec_timeout_s,
             max_idle_timeout_s=max_idle_timeout_s,
+            max_lifetime_s=max_lifetime_s,
             max_memory_mib=max_memory_mib,
             max_paused_mib=max_paused_mib,
             max_paused_s=max_paused_s,

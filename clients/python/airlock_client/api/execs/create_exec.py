@@ -113,7 +113,10 @@ def sync_detailed(
     """Run a command in a sandbox
 
      With `wait` (the default) the answer is the finished exec (200); `wait: false` answers 202 at once.
-    A non-zero exit is a 200 with its exit code.
+    A non-zero exit is a 200 with its exit code. Every secret value any exec of the sandbox was given is
+    masked (`***`) in this exec's output and record, for the sandbox's life; a sandbox holds at most 256
+    of them (4 MiB), and an exec that would bring more is a 409 `sandbox_secrets_full` before anything
+    runs.
 
     Args:
         sandbox_id (str):
@@ -121,7 +124,8 @@ def sync_detailed(
             and starts nothing new
         body (ExecCreate): One command. `secrets` reach the process as environment variables only
             and are masked
-            in every output; they are never stored.
+            in the output of every exec of the sandbox, for the sandbox's life; they are never
+            stored.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -154,7 +158,10 @@ def sync(
     """Run a command in a sandbox
 
      With `wait` (the default) the answer is the finished exec (200); `wait: false` answers 202 at once.
-    A non-zero exit is a 200 with its exit code.
+    A non-zero exit is a 200 with its exit code. Every secret value any exec of the sandbox was given is
+    masked (`***`) in this exec's output and record, for the sandbox's life; a sandbox holds at most 256
+    of them (4 MiB), and an exec that would bring more is a 409 `sandbox_secrets_full` before anything
+    runs.
 
     Args:
         sandbox_id (str):
@@ -162,7 +169,8 @@ def sync(
             and starts nothing new
         body (ExecCreate): One command. `secrets` reach the process as environment variables only
             and are masked
-            in every output; they are never stored.
+            in the output of every exec of the sandbox, for the sandbox's life; they are never
+            stored.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -190,7 +198,10 @@ async def asyncio_detailed(
     """Run a command in a sandbox
 
      With `wait` (the default) the answer is the finished exec (200); `wait: false` answers 202 at once.
-    A non-zero exit is a 200 with its exit code.
+    A non-zero exit is a 200 with its exit code. Every secret value any exec of the sandbox was given is
+    masked (`***`) in this exec's output and record, for the sandbox's life; a sandbox holds at most 256
+    of them (4 MiB), and an exec that would bring more is a 409 `sandbox_secrets_full` before anything
+    runs.
 
     Args:
         sandbox_id (str):
@@ -198,7 +209,8 @@ async def asyncio_detailed(
             and starts nothing new
         body (ExecCreate): One command. `secrets` reach the process as environment variables only
             and are masked
-            in every output; they are never stored.
+            in the output of every exec of the sandbox, for the sandbox's life; they are never
+            stored.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -229,7 +241,10 @@ async def asyncio(
     """Run a command in a sandbox
 
      With `wait` (the default) the answer is the finished exec (200); `wait: false` answers 202 at once.
-    A non-zero exit is a 200 with its exit code.
+    A non-zero exit is a 200 with its exit code. Every secret value any exec of the sandbox was given is
+    masked (`***`) in this exec's output and record, for the sandbox's life; a sandbox holds at most 256
+    of them (4 MiB), and an exec that would bring more is a 409 `sandbox_secrets_full` before anything
+    runs.
 
     Args:
         sandbox_id (str):
@@ -237,7 +252,8 @@ async def asyncio(
             and starts nothing new
         body (ExecCreate): One command. `secrets` reach the process as environment variables only
             and are masked
-            in every output; they are never stored.
+            in the output of every exec of the sandbox, for the sandbox's life; they are never
+            stored.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

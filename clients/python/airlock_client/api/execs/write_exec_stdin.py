@@ -79,6 +79,11 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_422
 
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
     if response.status_code == 503:
         response_503 = Problem.from_dict(response.json())
 
@@ -111,10 +116,13 @@ def sync_detailed(
 ) -> Response[Problem | StdinWritten]:
     """Write to a running exec's stdin
 
-     For an exec started with `stdin_open`: the raw body goes to the process's stdin after what was
-    written before; `?close=true` then closes it (the process reads EOF). An exec started without
-    `stdin_open`, one whose stdin was closed, or one that has not read its stdin for a while is a 409
-    `stdin_not_open`.
+     For an exec started with `stdin_open`: the raw body (at most 1 MiB) goes to the process's stdin
+    after what was written before; `?close=true` then closes it (the process reads EOF). An exec started
+    without `stdin_open`, one whose stdin was closed, or one that has ended is a 409 `stdin_not_open`.
+    At most 1 MiB written to an exec and not yet read by its process is held: a write that does not fit
+    waits up to 10 s for the process to read, then (or at once, while another write to the same exec is
+    waiting) is refused whole with a 429 `stdin_full` and `Retry-After`; nothing of a refused write
+    reaches the process.
 
     Args:
         sandbox_id (str):
@@ -154,10 +162,13 @@ def sync(
 ) -> Problem | StdinWritten | None:
     """Write to a running exec's stdin
 
-     For an exec started with `stdin_open`: the raw body goes to the process's stdin after what was
-    written before; `?close=true` then closes it (the process reads EOF). An exec started without
-    `stdin_open`, one whose stdin was closed, or one that has not read its stdin for a while is a 409
-    `stdin_not_open`.
+     For an exec started with `stdin_open`: the raw body (at most 1 MiB) goes to the process's stdin
+    after what was written before; `?close=true` then closes it (the process reads EOF). An exec started
+    without `stdin_open`, one whose stdin was closed, or one that has ended is a 409 `stdin_not_open`.
+    At most 1 MiB written to an exec and not yet read by its process is held: a write that does not fit
+    waits up to 10 s for the process to read, then (or at once, while another write to the same exec is
+    waiting) is refused whole with a 429 `stdin_full` and `Retry-After`; nothing of a refused write
+    reaches the process.
 
     Args:
         sandbox_id (str):
@@ -192,10 +203,13 @@ async def asyncio_detailed(
 ) -> Response[Problem | StdinWritten]:
     """Write to a running exec's stdin
 
-     For an exec started with `stdin_open`: the raw body goes to the process's stdin after what was
-    written before; `?close=true` then closes it (the process reads EOF). An exec started without
-    `stdin_open`, one whose stdin was closed, or one that has not read its stdin for a while is a 409
-    `stdin_not_open`.
+     For an exec started with `stdin_open`: the raw body (at most 1 MiB) goes to the process's stdin
+    after what was written before; `?close=true` then closes it (the process reads EOF). An exec started
+    without `stdin_open`, one whose stdin was closed, or one that has ended is a 409 `stdin_not_open`.
+    At most 1 MiB written to an exec and not yet read by its process is held: a write that does not fit
+    waits up to 10 s for the process to read, then (or at once, while another write to the same exec is
+    waiting) is refused whole with a 429 `stdin_full` and `Retry-After`; nothing of a refused write
+    reaches the process.
 
     Args:
         sandbox_id (str):
@@ -233,10 +247,13 @@ async def asyncio(
 ) -> Problem | StdinWritten | None:
     """Write to a running exec's stdin
 
-     For an exec started with `stdin_open`: the raw body goes to the process's stdin after what was
-    written before; `?close=true` then closes it (the process reads EOF). An exec started without
-    `stdin_open`, one whose stdin was closed, or one that has not read its stdin for a while is a 409
-    `stdin_not_open`.
+     For an exec started with `stdin_open`: the raw body (at most 1 MiB) goes to the process's stdin
+    after what was written before; `?close=true` then closes it (the process reads EOF). An exec started
+    without `stdin_open`, one whose stdin was closed, or one that has ended is a 409 `stdin_not_open`.
+    At most 1 MiB written to an exec and not yet read by its process is held: a write that does not fit
+    waits up to 10 s for the process to read, then (or at once, while another write to the same exec is
+    waiting) is refused whole with a 429 `stdin_full` and `Retry-After`; nothing of a refused write
+    reaches the process.
 
     Args:
         sandbox_id (str):

@@ -7,13 +7,26 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     sandbox_id: str,
     path: str,
+    *,
+    max_bytes: int | None | Unset = UNSET,
 ) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    json_max_bytes: int | None | Unset
+    if isinstance(max_bytes, Unset):
+        json_max_bytes = UNSET
+    else:
+        json_max_bytes = max_bytes
+    params["max_bytes"] = json_max_bytes
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
     _kwargs: dict[str, Any] = {
         "method": "get",
@@ -21,6 +34,7 @@ def _get_kwargs(
             sandbox_id=quote(str(sandbox_id), safe=""),
             path=quote(str(path), safe=""),
         ),
+        "params": params,
     }
 
     return _kwargs
@@ -50,6 +64,11 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         response_409 = Problem.from_dict(response.json())
 
         return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
 
     if response.status_code == 422:
         response_422 = Problem.from_dict(response.json())
@@ -86,12 +105,22 @@ def sync_detailed(
     path: str,
     *,
     client: AuthenticatedClient | Client,
+    max_bytes: int | None | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Download a file from a sandbox
+
+     The file is read by the sandbox's user inside the sandbox (a link is followed there) and streamed as
+    it is read. With `max_bytes` (at most 16 MiB) it is read whole before the answer starts, which then
+    has a Content-Length, and a file longer than `max_bytes` is a 413 `file_too_large`: a regular file
+    (a link's target) is refused by its own size, given as `size`, before any of it is read; anything
+    else (a device, a pipe, a file that grows while it is read) once it gave more than `max_bytes`.
+    Never more than `max_bytes` bytes of it are held.
 
     Args:
         sandbox_id (str):
         path (str):
+        max_bytes (int | None | Unset): Read the file whole, at most this many bytes, or refuse it
+            (413)
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -104,6 +133,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         sandbox_id=sandbox_id,
         path=path,
+        max_bytes=max_bytes,
     )
 
     response = client.get_httpx_client().request(
@@ -118,12 +148,22 @@ def sync(
     path: str,
     *,
     client: AuthenticatedClient | Client,
+    max_bytes: int | None | Unset = UNSET,
 ) -> Any | Problem | None:
     """Download a file from a sandbox
+
+     The file is read by the sandbox's user inside the sandbox (a link is followed there) and streamed as
+    it is read. With `max_bytes` (at most 16 MiB) it is read whole before the answer starts, which then
+    has a Content-Length, and a file longer than `max_bytes` is a 413 `file_too_large`: a regular file
+    (a link's target) is refused by its own size, given as `size`, before any of it is read; anything
+    else (a device, a pipe, a file that grows while it is read) once it gave more than `max_bytes`.
+    Never more than `max_bytes` bytes of it are held.
 
     Args:
         sandbox_id (str):
         path (str):
+        max_bytes (int | None | Unset): Read the file whole, at most this many bytes, or refuse it
+            (413)
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -137,6 +177,7 @@ def sync(
         sandbox_id=sandbox_id,
         path=path,
         client=client,
+        max_bytes=max_bytes,
     ).parsed
 
 
@@ -145,12 +186,22 @@ async def asyncio_detailed(
     path: str,
     *,
     client: AuthenticatedClient | Client,
+    max_bytes: int | None | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Download a file from a sandbox
+
+     The file is read by the sandbox's user inside the sandbox (a link is followed there) and streamed as
+    it is read. With `max_bytes` (at most 16 MiB) it is read whole before the answer starts, which then
+    has a Content-Length, and a file longer than `max_bytes` is a 413 `file_too_large`: a regular file
+    (a link's target) is refused by its own size, given as `size`, before any of it is read; anything
+    else (a device, a pipe, a file that grows while it is read) once it gave more than `max_bytes`.
+    Never more than `max_bytes` bytes of it are held.
 
     Args:
         sandbox_id (str):
         path (str):
+        max_bytes (int | None | Unset): Read the file whole, at most this many bytes, or refuse it
+            (413)
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -163,6 +214,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         sandbox_id=sandbox_id,
         path=path,
+        max_bytes=max_bytes,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -175,12 +227,22 @@ async def asyncio(
     path: str,
     *,
     client: AuthenticatedClient | Client,
+    max_bytes: int | None | Unset = UNSET,
 ) -> Any | Problem | None:
     """Download a file from a sandbox
+
+     The file is read by the sandbox's user inside the sandbox (a link is followed there) and streamed as
+    it is read. With `max_bytes` (at most 16 MiB) it is read whole before the answer starts, which then
+    has a Content-Length, and a file longer than `max_bytes` is a 413 `file_too_large`: a regular file
+    (a link's target) is refused by its own size, given as `size`, before any of it is read; anything
+    else (a device, a pipe, a file that grows while it is read) once it gave more than `max_bytes`.
+    Never more than `max_bytes` bytes of it are held.
 
     Args:
         sandbox_id (str):
         path (str):
+        max_bytes (int | None | Unset): Read the file whole, at most this many bytes, or refuse it
+            (413)
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -195,5 +257,6 @@ async def asyncio(
             sandbox_id=sandbox_id,
             path=path,
             client=client,
+            max_bytes=max_bytes,
         )
     ).parsed
