@@ -23,7 +23,12 @@ from service.audit.controller import AuditController
 from service.auth.authenticate import Authenticator
 from service.auth.cache import AuthCache, AuthListener
 from service.auth.keyring import KeyRing
-from service.auth.middleware import PUBLIC_PATHS, BearerAuthMiddleware, authorize
+from service.auth.middleware import (
+    PUBLIC_PATHS,
+    BearerAuthMiddleware,
+    authorize,
+    settle_options_answers,
+)
 from service.auth.tokens import TokenCodec
 from service.bootstrap import prepare
 from service.context import provide_audit_context, provide_principal
@@ -41,6 +46,7 @@ from service.jobs.paused_copies import PausedCopies
 from service.jobs.pool import PoolRefiller
 from service.jobs.reconcile import drop_orphans, reconcile
 from service.jobs.retention import RetentionJob
+from service.jobs.suspended import SuspendedExecs, SuspendedWork
 from service.jobs.templates import TemplateBuilder
 from service.jobs.ttl import TtlReaper
 from service.mcp import McpEndpoint
@@ -260,6 +266,7 @@ def create_app(
     app.asgi_handler = ProxyHeaders(app.asgi_handler, settings.trusted_proxy_list, offload_key)
     document_problems(app)
     correct_allow_header(app)
+    settle_options_answers(app)
     return app
 
 
@@ -290,13 +297,17 @@ async def _jobs(
                         local_node, dropped)  # fmt: skip
 
         await _reconcile(sessionmaker, runtimes, pool.host, local_node)
+        builder = TemplateBuilder(sessionmaker, runtimes, pool, node_id=local_node)
+        reviews = ReviewRunner(ReviewDeps(sessionmaker, runtimes, exec_runner, settings))
+        execs = SuspendedExecs(sessionmaker, exec_runner)
         jobs += [
             TtlReaper(sessionmaker, runtimes, settings.ttl_reaper_interval_s, local_node),
             IdleSleeper(sessionmaker, runtimes, settings.idle_check_interval_s, local_node),
-            TemplateBuilder(sessionmaker, runtimes, pool, node_id=local_node),
+            builder,
             PoolRefiller(sessionmaker, runtimes, pool, settings.pool_refill_interval_s),
             UsageSampler(sessionmaker, runtimes, settings.usage_sample_interval_s, local_node),
-            ReviewRunner(ReviewDeps(sessionmaker, runtimes, exec_runner, settings)),
+            reviews,
+            SuspendedWork([builder, reviews, execs]),
             node_heartbeat(settings, sessionmaker, runtimes, VERSION, on_return=rejoined),
         ]
         if fetcher is not None and is_postgres(sessionmaker.kw["bind"]):  # more than one node

@@ -4,7 +4,9 @@ A pool's target is for the whole cluster: it is spread over the nodes that can s
 members (ready, their lease running; for a snapshot that cannot move, only its builder; the
 others fetch it when they start their first member), the first
 `target % n` of them in id order taking one more. A node that is drained, lost or without the
-snapshot has a share of 0, so its members are removed and the other nodes' shares grow.
+snapshot has a share of 0, so its members are removed and the other nodes' shares grow. A
+pool of a suspended tenant's template has no share anywhere, nor one whose members would run
+the template's setup under a network its tenant may no longer have.
 
 Each pass, per pool: members of an older template version, or older than `MAX_AGE`, are
 stale and removed; ready members whose runtime sandbox died are removed (checked every
@@ -27,8 +29,9 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.base import utcnow
-from service.db.models import Node, PoolMember
+from service.db.models import Node, PoolMember, Tenant
 from service.db.session import Db
+from service.errors import AppError
 from service.ids import new_id
 from service.jobs.periodic import PeriodicJob
 from service.nodes.leases import READY, db_now
@@ -38,7 +41,9 @@ from service.pool.service import WarmPool, label, parse_targets, upsert_target
 from service.runtime import ExecRequest, SandboxRuntime, SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
 from service.templates.repository import OPERATOR_OWNER, TemplateRepository, ready_version
-from service.templates.starter import Recipe, start
+from service.templates.starter import Recipe, check_policy, start
+from service.tenants.service import quotas_of
+from service.tenants.suspension import SUSPENDED
 
 WARM_UP = ExecRequest(argv=["true"], timeout_s=10, output_cap=0)
 
@@ -92,6 +97,12 @@ async def _startable_nodes(session: AsyncSession, node_id: str) -> dict[str, str
     return ready
 
 
+async def _tenants(session: AsyncSession, owners: set[str]) -> dict[str, Tenant]:
+    """The tenants among templates' owners (the operator owns no tenant row)."""
+    rows = await session.scalars(select(Tenant).where(Tenant.id.in_(owners)))
+    return {tenant.id: tenant for tenant in rows}
+
+
 class PoolRefiller(PeriodicJob):
     name = "pool-refiller"
 
@@ -104,6 +115,8 @@ class PoolRefiller(PeriodicJob):
         self.pool = pool
         self._last_health = 0.0
         self._slots = asyncio.Semaphore(PARALLEL)
+        # Pools held at no members, and why (None: not held).
+        self._held: dict[str, str | None] = {}
 
     async def run_once(self) -> bool:
         self.pool.bell.clear()
@@ -147,7 +160,9 @@ class PoolRefiller(PeriodicJob):
         async with self.db() as session:
             startable = await _startable_nodes(session, self.pool.node_id)
             found = []
-            for target, template in await PoolRepository(session).targets():
+            targets = await PoolRepository(session).targets()
+            owners = await _tenants(session, {template.owner for _, template in targets})
+            for target, template in targets:
                 version = await ready_version(session, template.id)
                 if version is not None and version.size != target.size:
                     version = None  # built for another size: nothing to start for this pool
@@ -162,16 +177,38 @@ class PoolRefiller(PeriodicJob):
                 ):
                     # A snapshot that cannot move: only its builder can start members.
                     eligible &= {version.node_id}
+                recipe = Recipe.of(version) if version else None
+                share = share_of(target.target, eligible, self.pool.node_id)
+                if self._held_back(target.id, owners.get(template.owner), recipe):
+                    share = 0
                 found.append(
                     Pool(
                         id=target.id,
-                        target=share_of(target.target, eligible, self.pool.node_id),
+                        target=share,
                         size=target.size,
                         label=label(template.name, template.owner),
-                        recipe=Recipe.of(version) if version else None,
+                        recipe=recipe,
                     )
                 )
         return found
+
+    def _held_back(self, pool_id: str, owner: Tenant | None, recipe: Recipe | None) -> bool:
+        """Whether a tenant's pool keeps no members now: its owner is suspended, or its
+        members would be born under a network the owner may no longer have (a build without
+        a snapshot runs its setup in each one). Said in the log once per change."""
+        why = None
+        if owner is not None and owner.status == SUSPENDED:
+            why = "its tenant is suspended"
+        elif owner is not None and recipe is not None:
+            try:
+                check_policy(recipe, quotas_of(owner))
+            except AppError as exc:
+                why = f"the template's network is not allowed for its tenant now: {exc.detail}"
+        if why != self._held.get(pool_id):
+            if why is not None:
+                log.warning("pool %s keeps no members: %s", pool_id, why)
+            self._held[pool_id] = why
+        return why is not None
 
     async def _members(self, pool_id: str) -> list[Member]:
         async with self.db() as session:

@@ -8,6 +8,7 @@ reconciler and built again; after `MAX_ATTEMPTS` cut-off builds it fails.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from service.audit.recorder import AuditContext, record
 from service.db.base import on_node, utcnow
 from service.db.models import Sandbox, Template, TemplateVersion, Tenant
 from service.db.session import Db
-from service.errors import Conflict, QuotaExceeded, ServiceUnavailable
+from service.errors import AppError, Conflict, QuotaExceeded, ServiceUnavailable
 from service.jobs.periodic import PeriodicJob
 from service.jobs.queues import fair_order, owner_turns
 from service.nodes.snapshots import digest_of, record_copy
@@ -33,8 +34,21 @@ from service.sandboxes.repository import SandboxRepository
 from service.templates.from_sandbox import from_sandbox
 from service.templates.repository import OPERATOR_OWNER
 from service.templates.service import chain_of
-from service.templates.starter import NO_NETWORK, BuildLog, Recipe, SetupFailed, build
+from service.templates.starter import (
+    NO_NETWORK,
+    BuildLog,
+    Recipe,
+    SetupFailed,
+    build,
+    check_policy,
+)
 from service.tenants.service import quotas_of
+from service.tenants.suspension import (
+    REASON,
+    cancel_queued_builds,
+    suspended_among,
+    suspended_tenants,
+)
 
 log = logging.getLogger("airlock.jobs.templates")
 
@@ -58,6 +72,8 @@ async def claim_next(db: Db, node_id: str | None = None) -> Claimed | None:
     """The next build in fair order across owners (service.jobs.queues), marked building on
     `node_id`."""
     async with db() as session, session.begin():
+        # Builds queued beside a suspension are not run: they fail, saying why.
+        await cancel_queued_builds(session, SYSTEM, suspended_tenants())
         past, past_template = aliased(TemplateVersion), aliased(Template)
         waiting = (
             select(Template.owner)
@@ -128,10 +144,16 @@ async def claim_next(db: Db, node_id: str | None = None) -> Claimed | None:
 
 
 async def build_one(
-    db: Db, holder: RuntimeHolder, pool: WarmPool, job: Claimed, node_id: str | None = None
+    db: Db,
+    holder: RuntimeHolder,
+    pool: WarmPool,
+    job: Claimed,
+    node_id: str | None = None,
+    text: BuildLog | None = None,
 ) -> str:
-    """Build a claimed version on this node (`node_id`); returns its final state."""
-    text = BuildLog()
+    """Build a claimed version on this node (`node_id`), its log in `text`; returns its final
+    state."""
+    text = text if text is not None else BuildLog()
     snapshot: SnapshotInfo | None = None
     digest: str | None = None
     error: str | None = None
@@ -139,7 +161,7 @@ async def build_one(
     if job.attempts > MAX_ATTEMPTS:
         error = f"gave up after {MAX_ATTEMPTS} builds cut off by restarts"
     else:
-        error = await room_for_build(db, job)
+        error = await refused_build(db, job)
     if error is None:
         try:
             runtime = await holder.get()
@@ -154,6 +176,11 @@ async def build_one(
             if snapshot is not None or job.recipe.network == NO_NETWORK:
                 # (A template with a network is not snapshotted where files cannot be carried.)
                 pool.note_snapshots(snapshot is not None, text.text)
+        except asyncio.CancelledError:
+            if snapshot is not None:  # taken but never recorded: nothing would refer to it
+                with contextlib.suppress(SandboxRuntimeError):
+                    await runtime.delete_snapshot(snapshot.id)
+            raise
         except SetupFailed as exc:
             error = str(exc)
         except (ServiceUnavailable, Conflict) as exc:
@@ -178,10 +205,12 @@ async def build_one(
     return "failed" if error else "ready"
 
 
-async def room_for_build(db: Db, job: Claimed) -> str | None:
-    """A tenant's build runs in a sandbox of its own: it must fit the tenant's sandbox quotas
-    beside its sandboxes and other builds (and counts against them while it runs). None when
-    it fits, else why not (the operator's builds are not a tenant's)."""
+async def refused_build(db: Db, job: Claimed) -> str | None:
+    """Why a tenant's build may not start now; None when it may (the operator's builds are
+    not a tenant's). It runs in a sandbox of its own, born now: that sandbox must fit the
+    tenant's sandbox quotas beside its sandboxes and other builds (and counts against them
+    while it runs), and the network its setup runs under must be one the tenant may have now
+    (the operator may have taken it away while the build waited)."""
     if job.owner == OPERATOR_OWNER:
         return None
     async with db() as session, session.begin():
@@ -196,6 +225,10 @@ async def room_for_build(db: Db, job: Claimed) -> str | None:
             check_room(quotas_of(tenant), usage, caps)
         except QuotaExceeded as exc:
             return f"no room for the build's sandbox: {exc.detail} ({exc.extra['quota']})"
+        try:
+            check_policy(job.recipe, quotas_of(tenant), building=True)
+        except AppError as exc:
+            return f"the template's network is not allowed for this tenant now: {exc.detail}"
     return None
 
 
@@ -258,14 +291,50 @@ class TemplateBuilder(PeriodicJob):
         self.holder = holder
         self.pool = pool
         self.node_id = node_id
+        # The build under way and its task; whether its owner's suspension stopped it.
+        self.current: tuple[Claimed, asyncio.Task[str]] | None = None
+        self.stopped = False
 
     async def run_once(self) -> bool:
         job = await claim_next(self.db, self.node_id)
         if job is None:
             return False
-        state = await build_one(self.db, self.holder, self.pool, job, self.node_id)
+        text = BuildLog()
+        task = asyncio.create_task(
+            build_one(self.db, self.holder, self.pool, job, self.node_id, text),
+            name=f"build-{job.recipe.version_id}",
+        )
+        self.current, self.stopped = (job, task), False
+        try:
+            state = await task
+        except asyncio.CancelledError:
+            if not self.stopped or _cancelling():
+                raise  # the service is stopping: the reconciler puts the build back
+            text.add(f"build stopped: {REASON}\n")
+            await _finish(self.db, job, text, None, REASON, None)
+            state = "failed"
+        finally:
+            self.current = None
         log.info("template %s version %s: %s", job.name, job.version, state)
         return True
+
+    async def stop_suspended(self) -> None:
+        """Stop the build under way when its owner is suspended now (its sandboxes go, as
+        when a build fails; it is not put back in the queue)."""
+        if self.current is None or self.stopped or self.current[0].owner == OPERATOR_OWNER:
+            return  # (once only: a second cancel would cut its record short)
+        job, task = self.current
+        async with self.db() as session:
+            if not await suspended_among(session, [job.owner]):
+                return
+        self.stopped = True
+        task.cancel()
+
+
+def _cancelling() -> bool:
+    """Whether the running task itself is being cancelled."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 async def requeue_interrupted(

@@ -227,13 +227,13 @@ class FetchingRuntime:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._runtime, name)
 
-    async def create_from_snapshot(self, snapshot_id: str) -> Any:
+    async def create_from_snapshot(self, snapshot_id: str, private: list[str] | None = None) -> Any:
         try:
-            return await self._runtime.create_from_snapshot(snapshot_id)
+            return await self._runtime.create_from_snapshot(snapshot_id, private)
         except SnapshotNotFound:
             if not await self._fetcher.fetch(self._runtime, snapshot_id):
                 raise
-        return await self._runtime.create_from_snapshot(snapshot_id)
+        return await self._runtime.create_from_snapshot(snapshot_id, private)
 
 
 @get(

@@ -23,6 +23,12 @@ from service.jobs.periodic import PeriodicJob
 from service.jobs.queues import fair_order, owner_turns
 from service.nodes.local import local_node_id
 from service.reviews.pipeline import Db, Deps, run_review
+from service.tenants.suspension import (
+    REASON,
+    cancel_queued_reviews,
+    finish_review_event,
+    suspended_tenants,
+)
 
 log = logging.getLogger("airlock.jobs.reviews")
 
@@ -47,6 +53,8 @@ SYSTEM = AuditContext(actor="system:review-runner", request_id=None, client=None
 async def claim_next(db: Db, node_id: str | None = None) -> str | None:
     """The next review in fair order (service.jobs.queues), marked running on `node_id`."""
     async with db() as session, session.begin():
+        # Reviews queued beside a suspension are not run: they fail, saying why.
+        await cancel_queued_reviews(session, SYSTEM, suspended_tenants())
         past = aliased(Review)
         waiting = select(Review.tenant_id).where(Review.state == "queued").distinct()
         turns = owner_turns(
@@ -115,6 +123,17 @@ async def requeue_interrupted(
     return len(rows)
 
 
+async def _stop(db: Db, review_id: str) -> str:
+    """Record a review its tenant's suspension stopped: failed, saying why."""
+    async with db() as session, session.begin():
+        row = await session.get(Review, review_id, with_for_update=True)
+        if row is None or row.state != "running":
+            return row.state if row else "gone"
+        row.state, row.error, row.finished_at = "failed", REASON, utcnow()
+        await finish_review_event(session, SYSTEM, row.tenant_id, row.id)
+    return "failed"
+
+
 class ReviewRunner(PeriodicJob):
     name = "review-runner"
 
@@ -123,6 +142,9 @@ class ReviewRunner(PeriodicJob):
         self.deps = deps
         self.concurrency = concurrency
         self.running: set[asyncio.Task[str]] = set()
+        # The running reviews' tasks by review id, and those a suspension stopped.
+        self.tasks: dict[str, asyncio.Task[str]] = {}
+        self.stopped: set[str] = set()
         self._recovered = False
         self.node_id = local_node_id(deps.settings)
 
@@ -139,13 +161,42 @@ class ReviewRunner(PeriodicJob):
             return False
         task = asyncio.create_task(self._run(review_id), name=f"review-{review_id}")
         self.running.add(task)
+        self.tasks[review_id] = task
         task.add_done_callback(self.running.discard)
+        task.add_done_callback(lambda _: self._forget(review_id))
         return True
 
     async def _run(self, review_id: str) -> str:
-        state = await run_review(self.deps, review_id)
+        try:
+            state = await run_review(self.deps, review_id)
+        except asyncio.CancelledError:
+            if review_id not in self.stopped:
+                raise  # the service is stopping: the review goes back in the queue
+            state = await _stop(self.deps.db, review_id)
         log.info("review %s: %s", review_id, state)
         return state
+
+    def _forget(self, review_id: str) -> None:
+        self.tasks.pop(review_id, None)
+        self.stopped.discard(review_id)
+
+    async def stop_suspended(self) -> None:
+        """Stop the running reviews of tenants suspended now (their sandboxes are destroyed
+        on the way out, as when a review fails); they are not put back in the queue."""
+        running = [review_id for review_id in self.tasks if review_id not in self.stopped]
+        if not running:
+            return
+        async with self.deps.db() as session:
+            stopping = await session.scalars(
+                select(Review.id).where(
+                    Review.id.in_(running), Review.tenant_id.in_(suspended_tenants())
+                )
+            )
+            for review_id in stopping:
+                task = self.tasks.get(review_id)
+                if task is not None:  # once only: a second cancel would cut its record short
+                    self.stopped.add(review_id)
+                    task.cancel()
 
     async def stop(self) -> None:
         await super().stop()

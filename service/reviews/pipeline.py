@@ -137,7 +137,7 @@ async def load(db: Db, review_id: str) -> Job | None:
             network=dict(row.network),
             model=row.model,
             attempts=row.attempts,
-            max_ttl_s=quotas.max_sandbox_ttl_s,
+            max_ttl_s=min(quotas.max_sandbox_ttl_s, quotas.max_lifetime_s),
             max_timeout_s=quotas.max_exec_timeout_s,
             credentials=dict(row.credentials) if row.credentials else None,
         )
@@ -343,6 +343,7 @@ async def _fork(deps: Deps, job: Job, sandbox_id: str, sandbox_ids: list[str]) -
         SandboxFork(ttl_s=_ttl(job)),
         node_id=local_node_id(deps.settings),
         overcommit=None,
+        secrets=deps.runner.secrets,
     )
     sandbox_ids.append(child.id)
     return _box(deps, job, child.id)

@@ -142,10 +142,14 @@ class SandboxRuntime(Protocol):
         ...
 
     def read_file(
-        self, sandbox_id: str, path: str, *, user: str | None = None
+        self, sandbox_id: str, path: str, *, user: str | None = None, max_bytes: int | None = None
     ) -> AsyncIterator[bytes]:
         """Stream a file out through the sandbox. PathNotFound / PathNotAllowed are raised
-        on the first iteration, before any data, so a caller can still answer with an error."""
+        on the first iteration, before any data, so a caller can still answer with an error.
+        With `max_bytes`, never more than that many bytes come out: a regular file (a link's
+        target) longer than it raises FileTooLarge with its size on the first iteration; any
+        other source that gives more (a device, a pipe, a file growing meanwhile) raises
+        FileTooLarge once it did, and what it gave past the limit is never passed on."""
         ...
 
     async def list_files(
@@ -172,7 +176,13 @@ class SandboxRuntime(Protocol):
         """Capture the sandbox (memory and files); it keeps running afterwards."""
         ...
 
-    async def create_from_snapshot(self, snapshot_id: str) -> SandboxInfo: ...
+    async def create_from_snapshot(
+        self, snapshot_id: str, private: list[str] | None = None
+    ) -> SandboxInfo:
+        """A new sandbox from the snapshot, its processes and memory included. Its network
+        policy is the snapshot's; `private`: the private ranges granted to its tenant now, which
+        its rules are built from (None: the snapshot's, granted when it was taken)."""
+        ...
 
     async def pause(self, sandbox_id: str) -> PauseInfo:
         """Checkpoint the sandbox (memory, processes, files) to the host's disk and stop it, so

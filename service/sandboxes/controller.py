@@ -13,6 +13,7 @@ from service.deps import (
     CurrentPrincipal,
     Db,
     DbSession,
+    ExecRunnerDep,
     IdempotencyKey,
     Limit,
     Runtimes,
@@ -281,6 +282,7 @@ class SandboxController(Controller):
         settings: AppSettings,
         sandbox_id: FromPath[str],
         data: JSONBody[SandboxFork],
+        exec_runner: ExecRunnerDep,
     ) -> Sandbox:
         return await fork.fork_sandbox(
             db,
@@ -291,4 +293,5 @@ class SandboxController(Controller):
             data,
             node_id=local_node_id(settings),
             overcommit=(settings.cpu_overcommit, settings.memory_overcommit),
+            secrets=exec_runner.secrets,
         )

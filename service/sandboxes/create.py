@@ -172,6 +172,10 @@ async def create_sandbox(
         quotas = quotas_of(await lock_tenant(session, principal.tenant_id))
         network = network_of(data)
         check_network(network, quotas)
+        if template is not None and recipe is not None:
+            # Its own template's setup, when it runs here, runs under the tenant's rules now.
+            own = template.owner == principal.tenant_id
+            starter.check_policy(recipe, quotas if own else None)
         if template is not None and data.preset is not None:
             raise Unprocessable("sandboxes from templates take no preset: the build fixes caps")
         check_quotas(quotas, data.ttl_s, await repo.active_usage(), Caps(cpus, memory, disk))

@@ -10,11 +10,16 @@ Running processes are in the child, background ones and those of the parent's ru
 alike; the execs themselves stay the parent's (in the child their processes run on, detached).
 The snapshot is taken before anything is written: a fork the runtime refuses (it names what
 it could not keep) leaves no child behind.
+
+A fork is a birth: the parent's network policy must still be one the tenant may have (the
+operator may have taken `open` or a private range away since the parent was made), and the
+child's rules are built from the ranges granted now, not from those the snapshot holds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -34,11 +39,14 @@ from service.sandboxes.lifecycle import transition
 from service.sandboxes.pause import PauseUnsupported, SandboxBusyConflict, wake
 from service.sandboxes.quotas import Caps, check_quotas, idle_timeout
 from service.sandboxes.schemas import Sandbox, SandboxCreate, SandboxFork, SandboxNetwork
-from service.sandboxes.service import Db, get_row_scoped, repository
+from service.sandboxes.service import Db, check_network, get_row_scoped, repository
 from service.sandboxes.states import State
 from service.tenants.repository import lock_tenant
 from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
+
+if TYPE_CHECKING:
+    from service.execs.sandbox_secrets import SandboxSecrets
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +71,7 @@ async def fork_sandbox(
     *,
     node_id: str | None,
     overcommit: tuple[float, float] | None,
+    secrets: SandboxSecrets | None = None,
 ) -> Sandbox:
     if principal.sandbox_id is not None:
         raise Forbidden("a token bound to a sandbox cannot create sandboxes")
@@ -79,10 +88,12 @@ async def fork_sandbox(
     assert parent_runtime_id is not None
     snapshot = await _snapshot(runtime, parent_runtime_id)
     try:
-        child_id = await _record_child(db, ctx, asked, list(snapshot.connections_cut))
-        info = await _start_child(db, runtime, tenant_id, ctx, child_id, snapshot)
+        child_id, grants = await _record_child(db, ctx, asked, list(snapshot.connections_cut))
+        info = await _start_child(db, runtime, tenant_id, ctx, child_id, (snapshot, grants))
     finally:
         await runtime.delete_snapshot(snapshot.id)
+    if secrets is not None:  # its processes hold the parent's: masked in the child's execs
+        secrets.inherit(tenant_id, sandbox_id, child_id)
     return await finish_create(db, runtime, principal, ctx, child_id, info.id, info.runtime)
 
 
@@ -99,11 +110,12 @@ async def _snapshot(runtime: SandboxRuntime, parent_runtime_id: str) -> Snapshot
 
 
 async def _allowed_parent(session: AsyncSession, asked: _Asked) -> tuple[SandboxRow, Quotas]:
-    """The parent, once it runs and a child of it fits the tenant's quotas and the node; and
-    the tenant's quotas."""
+    """The parent, once it runs, its network is one the tenant may have now, and a child of it
+    fits the tenant's quotas and the node; and the tenant's quotas."""
     quotas = quotas_of(await lock_tenant(session, asked.tenant_id))
     parent = await get_row_scoped(session, asked.tenant_id, None, asked.sandbox_id, for_update=True)
     service.require_running(parent)
+    check_network(msgspec.convert(parent.network, SandboxNetwork), quotas)
     caps = Caps(parent.cpus, parent.memory_mib, parent.disk_mib)
     usage = await repository(session, asked.principal).active_usage()
     check_quotas(quotas, asked.data.ttl_s or parent.ttl_s, usage, caps)
@@ -112,10 +124,13 @@ async def _allowed_parent(session: AsyncSession, asked: _Asked) -> tuple[Sandbox
     return parent, quotas
 
 
-async def _record_child(db: Db, ctx: AuditContext, asked: _Asked, cut: list[str]) -> str:
-    """The child's row (`creating`) and the audit events; its id. `cut`: the parent's TCP
-    connections to outside that the fork's checkpoint reset (in the parent and, as copies, in
-    the child): both rows and the fork's event name them."""
+async def _record_child(
+    db: Db, ctx: AuditContext, asked: _Asked, cut: list[str]
+) -> tuple[str, list[str]]:
+    """The child's row (`creating`) and the audit events; its id and the private ranges granted
+    to the tenant now. `cut`: the parent's TCP connections to outside that the fork's
+    checkpoint reset (in the parent and, as copies, in the child): both rows and the fork's
+    event name them."""
     data, tenant_id = asked.data, asked.tenant_id
     async with db() as session, session.begin():
         parent, quotas = await _allowed_parent(session, asked)
@@ -150,7 +165,7 @@ async def _record_child(db: Db, ctx: AuditContext, asked: _Asked, cut: list[str]
         await record(
             session, ctx, chain=tenant_id, action="sandbox.create", target=row.id, details=details
         )
-        return row.id
+        return row.id, list(quotas.network_private_cidrs)
 
 
 async def _start_child(
@@ -159,10 +174,12 @@ async def _start_child(
     tenant_id: str,
     ctx: AuditContext,
     child_id: str,
-    snapshot: SnapshotInfo,
+    source: tuple[SnapshotInfo, list[str]],
 ) -> SandboxInfo:
+    """The child, from the parent's snapshot, with the private ranges granted now (`source`)."""
+    snapshot, grants = source
     try:
-        return await runtime.create_from_snapshot(snapshot.id)
+        return await runtime.create_from_snapshot(snapshot.id, grants)
     except SandboxRuntimeError as exc:
         await service.record_failure(db, tenant_id, child_id, ctx, f"fork failed: {exc.public()}")
         raise

@@ -10,6 +10,10 @@ ones; resuming it counts it against those again.
 
 Any call that needs the sandbox running (an exec, a file call) wakes a paused one first
 (`wake`); the response then carries `Airlock-Woke-Ms`, how long the resume took.
+
+A resume on another node is a birth there (a new runtime sandbox from the checkpoint): the
+sandbox's network must still be one the tenant may have, else it stays paused, and its rules
+are built from the private ranges granted now, not from those the checkpoint holds.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import msgspec
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -41,8 +46,8 @@ from service.sandboxes.lifecycle import transition
 from service.sandboxes.quotas import Caps, over
 from service.sandboxes.quotas import check_room as check_tenant_room
 from service.sandboxes.repository import SandboxRepository
-from service.sandboxes.schemas import Sandbox
-from service.sandboxes.service import get_row_scoped, to_schema
+from service.sandboxes.schemas import Sandbox, SandboxNetwork
+from service.sandboxes.service import check_network, get_row_scoped, to_schema
 from service.sandboxes.states import State
 from service.tenants.repository import lock_tenant
 from service.tenants.schemas import Quotas
@@ -177,7 +182,8 @@ async def resume_sandbox(
             new_id = runtime_id
         else:  # it moved here: a new runtime sandbox from its checkpoint, fetched if need be
             assert resuming.snapshot_id is not None
-            new_id = (await runtime.create_from_snapshot(resuming.snapshot_id)).id
+            clone = await runtime.create_from_snapshot(resuming.snapshot_id, resuming.grants)
+            new_id = clone.id
     except BaseException as exc:
         await _resume_failed(db, holder, runtime, tenant_id, sandbox_id, ctx, resuming, exc)
         if resuming.in_place and isinstance(exc, ResourceExhausted):
@@ -236,6 +242,8 @@ class _Resuming:
     # Whether this node's runtime holds the paused sandbox (else it moved here from `origin`).
     in_place: bool
     origin: str | None
+    # The private ranges granted to the tenant now (what a start from the checkpoint gets).
+    grants: list[str]
 
 
 async def _begin_resume(
@@ -265,11 +273,19 @@ async def _begin_resume(
             await check_room(
                 session, row.node_id, (row.cpus, row.memory_mib, row.disk_mib), overcommit
             )
-        await transition(session, row, State.RESUMING, reason)
         in_place = row.pause_node_id is None or row.pause_node_id == row.node_id
+        if not in_place:
+            check_network(msgspec.convert(row.network, SandboxNetwork), quotas)
+        await transition(session, row, State.RESUMING, reason)
         if not in_place and row.pause_snapshot_id is None:
             raise SandboxFailed(sandbox_id, "moved without a checkpoint")  # never made so
-        return _Resuming(row.runtime_id, row.pause_snapshot_id, in_place, row.pause_node_id)
+        return _Resuming(
+            row.runtime_id,
+            row.pause_snapshot_id,
+            in_place,
+            row.pause_node_id,
+            list(quotas.network_private_cidrs),
+        )
 
 
 async def _resume_failed(

@@ -5,8 +5,10 @@ Both ways a sandbox is made (the general create and the warm pool's claim) read 
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import NamedTuple
 
+from service.db.base import utcnow
 from service.errors import QuotaExceeded, Unprocessable
 from service.tenants.schemas import Quotas
 
@@ -39,13 +41,41 @@ def over(
     )
 
 
-def check_quotas(quotas: Quotas, ttl_s: int, usage: Usage, caps: Caps) -> None:
-    """Raise unless one more sandbox of these caps and TTL fits beside `usage`."""
+class LifetimeExceeded(Unprocessable):
+    code, title = "lifetime_exceeded", "The sandbox would outlive the tenant's maximum lifetime"
+
+
+def check_ttl(quotas: Quotas, ttl_s: int) -> None:
+    """One TTL, as a create or an extension asks it, within the tenant's maximum."""
     if ttl_s > quotas.max_sandbox_ttl_s:
         raise Unprocessable(
             f"ttl_s {ttl_s} exceeds this tenant's maximum of {quotas.max_sandbox_ttl_s}",
             extra={"max_ttl_s": quotas.max_sandbox_ttl_s},
         )
+
+
+def check_lifetime(quotas: Quotas, created_at: datetime, now: datetime, ttl_s: int) -> None:
+    """A TTL asked `now` for a sandbox made at `created_at`: its whole life, to the expiry this
+    TTL gives, within the tenant's `max_lifetime_s` (extending a TTL again and again does not
+    keep a sandbox for ever)."""
+    end_of_life = created_at + timedelta(seconds=quotas.max_lifetime_s)
+    if now + timedelta(seconds=ttl_s) <= end_of_life:
+        return
+    raise LifetimeExceeded(
+        f"ttl_s {ttl_s} would keep the sandbox past this tenant's maximum lifetime of "
+        f"{quotas.max_lifetime_s} s from its creation",
+        extra={
+            "max_lifetime_s": quotas.max_lifetime_s,
+            "longest_ttl_s": max(0, int((end_of_life - now).total_seconds())),
+        },
+    )
+
+
+def check_quotas(quotas: Quotas, ttl_s: int, usage: Usage, caps: Caps) -> None:
+    """Raise unless one more sandbox of these caps and TTL fits beside `usage`."""
+    check_ttl(quotas, ttl_s)
+    now = utcnow()
+    check_lifetime(quotas, now, now, ttl_s)
     check_room(quotas, usage, caps)
 
 

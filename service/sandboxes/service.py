@@ -34,6 +34,7 @@ from service.runtime import SandboxRuntime, egress
 from service.runtime.errors import InvalidSpec
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes.lifecycle import transition
+from service.sandboxes.quotas import check_lifetime, check_ttl
 from service.sandboxes.repository import SandboxRepository
 from service.sandboxes.schemas import (
     Sandbox,
@@ -246,7 +247,12 @@ def refused(exc: InvalidSpec) -> AppError:
 def check_network(network: SandboxNetwork, quotas: Quotas) -> None:
     """422 for a malformed policy or a destination the tenant may not reach (egress.py: public
     addresses, and private ones only inside `network_private_cidrs`); 403 for `open` unless the
-    operator allowed it. Host names are checked by `check_network_names`."""
+    operator allowed it. Host names are checked by `check_network_names`.
+
+    The check of every birth, with the tenant's quotas as they are then: a create, a fork, a
+    template's build or setup, a resume on another node. The operator may have taken `open` or
+    a private range away since the policy was first accepted, and a runtime sandbox started
+    from a snapshot is given the ranges granted now, not those the snapshot holds."""
     if network.allow and network.mode != "allowlist":
         raise Unprocessable(f"network mode {network.mode!r} takes no allow list")
     try:
@@ -412,11 +418,8 @@ def _check_update(row: SandboxRow, quotas: Quotas, data: SandboxUpdate) -> None:
     if data.ttl_s is not None:
         if row.state not in (State.CREATING, State.RUNNING):
             raise Conflict(f"a {row.state} sandbox has no TTL to extend")
-        if data.ttl_s > quotas.max_sandbox_ttl_s:
-            raise Unprocessable(
-                f"ttl_s {data.ttl_s} exceeds this tenant's maximum of {quotas.max_sandbox_ttl_s}",
-                extra={"max_ttl_s": quotas.max_sandbox_ttl_s},
-            )
+        check_ttl(quotas, data.ttl_s)
+        check_lifetime(quotas, row.created_at, utcnow(), data.ttl_s)
     if data.network is not None:
         check_network(data.network, quotas)
         require_running(row)

@@ -119,8 +119,10 @@ async def create_template(
 ) -> Template:
     owner = owner_of(principal)
     source = await _source_sandbox(session, principal, data) if data.from_sandbox else None
-    if source is None:
-        await _check_network(session, owner, data.network)
+    # A version made from a sandbox takes the sandbox's network: the tenant's rules now apply
+    # to it as to one asked for by name.
+    network = msgspec.convert(source.network, NetworkPolicy) if source else data.network
+    await _check_network(session, owner, network)
     repo = TemplateRepository(session, owner)
     now = utcnow()
     # The builder has one slot for everyone: no owner may fill its queue.

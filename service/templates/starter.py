@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from service.db.models import TemplateVersion
 from service.runtime import (
     ExecRequest,
@@ -32,6 +34,9 @@ from service.runtime import (
     SandboxSpec,
     SnapshotInfo,
 )
+from service.sandboxes.schemas import SandboxNetwork
+from service.sandboxes.service import check_network
+from service.tenants.schemas import Quotas
 
 log = logging.getLogger("airlock.templates")
 
@@ -99,6 +104,17 @@ class Recipe:
             network_allow=list(allow),
             network_private=list(self.private),
         )
+
+
+def check_policy(recipe: Recipe, owner: Quotas | None, *, building: bool = False) -> None:
+    """Raise unless the template's network is one its owner may have now, wherever it is in
+    force: in a build (the setup runs under it) and in a start of a build without a snapshot
+    (the setup runs again in each new sandbox). `owner`: the owning tenant's quotas as they
+    are now; None for the operator's templates (the operator is who grants)."""
+    if owner is None or not (building or recipe.snapshot_id is None):
+        return
+    mode, allow = recipe.network
+    check_network(msgspec.convert({"mode": mode, "allow": list(allow)}, SandboxNetwork), owner)
 
 
 def with_grants(recipe: Recipe, private: Sequence[str]) -> Recipe:
@@ -236,7 +252,7 @@ async def start(
     prepared from the image; with a network the build's files are carried into a sandbox
     started from the image with that network (see the module's docstring)."""
     if network == NO_NETWORK and recipe.snapshot_id is not None:
-        return await runtime.create_from_snapshot(recipe.snapshot_id)
+        return await runtime.create_from_snapshot(recipe.snapshot_id, list(recipe.private))
     if recipe.snapshot_id is None and network == recipe.network:
         return await prepare(runtime, recipe, BuildLog())
     if not can_carry(runtime):
@@ -245,7 +261,7 @@ async def start(
             "other than the template's own"
         )
     if recipe.snapshot_id is not None:
-        source = await runtime.create_from_snapshot(recipe.snapshot_id)
+        source = await runtime.create_from_snapshot(recipe.snapshot_id, list(recipe.private))
     else:
         source = await prepare(runtime, recipe, BuildLog())
     try:

@@ -15,6 +15,7 @@ TenantStatus = Literal["active", "suspended"]
 
 # Hard limits on what an operator may grant; defaults are what a new tenant gets.
 TOKEN_TTL_HARD_CAP_S = 86_400
+MAX_LIFETIME_S = 31_536_000
 
 # An IPv4 CIDR inside private space such as 10.20.0.0/16 (service.hostnames.GRANT).
 PrivateCidr = Annotated[str, Meta(max_length=18, pattern=GRANT)]
@@ -29,6 +30,8 @@ class Quotas(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # in host memory.
     max_disk_mib: Annotated[int, Meta(ge=0, le=4_194_304)] = 16_384
     max_sandbox_ttl_s: Annotated[int, Meta(ge=60, le=2_592_000)] = 3600
+    # How long a sandbox may live from its creation, however often its TTL is extended.
+    max_lifetime_s: Annotated[int, Meta(ge=60, le=MAX_LIFETIME_S)] = 604_800
     max_exec_timeout_s: Annotated[int, Meta(ge=1, le=86_400)] = 600
     execs_per_minute: Annotated[int, Meta(ge=0, le=1_000_000)] = 120
     # Execs running at once (each holds its output buffers in the server until it ends).
@@ -68,6 +71,7 @@ class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_memory_mib: Annotated[int, Meta(ge=0, le=4_194_304)] | None = None
     max_disk_mib: Annotated[int, Meta(ge=0, le=4_194_304)] | None = None
     max_sandbox_ttl_s: Annotated[int, Meta(ge=60, le=2_592_000)] | None = None
+    max_lifetime_s: Annotated[int, Meta(ge=60, le=MAX_LIFETIME_S)] | None = None
     max_exec_timeout_s: Annotated[int, Meta(ge=1, le=86_400)] | None = None
     execs_per_minute: Annotated[int, Meta(ge=0, le=1_000_000)] | None = None
     max_running_execs: Annotated[int, Meta(ge=0, le=10_000)] | None = None

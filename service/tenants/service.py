@@ -21,6 +21,7 @@ from service.ids import new_id
 from service.pagination import decode_cursor, page_of
 from service.runtime import egress
 from service.runtime.errors import InvalidSpec
+from service.tenants import suspension
 from service.tenants.repository import TenantRepository
 from service.tenants.schemas import (
     Quotas,
@@ -148,6 +149,9 @@ async def update_tenant(
     row.updated_at = utcnow()
     await session.flush()
     await record(session, ctx, chain=row.id, action="tenant.update", target=row.id, details=changes)
+    if changes.get("status") == suspension.SUSPENDED:
+        # Its waiting work goes with it; its nodes stop what runs (service.jobs.suspended).
+        await suspension.cancel_queued(session, ctx, [row.id])
     return to_schema(row)
 
 

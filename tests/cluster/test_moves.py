@@ -162,3 +162,50 @@ async def test_a_paused_sandbox_outlives_its_node(cluster: Cluster) -> None:
         return not old_dir.exists()
 
     assert await wait_for(gone, 60), f"{old_dir} is still there"
+
+
+async def test_a_paused_open_sandbox_is_not_resumed_open_elsewhere_after_open_was_revoked(
+    cluster: Cluster,
+) -> None:
+    """A resume on another node starts a new runtime sandbox from the checkpoint: a birth, under
+    the tenant's rules of now. The operator took `open` away while the sandbox was paused, so
+    it stays paused there instead of coming back with an open network."""
+    key = await cluster.tenant(network_open_allowed=True)
+    async with cluster.http(cluster.apis[0], key) as http:
+        sid = await cluster.sandbox(key, network={"mode": "open"})
+        await pause(http, sid)
+    row = await _row(cluster, sid)
+    owner = row["node_id"]
+    other = "node-2" if owner == "node-1" else "node-1"
+    tenant_id = (await cluster.fetch("SELECT tenant_id FROM sandboxes WHERE id = $1", sid))[0][0]
+
+    async def copied() -> bool:
+        rows = await cluster.fetch(
+            "SELECT n.node_id FROM node_snapshots n JOIN sandboxes s "
+            "ON s.pause_snapshot_id = n.snapshot_id WHERE s.id = $1",
+            sid,
+        )
+        return other in {r["node_id"] for r in rows}
+
+    assert await wait_for(copied, 60), "no copy of the checkpoint reached the other node"
+    async with cluster.http(cluster.apis[0], cluster.operator_key) as op:
+        r = await op.patch(
+            f"/v1/tenants/{tenant_id}", json={"quotas": {"network_open_allowed": False}}
+        )
+        assert r.status_code == 200, r.text
+    cluster.kill(owner)
+    try:
+
+        async def moved() -> dict | None:
+            now = await _row(cluster, sid)
+            return now if now["node_id"] == other else None
+
+        assert await wait_for(moved, 60), "the paused sandbox was not given to the other node"
+        async with cluster.http(cluster.apis[0], key) as http:
+            r = await http.post(f"/v1/sandboxes/{sid}/resume")
+            assert r.status_code == 403, r.text
+            assert "open network" in r.json()["detail"], r.text
+        after = await _row(cluster, sid)
+        assert (after["node_id"], after["state"]) == (other, "paused"), after
+    finally:
+        cluster.restart(owner)

@@ -1,5 +1,6 @@
-"""An event stream is no way around revocation: once its token is revoked or its tenant
-suspended, a running stream ends (with an `unauthenticated` event) while the exec goes on."""
+"""An event stream is no way around revocation: once its token is revoked, a running stream
+ends (with an `unauthenticated` event) while the exec goes on; once its tenant is suspended,
+the stream ends and so does the exec (tests/e2e/test_suspension.py)."""
 
 from __future__ import annotations
 
@@ -82,8 +83,14 @@ async def test_suspending_the_tenant_ends_its_running_streams(
         events = await stream_until_end(airlock, tenant.key, path, lambda: set_status("suspended"))
     finally:
         await set_status("active")
-    assert events[-1].data["detail"] == "tenant suspended"
-    await assert_cut_off_while_running(airlock, tenant, sandbox_id, exec_id, events)
+    # Whichever comes first ends it: the credential found suspended, or the exec's kill.
+    assert events[0].event == "stdout", events
+    last = events[-1]
+    assert (last.event, last.data.get("detail")) in (
+        ("unauthenticated", "tenant suspended"),
+        ("exit", None),
+    ), events
+    assert len(events) < 20, "the stream ran on"  # the program prints for a minute
 
 
 async def test_a_stream_whose_credential_holds_runs_to_the_exit(

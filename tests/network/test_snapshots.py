@@ -165,6 +165,37 @@ async def test_a_clone_of_a_networked_sandbox_has_a_network_and_policy_of_its_ow
         await runtime.delete_snapshot(snapshot.id)
 
 
+async def test_a_clone_is_given_the_grants_of_now_not_those_of_its_snapshot(
+    netstack_runtime: GVisorRuntime, peers: tuple[Peer, Peer], made: list[str]
+) -> None:
+    """The snapshot holds the private ranges granted when it was taken; a clone started with
+    the ranges granted now (none: the operator took them away since) does not reach what only
+    the old grant allowed. Here through an allowed name that resolves to a granted private
+    address and a public one: the public one is kept, the private one is not."""
+    runtime, (a, _) = netstack_runtime, peers
+    networks = runtime.networks
+    original = networks.resolver
+    names = {"mixed.airlock.test": [a.address, "1.1.1.1"]}  # no packet goes to the public one
+    networks.resolver = lambda name: names.get(name, [])
+    try:
+        source = await networked(runtime, made, "mixed.airlock.test:8080")
+        assert await probe(runtime, source.id, f"{a.address}:8080") == ["open"]
+        snapshot = await runtime.snapshot(source.id)
+        try:
+            granted = await runtime.create_from_snapshot(snapshot.id)
+            made.append(granted.id)
+            revoked = await runtime.create_from_snapshot(snapshot.id, [])
+            made.append(revoked.id)
+        finally:
+            await runtime.delete_snapshot(snapshot.id)
+        assert revoked.spec.network_private == [] and granted.spec.network_private == PEERS
+        assert await probe(runtime, granted.id, f"{a.address}:8080") == ["open"]
+        outcome = await probe(runtime, revoked.id, f"{a.address}:8080")
+        assert set(outcome) <= BLOCKED, outcome
+    finally:
+        networks.resolver = original
+
+
 async def test_a_checkpoint_restored_in_place_keeps_policy_and_memory(
     netstack_runtime: GVisorRuntime, peers: tuple[Peer, Peer], made: list[str], tmp_path: Path
 ) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from tests.conftest import Api, Tenant
 from tests.network.hosts import Peer, file_host, left_behind, made_networks, plain_host
 from tests.runtime.test_network import BLOCKED, METADATA, PROBE
 
-from .conftest import build_template, create_sandbox, delete_sandbox, run, unique
+from .conftest import build_template, create_sandbox, delete_sandbox, eventually, run, unique
 
 # The test hosts are on private addresses: tenants reach them only where the operator granted.
 PEERS = ["10.250.0.0/16"]
@@ -238,3 +239,50 @@ async def test_the_pool_serves_only_creates_without_network(
         assert got["stdout"] == PACKAGE + "\n"
         await delete_sandbox(tapi, tenant, box["id"])
     await set_target(tapi, name, 0)
+
+
+async def test_a_build_queued_before_open_was_revoked_does_not_run_open(tapi: Api) -> None:
+    """A build's sandbox is born when the build runs, not when it was asked for: the operator
+    took `open` away while it waited, so it fails, saying why, instead of running its setup
+    with an open network."""
+    other, tenant = await tapi.tenant(), await tapi.tenant()
+    r = await tapi.client.patch(
+        f"/v1/tenants/{tenant.id}",
+        json={"quotas": {"network_open_allowed": True}},
+        headers=tapi.operator,
+    )
+    assert r.status_code == 200, r.text
+    # Another tenant's build holds the builder's one slot meanwhile.
+    busy = unique("busy")
+    r = await tapi.client.post(
+        "/v1/templates", json={"name": busy, "setup": [["sleep", "5"]]}, headers=other.headers
+    )
+    assert r.status_code == 202, r.text
+
+    async def building() -> bool:
+        got = await tapi.client.get(f"/v1/templates/{busy}", headers=other.headers)
+        return bool(got.json()["versions"][0]["state"] == "building")
+
+    await eventually(building)
+    name = unique("open")
+    r = await tapi.client.post(
+        "/v1/templates",
+        json={"name": name, "setup": [["true"]], "network": {"mode": "open"}},
+        headers=tenant.headers,
+    )
+    assert r.status_code == 202, r.text
+    r = await tapi.client.patch(
+        f"/v1/tenants/{tenant.id}",
+        json={"quotas": {"network_open_allowed": False}},
+        headers=tapi.operator,
+    )
+    assert r.status_code == 200, r.text
+
+    async def finished() -> dict[str, Any] | None:
+        got = await tapi.client.get(f"/v1/templates/{name}", headers=tenant.headers)
+        version = got.json()["versions"][0]
+        return version if version["state"] in ("ready", "failed") else None
+
+    version = await eventually(finished)
+    assert version["state"] == "failed", version["build_log"]
+    assert "open network is not enabled" in version["error"], version

@@ -9,6 +9,7 @@ import secrets
 import pytest
 
 from service.runtime.gvisor import destroy_left
+from tests.conftest import Api
 from tests.network.hosts import file_host, left_behind, made_networks, plain_host
 from tests.runtime.test_network import BLOCKED, PROBE
 
@@ -72,3 +73,42 @@ async def test_image_starts_run_setup_under_the_templates_policy(
         finally:
             await destroy_left(state, snapshots=True, strict=True)
     assert made_networks and left_behind(made_networks) == []
+
+
+async def test_a_start_does_not_run_the_setup_open_after_open_was_revoked(
+    tmp_path_factory: pytest.TempPathFactory, own_database: str
+) -> None:
+    """Without a snapshot each start runs the template's setup again under the template's
+    network: a birth under its owner's rules of now. Once the operator took `open` away, a
+    sandbox from the tenant's `open` template is refused instead of running it open."""
+    state = new_state(tmp_path_factory, "open-nosnap")
+    try:
+        async with serve(state, own_database, template_snapshots="off") as api:
+            tenant = await api.tenant()
+            await allow_open(api, tenant.id, True)
+            name = unique("openimage")
+            built = await build_template(
+                api, tenant.headers, name, setup=[["true"]], network={"mode": "open"}
+            )
+            assert built["state"] == "ready", built["versions"][0]["build_log"]
+            box = await create_sandbox(api, tenant, template=name)  # while it is allowed
+            await delete_sandbox(api, tenant, box["id"])
+            await allow_open(api, tenant.id, False)
+            r = await api.client.post(
+                "/v1/sandboxes", json={"template": name}, headers=tenant.headers
+            )
+            if r.status_code == 201:
+                await delete_sandbox(api, tenant, r.json()["id"])
+            assert r.status_code == 403, r.text
+            assert "open network" in r.json()["detail"], r.text
+    finally:
+        await destroy_left(state, snapshots=True, strict=True)
+
+
+async def allow_open(api: Api, tenant_id: str, allowed: bool) -> None:
+    r = await api.client.patch(
+        f"/v1/tenants/{tenant_id}",
+        json={"quotas": {"network_open_allowed": allowed}},
+        headers=api.operator,
+    )
+    assert r.status_code == 200, r.text

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from .. import records
-from ..errors import SandboxBusy, SandboxRuntimeError, SnapshotNotFound
+from ..errors import InvalidSpec, SandboxBusy, SandboxRuntimeError, SnapshotNotFound
 from ..types import SandboxInfo, SandboxSpec, SnapshotInfo
 from .core import Core, Sandbox
 from .errors import typed_error
@@ -96,8 +96,17 @@ class Snapshots(Core):
         except Exception as exc:
             raise typed_error(exc, "import", snapshot_id=snapshot_id) from exc
 
-    async def create_from_snapshot(self, snapshot_id: str) -> SandboxInfo:
+    async def create_from_snapshot(
+        self, snapshot_id: str, private: list[str] | None = None
+    ) -> SandboxInfo:
         meta, _ = self._load_snapshot(snapshot_id)
+        spec = msgspec.convert(meta["spec"], SandboxSpec)
+        if private is not None and spec.network != "none" and private != spec.network_private:
+            # An imported box keeps the network options it was made with.
+            raise InvalidSpec(
+                "the boxlite runtime cannot start a networked sandbox from a snapshot with "
+                "private ranges other than those granted when it was taken"
+            )
         box = await self._import(snapshot_id)
         await self._start_box(box)
         info = SandboxInfo(
@@ -105,7 +114,7 @@ class Snapshots(Core):
             runtime=self.name,
             image=meta["image"],
             image_digest=meta["image_digest"],
-            spec=msgspec.convert(meta["spec"], SandboxSpec),
+            spec=spec,
             state="running",
             created_at=time.time(),
             from_snapshot=snapshot_id,

@@ -24,6 +24,7 @@ import msgspec
 from .. import images, records, snapshot_files
 from ..errors import InvalidSpec, SandboxBusy, SandboxFailed, SandboxRuntimeError, SnapshotNotFound
 from ..execution import ExecutionBase
+from ..specs import validate
 from ..types import SandboxInfo, SandboxSpec, SnapshotInfo
 from . import agent_link, bundle, connections, netstack
 from .agent_execution import AgentExecution
@@ -54,7 +55,9 @@ class Snapshots(Lifecycle, Execs):
             finally:
                 sandbox.ready.set()
 
-    async def create_from_snapshot(self, snapshot_id: str) -> SandboxInfo:
+    async def create_from_snapshot(
+        self, snapshot_id: str, private: list[str] | None = None
+    ) -> SandboxInfo:
         meta, directory = self._load_snapshot(snapshot_id)
         # Restore on the very root filesystem the checkpoint was taken on, when it is this
         # state dir's (a snapshot from another node names that node's: this node's unpacking
@@ -72,6 +75,10 @@ class Snapshots(Lifecycle, Execs):
             name=meta["image"], digest=meta["image_digest"], size_bytes=0, created_at=0, path=""
         )
         spec = msgspec.convert(meta["spec"], SandboxSpec)
+        if private is not None:
+            # Grants the tenant lost since the snapshot was taken do not come back with it.
+            spec = msgspec.structs.replace(spec, network_private=list(private))
+            validate(spec)
         if spec.network != "none" and self.platform_choice.net_stack != netstack.NETSTACK:
             raise InvalidSpec(
                 f"snapshot {snapshot_id} has a network, and networked sandboxes run on the "
