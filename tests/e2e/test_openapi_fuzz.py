@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 
 from service.sandboxes.schemas import MAX_TTL_S
+from service.tenants.schemas import MAX_LIFETIME_S
 from service.tokens.schemas import TOKEN_TTL_HARD_CAP_S
 from tests.e2e.conftest import REPO, Airlock
 
@@ -92,6 +93,7 @@ async def test_every_operation_conforms_to_the_document(airlock: Airlock, tmp_pa
     tenant = await airlock.tenant(
         max_token_ttl_s=TOKEN_TTL_HARD_CAP_S,
         max_sandbox_ttl_s=MAX_TTL_S,
+        max_lifetime_s=MAX_LIFETIME_S,
         max_exec_timeout_s=86_400,
         max_idle_timeout_s=604_800,
     )
