@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from service.errors import ConfigurationError
+from service.ports.redaction import RedactLinks
 from service.settings import Settings
 
 
@@ -32,6 +35,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level.lower(),
+        log_config=_uvicorn_logging(),
         proxy_headers=False,
         lifespan="on",
         # httptools and uvloop (pinned dependencies): HTTP parsing and the event loop in C;
@@ -40,6 +44,18 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         loop="uvloop",
     )
     return 0
+
+
+def _uvicorn_logging() -> dict[str, Any]:
+    """uvicorn's own logging set-up, every handler of it hiding preview links: the access log
+    prints each request's path with its query, where a link travels."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config.setdefault("filters", {})["preview_links"] = {"()": RedactLinks}
+    for handler in config["handlers"].values():
+        handler.setdefault("filters", []).append("preview_links")
+    return config
 
 
 async def _check_migrated(settings: Settings) -> None:
@@ -141,7 +157,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # The service's own lines pass one handler, which hides preview links as uvicorn's do.
+    handler = logging.StreamHandler()
+    handler.addFilter(RedactLinks())
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        handlers=[handler],
+    )
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
     try:

@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
 from service.errors import Unauthenticated
+from service.ports.redaction import redact
 from service.settings import Settings
 
 
@@ -68,8 +69,17 @@ def otel_plugin(provider: TracerProvider) -> OpenTelemetryPlugin:
             # One span per request, not one more per ASGI message (an event stream sends
             # thousands); the request span keeps the status and timing.
             exclude_spans=["receive", "send"],
+            server_request_hook_handler=hide_preview_links,
         )
     )
+
+
+def hide_preview_links(span: trace.Span, _scope: Any) -> None:
+    """A request span's URL attributes (`http.url`, `url.query`) hold the query, where a
+    preview link travels: its value is replaced before the span is exported."""
+    attributes = getattr(span, "attributes", None) or {}
+    hidden = {key: redact(value) for key, value in attributes.items() if isinstance(value, str)}
+    span.set_attributes({key: value for key, value in hidden.items() if value != attributes[key]})
 
 
 def metrics_token_guard(

@@ -17,6 +17,9 @@ A browser attaches a cookie to requests that other pages make: one authenticated
 preview link's cookie alone that changes state (any method but GET and HEAD) or opens a
 WebSocket is refused unless it comes from the port's own origin. Every preview host is one
 site, so `SameSite=Lax` alone does not keep one sandbox's pages from another's cookie.
+
+A browser that opens a page with the link in its URL is sent on to the same page without it
+(landing.py): the link stays out of the address bar, the history and later `Referer`s.
 """
 
 from __future__ import annotations
@@ -84,6 +87,18 @@ def refuse_worker_script(scope: Any) -> None:
                 "a sandbox's port serves no service worker on the API's origin; "
                 "use the port's preview host"
             )
+
+
+def opens_page(scope: Any) -> bool:
+    """Whether a browser is loading a page into its window, so that the URL goes to its address
+    bar and history. A frame's page is left out: in a frame of another site's page, browsers
+    neither keep nor send a `SameSite=Lax` cookie, so the link in the query is all it has."""
+    if scope["type"] != "http" or scope["method"] != "GET":
+        return False
+    destination = _header(scope, b"sec-fetch-dest")
+    if destination is not None:
+        return destination == b"document"
+    return _header(scope, b"sec-fetch-mode") == b"navigate"
 
 
 def refuse_cross_site(scope: Any) -> None:

@@ -17,6 +17,7 @@ from service.context import audit_context
 from service.deps import AppSettings, Audit, CurrentPrincipal, Db, DbSession, Runtimes
 from service.ports import service
 from service.ports.http import HttpProxy
+from service.ports.landing import landing
 from service.ports.schemas import PreviewLink, PreviewLinkCreate
 from service.ports.upstream import upstream
 from service.ports.websocket import SocketRelay
@@ -86,6 +87,9 @@ async def proxy_port(
 ) -> ASGIApp:
     host = service.upstream_host(sandbox_id, service.parse_port(port), settings.preview_domain)
     target = upstream(request.scope, host, request.app.state.preview_links)
+    moved = landing(request.scope, target)
+    if moved is not None:  # a browser: the page again, without the link in its address
+        return moved
     opened = await service.open_port(db, runtimes, principal, audit_ctx, sandbox_id, port, "http")
     return HttpProxy(opened.connection, target)
 
