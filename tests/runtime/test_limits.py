@@ -39,6 +39,11 @@ async def test_memory_hog_ends_as_oom(
     info = await runtime.get(hog_box.id)
     if info.state == "running":
         after = await sh(runtime, hog_box.id, "echo still here")
+        if after.outcome != "exited":
+            # The host's OOM killer may reach the sandbox kernel a moment after the hog's
+            # exec ended: then the sandbox has ended since, and is held to that case below.
+            info = await runtime.get(hog_box.id)
+    if info.state == "running":
         assert (after.outcome, after.stdout) == ("exited", b"still here\n")
         # and the memory went back: the cap still holds a smaller allocation
         fits = await sh(runtime, hog_box.id, "python3 -c 'bytearray(16 << 20); print(1)'")
