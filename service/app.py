@@ -68,6 +68,11 @@ from service.pool.service import WarmPool
 from service.ports.controller import PortLinkController, proxy_port, proxy_port_socket
 from service.ports.hosts import PreviewHosts
 from service.ports.links import PreviewLinks
+from service.ratelimit.limiter import (
+    RateLimitMiddleware,
+    RefusedAgainMiddleware,
+    RequestLimiter,
+)
 from service.requestid import add_request_id_header
 from service.reviews.controller import ReviewController
 from service.reviews.job import ReviewRunner
@@ -139,6 +144,7 @@ def create_app(
     if provider is not None:
         use_tracer(provider)
     auth_cache = AuthCache()
+    limiter = RequestLimiter.of(settings, engine)
     # A node hears its callers inside the replicas' tokens: it looks no credential up.
     auth_listener = (
         AuthListener(engine, auth_cache)
@@ -159,6 +165,7 @@ def create_app(
             "exec_runner": exec_runner,
             "pool": pool,
             "preview_links": PreviewLinks(keyring, issuer=settings.jwt_issuer),
+            "limiter": limiter,
         }
     )
 
@@ -217,7 +224,11 @@ def create_app(
             *([mcp.route()] if mcp is not None else []),
         ],
         state=state,
-        lifespan=[lifespan, *([mcp.lifespan] if mcp is not None else [])],
+        lifespan=[
+            lifespan,
+            *([mcp.lifespan] if mcp is not None else []),
+            *([limiter.lifespan] if limiter is not None else []),
+        ],
         dependencies={
             "db_session": Provide(provide_db_session),
             "db": Provide(lambda: sessionmaker, sync_to_thread=False),
@@ -231,9 +242,12 @@ def create_app(
         middleware=[
             InputPolicy,
             prometheus.middleware,
+            *([RefusedAgainMiddleware(limiter, PUBLIC_PATHS)] if limiter else []),
             DefineMiddleware(
                 BearerAuthMiddleware, exclude_from_auth_key="public", exclude=PUBLIC_PATHS
             ),
+            # Before a call goes on to its node: the replica that took it counts it.
+            *([RateLimitMiddleware(limiter)] if limiter else []),
             DefineMiddleware(RoutingMiddleware, router=router),
         ],
         guards=[authorize],

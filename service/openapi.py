@@ -11,6 +11,7 @@ own metadata, so clients and fuzzers built from it see what the server does:
   character in the path or the query is refused on every route);
 - a route that needs the sandbox runtime (it takes `runtimes`, `exec_runner` or `pool`): 409 (the
   sandbox is not running, busy or lost) and 503 with Retry-After (no runtime, the host is full);
+- every route: 429 `rate_limited` past a request rate (service/ratelimit);
 - what only the handler knows, it declares: `opt={"problems": {409: "why", 429: "why"}}`
   (a 429 always carries Retry-After); `HANDLER_PROBLEMS` below holds those of handlers that do
   not (yet) declare them themselves.
@@ -141,9 +142,15 @@ def problems_for(handler: HTTPRouteHandler, path_params: set[str]) -> dict[int, 
         problems[503] = "The database is unreachable"
     problems.update(HANDLER_PROBLEMS.get(handler.operation_id or "", {}))
     problems.update(opt.get("problems", {}))
+    # Every route is counted against a request rate (service/ratelimit).
+    problems[429] = f"{problems[429]}; or {_RATE_LIMITED}" if 429 in problems else _RATE_LIMITED
     return dict(sorted(problems.items()))
 
 
+_RATE_LIMITED = (
+    "Too many requests (`rate_limited`): the tenant's rate for this class of route, or the "
+    "caller's address's without a tenant; retry after Retry-After"
+)
 _QUEUE_FULL = "A tenant quota is reached (the problem names it); retry after Retry-After"
 _WAKE = "The sandbox is paused and resuming it would pass a tenant quota (it stays paused)"
 # Problems only the handler knows of, by operation id.

@@ -125,6 +125,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # redirect (X-Accel-Redirect) to the sandbox's node, which nginx follows, so its bytes never
     # pass through this process. None: the replica serves every download itself.
     offload_key: str | None = None
+    # Requests a second each tenant may make, by class of route (its quotas), and each source
+    # address without a tenant's credential may make (a 429 `rate_limited` past it); false:
+    # no request is counted (execs_per_minute and the other quotas still hold).
+    rate_limits: bool = True
+    anonymous_requests_per_s: int = 100
 
     @property
     def is_production(self) -> bool:
@@ -242,6 +247,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
                 raise ConfigurationError(
                     f"AIRLOCK_TRUSTED_PROXIES: {address!r} is not an IP address"
                 ) from exc
+        if not 1 <= self.anonymous_requests_per_s <= 1_000_000:
+            raise ConfigurationError("AIRLOCK_ANONYMOUS_REQUESTS_PER_S must be within 1-1000000")
         if self.role not in ("all", "api", "node"):
             raise ConfigurationError("AIRLOCK_ROLE must be one of all, api, node")
         if self.role != "all" and not self.database_url.startswith("postgresql"):

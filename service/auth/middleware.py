@@ -33,7 +33,7 @@ from opentelemetry import trace
 
 from service.auth.authenticate import bearer_credential
 from service.auth.principal import Principal, PrincipalKind
-from service.errors import Forbidden, MissingScope, NotFound
+from service.errors import Forbidden, MissingScope, NotFound, Unauthenticated
 from service.nodes.credentials import looks_like_node_token
 from service.ports.access import preview_principal
 
@@ -47,6 +47,19 @@ class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
         super().__init__(app, exclude_http_methods=(), **options)
 
     async def authenticate_request(
+        self, connection: ASGIConnection[Any, Any, Any, Any]
+    ) -> AuthenticationResult:
+        try:
+            return await self._authenticate(connection)
+        except Unauthenticated:
+            # A caller who is no one is counted by its address (service/ratelimit): past
+            # that rate it is told to slow down (429), not to try another credential.
+            limiter = connection.app.state.limiter
+            if limiter is not None:
+                await limiter.admit_anonymous(connection.scope)
+            raise
+
+    async def _authenticate(
         self, connection: ASGIConnection[Any, Any, Any, Any]
     ) -> AuthenticationResult:
         state = connection.app.state

@@ -564,3 +564,16 @@ class TenantSecret(Base):
     created_by: Mapped[str] = mapped_column(String(64), nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+
+
+class RequestBucket(Base):
+    """A request-rate bucket the API's processes share on PostgreSQL (service/ratelimit/
+    shared.py): its tokens as of `refilled_at` (the database's clock, seconds since the epoch)
+    and how many the last claim took. On SQLite, where one process counts in memory, unused."""
+
+    __tablename__ = "request_buckets"
+
+    key: Mapped[str] = mapped_column(String(120), primary_key=True)
+    tokens: Mapped[float] = mapped_column(Float, nullable=False)
+    refilled_at: Mapped[float] = mapped_column(Float, nullable=False)
+    granted: Mapped[int] = mapped_column(Integer, nullable=False)

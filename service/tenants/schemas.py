@@ -20,6 +20,7 @@ MAX_LIFETIME_S = 31_536_000
 # An IPv4 CIDR inside private space such as 10.20.0.0/16 (service.hostnames.GRANT).
 PrivateCidr = Annotated[str, Meta(max_length=18, pattern=GRANT)]
 PrivateCidrs = Annotated[list[PrivateCidr], Meta(max_length=32)]
+RequestRate = Annotated[int, Meta(ge=1, le=1_000_000)]
 
 
 class Quotas(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -63,6 +64,12 @@ class Quotas(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # longest a sandbox may ask for.
     default_idle_timeout_s: Annotated[int, Meta(ge=0, le=604_800)] = 0
     max_idle_timeout_s: Annotated[int, Meta(ge=10, le=604_800)] = 86_400
+    # API requests a second, by class of route (service/ratelimit/classes.py); each class may
+    # burst to 5 seconds' worth at once. Past it: 429 `rate_limited` with Retry-After.
+    reads_per_s: RequestRate = 100
+    writes_per_s: RequestRate = 50
+    exec_calls_per_s: RequestRate = 200
+    port_requests_per_s: RequestRate = 200
 
 
 class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -91,6 +98,10 @@ class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_paused_s: Annotated[int, Meta(ge=60, le=31_536_000)] | None = None
     default_idle_timeout_s: Annotated[int, Meta(ge=0, le=604_800)] | None = None
     max_idle_timeout_s: Annotated[int, Meta(ge=10, le=604_800)] | None = None
+    reads_per_s: RequestRate | None = None
+    writes_per_s: RequestRate | None = None
+    exec_calls_per_s: RequestRate | None = None
+    port_requests_per_s: RequestRate | None = None
 
 
 class TenantCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -17,6 +17,7 @@ class Quotas:
         audit_retention_days (int | Unset):  Default: 90.
         bundle_retention_days (int | Unset):  Default: 7.
         default_idle_timeout_s (int | Unset):  Default: 0.
+        exec_calls_per_s (int | Unset):  Default: 200.
         execs_per_minute (int | Unset):  Default: 120.
         max_bundles (int | Unset):  Default: 10.
         max_disk_mib (int | Unset):  Default: 16384.
@@ -39,11 +40,15 @@ class Quotas:
         network_open_allowed (bool | Unset):  Default: False.
         network_private_cidrs (list[str] | Unset):
         output_retention_days (int | Unset):  Default: 7.
+        port_requests_per_s (int | Unset):  Default: 200.
+        reads_per_s (int | Unset):  Default: 100.
+        writes_per_s (int | Unset):  Default: 50.
     """
 
     audit_retention_days: int | Unset = 90
     bundle_retention_days: int | Unset = 7
     default_idle_timeout_s: int | Unset = 0
+    exec_calls_per_s: int | Unset = 200
     execs_per_minute: int | Unset = 120
     max_bundles: int | Unset = 10
     max_disk_mib: int | Unset = 16384
@@ -66,6 +71,9 @@ class Quotas:
     network_open_allowed: bool | Unset = False
     network_private_cidrs: list[str] | Unset = UNSET
     output_retention_days: int | Unset = 7
+    port_requests_per_s: int | Unset = 200
+    reads_per_s: int | Unset = 100
+    writes_per_s: int | Unset = 50
 
     def to_dict(self) -> dict[str, Any]:
         audit_retention_days = self.audit_retention_days
@@ -73,6 +81,8 @@ class Quotas:
         bundle_retention_days = self.bundle_retention_days
 
         default_idle_timeout_s = self.default_idle_timeout_s
+
+        exec_calls_per_s = self.exec_calls_per_s
 
         execs_per_minute = self.execs_per_minute
 
@@ -120,6 +130,12 @@ class Quotas:
 
         output_retention_days = self.output_retention_days
 
+        port_requests_per_s = self.port_requests_per_s
+
+        reads_per_s = self.reads_per_s
+
+        writes_per_s = self.writes_per_s
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -129,6 +145,8 @@ class Quotas:
             field_dict["bundle_retention_days"] = bundle_retention_days
         if default_idle_timeout_s is not UNSET:
             field_dict["default_idle_timeout_s"] = default_idle_timeout_s
+        if exec_calls_per_s is not UNSET:
+            field_dict["exec_calls_per_s"] = exec_calls_per_s
         if execs_per_minute is not UNSET:
             field_dict["execs_per_minute"] = execs_per_minute
         if max_bundles is not UNSET:
@@ -173,6 +191,12 @@ class Quotas:
             field_dict["network_private_cidrs"] = network_private_cidrs
         if output_retention_days is not UNSET:
             field_dict["output_retention_days"] = output_retention_days
+        if port_requests_per_s is not UNSET:
+            field_dict["port_requests_per_s"] = port_requests_per_s
+        if reads_per_s is not UNSET:
+            field_dict["reads_per_s"] = reads_per_s
+        if writes_per_s is not UNSET:
+            field_dict["writes_per_s"] = writes_per_s
 
         return field_dict
 
@@ -184,6 +208,8 @@ class Quotas:
         bundle_retention_days = d.pop("bundle_retention_days", UNSET)
 
         default_idle_timeout_s = d.pop("default_idle_timeout_s", UNSET)
+
+        exec_calls_per_s = d.pop("exec_calls_per_s", UNSET)
 
         execs_per_minute = d.pop("execs_per_minute", UNSET)
 
@@ -229,10 +255,17 @@ class Quotas:
 
         output_retention_days = d.pop("output_retention_days", UNSET)
 
+        port_requests_per_s = d.pop("port_requests_per_s", UNSET)
+
+        reads_per_s = d.pop("reads_per_s", UNSET)
+
+        writes_per_s = d.pop("writes_per_s", UNSET)
+
         quotas = cls(
             audit_retention_days=audit_retention_days,
             bundle_retention_days=bundle_retention_days,
             default_idle_timeout_s=default_idle_timeout_s,
+            exec_calls_per_s=exec_calls_per_s,
             execs_per_minute=execs_per_minute,
             max_bundles=max_bundles,
             max_disk_mib=max_disk_mib,
@@ -255,6 +288,9 @@ class Quotas:
             network_open_allowed=network_open_allowed,
             network_private_cidrs=network_private_cidrs,
             output_retention_days=output_retention_days,
+            port_requests_per_s=port_requests_per_s,
+            reads_per_s=reads_per_s,
+            writes_per_s=writes_per_s,
         )
 
         return quotas

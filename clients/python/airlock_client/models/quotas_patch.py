@@ -17,6 +17,7 @@ class QuotasPatch:
         audit_retention_days (int | None | Unset):
         bundle_retention_days (int | None | Unset):
         default_idle_timeout_s (int | None | Unset):
+        exec_calls_per_s (int | None | Unset):
         execs_per_minute (int | None | Unset):
         max_bundles (int | None | Unset):
         max_disk_mib (int | None | Unset):
@@ -39,11 +40,15 @@ class QuotasPatch:
         network_open_allowed (bool | None | Unset):
         network_private_cidrs (list[str] | None | Unset):
         output_retention_days (int | None | Unset):
+        port_requests_per_s (int | None | Unset):
+        reads_per_s (int | None | Unset):
+        writes_per_s (int | None | Unset):
     """
 
     audit_retention_days: int | None | Unset = UNSET
     bundle_retention_days: int | None | Unset = UNSET
     default_idle_timeout_s: int | None | Unset = UNSET
+    exec_calls_per_s: int | None | Unset = UNSET
     execs_per_minute: int | None | Unset = UNSET
     max_bundles: int | None | Unset = UNSET
     max_disk_mib: int | None | Unset = UNSET
@@ -66,6 +71,9 @@ class QuotasPatch:
     network_open_allowed: bool | None | Unset = UNSET
     network_private_cidrs: list[str] | None | Unset = UNSET
     output_retention_days: int | None | Unset = UNSET
+    port_requests_per_s: int | None | Unset = UNSET
+    reads_per_s: int | None | Unset = UNSET
+    writes_per_s: int | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         audit_retention_days: int | None | Unset
@@ -85,6 +93,12 @@ class QuotasPatch:
             default_idle_timeout_s = UNSET
         else:
             default_idle_timeout_s = self.default_idle_timeout_s
+
+        exec_calls_per_s: int | None | Unset
+        if isinstance(self.exec_calls_per_s, Unset):
+            exec_calls_per_s = UNSET
+        else:
+            exec_calls_per_s = self.exec_calls_per_s
 
         execs_per_minute: int | None | Unset
         if isinstance(self.execs_per_minute, Unset):
@@ -221,6 +235,24 @@ class QuotasPatch:
         else:
             output_retention_days = self.output_retention_days
 
+        port_requests_per_s: int | None | Unset
+        if isinstance(self.port_requests_per_s, Unset):
+            port_requests_per_s = UNSET
+        else:
+            port_requests_per_s = self.port_requests_per_s
+
+        reads_per_s: int | None | Unset
+        if isinstance(self.reads_per_s, Unset):
+            reads_per_s = UNSET
+        else:
+            reads_per_s = self.reads_per_s
+
+        writes_per_s: int | None | Unset
+        if isinstance(self.writes_per_s, Unset):
+            writes_per_s = UNSET
+        else:
+            writes_per_s = self.writes_per_s
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -230,6 +262,8 @@ class QuotasPatch:
             field_dict["bundle_retention_days"] = bundle_retention_days
         if default_idle_timeout_s is not UNSET:
             field_dict["default_idle_timeout_s"] = default_idle_timeout_s
+        if exec_calls_per_s is not UNSET:
+            field_dict["exec_calls_per_s"] = exec_calls_per_s
         if execs_per_minute is not UNSET:
             field_dict["execs_per_minute"] = execs_per_minute
         if max_bundles is not UNSET:
@@ -274,6 +308,12 @@ class QuotasPatch:
             field_dict["network_private_cidrs"] = network_private_cidrs
         if output_retention_days is not UNSET:
             field_dict["output_retention_days"] = output_retention_days
+        if port_requests_per_s is not UNSET:
+            field_dict["port_requests_per_s"] = port_requests_per_s
+        if reads_per_s is not UNSET:
+            field_dict["reads_per_s"] = reads_per_s
+        if writes_per_s is not UNSET:
+            field_dict["writes_per_s"] = writes_per_s
 
         return field_dict
 
@@ -307,6 +347,15 @@ class QuotasPatch:
             return cast(int | None | Unset, data)
 
         default_idle_timeout_s = _parse_default_idle_timeout_s(d.pop("default_idle_timeout_s", UNSET))
+
+        def _parse_exec_calls_per_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        exec_calls_per_s = _parse_exec_calls_per_s(d.pop("exec_calls_per_s", UNSET))
 
         def _parse_execs_per_minute(data: object) -> int | None | Unset:
             if data is None:
@@ -514,10 +563,38 @@ class QuotasPatch:
 
         output_retention_days = _parse_output_retention_days(d.pop("output_retention_days", UNSET))
 
+        def _parse_port_requests_per_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        port_requests_per_s = _parse_port_requests_per_s(d.pop("port_requests_per_s", UNSET))
+
+        def _parse_reads_per_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        reads_per_s = _parse_reads_per_s(d.pop("reads_per_s", UNSET))
+
+        def _parse_writes_per_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        writes_per_s = _parse_writes_per_s(d.pop("writes_per_s", UNSET))
+
         quotas_patch = cls(
             audit_retention_days=audit_retention_days,
             bundle_retention_days=bundle_retention_days,
             default_idle_timeout_s=default_idle_timeout_s,
+            exec_calls_per_s=exec_calls_per_s,
             execs_per_minute=execs_per_minute,
             max_bundles=max_bundles,
             max_disk_mib=max_disk_mib,
@@ -540,6 +617,9 @@ class QuotasPatch:
             network_open_allowed=network_open_allowed,
             network_private_cidrs=network_private_cidrs,
             output_retention_days=output_retention_days,
+            port_requests_per_s=port_requests_per_s,
+            reads_per_s=reads_per_s,
+            writes_per_s=writes_per_s,
         )
 
         return quotas_patch
