@@ -9,6 +9,8 @@ import time
 from collections import Counter
 
 import httpx
+import pytest
+from airlock_sdk import AsyncSandbox, errors
 
 from tests.e2e.conftest import Airlock
 
@@ -52,3 +54,22 @@ async def test_a_tenant_flooding_the_api_gets_429s_and_another_is_served(
     assert problem["code"] == "rate_limited" and problem["route_class"] == "reads", problem
     assert all(int(r.headers["retry-after"]) >= 1 for r in refusals)
     assert served and set(served) == {200}, Counter(served)
+
+
+async def test_the_sdk_waits_out_a_rate_limit_and_goes_on(airlock: Airlock) -> None:
+    # A burst of 5 reads and one a second: of 9 reads back to back, the last ones are refused
+    # (429 rate_limited, Retry-After 1) and sent again by the SDK after the wait.
+    tenant = await airlock.tenant(reads_per_s=1)
+    sandbox = await airlock.sandbox(tenant)
+    connected = await AsyncSandbox.connect(sandbox.id, url=airlock.server.url, api_key=tenant.key)
+    started = time.monotonic()
+    states = [(await connected.refresh()).state for _ in range(8)]
+    assert set(map(str, states)) == {"running"}, states
+    # The refused ones waited for their tokens rather than failing.
+    assert time.monotonic() - started >= 2.0
+    async with airlock.http(tenant.key) as http:
+        while (r := await http.get(f"/v1/sandboxes/{sandbox.id}")).status_code == 200:
+            pass
+    with pytest.raises(errors.RateLimited) as refused:
+        raise errors.from_answer(r.status_code, r.content, r.headers)
+    assert isinstance(refused.value, errors.QuotaExceeded) and refused.value.retry_after >= 1

@@ -34,6 +34,13 @@ T = TypeVar("T")
 # connection failed before an answer came: this many tries in all, this far apart.
 ATTEMPTS = 3
 BACKOFF_S = (0.2, 0.5, 1.0)
+# The longest a call waits on one `rate_limited` answer before sending it again.
+MAX_RATE_WAIT_S = 30.0
+
+
+def rate_wait(exc: errors.RateLimited) -> float:
+    """How long to wait before sending again a call refused for its rate."""
+    return min(MAX_RATE_WAIT_S, exc.retry_after if exc.retry_after is not None else 1.0)
 
 
 def client_for(config: Config, timeout: float | None) -> AuthenticatedClient:

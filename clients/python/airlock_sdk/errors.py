@@ -132,6 +132,13 @@ class StdinFull(QuotaExceeded):
     code = "stdin_full"
 
 
+class RateLimited(QuotaExceeded):
+    """More requests than the tenant's rate for this class of route (`route_class`); nothing
+    was done. The SDK's sandbox calls wait `retry_after` and send it again."""
+
+    code = "rate_limited"
+
+
 class ServiceUnavailable(AirlockError):
     code = "unavailable"
 
@@ -173,6 +180,7 @@ _BY_CODE: dict[str, type[AirlockError]] = {
         TtyUnsupported,
         QuotaExceeded,
         StdinFull,
+        RateLimited,
         ServiceUnavailable,
         NoCapacity,
         NodeUnavailable,

@@ -47,13 +47,17 @@ WORK_SCOPES = ("sandboxes:read", "exec", "files:read", "files:write")
 def _retry(call: Callable[[], T]) -> T:
     """`call()`, tried again when the connection failed before an answer came, or when the
     sandbox had moved to another node before the call did anything (at once: the next try
-    goes there)."""
+    goes there), or when the tenant's request rate was passed (after Retry-After)."""
     for attempt in range(common.ATTEMPTS):
         try:
             return call()
         except errors.SandboxMoved:
             if attempt == common.ATTEMPTS - 1:
                 raise
+        except errors.RateLimited as exc:
+            if attempt == common.ATTEMPTS - 1:
+                raise
+            time.sleep(common.rate_wait(exc))
         except httpx.TransportError as exc:
             if attempt == common.ATTEMPTS - 1:
                 raise errors.TransportError(str(exc) or type(exc).__name__) from exc
