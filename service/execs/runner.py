@@ -67,6 +67,7 @@ class Live:
     task: asyncio.Task[Exec | None]
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     stdin: StdinPipe | None = None  # started with `stdin_open`
+    kill_reason: str | None = None  # why it was killed, recorded as its error if it was
 
     def notify(self) -> None:
         self.changed.set()
@@ -404,6 +405,9 @@ class ExecRunner:
             if before is not None and after is not None:
                 for count in ("allowed_packets", "blocked_packets"):
                     net[count] = after.get(count, 0) - before.get(count, 0)
+        if result is not None and result.outcome == "killed" and error is None:
+            live = self.live.get(exec_id)
+            error = live.kill_reason if live is not None else None
         final = await self._finish(
             row, tenant_id, ctx, sink, result, error, started, output_cap, net=net
         )
@@ -538,7 +542,14 @@ class ExecRunner:
             raise StdinNotOpen(f"exec {exec_id} was not started with stdin_open")
         await live.stdin.write(data, close=close)
 
-    async def kill(self, exec_id: str, runtime_id: str, runtime_exec_id: str) -> None:
+    async def kill(
+        self, exec_id: str, runtime_id: str, runtime_exec_id: str, reason: str | None = None
+    ) -> None:
+        """Kill a running exec; `reason` becomes the error of its record if the kill ends it
+        (an exec of this process)."""
+        live = self.live.get(exec_id)
+        if live is not None and reason is not None:
+            live.kill_reason = reason
         runtime = await self.holder.get()
         await self._once_started(exec_id, lambda: runtime.kill_exec(runtime_id, runtime_exec_id))
 

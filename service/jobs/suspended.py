@@ -15,7 +15,7 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from service.audit.recorder import AuditContext, record
 from service.db.models import Exec, Sandbox
@@ -96,13 +96,6 @@ class SuspendedExecs:
             )  # fmt: skip
         if runtime_exec_id is not None and runtime_id is not None:
             with contextlib.suppress(SandboxRuntimeError):
-                await self.runner.kill(exec_id, runtime_id, runtime_exec_id)
+                await self.runner.kill(exec_id, runtime_id, runtime_exec_id, reason=REASON)
         with contextlib.suppress(TimeoutError):  # one that outlives its kill: the next pass
             await asyncio.wait_for(self.runner.wait(exec_id), KILL_WAIT_S)
-        # The runner records a killed exec without a reason; this one has one.
-        async with self.db() as session, session.begin():
-            await session.execute(
-                update(Exec)
-                .where(Exec.id == exec_id, Exec.state != "running", Exec.error.is_(None))
-                .values(error=REASON)
-            )
