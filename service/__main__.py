@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from service.errors import ConfigurationError
-from service.ports.redaction import RedactLinks
+from service.redaction import RedactLinks
 from service.settings import Settings
 
 

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
 from service.errors import Unauthenticated
-from service.ports.redaction import redact
+from service.redaction import redact
 from service.settings import Settings
 
 

@@ -20,6 +20,7 @@ import jwt
 from service.auth.keyring import KeyRing
 from service.auth.tokens import ALGORITHM, TokenClaims, decode_signed
 from service.errors import Unauthenticated
+from service.redaction import PREVIEW_PARAM
 
 AUDIENCE = "airlock-preview"
 # A link's jti, and the audit action that records it being made (its target is the sandbox;
@@ -27,7 +28,7 @@ AUDIENCE = "airlock-preview"
 JTI_PREFIX = "lnk_"
 LINK_ACTION = "port.link"
 # The query parameter and the cookie that carry a link; never passed on to the sandbox.
-PARAM = "airlock_preview"
+PARAM = PREVIEW_PARAM
 SCOPE = "ports"
 CLAIMS = ("exp", "iat", "aud", "iss", "sub", "jti", "tid", "sbx", "prt")
 

@@ -1,9 +1,10 @@
-"""A preview link is a bearer credential that travels in a URL's query. Wherever this process
-writes a URL down (its log lines, its traces' attributes), the link's value is shown as `***`.
+"""A preview link (service.ports.links) is a bearer credential that travels in a URL's query,
+as `PREVIEW_PARAM`. Wherever this process writes a URL down (its log lines, its traces'
+attributes), the link's value is shown as `***`.
 
 The name is matched in every spelling the service accepts it in: the query is decoded before
-the link is looked for (access.link_in), so `airlock%5Fpreview=` carries a link as well. A
-value that is not a link but looks like one is hidden too; nothing else is touched.
+the link is looked for (service.ports.access.link_in), so `airlock%5Fpreview=` carries a link
+as well. A value that is not a link but looks like one is hidden too; nothing else is touched.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from service.ports.links import PARAM
-
+# The query parameter (and cookie) a preview link travels in.
+PREVIEW_PARAM = "airlock_preview"
 SHOWN = "***"
 
 
@@ -25,7 +26,7 @@ def _spellings(name: str) -> str:
 
 # The value runs to the next parameter, or to the end of the URL in a line of text. `=` may be
 # escaped too: a link inside another parameter's value (a `next=` URL) is still a link.
-_LINK = re.compile(rf"((?:{_spellings(PARAM)})(?:=|%3d))[^&\s\"'#]+", re.IGNORECASE)
+_LINK = re.compile(rf"((?:{_spellings(PREVIEW_PARAM)})(?:=|%3d))[^&\s\"'#]+", re.IGNORECASE)
 
 
 def redact(text: str) -> str:
