@@ -12,21 +12,9 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import PREVIEW_DOMAIN, Airlock, Tenant
-from tests.e2e.test_ports import SOCKET, WEB, port_path, start_servers
+from tests.e2e.test_ports import SOCKET, WEB, link_token, port_path, start_servers
 
 EVIL = "https://evil.example"
-
-
-async def links_to(airlock: Airlock, tenant: Tenant, sandbox_id: str) -> dict[int, str]:
-    """A preview link for each port: its token, which a browser that opened it holds as the
-    `airlock_preview` cookie of that port."""
-    tokens = {}
-    async with airlock.http(tenant.key) as http:
-        for port in (WEB, SOCKET):
-            r = await http.post(f"/v1/sandboxes/{sandbox_id}/port-links", json={"port": port})
-            assert r.status_code == 201, r.text
-            tokens[port] = urlsplit(r.json()["url"]).query.split("=", 1)[1]
-    return tokens
 
 
 async def test_cross_site_post_and_websocket_with_a_preview_cookie_are_refused(
@@ -34,7 +22,7 @@ async def test_cross_site_post_and_websocket_with_a_preview_cookie_are_refused(
 ) -> None:
     sandbox = await airlock.sandbox(tenant)
     await start_servers(airlock, tenant, sandbox.id)
-    tokens = await links_to(airlock, tenant, sandbox.id)
+    tokens = {port: await link_token(airlock, tenant, sandbox.id, port) for port in (WEB, SOCKET)}
     own = airlock.server.url
     echo = port_path(sandbox.id, WEB, "/echo")
     other_host = f"http://{WEB}-sbx_other.{PREVIEW_DOMAIN}"

@@ -51,6 +51,15 @@ def port_path(sandbox_id: str, port: int, rest: str = "/") -> str:
     return f"/v1/sandboxes/{sandbox_id}/ports/{port}{rest}"
 
 
+async def link_token(airlock: Airlock, tenant: Tenant, sandbox_id: str, port: int = WEB) -> str:
+    """A new preview link's token for `port`: what a browser that opened the link holds as its
+    `airlock_preview` cookie."""
+    async with airlock.http(tenant.key) as http:
+        r = await http.post(f"/v1/sandboxes/{sandbox_id}/port-links", json={"port": port})
+        assert r.status_code == 201, r.text
+    return urlsplit(r.json()["url"]).query.split("=", 1)[1]
+
+
 async def test_http_through_the_port_route_streams_both_ways(
     airlock: Airlock, tenant: Tenant, served: str
 ) -> None:

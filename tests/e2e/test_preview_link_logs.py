@@ -5,12 +5,11 @@ of the port's use hold no link either."""
 from __future__ import annotations
 
 import asyncio
-from urllib.parse import urlsplit
 
 import httpx
 
 from tests.e2e.conftest import PREVIEW_DOMAIN, Airlock, Tenant, audit_events
-from tests.e2e.test_ports import WEB, port_path, start_servers
+from tests.e2e.test_ports import WEB, link_token, port_path, start_servers
 
 
 async def logged(airlock: Airlock, text: str) -> str:
@@ -26,10 +25,7 @@ async def logged(airlock: Airlock, text: str) -> str:
 async def test_the_log_shows_a_preview_link_redacted(airlock: Airlock, tenant: Tenant) -> None:
     sandbox = await airlock.sandbox(tenant)
     await start_servers(airlock, tenant, sandbox.id)
-    async with airlock.http(tenant.key) as http:
-        r = await http.post(f"/v1/sandboxes/{sandbox.id}/port-links", json={"port": WEB})
-        assert r.status_code == 201, r.text
-    token = urlsplit(r.json()["url"]).query.split("=", 1)[1]
+    token = await link_token(airlock, tenant, sandbox.id)
     async with httpx.AsyncClient(base_url=airlock.server.url) as browser:
         by_path = await browser.get(port_path(sandbox.id, WEB, f"/?page=1&airlock_preview={token}"))
         assert by_path.status_code == 200, by_path.text

@@ -5,22 +5,13 @@ directly, as are a frame's page and requests that are not page loads."""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 import httpx
 
 from tests.e2e.conftest import PREVIEW_DOMAIN, Airlock, Tenant
-from tests.e2e.test_ports import WEB, port_path, start_servers
+from tests.e2e.test_ports import WEB, link_token, port_path, start_servers
 
 # What a browser sends with the page it opens from a link (typed, or followed from elsewhere).
 OPENS = {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document", "Sec-Fetch-Site": "none"}
-
-
-async def link_token(airlock: Airlock, tenant: Tenant, sandbox_id: str) -> str:
-    async with airlock.http(tenant.key) as http:
-        r = await http.post(f"/v1/sandboxes/{sandbox_id}/port-links", json={"port": WEB})
-        assert r.status_code == 201, r.text
-    return urlsplit(r.json()["url"]).query.split("=", 1)[1]
 
 
 async def test_a_browser_opening_a_link_is_sent_on_without_it(
