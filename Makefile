@@ -1,4 +1,4 @@
-.PHONY: run test lint format migrate client
+.PHONY: run test lint format migrate client wheels
 
 run:           ## serve on the embedded defaults (SQLite in ./.airlock, 127.0.0.1:8080)
 	scripts/run.sh
@@ -17,3 +17,6 @@ migrate:
 
 client:        ## regenerate clients/openapi.json and clients/python from the code
 	scripts/gen-client.sh
+
+wheels:        ## build the service's and the client's wheels into dist/
+	scripts/build-wheels.sh

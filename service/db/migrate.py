@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 from alembic import command
@@ -13,12 +14,16 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.errors import ConfigurationError
 
-ROOT = Path(__file__).resolve().parents[2]
+# The Alembic scripts ship inside the package, so an installed wheel migrates as a clone does.
+# A wheel installs as plain files, which Alembic needs: it reads the scripts by path.
+SCRIPTS = Path(str(resources.files("service") / "migrations"))
 
 
 def alembic_config(url: str) -> Config:
-    cfg = Config(str(ROOT / "alembic.ini"))
-    cfg.set_main_option("script_location", str(ROOT / "migrations"))
+    # No alembic.ini: it sits beside a clone only (for the `alembic` command), never in a wheel.
+    cfg = Config()
+    cfg.set_main_option("script_location", str(SCRIPTS))
+    cfg.set_main_option("path_separator", "os")
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return cfg
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from importlib import resources
 from pathlib import Path
 
 from . import apt, oci
@@ -42,7 +43,8 @@ from .images import (
 )
 from .types import ImageInfo
 
-_SOURCES = Path(__file__).resolve().parents[2] / "images"
+# The C sources of the image's init and statx shim, package data of the wheel.
+_SOURCES = Path(str(resources.files("service.runtime") / "image_sources"))
 
 
 def _build_inputs() -> dict[str, str]:

@@ -1,0 +1,31 @@
+"""The client's wheel installs from the file, with its extras, into an empty virtualenv, and
+what each extra brings imports there."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import Wheels, new_venv
+
+
+def test_the_wheel_carries_the_sdk(wheels: Wheels) -> None:
+    names = wheels.names(wheels.client)
+    assert "airlock_client/py.typed" in names
+    assert "airlock_sdk/agents/client.py" in names
+    assert "airlock_sdk/cli/__init__.py" in names
+
+
+@pytest.mark.parametrize("extras", ["", "[mcp]", "[agents]"])
+def test_installs_from_the_wheel_file_with_its_extras(
+    wheels: Wheels, extras: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    venv = new_venv(tmp_path_factory.mktemp("client-venv") / "venv")
+    venv.pip("install", "-q", f"{wheels.client}{extras}")
+    venv.pip("check")
+    modules = {
+        "": "airlock_client, airlock_sdk, airlock_sdk.cli",
+        "[mcp]": "airlock_sdk.mcp, mcp",
+        "[agents]": "airlock_sdk.agents, agents",
+    }[extras]
+    venv.run(venv.bin("python"), "-c", f"import {modules}")
+    assert "Usage: sbx" in venv.run(venv.bin("sbx"), "--help")
