@@ -73,6 +73,7 @@ from service.ratelimit.limiter import (
     RefusedAgainMiddleware,
     RequestLimiter,
 )
+from service.ratelimit.running import RunningWork, RunningWorkMiddleware
 from service.requestid import add_request_id_header
 from service.reviews.controller import ReviewController
 from service.reviews.job import ReviewRunner
@@ -145,6 +146,7 @@ def create_app(
         use_tracer(provider)
     auth_cache = AuthCache()
     limiter = RequestLimiter.of(settings, engine)
+    running = RunningWork.of(settings, engine)
     # A node hears its callers inside the replicas' tokens: it looks no credential up.
     auth_listener = (
         AuthListener(engine, auth_cache)
@@ -228,6 +230,7 @@ def create_app(
             lifespan,
             *([mcp.lifespan] if mcp is not None else []),
             *([limiter.lifespan] if limiter is not None else []),
+            *([running.lifespan] if running is not None else []),
         ],
         dependencies={
             "db_session": Provide(provide_db_session),
@@ -248,6 +251,8 @@ def create_app(
             ),
             # Before a call goes on to its node: the replica that took it counts it.
             *([RateLimitMiddleware(limiter)] if limiter else []),
+            # Transfers and port connections hold a slot until they end, on the same replica.
+            *([RunningWorkMiddleware(running)] if running else []),
             DefineMiddleware(RoutingMiddleware, router=router),
         ],
         guards=[authorize],

@@ -139,6 +139,32 @@ class NodeUnavailable(ServiceUnavailable):
         self.headers["Retry-After"] = str(max(1, int(retry_after_s)))
 
 
+def problem_body(
+    scope: Any,
+    instance: str,
+    *,
+    status: int,
+    code: str,
+    title: str,
+    detail: str,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The problem document (RFC 9457, with `code` and `request_id`) of the request `scope`
+    at `instance` (its path)."""
+    body: dict[str, Any] = {
+        "type": f"https://airlock.dev/problems/{code}",
+        "title": title,
+        "status": status,
+        "code": code,
+        "detail": detail,
+        "instance": instance,
+        "request_id": request_id_for(scope),
+    }
+    if extra:
+        body.update({k: v for k, v in extra.items() if k not in body})
+    return body
+
+
 def _problem(
     request: Request[Any, Any, Any],
     *,
@@ -149,17 +175,15 @@ def _problem(
     headers: dict[str, str] | None = None,
     extra: dict[str, Any] | None = None,
 ) -> Response[dict[str, Any]]:
-    body: dict[str, Any] = {
-        "type": f"https://airlock.dev/problems/{code}",
-        "title": title,
-        "status": status,
-        "code": code,
-        "detail": detail,
-        "instance": request.url.path,
-        "request_id": request_id_for(request.scope),
-    }
-    if extra:
-        body.update({k: v for k, v in extra.items() if k not in body})
+    body = problem_body(
+        request.scope,
+        request.url.path,
+        status=status,
+        code=code,
+        title=title,
+        detail=detail,
+        extra=extra,
+    )
     return Response(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
 
 

@@ -577,3 +577,20 @@ class RequestBucket(Base):
     tokens: Mapped[float] = mapped_column(Float, nullable=False)
     refilled_at: Mapped[float] = mapped_column(Float, nullable=False)
     granted: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class RunningSlot(Base):
+    """A piece of a tenant's work in flight (a transfer, a port connection) held by one API
+    process, on PostgreSQL (service/ratelimit/slots.py): `holder` is the process, `seq` its
+    count; the slot counts against the tenant's quota for `kind` until it is released or
+    `lease_until` passes (the holder renews it while the work runs). On SQLite, where one
+    process counts in memory, unused."""
+
+    __tablename__ = "running_slots"
+    __table_args__ = (Index("ix_running_slots_tenant_id_kind", "tenant_id", "kind"),)
+
+    holder: Mapped[str] = mapped_column(String(32), primary_key=True)
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    tenant_id: Mapped[str] = mapped_column(String(40), nullable=False)
+    kind: Mapped[str] = mapped_column(String(32), nullable=False)
+    lease_until: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

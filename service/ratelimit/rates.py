@@ -36,12 +36,16 @@ class TenantRates:
         self._reading: dict[str, asyncio.Task[Quotas]] = {}
 
     async def rate(self, tenant_id: str, route_class: RouteClass) -> Rate:
+        quotas = await self.quotas(tenant_id)
+        return Rate(getattr(quotas, f"{route_class}_per_s"))
+
+    async def quotas(self, tenant_id: str) -> Quotas:
+        """The tenant's quotas as read at most TTL_S ago (the caps on work in flight, too:
+        service.ratelimit.running)."""
         known = self._known.get(tenant_id)
         if known is None or known[1] <= time.monotonic():
-            quotas = await self._read_once(tenant_id)
-        else:
-            quotas = known[0]
-        return Rate(getattr(quotas, f"{route_class}_per_s"))
+            return await self._read_once(tenant_id)
+        return known[0]
 
     async def _read_once(self, tenant_id: str) -> Quotas:
         task = self._reading.get(tenant_id)

@@ -70,6 +70,15 @@ class Quotas(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     writes_per_s: RequestRate = 50
     exec_calls_per_s: RequestRate = 200
     port_requests_per_s: RequestRate = 200
+    # Work in flight besides execs, counted while it runs (service/ratelimit/running.py); past
+    # it: 429 `quota_exceeded` with Retry-After. Transfers: file and archive uploads and
+    # downloads, each holding a process in its sandbox and a stream through the API.
+    max_running_transfers: Annotated[int, Meta(ge=0, le=10_000)] = 16
+    # Proxied port requests and open port WebSockets. A browser opens about six connections
+    # per host at once, a page of a dev server (scripts, styles, images, a live-reload socket)
+    # keeps them all busy while it loads, and a tenant's users may have dozens of previews open
+    # at a time: 256 lets some forty such pages load at once.
+    max_port_connections: Annotated[int, Meta(ge=0, le=100_000)] = 256
 
 
 class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -102,6 +111,8 @@ class QuotasPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     writes_per_s: RequestRate | None = None
     exec_calls_per_s: RequestRate | None = None
     port_requests_per_s: RequestRate | None = None
+    max_running_transfers: Annotated[int, Meta(ge=0, le=10_000)] | None = None
+    max_port_connections: Annotated[int, Meta(ge=0, le=100_000)] | None = None
 
 
 class TenantCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -33,7 +33,7 @@ from airlock_client.models import Exec, ExecCreate, Sandbox, SandboxCreate, Tena
 from service.db import migrate
 from service.runtime import images
 from service.runtime.gvisor import destroy_left
-from tests.conftest import create_pg_database
+from tests.conftest import create_pg_database, database_kind
 
 REPO = Path(__file__).resolve().parents[2]
 # Where the built images live (as for the runtime suite): the server's state dir links to them.
@@ -287,6 +287,32 @@ async def airlock(e2e_state: Path) -> AsyncIterator[Airlock]:
         server.stop()
         await destroy_left(e2e_state)  # a crash test's or a failed test's
         await drop()
+
+
+@pytest.fixture(scope="module")
+async def site(
+    airlock: Airlock, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Airlock]:
+    """The server a module's tests run on where they are part of the SQLite run: the suite's
+    (PostgreSQL), and on the SQLite run one of the module's own on a SQLite file (the suite's
+    server always runs on PostgreSQL). Its `db` is still the suite's PostgreSQL database."""
+    if database_kind() != "sqlite":
+        yield airlock
+        return
+    state = tmp_path_factory.mktemp("e2e-sqlite-state")
+    (state / "images").symlink_to(airlock.server.state_dir / "images")
+    url = f"sqlite+aiosqlite:///{state / 'airlock.db'}"
+    await asyncio.to_thread(migrate.upgrade, url)
+    env = {**airlock.server.env, "AIRLOCK_STATE_DIR": str(state), "AIRLOCK_DATABASE_URL": url}
+    server = Server(state, env, free_port(), state / "server.log")
+    server.start()
+    try:
+        await server.wait_ready()
+        operator = AuthenticatedClient(base_url=server.url, token=airlock.operator_key)
+        yield Airlock(server, airlock.db, airlock.operator_key, operator)
+    finally:
+        server.stop()
+        await destroy_left(state)
 
 
 @pytest.fixture(autouse=True)

@@ -15,18 +15,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import pytest
-from airlock_client import AuthenticatedClient
 
-from service.db import migrate
-from service.runtime.gvisor import destroy_left
-from tests.conftest import database_kind
-from tests.e2e.conftest import Airlock, Server, free_port
+from tests.e2e.conftest import Airlock
 
 # Appends "<pid> <count> <time>" to /tmp/<name>.log through one open file, ten times a second;
 # named "-" it writes to stdout instead; given a second argument it relays the counts it reads
@@ -113,31 +109,6 @@ class Journeys:
 
     def of(self, shape: str) -> Journey:
         return self.wait_false if shape == WAIT_FALSE else self.shell
-
-
-@pytest.fixture(scope="module")
-async def site(
-    airlock: Airlock, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Airlock]:
-    """The server the journey runs on: the suite's (PostgreSQL); on the SQLite run, one of its
-    own on a SQLite file, since the suite's server always runs on PostgreSQL."""
-    if database_kind() != "sqlite":
-        yield airlock
-        return
-    state = tmp_path_factory.mktemp("e2e-sqlite-state")
-    (state / "images").symlink_to(airlock.server.state_dir / "images")
-    url = f"sqlite+aiosqlite:///{state / 'airlock.db'}"
-    await asyncio.to_thread(migrate.upgrade, url)
-    env = {**airlock.server.env, "AIRLOCK_STATE_DIR": str(state), "AIRLOCK_DATABASE_URL": url}
-    server = Server(state, env, free_port(), state / "server.log")
-    server.start()
-    try:
-        await server.wait_ready()
-        operator = AuthenticatedClient(base_url=server.url, token=airlock.operator_key)
-        yield Airlock(server, airlock.db, airlock.operator_key, operator)
-    finally:
-        server.stop()
-        await destroy_left(state)
 
 
 @pytest.fixture(scope="module")

@@ -28,9 +28,11 @@ class Quotas:
         max_paused_mib (int | Unset):  Default: 16384.
         max_paused_s (int | Unset):  Default: 604800.
         max_paused_sandboxes (int | Unset):  Default: 10.
+        max_port_connections (int | Unset):  Default: 256.
         max_queued_builds (int | Unset):  Default: 3.
         max_queued_reviews (int | Unset):  Default: 10.
         max_running_execs (int | Unset):  Default: 16.
+        max_running_transfers (int | Unset):  Default: 16.
         max_sandbox_ttl_s (int | Unset):  Default: 3600.
         max_sandboxes (int | Unset):  Default: 10.
         max_stored_output_mib (int | Unset):  Default: 1024.
@@ -59,9 +61,11 @@ class Quotas:
     max_paused_mib: int | Unset = 16384
     max_paused_s: int | Unset = 604800
     max_paused_sandboxes: int | Unset = 10
+    max_port_connections: int | Unset = 256
     max_queued_builds: int | Unset = 3
     max_queued_reviews: int | Unset = 10
     max_running_execs: int | Unset = 16
+    max_running_transfers: int | Unset = 16
     max_sandbox_ttl_s: int | Unset = 3600
     max_sandboxes: int | Unset = 10
     max_stored_output_mib: int | Unset = 1024
@@ -104,11 +108,15 @@ class Quotas:
 
         max_paused_sandboxes = self.max_paused_sandboxes
 
+        max_port_connections = self.max_port_connections
+
         max_queued_builds = self.max_queued_builds
 
         max_queued_reviews = self.max_queued_reviews
 
         max_running_execs = self.max_running_execs
+
+        max_running_transfers = self.max_running_transfers
 
         max_sandbox_ttl_s = self.max_sandbox_ttl_s
 
@@ -167,12 +175,16 @@ class Quotas:
             field_dict["max_paused_s"] = max_paused_s
         if max_paused_sandboxes is not UNSET:
             field_dict["max_paused_sandboxes"] = max_paused_sandboxes
+        if max_port_connections is not UNSET:
+            field_dict["max_port_connections"] = max_port_connections
         if max_queued_builds is not UNSET:
             field_dict["max_queued_builds"] = max_queued_builds
         if max_queued_reviews is not UNSET:
             field_dict["max_queued_reviews"] = max_queued_reviews
         if max_running_execs is not UNSET:
             field_dict["max_running_execs"] = max_running_execs
+        if max_running_transfers is not UNSET:
+            field_dict["max_running_transfers"] = max_running_transfers
         if max_sandbox_ttl_s is not UNSET:
             field_dict["max_sandbox_ttl_s"] = max_sandbox_ttl_s
         if max_sandboxes is not UNSET:
@@ -231,11 +243,15 @@ class Quotas:
 
         max_paused_sandboxes = d.pop("max_paused_sandboxes", UNSET)
 
+        max_port_connections = d.pop("max_port_connections", UNSET)
+
         max_queued_builds = d.pop("max_queued_builds", UNSET)
 
         max_queued_reviews = d.pop("max_queued_reviews", UNSET)
 
         max_running_execs = d.pop("max_running_execs", UNSET)
+
+        max_running_transfers = d.pop("max_running_transfers", UNSET)
 
         max_sandbox_ttl_s = d.pop("max_sandbox_ttl_s", UNSET)
 
@@ -276,9 +292,11 @@ class Quotas:
             max_paused_mib=max_paused_mib,
             max_paused_s=max_paused_s,
             max_paused_sandboxes=max_paused_sandboxes,
+            max_port_connections=max_port_connections,
             max_queued_builds=max_queued_builds,
             max_queued_reviews=max_queued_reviews,
             max_running_execs=max_running_execs,
+            max_running_transfers=max_running_transfers,
             max_sandbox_ttl_s=max_sandbox_ttl_s,
             max_sandboxes=max_sandboxes,
             max_stored_output_mib=max_stored_output_mib,

@@ -28,9 +28,11 @@ class QuotasPatch:
         max_paused_mib (int | None | Unset):
         max_paused_s (int | None | Unset):
         max_paused_sandboxes (int | None | Unset):
+        max_port_connections (int | None | Unset):
         max_queued_builds (int | None | Unset):
         max_queued_reviews (int | None | Unset):
         max_running_execs (int | None | Unset):
+        max_running_transfers (int | None | Unset):
         max_sandbox_ttl_s (int | None | Unset):
         max_sandboxes (int | None | Unset):
         max_stored_output_mib (int | None | Unset):
@@ -59,9 +61,11 @@ class QuotasPatch:
     max_paused_mib: int | None | Unset = UNSET
     max_paused_s: int | None | Unset = UNSET
     max_paused_sandboxes: int | None | Unset = UNSET
+    max_port_connections: int | None | Unset = UNSET
     max_queued_builds: int | None | Unset = UNSET
     max_queued_reviews: int | None | Unset = UNSET
     max_running_execs: int | None | Unset = UNSET
+    max_running_transfers: int | None | Unset = UNSET
     max_sandbox_ttl_s: int | None | Unset = UNSET
     max_sandboxes: int | None | Unset = UNSET
     max_stored_output_mib: int | None | Unset = UNSET
@@ -160,6 +164,12 @@ class QuotasPatch:
         else:
             max_paused_sandboxes = self.max_paused_sandboxes
 
+        max_port_connections: int | None | Unset
+        if isinstance(self.max_port_connections, Unset):
+            max_port_connections = UNSET
+        else:
+            max_port_connections = self.max_port_connections
+
         max_queued_builds: int | None | Unset
         if isinstance(self.max_queued_builds, Unset):
             max_queued_builds = UNSET
@@ -177,6 +187,12 @@ class QuotasPatch:
             max_running_execs = UNSET
         else:
             max_running_execs = self.max_running_execs
+
+        max_running_transfers: int | None | Unset
+        if isinstance(self.max_running_transfers, Unset):
+            max_running_transfers = UNSET
+        else:
+            max_running_transfers = self.max_running_transfers
 
         max_sandbox_ttl_s: int | None | Unset
         if isinstance(self.max_sandbox_ttl_s, Unset):
@@ -284,12 +300,16 @@ class QuotasPatch:
             field_dict["max_paused_s"] = max_paused_s
         if max_paused_sandboxes is not UNSET:
             field_dict["max_paused_sandboxes"] = max_paused_sandboxes
+        if max_port_connections is not UNSET:
+            field_dict["max_port_connections"] = max_port_connections
         if max_queued_builds is not UNSET:
             field_dict["max_queued_builds"] = max_queued_builds
         if max_queued_reviews is not UNSET:
             field_dict["max_queued_reviews"] = max_queued_reviews
         if max_running_execs is not UNSET:
             field_dict["max_running_execs"] = max_running_execs
+        if max_running_transfers is not UNSET:
+            field_dict["max_running_transfers"] = max_running_transfers
         if max_sandbox_ttl_s is not UNSET:
             field_dict["max_sandbox_ttl_s"] = max_sandbox_ttl_s
         if max_sandboxes is not UNSET:
@@ -447,6 +467,15 @@ class QuotasPatch:
 
         max_paused_sandboxes = _parse_max_paused_sandboxes(d.pop("max_paused_sandboxes", UNSET))
 
+        def _parse_max_port_connections(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_port_connections = _parse_max_port_connections(d.pop("max_port_connections", UNSET))
+
         def _parse_max_queued_builds(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -473,6 +502,15 @@ class QuotasPatch:
             return cast(int | None | Unset, data)
 
         max_running_execs = _parse_max_running_execs(d.pop("max_running_execs", UNSET))
+
+        def _parse_max_running_transfers(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_running_transfers = _parse_max_running_transfers(d.pop("max_running_transfers", UNSET))
 
         def _parse_max_sandbox_ttl_s(data: object) -> int | None | Unset:
             if data is None:
@@ -605,9 +643,11 @@ class QuotasPatch:
             max_paused_mib=max_paused_mib,
             max_paused_s=max_paused_s,
             max_paused_sandboxes=max_paused_sandboxes,
+            max_port_connections=max_port_connections,
             max_queued_builds=max_queued_builds,
             max_queued_reviews=max_queued_reviews,
             max_running_execs=max_running_execs,
+            max_running_transfers=max_running_transfers,
             max_sandbox_ttl_s=max_sandbox_ttl_s,
             max_sandboxes=max_sandboxes,
             max_stored_output_mib=max_stored_output_mib,
