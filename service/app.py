@@ -41,6 +41,7 @@ from service.execs.runner import ExecRunner
 from service.files.controller import FileController
 from service.health.controller import healthz, readyz
 from service.inputs import DEFAULT_BODY_LIMIT, InputPolicy
+from service.jobs.grants import NarrowedGrants
 from service.jobs.idle import IdleSleeper
 from service.jobs.paused_copies import PausedCopies
 from service.jobs.pool import PoolRefiller
@@ -327,6 +328,7 @@ async def _jobs(
             UsageSampler(sessionmaker, runtimes, settings.usage_sample_interval_s, local_node),
             reviews,
             SuspendedWork([builder, reviews, execs]),
+            NarrowedGrants(sessionmaker, runtimes, local_node),
             node_heartbeat(settings, sessionmaker, runtimes, VERSION, on_return=rejoined),
         ]
         if fetcher is not None and is_postgres(sessionmaker.kw["bind"]):  # more than one node
