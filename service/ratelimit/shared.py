@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -161,23 +161,31 @@ class SharedBuckets:
             status = await conn.execute(FORGET_IDLE_SQL, IDLE_S)
         return int(status.rsplit(" ", 1)[-1])
 
-    @contextlib.asynccontextmanager
-    async def sweeping(self, every_s: float = IDLE_S) -> AsyncIterator[None]:
+    def sweeping(self, every_s: float = IDLE_S) -> contextlib.AbstractAsyncContextManager[None]:
         """For the length of the block, the rows of buckets idle past IDLE_S are deleted every
         `every_s` (by every process: a delete that finds nothing costs nothing)."""
+        return repeating(every_s, self.forget_idle, "request buckets: idle rows not deleted")
 
-        async def sweep() -> None:
-            while True:
-                await asyncio.sleep(every_s)
-                try:
-                    await self.forget_idle()
-                except Exception:  # the database away for a while: the next pass tries again
-                    log.warning("request buckets: idle rows not deleted", exc_info=True)
 
-        task = asyncio.create_task(sweep(), name="request-buckets-sweep")
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+@contextlib.asynccontextmanager
+async def repeating(
+    every_s: float, call: Callable[[], Awaitable[object]], failed: str
+) -> AsyncIterator[None]:
+    """For the length of the block, `call()` every `every_s`; a call that fails is logged as
+    `failed` (the database away for a while) and the next one tries again."""
+
+    async def loop() -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            try:
+                await call()
+            except Exception:
+                log.warning(failed, exc_info=True)
+
+    task = asyncio.create_task(loop(), name=failed)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

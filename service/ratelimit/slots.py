@@ -25,12 +25,12 @@ import logging
 import secrets
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.db.pg import driver_connection
-from service.ratelimit.shared import UNREACHABLE
+from service.ratelimit.shared import UNREACHABLE, repeating
 
 log = logging.getLogger(__name__)
 
@@ -144,23 +144,7 @@ class SharedSlots:
         async with driver_connection(self.engine) as conn:
             await conn.execute(RENEW_SQL, self.holder, list(self._held), self.lease_s)
 
-    @contextlib.asynccontextmanager
-    async def renewing(self, every_s: float = RENEW_S) -> AsyncIterator[None]:
+    def renewing(self, every_s: float = RENEW_S) -> contextlib.AbstractAsyncContextManager[None]:
         """For the length of the block, the leases of this process's slots are renewed every
         `every_s`."""
-
-        async def renew() -> None:
-            while True:
-                await asyncio.sleep(every_s)
-                try:
-                    await self.renew()
-                except Exception:  # the database away for a while: the next pass tries again
-                    log.warning("running slots: leases not renewed", exc_info=True)
-
-        task = asyncio.create_task(renew(), name="running-slots-renew")
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        return repeating(every_s, self.renew, "running slots: leases not renewed")
