@@ -1,10 +1,12 @@
-"""A sandbox's port through the API against an exec, measured side by side in one run.
+"""A sandbox's port through the API against an exec and small file transfers, measured side by
+side in one run.
 
 Starts a real `airlock serve` (gVisor runtime, its own state dir and database), a sandbox
 without network running a small HTTP server, and prints the median and p95 of: a GET of a
 small page through /v1/sandboxes/{id}/ports/{port}/, an exec of `true` (the other way in),
-and the throughput of a 64 MiB download and upload through the port route. Interleaved so
-all see the same machine load.
+an upload and a download of a 4 KiB file (`/v1/sandboxes/{id}/files/...`), and the throughput
+of a 64 MiB download and upload through the port route. Interleaved so all see the same machine
+load.
 
     .venv/bin/python bench/ports.py [--runs 100]
 """
@@ -68,7 +70,14 @@ async def run(base: str, operator: str, runs: int) -> None:
             if (await http.get(page, headers=auth)).status == 200:
                 break
             await asyncio.sleep(0.1)
-        times: dict[str, list[float]] = {"GET via port": [], "exec true": []}
+        times: dict[str, list[float]] = {
+            "GET via port": [],
+            "exec true": [],
+            "file put 4 KiB": [],
+            "file get 4 KiB": [],
+        }
+        small = os.urandom(4096)
+        file_url = f"/v1/sandboxes/{sid}/files/work/small.bin"
         for _ in range(runs):
             t = time.perf_counter()
             async with http.get(page, headers=auth) as r:
@@ -81,8 +90,16 @@ async def run(base: str, operator: str, runs: int) -> None:
             ) as r:
                 assert r.status in (200, 201), await r.text()
             times["exec true"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            async with http.put(file_url, data=small, headers=auth) as r:
+                assert r.status in (200, 201), await r.text()
+            times["file put 4 KiB"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            async with http.get(file_url, headers=auth) as r:
+                assert r.status == 200 and await r.read() == small
+            times["file get 4 KiB"].append(time.perf_counter() - t)
         for name, values in times.items():
-            print(f"{name:14s} median {statistics.median(values) * 1000:7.2f} ms  "
+            print(f"{name:15s} median {statistics.median(values) * 1000:7.2f} ms  "
                   f"p95 {pct(values, 95) * 1000:7.2f} ms")  # fmt: skip
         ratio = statistics.median(times["GET via port"]) / statistics.median(times["exec true"])
         print(f"GET / exec: {ratio:.2f}")
