@@ -135,7 +135,7 @@ def create_app(
     runtimes.overcommit = (settings.cpu_overcommit, settings.memory_overcommit)
     runtimes.node_id = local_node
     router = NodeRouter(sessionmaker, settings, node_credentials, local_node)
-    exec_runner = ExecRunner(sessionmaker, engine, runtimes)
+    exec_runner = ExecRunner(sessionmaker, engine, runtimes, settings.secrets_key_path)
     pool = WarmPool(settings)
     # Tracing costs a span per request: only when something receives the spans.
     provider = (

@@ -566,6 +566,27 @@ class TenantSecret(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
 
 
+class SandboxSecretValue(Base):
+    """A secret value an exec of the sandbox was given (`service.execs.sandbox_secrets`), sealed
+    like a tenant's secrets with the tenant and the sandbox bound in: every exec of the sandbox
+    masks it for the sandbox's life, also on another node or after a restart. Gone with the
+    sandbox's row. A value may appear twice (two execs bringing it at once): read as a set."""
+
+    __tablename__ = "sandbox_secret_values"
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    sandbox_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("sandboxes.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    tenant_id: Mapped[str] = mapped_column(String(40), nullable=False)
+    key_id: Mapped[str] = mapped_column(String(16), nullable=False)
+    nonce: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    ciphertext: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
+
+
 class RequestBucket(Base):
     """A request-rate bucket the API's processes share on PostgreSQL (service/ratelimit/
     shared.py): its tokens as of `refilled_at` (the database's clock, seconds since the epoch)

@@ -69,7 +69,9 @@ class ExecController(Controller):
             "scope": "exec",
             "problems": {
                 409: "The sandbox is not running, or its execs were given as many secret values "
-                "as a sandbox holds (`sandbox_secrets_full`)"
+                "as a sandbox holds (`sandbox_secrets_full`), or a value an earlier exec was "
+                "given does not decrypt under the deployment's secrets key "
+                "(`sandbox_secrets_unreadable`)"
             },
         },
         status_code=200,

@@ -32,7 +32,7 @@ from service.audit.recorder import (
 )
 from service.db.base import UTCDateTime
 from service.db.models import Exec as ExecRow
-from service.db.models import ExecChunk, Tenant, TenantUsage
+from service.db.models import ExecChunk, SandboxSecretValue, Tenant, TenantUsage
 from service.db.models import Sandbox as SandboxRow
 from service.db.pg import driver_connection, dumps, is_postgres
 
@@ -115,6 +115,14 @@ class RecordTx:
         raise NotImplementedError
 
     async def insert_chunks(self, rows: list[dict[str, Any]]) -> None:
+        raise NotImplementedError
+
+    def atomic(self, wanted: bool) -> contextlib.AbstractAsyncContextManager[object]:
+        """When `wanted`, what follows commits as one (a start and its secret values)."""
+        return contextlib.nullcontext()
+
+    async def insert_secret_values(self, rows: list[dict[str, Any]]) -> None:
+        """The sealed values an exec brings its sandbox (service.execs.sandbox_secrets)."""
         raise NotImplementedError
 
 
@@ -216,6 +224,10 @@ class _CoreTx(RecordTx):
 
     async def insert_chunks(self, rows: list[dict[str, Any]]) -> None:
         await self.conn.execute(insert(ExecChunk), rows)
+
+    async def insert_secret_values(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            await self.conn.execute(insert(SandboxSecretValue), rows)
 
 
 async def _record(conn: AsyncConnection, event: Event) -> None:
@@ -446,6 +458,25 @@ class _PgTx(RecordTx):
                 "INSERT INTO exec_chunks (exec_id, seq, stream, data) VALUES ($1, $2, $3, $4)",
                 [(r["exec_id"], r["seq"], r["stream"], r["data"]) for r in rows],
             )
+
+    def atomic(self, wanted: bool) -> contextlib.AbstractAsyncContextManager[object]:
+        # Only an exec bringing new values pays for BEGIN and COMMIT.
+        return self.conn.transaction() if wanted else contextlib.nullcontext()
+
+    async def insert_secret_values(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            await self.conn.executemany(_INSERT_SECRET_VALUE, [_secret_params(r) for r in rows])
+
+
+_SECRET_VALUE_COLUMNS = ("tenant_id", "sandbox_id", "key_id", "nonce", "ciphertext", "created_at")
+_INSERT_SECRET_VALUE = (
+    f"INSERT INTO sandbox_secret_values ({', '.join(_SECRET_VALUE_COLUMNS)}) "  # noqa: S608
+    f"VALUES ({', '.join(f'${i + 1}' for i in range(len(_SECRET_VALUE_COLUMNS)))})"
+)
+
+
+def _secret_params(row: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(row[c] for c in _SECRET_VALUE_COLUMNS)
 
 
 def _start_params(values: dict[str, Any]) -> list[Any]:

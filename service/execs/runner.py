@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -81,15 +82,17 @@ class Started:
 
 
 class ExecRunner:
-    def __init__(self, db: Db, engine: AsyncEngine, holder: RuntimeHolder) -> None:
+    def __init__(
+        self, db: Db, engine: AsyncEngine, holder: RuntimeHolder, key_file: Path | None = None
+    ) -> None:
         self.db = db
         # No ORM sessions on the exec path: they cost more per statement than the database
         # does (see service.execs.records).
         self.records = ExecRecords(engine)
         self.holder = holder
         # Every secret value the execs of each sandbox were given: all of them are masked in
-        # every exec of that sandbox.
-        self.secrets = SandboxSecrets(db)
+        # every exec of that sandbox. Sealed with the secrets key in `key_file` where kept.
+        self.secrets = SandboxSecrets(db, key_file)
         self.live: dict[str, Live] = {}
         # Tenants whose stored output passed their cap: the cap to trim to, and the trim task.
         self.over_cap: dict[str, int] = {}
@@ -110,6 +113,7 @@ class ExecRunner:
         if overlap:
             raise Unprocessable(f"names in both env and secrets: {', '.join(overlap)}")
         secret_values = list(data.secrets.values())
+        await self.secrets.load(tenant_id, sandbox_id)
         self.secrets.check(tenant_id, sandbox_id, secret_values)
         # Secrets belong in `secrets`; wherever else one was put (this exec's, or one an earlier
         # exec of the sandbox was given), the record shows `***`.
@@ -211,7 +215,9 @@ class ExecRunner:
             DEFAULT_QUOTAS.max_exec_timeout_s,
             DEFAULT_QUOTAS.max_running_execs,
         )
-        async with self.records.unit() as tx:
+        # Written with the start, so no process holds a value the sandbox's rows lack.
+        sealed = self.secrets.sealed(tenant_id, sandbox_id, secret_values, now)
+        async with self.records.unit() as tx, tx.atomic(bool(sealed)):
             if idempotency_key is not None:
                 if await tx.facts(*facts) is None:
                     raise NotFound(f"no sandbox {sandbox_id}")
@@ -228,7 +234,9 @@ class ExecRunner:
                 # never inserted after checks made apart from it.
                 assert not tx.decides_start, "the start's statement and its checks disagree"
                 await tx.insert_started(values, event)
+            await tx.insert_secret_values(sealed)
         # Recorded, so the sandbox is the caller's: from now on its every exec masks these too.
+        await self.secrets.settle(tenant_id, sandbox_id, sandbox.runtime_id)
         masks = self.secrets.add(tenant_id, sandbox_id, secret_values)
         exec_id, runtime_id = values["id"], sandbox.runtime_id
         first_stdin = data.stdin.encode() if data.stdin is not None else None

@@ -96,7 +96,7 @@ async def _run(settings: Settings, tenant_name: str, data: Any, *, as_json: bool
     engine = make_engine(settings.effective_database_url)
     db = make_sessionmaker(engine)
     holder = RuntimeHolder(lambda: open_runtime(RuntimeConfig.from_settings(settings)))
-    runner = ExecRunner(db, engine, holder)
+    runner = ExecRunner(db, engine, holder, settings.secrets_key_path)
     ctx = AuditContext(actor="cli", request_id=None, client=None)
     try:
         await ensure_migrated(engine, settings.effective_database_url)

@@ -88,12 +88,11 @@ async def fork_sandbox(
     assert parent_runtime_id is not None
     snapshot = await _snapshot(runtime, parent_runtime_id)
     try:
-        child_id, grants = await _record_child(db, ctx, asked, list(snapshot.connections_cut))
+        cut = list(snapshot.connections_cut)
+        child_id, grants = await _record_child(db, ctx, asked, cut, secrets)
         info = await _start_child(db, runtime, tenant_id, ctx, child_id, (snapshot, grants))
     finally:
         await runtime.delete_snapshot(snapshot.id)
-    if secrets is not None:  # its processes hold the parent's: masked in the child's execs
-        secrets.inherit(tenant_id, sandbox_id, child_id)
     return await finish_create(db, runtime, principal, ctx, child_id, info.id, info.runtime)
 
 
@@ -125,12 +124,13 @@ async def _allowed_parent(session: AsyncSession, asked: _Asked) -> tuple[Sandbox
 
 
 async def _record_child(
-    db: Db, ctx: AuditContext, asked: _Asked, cut: list[str]
+    db: Db, ctx: AuditContext, asked: _Asked, cut: list[str], secrets: SandboxSecrets | None
 ) -> tuple[str, list[str]]:
     """The child's row (`creating`) and the audit events; its id and the private ranges granted
     to the tenant now. `cut`: the parent's TCP connections to outside that the fork's
     checkpoint reset (in the parent and, as copies, in the child): both rows and the fork's
-    event name them."""
+    event name them. The child's processes hold what the parent's held: it gets the secret
+    values the parent's execs were given (`secrets`), masked in its execs from the start."""
     data, tenant_id = asked.data, asked.tenant_id
     async with db() as session, session.begin():
         parent, quotas = await _allowed_parent(session, asked)
@@ -165,6 +165,9 @@ async def _record_child(
         await record(
             session, ctx, chain=tenant_id, action="sandbox.create", target=row.id, details=details
         )
+        if secrets is not None:
+            await session.flush()  # the child's row before the rows that name it
+            await secrets.copy(session, tenant_id, parent.id, row.id)
         return row.id, list(quotas.network_private_cidrs)
 
 

@@ -5,6 +5,10 @@ the signing keys; every replica must share the file. Each value gets a fresh 96-
 the tenant id and the secret's name are the associated data: a row copied to another tenant or
 renamed does not decrypt. The row keeps the key's id, so a key that changed says so instead of
 failing as if the row were forged.
+
+The values a sandbox's execs were given (`service.execs.sandbox_secrets`) are sealed by the same
+box with the tenant and the sandbox bound in instead of a name (`seal_held`): such a row does not
+open as a tenant secret, nor as another sandbox's.
 """
 
 from __future__ import annotations
@@ -40,6 +44,10 @@ def _associated_data(tenant_id: str, name: str) -> bytes:
     return b"airlock-secret\x00" + tenant_id.encode() + b"\x00" + name.encode()
 
 
+def _held_data(tenant_id: str, sandbox_id: str) -> bytes:
+    return b"airlock-sandbox-secret\x00" + tenant_id.encode() + b"\x00" + sandbox_id.encode()
+
+
 class SecretBox:
     def __init__(self, key: bytes) -> None:
         if len(key) != KEY_BYTES:
@@ -48,19 +56,29 @@ class SecretBox:
         self.key_id = hashlib.sha256(b"airlock-secrets-key\x00" + key).hexdigest()[:16]
 
     def seal(self, tenant_id: str, name: str, value: str) -> Sealed:
-        nonce = os.urandom(NONCE_BYTES)
-        data = self._aead.encrypt(nonce, value.encode(), _associated_data(tenant_id, name))
-        return Sealed(self.key_id, nonce, data)
+        return self._seal(value, _associated_data(tenant_id, name))
 
     def open(self, tenant_id: str, name: str, sealed: Sealed) -> str:
+        return self._open(sealed, _associated_data(tenant_id, name), "this tenant and name")
+
+    def seal_held(self, tenant_id: str, sandbox_id: str, value: str) -> Sealed:
+        """A value an exec of the sandbox was given, bound to the tenant and the sandbox."""
+        return self._seal(value, _held_data(tenant_id, sandbox_id))
+
+    def open_held(self, tenant_id: str, sandbox_id: str, sealed: Sealed) -> str:
+        return self._open(sealed, _held_data(tenant_id, sandbox_id), "this tenant and sandbox")
+
+    def _seal(self, value: str, associated: bytes) -> Sealed:
+        nonce = os.urandom(NONCE_BYTES)
+        return Sealed(self.key_id, nonce, self._aead.encrypt(nonce, value.encode(), associated))
+
+    def _open(self, sealed: Sealed, associated: bytes, bound_to: str) -> str:
         if sealed.key_id != self.key_id:
             raise Undecryptable(f"sealed under another key ({sealed.key_id})")
         try:
-            plain = self._aead.decrypt(
-                sealed.nonce, sealed.ciphertext, _associated_data(tenant_id, name)
-            )
+            plain = self._aead.decrypt(sealed.nonce, sealed.ciphertext, associated)
         except InvalidTag:
-            raise Undecryptable("does not decrypt for this tenant and name") from None
+            raise Undecryptable(f"does not decrypt for {bound_to}") from None
         return plain.decode()
 
 
