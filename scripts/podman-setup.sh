@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install what building and running the container images needs, from Debian's packages: podman,
+# buildah, mmdebstrap and the OCI runtime that scripts/podman-env.sh picks for this host.
+# Idempotent: installs only what is missing, and says nothing then.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/steps.sh
+. scripts/podman-env.sh
+
+need=()
+command -v podman >/dev/null || need+=(podman)
+command -v buildah >/dev/null || need+=(buildah)
+command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
+command -v "$PODMAN_RUNTIME" >/dev/null || need+=("$PODMAN_RUNTIME")
+if ((${#need[@]})); then
+  step "updating the package index (apt-get update)" apt-get update -q
+  step "installing ${need[*]} for the container images (apt-get install)" \
+    env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
