@@ -234,8 +234,8 @@ class Networks:
              slot.veth_sandbox, "netns", slot.netns)  # fmt: skip
         # IPv4 only: without this the pair's IPv6 link-local addresses would reach the host's
         # services on `::` past the IPv4 rules. rp_filter drops spoofed sources.
-        Path(f"/proc/sys/net/ipv6/conf/{slot.veth_host}/disable_ipv6").write_text("1\n")
-        Path(f"/proc/sys/net/ipv4/conf/{slot.veth_host}/rp_filter").write_text("1\n")
+        _sysctl(f"net/ipv6/conf/{slot.veth_host}/disable_ipv6", "1")
+        _sysctl(f"net/ipv4/conf/{slot.veth_host}/rp_filter", "1")
         no_ipv6 = ("net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
         _run("nsenter", f"--net={slot.netns_path}", "sysctl", "-q", "-w", *no_ipv6)
         _run("ip", "addr", "add", f"{slot.host_ip}/30", "dev", slot.veth_host)
@@ -245,7 +245,7 @@ class Networks:
         _run(*inside, "link", "set", slot.veth_sandbox, "up")
         _run(*inside, "link", "set", "lo", "up")
         _run(*inside, "route", "add", "default", "via", slot.host_ip)
-        Path("/proc/sys/net/ipv4/ip_forward").write_text("1\n")
+        _sysctl("net/ipv4/ip_forward", "1")
 
     def _jumps(self, op: str, slot: Slot) -> None:
         c = ["-m", "comment", "--comment", slot.comment]
@@ -324,6 +324,18 @@ class Networks:
             _run_ok("iptables", "-w", "-X", chain)
         _run_ok("ip", "netns", "del", slot.netns)
         _run_ok("ip", "link", "del", slot.veth_host)
+
+
+def _sysctl(name: str, value: str) -> None:
+    """Set a kernel setting of this host's network namespace (`net/...` under /proc/sys)."""
+    path = Path("/proc/sys") / name
+    try:
+        path.write_text(f"{value}\n")
+    except OSError as exc:  # a container without a writable /proc/sys, for one
+        raise SandboxRuntimeError(
+            f"cannot set {path} for a sandbox network: {exc.strerror}; the node needs a "
+            "writable /proc/sys (container/README.md)"
+        ) from exc
 
 
 def _run_ok(*argv: str) -> bool:
