@@ -19,6 +19,7 @@ import secrets
 import socket
 import statistics
 import subprocess
+import sys
 import time
 import tomllib
 from collections.abc import Callable
@@ -28,13 +29,11 @@ import asyncpg
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
-NODE_PRIVILEGES = (
-    "--cap-add=SYS_ADMIN,NET_ADMIN,MKNOD",
-    "--device=/dev/loop-control",
-    "--device-cgroup-rule=b 7:* rwm",
-    "--volume=/sys/fs/cgroup:/sys/fs/cgroup:rw",
-    "--security-opt=unmask=/proc/sys",
-)
+sys.path.insert(0, str(REPO))
+
+# The node runs with the privileges its test states (container/README.md), no others.
+from tests.images.conftest import NODE_PRIVILEGES  # noqa: E402
+
 OPERATOR_KEY = "bench-images-operator-" + secrets.token_hex(16)
 
 
@@ -113,8 +112,13 @@ def start_node(image: str) -> dict[str, float]:
             "first exec": first_exec(base, started),
         }
     finally:
-        podman("rm", "--force", "--time", "5", name, check=False)
-        podman("volume", "rm", "--force", name, check=False)
+        remove(name)
+
+
+def remove(name: str) -> None:
+    """The container `name` and its volume of the same name, gone."""
+    podman("rm", "--force", "--time", "5", name, check=False)
+    podman("volume", "rm", "--force", name, check=False)
 
 
 def start_api(image: str, database: str) -> dict[str, float]:
@@ -134,8 +138,7 @@ def start_api(image: str, database: str) -> dict[str, float]:
             "readyz": wait_for(f"{base}/readyz", started),
         }
     finally:
-        podman("rm", "--force", "--time", "5", name, check=False)
-        podman("volume", "rm", "--force", name, check=False)
+        remove(name)
 
 
 async def pg_database() -> tuple[str, Callable[[], None]]:
