@@ -74,6 +74,7 @@ from service.ratelimit.limiter import (
     RefusedAgainMiddleware,
     RequestLimiter,
 )
+from service.ratelimit.rates import TenantRates
 from service.ratelimit.running import RunningWork, RunningWorkMiddleware
 from service.requestid import add_request_id_header
 from service.reviews.controller import ReviewController
@@ -146,8 +147,10 @@ def create_app(
     if provider is not None:
         use_tracer(provider)
     auth_cache = AuthCache()
-    limiter = RequestLimiter.of(settings, engine)
-    running = RunningWork.of(settings, engine)
+    # Tenants' quotas as read at most a few seconds ago: one cache for rates and caps.
+    quotas = TenantRates(engine)
+    limiter = RequestLimiter.of(settings, engine, quotas)
+    running = RunningWork.of(settings, engine, quotas)
     # A node hears its callers inside the replicas' tokens: it looks no credential up.
     auth_listener = (
         AuthListener(engine, auth_cache)

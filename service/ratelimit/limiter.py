@@ -77,13 +77,15 @@ class RequestLimiter:
         self._held = 0
 
     @classmethod
-    def of(cls, settings: Settings, engine: AsyncEngine) -> RequestLimiter | None:
+    def of(
+        cls, settings: Settings, engine: AsyncEngine, quotas: TenantRates
+    ) -> RequestLimiter | None:
         """This process's limiter; None where nothing is counted (switched off, or a node,
         whose callers the API replicas counted)."""
         if not settings.rate_limits or settings.role == "node":
             return None
         buckets = SharedBuckets(engine) if is_postgres(engine) else MemoryBuckets()
-        return cls(buckets, TenantRates(engine), Rate(settings.anonymous_requests_per_s))
+        return cls(buckets, quotas, Rate(settings.anonymous_requests_per_s))
 
     async def admit(self, scope: dict[str, Any]) -> None:
         """Count the routed request `scope` (after authentication), or refuse it."""

@@ -78,12 +78,12 @@ class RunningWork:
         self.quotas = quotas
 
     @classmethod
-    def of(cls, settings: Settings, engine: AsyncEngine) -> RunningWork | None:
+    def of(cls, settings: Settings, engine: AsyncEngine, quotas: TenantRates) -> RunningWork | None:
         """This process's count; None on a node, whose callers the API replicas counted."""
         if settings.role == "node":
             return None
         slots = SharedSlots(engine) if is_postgres(engine) else MemorySlots()
-        return cls(slots, TenantRates(engine))
+        return cls(slots, quotas)
 
     async def take(self, scope: dict[str, Any]) -> Release | None:
         """The slot of the routed request `scope` (None when it is not counted), or
