@@ -146,3 +146,29 @@ async def test_reap_orphans_of_a_previous_run(gvisor: GVisorRuntime, state_dir: 
         assert (await sh(gvisor, mine.id, "echo ok")).stdout == b"ok\n"
     finally:
         await gvisor.destroy(mine.id)
+
+
+@pytest.mark.parametrize("stage", ["record", "bundle"])
+async def test_a_create_cancelled_midway_leaves_nothing(gvisor: GVisorRuntime, stage: str) -> None:
+    """A create cancelled while it is under way (a build stopped by its tenant's suspension, a
+    caller gone) leaves no sandbox behind: once its record is saved (`record`), and once its
+    bundle is written and runsc is starting it (`bundle`)."""
+    sandboxes = gvisor.root / "sandboxes"
+    before = set(sandboxes.iterdir()) if sandboxes.exists() else set()
+    task = asyncio.create_task(gvisor.create("default", SandboxSpec(memory_mib=128, disk_mib=32)))
+    marker = {"record": "sandbox.json", "bundle": "bundle/config.json"}[stage]
+    made: set[Path] = set()
+    while not task.done():
+        made = set(sandboxes.iterdir()) - before if sandboxes.exists() else set()
+        if any((d / marker).exists() for d in made):
+            break
+        await asyncio.sleep(0.005)
+    assert not task.done(), "the create ended before the stage was reached"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    (directory,) = made
+    assert not directory.exists()
+    assert host_processes_mentioning(directory.name) == []
+    assert not cgroups.Cgroup(gvisor.cgroup_path(directory.name)).exists()
+    assert directory.name not in {s.id for s in await gvisor.list_sandboxes()}

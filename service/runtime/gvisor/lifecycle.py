@@ -18,6 +18,7 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -81,17 +82,25 @@ class Lifecycle(Core):
             self.host_memory.release(sandbox_id)
             raise
 
+    @contextlib.asynccontextmanager
+    async def _undone_on_failure(self, sandbox: Sandbox) -> AsyncIterator[None]:
+        """The making of a saved sandbox: a failure or a cancellation anywhere in it (a
+        build stopped mid-create, a caller gone) tears the sandbox down before it is raised,
+        unless a step tore it down already."""
+        try:
+            yield
+        except BaseException:
+            if self.store.live.get(sandbox.id) is sandbox:
+                await self._teardown(sandbox)
+            raise
+
     async def _make_disk(self, sandbox: Sandbox) -> None:
         """The sandbox's writable space on the node's disk (disk.py), before its bundle is
-        written; on failure the sandbox is torn down and the error raised."""
+        written."""
         if bundle.layout_of(sandbox.meta) != bundle.DISK:
             return
         space = disk.Disk(sandbox.dir)
-        try:
-            await asyncio.to_thread(space.make, sandbox.spec.disk_mib)
-        except BaseException:
-            await self._teardown(sandbox)
-            raise
+        await asyncio.to_thread(space.make, sandbox.spec.disk_mib)
         sandbox.meta["disk"] = str(space.mount_point)
         sandbox.save()
 
@@ -164,11 +173,10 @@ class Lifecycle(Core):
             await sandbox.link.ping()
 
     async def _start(self, sandbox: Sandbox, *args: str) -> None:
-        """`runsc run|restore --detach` the bundle; on failure clean up and raise."""
+        """`runsc run|restore --detach` the bundle; raises when runsc fails."""
         self.reaper.ensure()
         code, out = await self._launch(sandbox, *args)
         if code != 0:
-            await self._teardown(sandbox)
             raise SandboxRuntimeError(f"runsc {args[0]} failed for {sandbox.id}: {out.strip()}")
 
     def can_checkpoint(self, sandbox: Sandbox) -> bool:

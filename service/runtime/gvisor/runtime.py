@@ -167,8 +167,8 @@ class GVisorRuntime(Pauses, Files, Policy):
         agent = agent_link.IN_SANDBOX if self.use_agent and agent_link.available(rootfs) else None
         sandbox = self._new_sandbox(info, spec, str(path_env), None, rootfs, agent)
         self.store.live[sandbox.id] = sandbox
-        if spec.network != "none":
-            try:
+        async with self._undone_on_failure(sandbox):
+            if spec.network != "none":
                 slot = await asyncio.to_thread(
                     self.networks.setup,
                     sandbox.id,
@@ -177,15 +177,12 @@ class GVisorRuntime(Pauses, Files, Policy):
                     spec.network_allow,
                     spec.network_private,
                 )
-            except BaseException:
-                await self._teardown(sandbox)
-                raise
-            sandbox.meta["net"] = slot.to_meta()
-            sandbox.save()
-        await self._make_disk(sandbox)
-        bundle.write(sandbox, rootfs, exact_nproc=self.exact_nproc)
-        await self._start(sandbox, "run")
-        await self._own_writable_dirs(sandbox, rootfs)
+                sandbox.meta["net"] = slot.to_meta()
+                sandbox.save()
+            await self._make_disk(sandbox)
+            bundle.write(sandbox, rootfs, exact_nproc=self.exact_nproc)
+            await self._start(sandbox, "run")
+            await self._own_writable_dirs(sandbox, rootfs)
         return sandbox.info()
 
     async def _own_writable_dirs(self, sandbox: Sandbox, rootfs: Path) -> None:
