@@ -181,6 +181,7 @@ def proxy_command(directory: Path, spec: dict, env: dict[str, str]) -> list[str]
         .replace("@API@", spec["api"].removeprefix("http://"))
         .replace("@BIND@", PROXY_ADDRESS)
         .replace("@KEY@", env["AIRLOCK_OFFLOAD_KEY"])
+        .replace("@REAL_IP_FROM@", "")  # clients connect to it directly
     )
     write_private(prefix / "server.conf", server.encode())  # it holds the offload key
     conf = prefix / "nginx.conf"

@@ -156,6 +156,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The service's own loggers: `airlock.*` by name, `service.*` by module.
+SERVICE_LOGGERS = ("airlock", "service")
+
+
+def _set_log_level(level: str) -> None:
+    """AIRLOCK_LOG_LEVEL for the service's own lines (uvicorn gets it separately). The
+    libraries' lines follow it up, never down past INFO: at DEBUG they would all speak."""
+    level = level.upper()
+    for name in SERVICE_LOGGERS:
+        logging.getLogger(name).setLevel(level)
+    root = logging.getLogger()
+    root.setLevel(max(logging.INFO, logging.getLevelNamesMapping()[level]))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # The service's own lines pass one handler, which hides preview links as uvicorn's do.
     handler = logging.StreamHandler()
@@ -169,6 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = Settings.from_env()
+        _set_log_level(settings.log_level)
         return int(args.func(args, settings) or 0)
     except ConfigurationError as exc:
         print(f"airlock: {exc}", file=sys.stderr)

@@ -20,6 +20,17 @@ _REGISTRY_ENTRY = re.compile(
 
 # The offload key is written into the proxy's configuration: nothing nginx would read as syntax.
 _OFFLOAD_KEY = re.compile(r"[A-Za-z0-9_-]{32,}")
+# The database drivers the service has, by URL scheme, and the schemes taken to mean them:
+# libpq, CloudNativePG's app Secret (`uri`) and many platforms write `postgresql://` or
+# `postgres://`, which SQLAlchemy would open with psycopg (not installed).
+_DATABASE_SCHEMES = {
+    "postgresql+asyncpg": "postgresql+asyncpg",
+    "postgresql": "postgresql+asyncpg",
+    "postgres": "postgresql+asyncpg",
+    "sqlite+aiosqlite": "sqlite+aiosqlite",
+    "sqlite": "sqlite+aiosqlite",
+}
+
 # A node id: a path segment of /v1/nodes/{id} and a name an operator reads; a Kubernetes node
 # name (a DNS subdomain, such as ip-10-0-0-5.ec2.internal) is one.
 _NODE_ID = re.compile(r"[a-z0-9]([a-z0-9.-]{0,198}[a-z0-9])?")
@@ -182,6 +193,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         if exporter:
             raw["otel_traces_exporter"] = exporter
         raw.update({k: v for k, v in overrides.items() if v is not None})
+        if isinstance(raw.get("database_url"), str):
+            raw["database_url"] = database_url_with_driver(raw["database_url"])
         try:
             settings = msgspec.convert(raw, cls, strict=False, dec_hook=_decode)
         except msgspec.ValidationError as exc:
@@ -251,6 +264,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError("AIRLOCK_ANONYMOUS_REQUESTS_PER_S must be within 1-1000000")
         if self.role not in ("all", "api", "node"):
             raise ConfigurationError("AIRLOCK_ROLE must be one of all, api, node")
+        if self.database_url:
+            database_url_with_driver(self.database_url)
         if self.role != "all" and not self.database_url.startswith("postgresql"):
             raise ConfigurationError(
                 f"AIRLOCK_ROLE={self.role} shares its records with other processes: set "
@@ -303,6 +318,31 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
                     "AIRLOCK_JWT_KEYS_DIR is required when AIRLOCK_ENV=production "
                     "(create a key with `airlock keys rotate`)"
                 )
+
+
+def database_url_with_driver(url: str) -> str:
+    """The URL with the driver the service opens it with: `postgresql://` and `postgres://`
+    become `postgresql+asyncpg://` (and a `sslmode` parameter `ssl`), `sqlite://`
+    `sqlite+aiosqlite://`; the rest is kept as written. A driver the service does not have is
+    refused."""
+    scheme, separator, rest = url.partition("://")
+    driver = _DATABASE_SCHEMES.get(scheme.lower()) if separator else None
+    if driver is None:  # (the URL itself is not shown: it may hold a password)
+        what = f"the driver {scheme}://" if separator else "a URL without a scheme"
+        raise ConfigurationError(
+            f"AIRLOCK_DATABASE_URL names {what}, which the service cannot open: use "
+            "postgresql+asyncpg://user:password@host/db (postgresql:// and postgres:// are "
+            "taken as asyncpg) or sqlite+aiosqlite:///path"
+        )
+    if driver == "postgresql+asyncpg" and "?" in rest:
+        # libpq's `sslmode` (as platforms write it) is asyncpg's `ssl`, with the same modes.
+        where, query = rest.split("?", 1)
+        params = [
+            f"ssl={p.removeprefix('sslmode=')}" if p.startswith("sslmode=") else p
+            for p in query.split("&")
+        ]
+        rest = f"{where}?{'&'.join(params)}"
+    return f"{driver}://{rest}"
 
 
 def _decode(kind: type, value: object) -> object:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from service.__main__ import main
 
 AIRLOCK = Path(sys.executable).parent / "airlock"
 # Generous: these bound a hang, they are not performance expectations.
@@ -145,3 +148,62 @@ def test_serve_answers_on_loopback(env: dict[str, str], tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
     assert proc.returncode in (0, -15), log.read_text()
+
+
+def test_the_log_level_quiets_the_services_own_lines(env: dict[str, str], tmp_path: Path) -> None:
+    """AIRLOCK_LOG_LEVEL=WARNING leaves the service's own INFO lines out (which runtime was
+    chosen, the node registered), not only uvicorn's."""
+    env = {**env, "AIRLOCK_LOG_LEVEL": "WARNING"}
+    migrated = ok(airlock(env, tmp_path, "migrate"))
+    assert " INFO " not in migrated.stderr, migrated.stderr
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [str(AIRLOCK), "serve", "--port", str(port)],
+            env=env,
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        answered = False
+        while time.monotonic() < deadline and proc.poll() is None and not answered:
+            try:
+                answered = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).is_success
+            except httpx.TransportError:
+                time.sleep(0.2)
+        assert answered, f"serve never answered; exit {proc.poll()}:\n{log.read_text()}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    shown = log.read_text()
+    assert "serving on" in shown  # the start line is the command's own, always shown
+    assert not [line for line in shown.splitlines() if "INFO" in line], shown
+
+
+def test_debug_turns_on_the_services_own_debug_lines(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DEBUG is the service's (`airlock.*`, `service.*`) debug lines; the libraries it uses
+    stay at INFO (a root logger at DEBUG would let them all speak)."""
+    library = logging.getLogger("alembic.runtime.migration")
+    loggers = [logging.getLogger(n) for n in ("", "airlock", "service")]
+    saved = [(logger, logger.level, list(logger.handlers)) for logger in loggers]
+    for name, value in {**env, "AIRLOCK_LOG_LEVEL": "DEBUG"}.items():
+        monkeypatch.setenv(name, value)
+    try:
+        assert main(["keys", "rotate"]) == 0
+        assert logging.getLogger("airlock.jobs.ttl").isEnabledFor(logging.DEBUG)
+        assert logging.getLogger("service.sandboxes.usage").isEnabledFor(logging.DEBUG)
+        assert library.isEnabledFor(logging.INFO) and not library.isEnabledFor(logging.DEBUG)
+    finally:
+        for logger, level, handlers in saved:
+            logger.setLevel(level)
+            logger.handlers[:] = handlers

@@ -9,12 +9,15 @@ from pathlib import Path
 import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
+from sqlalchemy import text
 
 from service.app import create_app
 from service.auth.keyring import create_key
 from service.db import migrate
+from service.db.session import make_engine
 from service.errors import ConfigurationError
 from service.settings import Environment, Settings
+from tests.conftest import database_kind, pg_admin_url
 
 STRONG_KEY = "alo_" + "k3y" * 16
 
@@ -303,3 +306,57 @@ def test_a_production_node_needs_no_operator_key() -> None:
 def test_the_cluster_roles_need_postgresql() -> None:
     with pytest.raises(ConfigurationError, match="PostgreSQL"):
         Settings.from_env({"AIRLOCK_ROLE": "api"})
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "postgres", "postgresql+asyncpg"])
+def test_a_postgresql_url_without_a_driver_is_taken_through_asyncpg(scheme: str) -> None:
+    """CloudNativePG's app Secret (`uri`), Heroku-style platforms and libpq write
+    `postgresql://` or `postgres://`: SQLAlchemy would load psycopg2 for those, which the
+    service does not have."""
+    given = f"{scheme}://app:s3cr%40t@airlock-db-rw.apps:5432/app?ssl=require"
+    settings = Settings.from_env({"AIRLOCK_DATABASE_URL": given, "AIRLOCK_ROLE": "api"})
+    assert settings.database_url == (
+        "postgresql+asyncpg://app:s3cr%40t@airlock-db-rw.apps:5432/app?ssl=require"
+    )
+    assert settings.effective_database_url == settings.database_url
+    embedded = Settings.from_env({"AIRLOCK_DATABASE_URL": "sqlite:////var/lib/airlock/a.db"})
+    assert embedded.database_url == "sqlite+aiosqlite:////var/lib/airlock/a.db"
+    # libpq's name for the TLS mode, which asyncpg calls ssl.
+    managed = Settings.from_env(
+        {"AIRLOCK_DATABASE_URL": f"{scheme}://u:p@db.example.com/app?sslmode=require&x=1"}
+    )
+    assert managed.database_url == "postgresql+asyncpg://u:p@db.example.com/app?ssl=require&x=1"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg2://airlock@db/airlock",
+        "postgresql+psycopg://airlock@db/airlock",
+        "mysql://airlock@db/airlock",
+        "sqlite+pysqlite:///airlock.db",
+        "db.example.com:5432/airlock",
+    ],
+)
+def test_a_database_driver_the_service_does_not_have_is_refused(url: str) -> None:
+    with pytest.raises(ConfigurationError, match="AIRLOCK_DATABASE_URL") as refused:
+        Settings.from_env({"AIRLOCK_DATABASE_URL": url})
+    assert "postgresql+asyncpg://" in str(refused.value)
+
+
+async def test_a_libpq_style_url_reaches_postgresql() -> None:
+    """The URL as CloudNativePG and libpq write it (the test server's admin URL is one)
+    opens a connection, as the service's engine makes it."""
+    if database_kind() != "postgresql":
+        pytest.skip("needs the PostgreSQL server of the test command")
+    url = pg_admin_url()
+    assert url.startswith(("postgresql://", "postgres://"))
+    # (The test server speaks no TLS: sslmode=disable is what libpq would need too.)
+    for given in (url, f"{url}?sslmode=disable"):
+        settings = Settings.from_env({"AIRLOCK_DATABASE_URL": given})
+        engine = make_engine(settings.effective_database_url)
+        try:
+            async with engine.connect() as connection:
+                assert (await connection.execute(text("SELECT 1"))).scalar() == 1
+        finally:
+            await engine.dispose()

@@ -1,22 +1,33 @@
 """The Helm chart, with the real helm (v4, scripts/helm-tools.sh) and kubernetes-validate: it
 lints, it renders for the default values and for KVM nodes, every rendered manifest is valid
-for the pinned Kubernetes version (unknown fields refused), and what it renders is what the
-deployment needs."""
+for the oldest Kubernetes the chart declares and the newest kubernetes-validate knows (unknown
+fields refused), and what it renders is what the deployment needs."""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
+import socket
 import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
+import kubernetes_validate
+import msgspec
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from service.execs.schemas import ExecCreate
 from service.sandboxes import usage
+from service.tenants.schemas import Quotas
 from tests.conftest import Api
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,6 +35,12 @@ CHART = REPO / "helm" / "airlock"
 HELM = REPO / ".tools" / "bin" / "helm"
 VALIDATE = REPO / ".venv" / "bin" / "kubernetes-validate"
 KUBE_VERSION = "1.35.0"
+METADATA = yaml.safe_load((CHART / "Chart.yaml").read_text())
+APP_VERSION = METADATA["appVersion"]
+# The oldest Kubernetes the chart declares (`kubeVersion: >=X.Y.Z-0`) and the newest whose
+# schemas kubernetes-validate has: the manifests must be valid for both.
+OLDEST_KUBE = re.fullmatch(r">=\s*(\d+\.\d+\.\d+)(?:-0)?", METADATA["kubeVersion"]).group(1)
+NEWEST_KUBE = kubernetes_validate.latest_version()
 KVM_VALUES = CHART / "ci" / "kvm-values.yaml"
 # Kinds whose schema is a CRD's, which kubernetes-validate does not have.
 CRD_KINDS = {"ServiceMonitor", "PodMonitor"}
@@ -36,8 +53,10 @@ def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(HELM), *args], capture_output=True, text=True, check=check)
 
 
-def render(*values: str, api_versions: tuple[str, ...] = ()) -> str:
-    args = ["template", "airlock", str(CHART), "--kube-version", KUBE_VERSION]
+def render(
+    *values: str, api_versions: tuple[str, ...] = (), kube_version: str = KUBE_VERSION
+) -> str:
+    args = ["template", "airlock", str(CHART), "--kube-version", kube_version]
     for v in values:
         args += ["-f", v] if v.endswith(".yaml") else ["--set", v]
     for a in api_versions:
@@ -67,14 +86,17 @@ def test_the_chart_lints_strictly(values: tuple[str, ...]) -> None:
     assert "0 chart(s) failed" in result.stdout
 
 
+@pytest.mark.parametrize("kube_version", [OLDEST_KUBE, NEWEST_KUBE])
 @pytest.mark.parametrize("values", [(), (str(KVM_VALUES),)], ids=["default", "kvm"])
-def test_every_rendered_manifest_is_valid_for_the_kubernetes_version(
-    values: tuple[str, ...], tmp_path: Path
+def test_every_rendered_manifest_is_valid_for_the_kubernetes_versions(
+    values: tuple[str, ...], kube_version: str, tmp_path: Path
 ) -> None:
     rendered = tmp_path / "rendered.yaml"
-    rendered.write_text(render(*values, api_versions=("monitoring.coreos.com/v1",)))
+    rendered.write_text(
+        render(*values, api_versions=("monitoring.coreos.com/v1",), kube_version=kube_version)
+    )
     result = subprocess.run(
-        [str(VALIDATE), "--strict", "-k", KUBE_VERSION, str(rendered)],
+        [str(VALIDATE), "--strict", "-k", kube_version, str(rendered)],
         capture_output=True,
         text=True,
     )
@@ -109,7 +131,8 @@ def test_what_the_default_values_deploy() -> None:
     # Keys from Secrets: the signing key, the audit and secrets keys, the operator key.
     env = env_of(container)
     assert env["AIRLOCK_OPERATOR_KEY"]["secretKeyRef"]["key"] == "operator-key"
-    assert env["AIRLOCK_DATABASE_URL"]["secretKeyRef"]["name"] == "airlock-database"
+    # The database: the URL CloudNativePG keeps in its cluster's app Secret.
+    assert env["AIRLOCK_DATABASE_URL"]["secretKeyRef"] == {"name": "airlock-db-app", "key": "uri"}
     assert env["AIRLOCK_AUDIT_KEY_FILE"].startswith("/etc/airlock/keys/")
     keys = next(s for s in by_kind(docs, "Secret") if s["metadata"]["name"] == "airlock-keys")
     assert set(keys["data"]) == {
@@ -127,31 +150,34 @@ def test_what_the_default_values_deploy() -> None:
     assert [p["name"] for p in container["ports"]] == ["replica"]
     assert env["AIRLOCK_TRUSTED_PROXIES"] == "127.0.0.1"
     assert proxy["securityContext"] == container["securityContext"]
-    # The nodes: one per labelled host, root for runsc but not privileged, no host network.
+    # The nodes: one per labelled host, privileged (loop devices, a writable /proc/sys: see
+    # helm/README.md), but no host network or pid space.
     (node,) = by_kind(docs, "DaemonSet")
     node_pod = node["spec"]["template"]["spec"]
     assert node_pod["nodeSelector"] == {"airlock.dev/sandbox-host": "true"}
     assert not node_pod.get("hostNetwork") and not node_pod.get("hostPID")
+    assert not node_pod.get("hostIPC")
     (runsc,) = node_pod["containers"]
-    assert runsc["securityContext"]["privileged"] is False
-    assert "SYS_ADMIN" in runsc["securityContext"]["capabilities"]["add"]
+    assert runsc["securityContext"]["privileged"] is True
     node_env = env_of(runsc)
     assert node_env["AIRLOCK_ROLE"] == "node" and node_env["AIRLOCK_RUNTIME"] == "gvisor"
-    # A node never holds the operator key (it answers node tokens only).
-    assert "AIRLOCK_OPERATOR_KEY" not in node_env and "AIRLOCK_METRICS_TOKEN" not in node_env
+    # A node never holds the operator key (it answers node tokens only); its /metrics (the
+    # tenants' use on its host) answers the scraper's token alone, as the API's does.
+    assert "AIRLOCK_OPERATOR_KEY" not in node_env
+    assert node_env["AIRLOCK_METRICS_TOKEN"]["secretKeyRef"]["key"] == "metrics-token"
     assert node_env["AIRLOCK_NODE_ID"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
     assert node_env["AIRLOCK_NODE_ADDRESS"] == "http://$(POD_IP):8081"
     assert {v["name"]: v for v in node_pod["volumes"]}["state"]["hostPath"]["path"] == (
         "/var/lib/airlock"
     )
     assert "kvm" not in {v["name"] for v in node_pod["volumes"]}
-    # Migrations run first, as a hook, with the database URL (also a hook, made before it).
+    # Migrations run first, as a hook, with the same database URL.
     (job,) = by_kind(docs, "Job")
     assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
     assert job["spec"]["template"]["spec"]["containers"][0]["args"] == ["migrate"]
-    secrets = {s["metadata"]["name"]: s for s in by_kind(docs, "Secret")}
-    database = secrets["airlock-database"]
-    assert int(database["metadata"]["annotations"]["helm.sh/hook-weight"]) < 0
+    job_env = env_of(job["spec"]["template"]["spec"]["containers"][0])
+    assert job_env["AIRLOCK_DATABASE_URL"] == env["AIRLOCK_DATABASE_URL"]
+    assert "airlock-database" not in {s["metadata"]["name"] for s in by_kind(docs, "Secret")}
     # Only API pods and other nodes reach a node's port.
     (policy,) = by_kind(docs, "NetworkPolicy")
     assert policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "node"
@@ -240,13 +266,39 @@ def test_a_label_both_selectors_name_renders_once() -> None:
 
 
 def test_existing_secrets_are_used_instead_of_made() -> None:
-    docs = documents(render("keys.existingSecret=ops-keys", "database.existingSecret=ops-db"))
+    docs = documents(
+        render(
+            "keys.existingSecret=ops-keys",
+            "database.existingSecret=ops-db",
+            "database.existingSecretKey=url",
+        )
+    )
     # Only the proxy's own (its configuration, and the key it shares with its replica).
     assert [s["metadata"]["name"] for s in by_kind(docs, "Secret")] == ["airlock-proxy"]
     (api,) = by_kind(docs, "Deployment")
     env = env_of(api["spec"]["template"]["spec"]["containers"][0])
-    assert env["AIRLOCK_DATABASE_URL"]["secretKeyRef"]["name"] == "ops-db"
+    assert env["AIRLOCK_DATABASE_URL"]["secretKeyRef"] == {"name": "ops-db", "key": "url"}
     assert env["AIRLOCK_OPERATOR_KEY"]["secretKeyRef"]["name"] == "ops-keys"
+
+
+def test_a_database_url_given_as_a_value_is_kept_in_a_secret_made_before_the_migrations() -> None:
+    url = "postgresql://airlock:secret@db.example.svc:5432/airlock"
+    docs = documents(render(f"database.url={url}"))
+    secrets = {s["metadata"]["name"]: s for s in by_kind(docs, "Secret")}
+    database = secrets["airlock-database"]
+    assert database["stringData"] == {"url": url}
+    # A hook, made before the migrations Job (the release's other resources come after it).
+    assert int(database["metadata"]["annotations"]["helm.sh/hook-weight"]) < 0
+    (job,) = by_kind(docs, "Job")
+    (api,) = by_kind(docs, "Deployment")
+    for container in (job["spec"]["template"]["spec"]["containers"][0],
+                      api["spec"]["template"]["spec"]["containers"][0]):  # fmt: skip
+        ref = env_of(container)["AIRLOCK_DATABASE_URL"]["secretKeyRef"]
+        assert ref == {"name": "airlock-database", "key": "url"}
+    refused = helm(
+        "template", "airlock", str(CHART), "--set", "database.existingSecret=", check=False
+    )
+    assert refused.returncode != 0 and "database.url or database.existingSecret" in (refused.stderr)
 
 
 @pytest.mark.parametrize(
@@ -256,6 +308,11 @@ def test_existing_secrets_are_used_instead_of_made() -> None:
         ("api.replicas=0", "minimum"),
         ("node.runscPlatform=kvm", "value must be one of"),
         ("database.url=mysql://x", "does not match pattern"),
+        ("database.url=postgresql+psycopg2://db/airlock", "does not match pattern"),
+        ("image.api.digest=latest", "does not match pattern"),
+        ("image.registry=https://registry.example.com", "does not match pattern"),
+        ("api.proxy.trustedProxies={ingress-nginx}", "does not match pattern"),
+        ("node.kvm.enable=true", "additional properties 'enable' not allowed"),
     ],
 )
 def test_the_values_schema_refuses_mistakes(setting: str, complaint: str) -> None:
@@ -325,3 +382,247 @@ def test_the_api_pods_nginx_configuration_is_valid(tmp_path: Path) -> None:
     refused = helm("template", "airlock", str(CHART), "--set", "api.proxy.replicaPort=8080",
                    check=False)  # fmt: skip
     assert refused.returncode != 0 and "must differ from api.port" in refused.stderr
+
+
+def images_of(docs: list[dict[str, Any]]) -> dict[str, str]:
+    """Each container's image, by `<kind>/<container>`."""
+    found = {}
+    for doc in docs:
+        if doc["kind"] in ("Deployment", "DaemonSet", "Job"):
+            for c in doc["spec"]["template"]["spec"]["containers"]:
+                found[f"{doc['metadata']['name']}/{c['name']}"] = c["image"]
+    return found
+
+
+def test_each_process_runs_the_image_built_for_it() -> None:
+    """The API replicas and the migrations run airlock-api, the nodes airlock-node, the
+    replicas' nginx airlock-proxy; by default as scripts/build-images.sh tags them."""
+    docs = documents(render(str(KVM_VALUES)))
+    assert images_of(docs) == {
+        "airlock-api/api": f"localhost/airlock-api:{APP_VERSION}",
+        "airlock-api/proxy": f"localhost/airlock-proxy:{APP_VERSION}",
+        "airlock-migrate/migrate": f"localhost/airlock-api:{APP_VERSION}",
+        "airlock-node/node": f"localhost/airlock-node:{APP_VERSION}",
+        "airlock-node-kvm/node": f"localhost/airlock-node:{APP_VERSION}",
+    }
+    # One registry for all three, one tag for all three.
+    docs = documents(render("image.registry=registry.example.com:5000/acme/", "image.tag=1.2.3"))
+    assert set(images_of(docs).values()) == {
+        "registry.example.com:5000/acme/airlock-api:1.2.3",
+        "registry.example.com:5000/acme/airlock-node:1.2.3",
+        "registry.example.com:5000/acme/airlock-proxy:1.2.3",
+    }
+    # A repository and a tag of its own, or a digest, which then names the image alone.
+    digest = "sha256:" + "ab" * 32
+    docs = documents(
+        render(
+            "image.registry=ghcr.io/acme",
+            "image.node.repository=mirror.example.com/sandboxes/node",
+            "image.node.tag=0.1.0-host",
+            f"image.api.digest={digest}",
+        )
+    )
+    images = images_of(docs)
+    assert images["airlock-api/api"] == f"ghcr.io/acme/airlock-api@{digest}"
+    assert images["airlock-migrate/migrate"] == images["airlock-api/api"]
+    assert images["airlock-node/node"] == "mirror.example.com/sandboxes/node:0.1.0-host"
+    assert images["airlock-api/proxy"] == f"ghcr.io/acme/airlock-proxy:{APP_VERSION}"
+    pulls = {
+        c["imagePullPolicy"]
+        for d in docs
+        if d["kind"] in ("Deployment", "DaemonSet", "Job")
+        for c in d["spec"]["template"]["spec"]["containers"]
+    }
+    assert pulls == {"IfNotPresent"}
+
+
+def test_the_node_keeps_its_images_entrypoint_and_state_dir() -> None:
+    """The node image's entrypoint (container/node-entrypoint.sh) links the sandbox images
+    baked into the image into <state dir>/images before it runs `airlock`: the chart must
+    give arguments only (a `command` would skip it) and mount the host's state dir where
+    the entrypoint and the service look for it."""
+    entrypoint = (REPO / "container" / "node-entrypoint.sh").read_text()
+    assert "state_dir=${AIRLOCK_STATE_DIR:-/var/lib/airlock}" in entrypoint
+    docs = documents(render(str(KVM_VALUES)))
+    for node in by_kind(docs, "DaemonSet"):
+        pod = node["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        assert "command" not in container and container["args"][0] == "serve"
+        state = env_of(container)["AIRLOCK_STATE_DIR"]
+        mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+        assert mounts["state"] == state == "/var/lib/airlock"
+        # Nothing else is mounted over what the image bakes in.
+        baked = ("/usr/share/airlock", "/opt/airlock", "/usr/local/bin", "/usr/bin")
+        assert not [p for p in mounts.values() if p.startswith(baked)], mounts
+
+
+def test_the_nodes_privileges_are_stated_and_their_namespace_is_named() -> None:
+    """Loop devices for sandbox disks, a writable /proc/sys for sandbox networks and /dev/kvm
+    are out of reach of an unprivileged container on Kubernetes: the node says it is
+    privileged, and the release notes name the Pod Security label its namespace needs."""
+    docs = documents(render(str(KVM_VALUES)))
+    for node in by_kind(docs, "DaemonSet"):
+        (container,) = node["spec"]["template"]["spec"]["containers"]
+        context = container["securityContext"]
+        assert context["privileged"] is True and context["runAsUser"] == 0
+        assert context["allowPrivilegeEscalation"] is True
+    installed = helm("install", "airlock", str(CHART), "--dry-run=client", "-n", "sandboxes")
+    notes = installed.stdout.split("NOTES:", 1)[1]
+    assert (
+        "kubectl label namespace sandboxes pod-security.kubernetes.io/enforce=privileged" in notes
+    )
+
+
+def test_ingress_nginx_lets_uploads_and_long_streams_through() -> None:
+    """ingress-nginx refuses bodies over 1 MiB and ends answers quiet for 60 s by default:
+    the chart's Ingress asks for the largest upload a tenant may be allowed, the longest exec
+    and no buffering (server-sent events); a value of the user's own wins."""
+    largest_upload = msgspec.inspect.type_info(Quotas).fields
+    (upload,) = [f for f in largest_upload if f.name == "max_upload_mib"]
+    (timeout,) = [f for f in msgspec.inspect.type_info(ExecCreate).fields if f.name == "timeout_s"]
+    hosts = "api.ingress.hosts[0].host=airlock.example.com,api.ingress.hosts[0].paths[0]=/"
+    docs = documents(render("api.ingress.enabled=true", hosts))
+    (ingress,) = by_kind(docs, "Ingress")
+    annotations = ingress["metadata"]["annotations"]
+    prefix = "nginx.ingress.kubernetes.io/"
+    assert annotations[prefix + "proxy-body-size"] == f"{upload.type.le}m"
+    for name in ("proxy-read-timeout", "proxy-send-timeout"):
+        assert int(annotations[prefix + name]) >= timeout.type.le
+    assert annotations[prefix + "proxy-buffering"] == "off"
+    assert annotations[prefix + "proxy-request-buffering"] == "off"
+    docs = documents(
+        render(
+            "api.ingress.enabled=true",
+            hosts,
+            "api.ingress.annotations.nginx\\.ingress\\.kubernetes\\.io/proxy-body-size=10m",
+            "api.ingress.annotations.cert-manager\\.io/cluster-issuer=letsencrypt",
+        )
+    )
+    (ingress,) = by_kind(docs, "Ingress")
+    annotations = ingress["metadata"]["annotations"]
+    assert annotations[prefix + "proxy-body-size"] == "10m"
+    assert annotations["cert-manager.io/cluster-issuer"] == "letsencrypt"
+    assert annotations[prefix + "proxy-buffering"] == "off"
+
+
+def test_every_process_gets_the_extra_settings() -> None:
+    docs = documents(
+        render(
+            str(KVM_VALUES),
+            "extraEnv[0].name=AIRLOCK_EXTRA,extraEnv[0].value=yes",
+            "config.logLevel=DEBUG",
+        )
+    )
+    containers = {
+        f"{d['metadata']['name']}/{c['name']}": c
+        for d in docs
+        if d["kind"] in ("Deployment", "DaemonSet", "Job")
+        for c in d["spec"]["template"]["spec"]["containers"]
+        if c["name"] != "proxy"
+    }
+    assert set(containers) == {
+        "airlock-api/api",
+        "airlock-migrate/migrate",
+        "airlock-node/node",
+        "airlock-node-kvm/node",
+    }
+    for name, container in containers.items():
+        env = env_of(container)
+        assert env["AIRLOCK_EXTRA"] == "yes", name
+        assert env["AIRLOCK_LOG_LEVEL"] == "DEBUG", name
+
+
+def test_the_readme_the_values_point_at_describes_them() -> None:
+    """helm/README.md exists and names every setting of values.yaml down to two levels."""
+    readme = (REPO / "helm" / "README.md").read_text()
+    assert "helm/README.md" in (CHART / "values.yaml").read_text()
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    names = []
+    for key, value in values.items():
+        names.append(key)
+        if isinstance(value, dict):
+            names += [f"{key}.{inner}" for inner in value]
+    missing = [n for n in names if f"`{n}" not in readme]
+    assert not missing, missing
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _Replica(BaseHTTPRequestHandler):
+    """Stands in for the API replica: answers with the X-Forwarded-For it was sent."""
+
+    def do_GET(self) -> None:
+        body = (self.headers.get("X-Forwarded-For") or "").encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def api_pods_nginx(tmp_path: Path, *values: str) -> Iterator[str]:
+    """The sidecar's nginx as the chart renders it, in front of a stand-in replica; yields
+    its URL."""
+    listen, replica_port = free_port(), free_port()
+    docs = documents(render(f"api.port={listen}", f"api.proxy.replicaPort={replica_port}", *values))
+    (secret,) = [d for d in by_kind(docs, "Secret") if d["metadata"]["name"] == "airlock-proxy"]
+    files = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+    (tmp_path / "proxy.conf").write_text(files["proxy.conf"])
+    (tmp_path / "nginx.conf").write_text(
+        files["nginx.conf"]
+        .replace("/tmp/", f"{tmp_path}/")
+        .replace("/etc/airlock-proxy/proxy.conf", f"{tmp_path}/proxy.conf")
+    )
+    replica = ThreadingHTTPServer(("127.0.0.1", replica_port), _Replica)
+    threading.Thread(target=replica.serve_forever, daemon=True).start()
+    nginx = subprocess.Popen(
+        ["nginx", "-p", f"{tmp_path}/", "-c", f"{tmp_path}/nginx.conf", "-e", "stderr",
+         "-g", "daemon off;"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{listen}"
+        for _ in range(100):
+            with contextlib.suppress(httpx.TransportError):
+                httpx.get(url, timeout=1)
+                break
+            assert nginx.poll() is None, nginx.communicate()[1]
+            time.sleep(0.05)
+        yield url
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+        replica.shutdown()
+        replica.server_close()
+
+
+@pytest.mark.parametrize(
+    ("trusted", "sent", "client"),
+    [
+        # Nobody trusted (the default): the peer is the client, whatever it claims.
+        ((), "198.51.100.7", "127.0.0.1"),
+        # From a trusted proxy, the client its X-Forwarded-For names ...
+        (("127.0.0.1",), "198.51.100.7", "198.51.100.7"),
+        # ... past other trusted proxies, and never an address the client put before them.
+        (("127.0.0.0/8", "10.0.0.0/8"), "203.0.113.9, 198.51.100.7, 10.1.2.3", "198.51.100.7"),
+    ],
+    ids=["nobody-trusted", "ingress-trusted", "chain"],
+)
+def test_the_api_pods_nginx_passes_on_the_client_its_trusted_proxies_name(
+    tmp_path: Path, trusted: tuple[str, ...], sent: str, client: str
+) -> None:
+    """Behind an ingress controller, the replica (which trusts its nginx alone) must see the
+    client, not the controller's pod: audit records and the anonymous rate limit go by it."""
+    values = [f"api.proxy.trustedProxies={{{','.join(trusted)}}}"] if trusted else []
+    with api_pods_nginx(tmp_path, *values) as url:
+        answer = httpx.get(f"{url}/v1/anything", headers={"X-Forwarded-For": sent}, timeout=5)
+    assert answer.status_code == 200
+    assert answer.text == client

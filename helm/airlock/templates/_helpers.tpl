@@ -24,16 +24,45 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
+{{/* One of the three images (`name`: api, node or proxy): <registry>/airlock-<name>, or its
+own repository; pulled by digest when one is given, else by tag (its own, image.tag, or the
+chart's appVersion). */}}
 {{- define "airlock.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- $images := .root.Values.image -}}
+{{- $own := index $images .name -}}
+{{- $registry := $images.registry | trimSuffix "/" -}}
+{{- $repository := $own.repository | default (ternary (printf "%s/airlock-%s" $registry .name) (printf "airlock-%s" .name) (ne $registry "")) -}}
+{{- if $own.digest -}}
+{{ $repository }}@{{ $own.digest }}
+{{- else -}}
+{{ $repository }}:{{ $own.tag | default $images.tag | default .root.Chart.AppVersion }}
+{{- end -}}
 {{- end -}}
 
 {{- define "airlock.keysSecret" -}}
 {{- .Values.keys.existingSecret | default (printf "%s-keys" (include "airlock.fullname" .)) -}}
 {{- end -}}
 
+{{/* The Secret holding the database URL, and its key: the chart's own when database.url is
+set, else database.existingSecret (CloudNativePG's app Secret by default). */}}
 {{- define "airlock.databaseSecret" -}}
-{{- .Values.database.existingSecret | default (printf "%s-database" (include "airlock.fullname" .)) -}}
+{{- if .Values.database.url -}}
+{{- printf "%s-database" (include "airlock.fullname" .) -}}
+{{- else -}}
+{{- required "database.url or database.existingSecret is required" .Values.database.existingSecret -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "airlock.databaseSecretKey" -}}
+{{- ternary "url" .Values.database.existingSecretKey (ne .Values.database.url "") -}}
+{{- end -}}
+
+{{- define "airlock.databaseEnv" -}}
+- name: AIRLOCK_DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "airlock.databaseSecret" . }}
+      key: {{ include "airlock.databaseSecretKey" . }}
 {{- end -}}
 
 {{/* The settings every process shares; `role` is api or node. */}}
@@ -46,23 +75,20 @@ app.kubernetes.io/component: {{ .component }}
   value: {{ .root.Values.config.logLevel | quote }}
 - name: AIRLOCK_HOST
   value: "0.0.0.0"
-- name: AIRLOCK_DATABASE_URL
-  valueFrom:
-    secretKeyRef:
-      name: {{ include "airlock.databaseSecret" .root }}
-      key: {{ .root.Values.database.existingSecretKey }}
+{{ include "airlock.databaseEnv" .root }}
 {{- if eq .role "api" }}
 - name: AIRLOCK_OPERATOR_KEY
   valueFrom:
     secretKeyRef:
       name: {{ include "airlock.keysSecret" .root }}
       key: operator-key
+{{- end }}
+# /metrics answers this token alone, on the API replicas and on the nodes.
 - name: AIRLOCK_METRICS_TOKEN
   valueFrom:
     secretKeyRef:
       name: {{ include "airlock.keysSecret" .root }}
       key: metrics-token
-{{- end }}
 - name: AIRLOCK_JWT_KEYS_DIR
   value: /etc/airlock/jwt
 - name: AIRLOCK_AUDIT_KEY_FILE
