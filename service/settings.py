@@ -31,6 +31,10 @@ _DATABASE_SCHEMES = {
     "sqlite": "sqlite+aiosqlite",
 }
 
+# An absolute cgroup path below the root: no empty, `.` or `..` segment, nothing a shell or
+# a systemd unit name would read differently.
+_CGROUP_PATH = re.compile(r"(/(?!\.\.?(/|$))[A-Za-z0-9._@:-]+)+")
+
 # A node id: a path segment of /v1/nodes/{id} and a name an operator reads; a Kubernetes node
 # name (a DNS subdomain, such as ip-10-0-0-5.ec2.internal) is one.
 _NODE_ID = re.compile(r"[a-z0-9]([a-z0-9.-]{0,198}[a-z0-9])?")
@@ -86,6 +90,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # On gVisor, a sandbox's kernel counts `ceil(cpus)` CPUs (`nproc`); false: at least 2, as
     # runsc does from the quota alone, which makes 1-vCPU sandboxes start and exec faster.
     exact_nproc: bool = True
+    # On gVisor, the cgroup this host's sandboxes go below: an absolute path of the host's
+    # cgroup tree, or `self`: below the cgroup this process runs in, so what contains the
+    # node (a pod, a systemd unit, a container) contains and accounts its sandboxes too.
+    cgroup_parent: str = "/airlock"
     pool_refill_interval_s: float = 2.0
     # How often a node sums what each tenant's sandboxes use, for /metrics.
     usage_sample_interval_s: float = 15.0
@@ -236,6 +244,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
                 )
         if self.host_memory_mib is not None and self.host_memory_mib < 256:
             raise ConfigurationError("AIRLOCK_HOST_MEMORY_MIB must be at least 256")
+        if self.cgroup_parent != "self" and not _CGROUP_PATH.fullmatch(self.cgroup_parent):
+            raise ConfigurationError(
+                "AIRLOCK_CGROUP_PARENT must be self or an absolute cgroup path below the root "
+                "such as /airlock (segments of letters, digits, '.', '_', '-', '@', ':')"
+            )
         if self.pool_refill_interval_s <= 0:
             raise ConfigurationError("AIRLOCK_POOL_REFILL_INTERVAL_S must be positive")
         if not 0 <= self.pause_copies <= 5 or self.pause_copies_interval_s <= 0:

@@ -16,6 +16,7 @@ from service.auth.keyring import create_key
 from service.db import migrate
 from service.db.session import make_engine
 from service.errors import ConfigurationError
+from service.runtime.config import RuntimeConfig
 from service.settings import Environment, Settings
 from tests.conftest import database_kind, pg_admin_url
 
@@ -360,3 +361,16 @@ async def test_a_libpq_style_url_reaches_postgresql() -> None:
                 assert (await connection.execute(text("SELECT 1"))).scalar() == 1
         finally:
             await engine.dispose()
+
+
+@pytest.mark.parametrize("value", ["/airlock", "self", "/system.slice/airlock.slice", "/a/b@1:x"])
+def test_the_sandboxes_cgroup_parent_reaches_the_runtime(value: str) -> None:
+    settings = Settings.from_env({"AIRLOCK_CGROUP_PARENT": value})
+    assert RuntimeConfig.from_settings(settings).cgroup_parent == value
+    assert Settings.from_env({}).cgroup_parent == "/airlock"
+
+
+@pytest.mark.parametrize("value", ["airlock", "/", "/airlock/", "/a//b", "/a/../b", "/a b", "SELF"])
+def test_a_cgroup_parent_that_is_not_self_or_an_absolute_path_is_refused(value: str) -> None:
+    with pytest.raises(ConfigurationError, match="AIRLOCK_CGROUP_PARENT"):
+        Settings.from_env({"AIRLOCK_CGROUP_PARENT": value})

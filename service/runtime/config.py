@@ -36,6 +36,9 @@ class RuntimeConfig:
     use_agent: bool = True
     # gVisor: sandboxes count `ceil(vcpus)` CPUs (else at least 2; see bundle.boot_cpus).
     exact_nproc: bool = True
+    # gVisor: the cgroup sandboxes go below: an absolute path of the host's cgroup tree, or
+    # `self` (below the cgroup this process runs in; gvisor/sandbox_cgroups.py).
+    cgroup_parent: str = "/airlock"
     # BoxLite: the registries (or repository prefixes) a tenant's image may be pulled from;
     # empty: none, only local images; "*": any.
     image_registries: tuple[str, ...] = ()
@@ -52,6 +55,7 @@ class RuntimeConfig:
             network_range=settings.sandbox_network_range,
             host_memory_mib=settings.host_memory_mib,
             exact_nproc=settings.exact_nproc,
+            cgroup_parent=settings.cgroup_parent,
             image_registries=settings.image_registry_list,
             template_snapshots=settings.template_snapshots != "off",
         )

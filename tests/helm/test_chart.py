@@ -161,6 +161,8 @@ def test_what_the_default_values_deploy() -> None:
     assert runsc["securityContext"]["privileged"] is True
     node_env = env_of(runsc)
     assert node_env["AIRLOCK_ROLE"] == "node" and node_env["AIRLOCK_RUNTIME"] == "gvisor"
+    # Its sandboxes' cgroups below its own: the pod contains and accounts them.
+    assert node_env["AIRLOCK_CGROUP_PARENT"] == "self"
     # A node never holds the operator key (it answers node tokens only); its /metrics (the
     # tenants' use on its host) answers the scraper's token alone, as the API's does.
     assert "AIRLOCK_OPERATOR_KEY" not in node_env
@@ -207,6 +209,7 @@ def test_kvm_hosts_get_boxlite_with_dev_kvm() -> None:
         "type": "CharDevice",
     }
     assert env_of(kvm["containers"][0])["AIRLOCK_RUNTIME"] == "boxlite"
+    assert "AIRLOCK_CGROUP_PARENT" not in env_of(kvm["containers"][0])  # (a gVisor setting)
     # The gVisor nodes keep off the KVM hosts.
     terms = nodes["airlock-node"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"
@@ -307,6 +310,7 @@ def test_a_database_url_given_as_a_value_is_kept_in_a_secret_made_before_the_mig
         ("api.replicaz=3", "additional properties 'replicaz' not allowed"),
         ("api.replicas=0", "minimum"),
         ("node.runscPlatform=kvm", "value must be one of"),
+        ("node.cgroupParent=airlock", "does not match pattern"),
         ("database.url=mysql://x", "does not match pattern"),
         ("database.url=postgresql+psycopg2://db/airlock", "does not match pattern"),
         ("image.api.digest=latest", "does not match pattern"),

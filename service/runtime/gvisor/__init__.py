@@ -16,6 +16,7 @@
 | `agent_link.py`, `agent_execution.py` | its host side: the link (frames), an exec through it |
 | `agent_hold.py` | what the link holds back around a checkpoint, and for how long |
 | `cgroups.py`, `host_memory.py` | host cgroups; the host memory all sandboxes may hold |
+| `sandbox_cgroups.py` | where sandboxes' cgroups go: `/airlock`, or below the node's own cgroup |
 | `reaper.py`, `hostproc.py` | child-subreaper reaping; host process helpers |
 | `inside.py` | scripts run inside a sandbox (kill a tree, find held pipes) |
 """

@@ -7,13 +7,18 @@ usage and OOM counters from it and removes it if runsc left it behind.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 ROOT = Path("/sys/fs/cgroup")
 V1_CONTROLLERS = ("memory", "cpu", "cpuacct", "pids", "cpuset", "devices", "freezer", "blkio")
+# runsc also makes the sandbox's directory in systemd's named hierarchy, where there is one:
+# removed with the others, or it would stay below the parent (and the node's own cgroup).
+V1_HIERARCHIES = (*V1_CONTROLLERS, "systemd")
 Layout = Literal["v1", "v2", "hybrid", "none"]
 
 
@@ -73,7 +78,7 @@ class Cgroup:
     def dirs(self) -> list[Path]:
         if self.layout == "v2":
             return [self._v2()]
-        return [self._v1(c) for c in V1_CONTROLLERS]
+        return [self._v1(c) for c in V1_HIERARCHIES]
 
     def exists(self) -> bool:
         return any(d.is_dir() for d in self.dirs())
@@ -169,19 +174,28 @@ class Cgroup:
         return left
 
 
+# How long a removal waits for what it killed to leave the cgroup: a killed process is listed
+# (and the directory busy) until it has exited, a few ms for runsc's processes.
+RMDIR_WAIT_S = 2.0
+
+
 def _kill_and_rmdir(directory: Path) -> bool:
     procs = directory / "cgroup.procs"
     with contextlib.suppress(OSError, ValueError):
         for line in procs.read_text().split():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(int(line), 9)
-    try:
-        directory.rmdir()
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return True
+    deadline = time.monotonic() + RMDIR_WAIT_S
+    while True:
+        try:
+            directory.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                return False
+        time.sleep(0.01)
 
 
 SANDBOX_PID_SHARE = 0.5  # of the host's pid space, for all sandboxes together

@@ -19,6 +19,7 @@ snapshot is); open TCP connections to outside are reset, and the pause names the
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import time
 from pathlib import Path
@@ -60,6 +61,7 @@ class Pauses(Snapshots):
             raise SandboxBusy(f"sandbox {sandbox_id} is not paused")
         async with sandbox.lock:
             self.store.adopt(sandbox)
+            await asyncio.to_thread(self._rehome_cgroup, sandbox)
             self.host_memory.admit(sandbox.id, int(sandbox.meta["memory_limit_mib"]))
             self.reaper.ensure()
             snapshot_id = sandbox.meta["paused"].get("snapshot")
@@ -83,6 +85,21 @@ class Pauses(Snapshots):
             else:
                 await asyncio.to_thread(shutil.rmtree, image, True)
             return sandbox.info()
+
+    def _rehome_cgroup(self, sandbox: Sandbox) -> None:
+        """A paused sandbox has no cgroup: it comes back where this process puts its
+        sandboxes. With AIRLOCK_CGROUP_PARENT=self that is below this process's own cgroup,
+        which a node started again in a new pod or container does not share with the one
+        that paused it."""
+        wanted = self.store.cgroup_path(sandbox.id)
+        if sandbox.cgroup_path == wanted:
+            return
+        config_file = sandbox.bundle / "config.json"
+        config = json.loads(config_file.read_text())
+        config["linux"]["cgroupsPath"] = wanted
+        config_file.write_text(json.dumps(config, indent=1))
+        sandbox.cgroup_path = sandbox.meta["cgroup"] = wanted
+        sandbox.save()
 
     async def _checkpoint_and_stop(self, sandbox: Sandbox) -> PauseInfo:
         started = time.monotonic()

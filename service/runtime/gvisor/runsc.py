@@ -93,6 +93,13 @@ class Runsc:
                 proc.kill()
             await proc.wait()
             return -1, f"runsc {args[0]} timed out after {limit_s:.0f} s"
+        except asyncio.CancelledError:
+            # The caller is gone (a create cancelled midway): runsc does not go on behind the
+            # clean-up that follows, making what it tears down again.
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            raise
         text = (raw or b"").decode(errors="replace")
         if log_file is not None:
             text = hostproc.tail(log_file)

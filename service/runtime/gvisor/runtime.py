@@ -28,7 +28,7 @@ from ..errors import NotSupported, RuntimeUnavailable, SandboxFailed, SandboxNot
 from ..protocol import Capability, PortConnection
 from ..specs import parse_user, validate
 from ..types import SandboxInfo, SandboxSpec, SandboxStats
-from . import agent_link, bundle, cgroups, disk, network, reaper
+from . import agent_link, bundle, cgroups, disk, network, reaper, sandbox_cgroups
 from .files import Files
 from .host_memory import HostMemory, default_budget_mib
 from .pause import Pauses
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CGROUP_PARENT = "/airlock"
+CGROUP_PARENT = sandbox_cgroups.DEFAULT
 
 
 # How long metrics wait for a just-started sandbox's agent (else they do without it).
@@ -67,6 +67,7 @@ class GVisorRuntime(Pauses, Files, Policy):
         network_range: str | None = None,
         use_agent: bool = True,
         host_memory_mib: int | None = None,
+        cgroups_under: str = CGROUP_PARENT,
     ) -> None:
         self.state_dir = Path(state_dir).resolve()
         self.use_agent = use_agent
@@ -78,8 +79,9 @@ class GVisorRuntime(Pauses, Files, Policy):
         self.cli = Runsc(runsc, self.root / "runsc", platform)
         # Sandboxes of this state dir live under their own cgroup, so reaping leftovers here
         # never touches another state dir's (another service or test run on the same host).
+        # `cgroups_under`: the absolute cgroup all of them go below (sandbox_cgroups.resolve).
         key = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:12]
-        self.store = Store(self.root / "sandboxes", f"{CGROUP_PARENT}/{key}")
+        self.store = Store(self.root / "sandboxes", f"{cgroups_under}/{key}")
         self._sandboxes = self.store.live
         self.reaper = BackgroundReaper()
         self.networks = network.Networks(network_range or network.DEFAULT_RANGE)
@@ -105,8 +107,10 @@ class GVisorRuntime(Pauses, Files, Policy):
         network_range: str | None = None,
         use_agent: bool = True,
         host_memory_mib: int | None = None,
+        cgroup_parent: str = CGROUP_PARENT,
     ) -> GVisorRuntime:
-        """Check the host can run gVisor sandboxes; raise RuntimeUnavailable with why not."""
+        """Check the host can run gVisor sandboxes; raise RuntimeUnavailable with why not.
+        `cgroup_parent`: an absolute cgroup path, or `self` (sandbox_cgroups.py)."""
         runsc = shutil.which("runsc")
         if runsc is None:
             raise RuntimeUnavailable(
@@ -116,9 +120,10 @@ class GVisorRuntime(Pauses, Files, Policy):
             raise RuntimeUnavailable("gvisor", "runsc with cgroup caps needs root")
         if cgroups.detect() == "none":
             raise RuntimeUnavailable("gvisor", "no cgroup filesystem at /sys/fs/cgroup")
+        under = await asyncio.to_thread(sandbox_cgroups.resolve, cgroup_parent)
         chosen = await asyncio.to_thread(choose_platform, runsc, platform)
         runtime = cls(
-            Path(state_dir), runsc, chosen.name, network_range, use_agent, host_memory_mib
+            Path(state_dir), runsc, chosen.name, network_range, use_agent, host_memory_mib, under
         )
         runtime.platform_choice = chosen
         runtime.runsc_version = await asyncio.to_thread(platform_version, runsc)
@@ -129,13 +134,15 @@ class GVisorRuntime(Pauses, Files, Policy):
         runtime.root.chmod(0o700)
         runtime.host_memory.load(runtime.root / "sandboxes")
         reaper.become_subreaper()
-        cgroups.cap_parent_pids(CGROUP_PARENT)
+        cgroups.cap_parent_pids(under)
         log.info(
-            "gvisor runtime ready: %s (%s), platform %s, cgroup %s, sandbox memory budget %d MiB",
+            "gvisor runtime ready: %s (%s), platform %s, cgroup %s under %s, "
+            "sandbox memory budget %d MiB",
             runsc,
             runtime.runsc_version,
             chosen,
             cgroups.detect(),
+            runtime.store.cgroup_parent,
             runtime.host_memory.budget_mib,
         )
         return runtime
@@ -149,6 +156,7 @@ class GVisorRuntime(Pauses, Files, Policy):
             network_range=config.network_range,
             use_agent=config.use_agent,
             host_memory_mib=config.host_memory_mib,
+            cgroup_parent=config.cgroup_parent,
         )
         runtime.exact_nproc = config.exact_nproc
         return runtime
