@@ -16,15 +16,17 @@ for layout in /usr/share/airlock/images/*; do
     ln -sfn "$layout" "$target"
   fi
 done
-# Each sandbox's disk is a loop-mounted file. Outside --privileged, a container's /dev holds
-# only the devices it was given: with /dev/loop-control passed in (and block major 7 allowed),
-# make the loop device nodes that the kernel hands out, so `mount -o loop` finds them.
-if [ -c /dev/loop-control ] && [ ! -e /dev/loop0 ]; then
+# Each sandbox's disk is a loop-mounted file, and the kernel hands out loop devices by number
+# as they are needed. A container's /dev holds only the device nodes there were when it started
+# (outside --privileged, only those it was given; privileged, a copy of the host's, often 8
+# loop devices): with /dev/loop-control there (and block major 7 allowed), make the missing
+# nodes up to AIRLOCK_LOOP_DEVICES, so `mount -o loop` finds whichever number it is given.
+if [ -c /dev/loop-control ]; then
   i=0
   while [ "$i" -lt "${AIRLOCK_LOOP_DEVICES:-256}" ]; do
-    if ! mknod -m 0660 "/dev/loop$i" b 7 "$i" 2>/dev/null; then
-      [ "$i" -gt 0 ] || echo "airlock-node: cannot make /dev/loop0 (needs CAP_MKNOD and" \
-        "block major 7 allowed): sandboxes will not get their disks" >&2
+    if [ ! -e "/dev/loop$i" ] && ! mknod -m 0660 "/dev/loop$i" b 7 "$i" 2>/dev/null; then
+      echo "airlock-node: cannot make /dev/loop$i (needs CAP_MKNOD and block major 7" \
+        "allowed): sandboxes beyond $i loop devices will not get their disks" >&2
       break
     fi
     i=$((i + 1))

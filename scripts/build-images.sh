@@ -6,6 +6,8 @@
 #                                           tools of sandbox disks and networks
 #   localhost/airlock-api:<version>         the service in a venv, uid 10001, `serve` as api
 #   localhost/airlock-node:<version>        the service, runsc and the default sandbox image
+#   localhost/airlock-proxy:<version>       nginx for the chart's proxy sidecar, any uid
+#   localhost/airlock-postgres:<version>    PostgreSQL for one host (compose.yaml)
 #
 # No registry is needed: the base layers are root filesystems from mmdebstrap imported with
 # `podman import`, the Python dependencies a wheelhouse built on this host with pip, and
@@ -31,6 +33,13 @@ version=$(.venv/bin/python -c \
 work=$(realpath -m "${AIRLOCK_IMAGES_WORK:-/var/tmp/airlock-images}")
 state_dir=${AIRLOCK_STATE_DIR:-.airlock}
 context=$work/context
+# One build at a time per work dir: two share its build context and would empty each other's.
+mkdir -p "$work"
+exec {build_lock}>"$work/.lock"
+if ! flock --nonblock "$build_lock"; then
+  echo "==> another build-images.sh is using $work: waiting for it" >&2
+  flock "$build_lock"
+fi
 # The containers' own Debian. Not bookworm: its Python (3.11.2) predates the tarfile
 # extraction filters the service relies on (3.11.4); trixie has Python 3.13 and the same runsc
 # (0.0~20240729, with systrap) that bookworm takes from bookworm-backports. The sandbox image
@@ -42,6 +51,8 @@ api_packages=(python3 python3-venv ca-certificates)
 # loop mounts), sandbox networks (ip, iptables, nsenter) and the doctor's checks.
 node_packages=("${api_packages[@]}" runsc e2fsprogs mount util-linux
   iptables iproute2 procps)
+proxy_packages=(nginx)
+postgres_packages=(postgresql)
 
 scripts/podman-setup.sh
 
@@ -54,9 +65,12 @@ rm -rf "$context"
 mkdir -p "$context"/wheels "$context"/wheelhouse "$context"/sandbox
 
 # 1. The base images: Debian root filesystems from mmdebstrap, imported into podman.
-base_image() {  # TAG PACKAGE...
-  local tag=$1 key rootfs
+base_image() {  # TAG PACKAGE... [--mmdebstrap-option...]
+  local tag=$1 key rootfs arg packages=() options=()
   shift
+  for arg in "$@"; do
+    if [[ $arg == --* ]]; then options+=("$arg"); else packages+=("$arg"); fi
+  done
   key=$(printf '%s\n' 3 "$suite" "$mirror" "$security" "$@" | sha256sum | cut -c1-16)
   if [[ -z ${AIRLOCK_IMAGES_REFRESH:-} && $(podman image inspect \
     --format '{{index .Labels "dev.airlock.base-key"}}' "$tag" 2>/dev/null) == "$key" ]]; then
@@ -67,12 +81,13 @@ base_image() {  # TAG PACKAGE...
   local IFS=,
   step "$tag: a $suite root filesystem (mmdebstrap)" env -i \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 \
-    mmdebstrap --mode=root --variant=minbase --format=tar --include="$*" \
+    mmdebstrap --mode=root --variant=minbase --format=tar --include="${packages[*]}" \
     '--aptopt=APT::Install-Recommends "false"' \
     '--dpkgopt=path-exclude=/usr/share/doc/*' '--dpkgopt=path-include=/usr/share/doc/*/copyright' \
     '--dpkgopt=path-exclude=/usr/share/man/*' '--dpkgopt=path-exclude=/usr/share/locale/*' \
     '--customize-hook=rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/* "$1"/var/log/apt/*' \
     '--customize-hook=: > "$1"/etc/resolv.conf; : > "$1"/etc/hostname; rm -f "$1"/etc/machine-id' \
+    "${options[@]}" \
     "$suite" "$rootfs" \
     "deb $mirror $suite main" "deb $mirror $suite-updates main" \
     "deb $security $suite-security main"
@@ -86,6 +101,14 @@ base_image() {  # TAG PACKAGE...
 }
 base_image "localhost/airlock-base:$version" "${api_packages[@]}"
 base_image "localhost/airlock-base:$version-node" "${node_packages[@]}"
+base_image "localhost/airlock-base:$version-proxy" "${proxy_packages[@]}"
+# Without the cluster Debian's package makes (the image makes its own at first start) and
+# without LLVM, the JIT's compiler (175 of the image's 408 MB): postgres runs with jit=off.
+base_image "localhost/airlock-base:$version-postgres" "${postgres_packages[@]}" \
+  '--customize-hook=rm -rf "$1"/var/lib/postgresql/*/main "$1"/etc/postgresql/*/main' \
+  '--customize-hook=rm -rf "$1"/usr/lib/postgresql/*/lib/bitcode "$1"/usr/lib/postgresql/*/lib/llvmjit*' \
+  '--customize-hook=rm -f "$1"/usr/lib/x86_64-linux-gnu/libLLVM* "$1"/usr/lib/x86_64-linux-gnu/libz3.*'
+
 
 # 2. The service's wheel (and the client's, for the mcp extra), then every dependency as a
 #    wheel, so the image build installs with --no-index.
@@ -147,27 +170,40 @@ ensure_rootfs(Path(sys.argv[1]), "default")' "$state_dir"
     -C "$state_dir" "images/default" "rootfs/$hex" "rootfs/$hex.complete"
 }
 step "packing the default sandbox image into the build context" pack_sandbox_image
-cp container/node-entrypoint.sh "$context/"
+cp container/node-entrypoint.sh container/postgres-entrypoint.sh "$context/"
 
-# 4. The two images, from one Containerfile; no network inside the build. Each image carries
-#    the hash of its build context and recipe; an image whose hash matches is not rebuilt.
+# 4. The images, from one Containerfile; no network inside the build. Each image carries the
+#    hash of what it is built from; an image whose hash matches is not rebuilt. The API and
+#    the node are built from the whole context; the proxy and PostgreSQL from their base image
+#    and their stage's files alone, so a change to the service does not rebuild them.
 (
   cd "$context"
   find . -type f -print0 | sort -z | xargs -0 sha256sum
   sha256sum <"$OLDPWD/container/Containerfile" | sed 's|-$|Containerfile|'
 ) >"$work/context.sha256"
 context_key=$(sha256sum <"$work/context.sha256" | cut -c1-16)
-for target in api node; do
+own_key() {  # BASE FILE...: the hash of a base image and files
+  { podman image inspect --format '{{.Id}}' "$1" && shift && sha256sum "$@"; } |
+    sha256sum | cut -c1-16
+}
+declare -A keys=(
+  [api]=$context_key
+  [node]=$context_key
+  [proxy]=$(own_key "localhost/airlock-base:$version-proxy" container/Containerfile)
+  [postgres]=$(own_key "localhost/airlock-base:$version-postgres" container/Containerfile \
+    container/postgres-entrypoint.sh)
+)
+for target in api node proxy postgres; do
   tag=localhost/airlock-$target:$version
   if [[ $(podman image inspect --format '{{index .Labels "dev.airlock.context-key"}}' \
-    "$tag" 2>/dev/null) == "$context_key" ]]; then
-    echo "==> $tag is up to date (context $context_key)" >&2
+    "$tag" 2>/dev/null) == "${keys[$target]}" ]]; then
+    echo "==> $tag is up to date (context ${keys[$target]})" >&2
     continue
   fi
   step "$tag (podman build --target $target)" \
     podman build --quiet --pull=never --network=none \
     --build-arg "VERSION=$version" --target "$target" \
-    --label "dev.airlock.context-key=$context_key" \
+    --label "dev.airlock.context-key=${keys[$target]}" \
     --label "org.opencontainers.image.version=$version" \
     --file container/Containerfile --tag "$tag" "$context"
 done

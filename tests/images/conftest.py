@@ -64,6 +64,8 @@ class Images:
     version: str
     api: str
     node: str
+    proxy: str
+    postgres: str
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,10 @@ def images(podman: Podman) -> Images:
     )
     assert done.returncode == 0, f"scripts/build-images.sh failed:\n{done.stderr[-4000:]}"
     version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
-    return Images(version, f"localhost/airlock-api:{version}", f"localhost/airlock-node:{version}")
+    return Images(
+        version,
+        *(f"localhost/airlock-{name}:{version}" for name in ("api", "node", "proxy", "postgres")),
+    )
 
 
 def free_port() -> int:
