@@ -8,6 +8,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -104,8 +106,10 @@ def test_serve_refuses_a_production_start_without_secrets(
     assert "Traceback" not in result.stderr, result.stderr
 
 
-def test_serve_answers_on_loopback(env: dict[str, str], tmp_path: Path) -> None:
-    ok(airlock(env, tmp_path, "migrate"))
+@contextmanager
+def serving(env: dict[str, str], tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """`airlock serve` on a free port until /readyz answers: its URL and its log; stopped on
+    the way out (SIGTERM, a clean exit)."""
     port = free_port()
     log = tmp_path / "serve.log"
     with log.open("w") as out:
@@ -120,26 +124,14 @@ def test_serve_answers_on_loopback(env: dict[str, str], tmp_path: Path) -> None:
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
-        health = None
-        while time.monotonic() < deadline and proc.poll() is None:
+        answered = False
+        while time.monotonic() < deadline and proc.poll() is None and not answered:
             try:
-                health = httpx.get(f"{base}/healthz", timeout=2)
-                break
+                answered = httpx.get(f"{base}/readyz", timeout=2).is_success
             except httpx.TransportError:
                 time.sleep(0.2)
-        assert health is not None, f"serve never answered; exit {proc.poll()}:\n{log.read_text()}"
-        assert health.status_code == 200
-        assert health.json()["status"] == "ok"
-        assert health.headers["x-request-id"]
-
-        # The operator key generated on this first run is the credential that works.
-        key = (tmp_path / "state" / "operator_key").read_text().strip()
-        assert key in log.read_text()
-        auth = {"Authorization": f"Bearer {key}"}
-        r = httpx.post(f"{base}/v1/tenants", json={"name": "cli-tenant"}, headers=auth, timeout=10)
-        assert r.status_code == 201, r.text
-        r = httpx.get(f"{base}/readyz", timeout=10)
-        assert r.status_code == 200
+        assert answered, f"serve never answered; exit {proc.poll()}:\n{log.read_text()}"
+        yield base, log
     finally:
         proc.terminate()
         try:
@@ -150,39 +142,30 @@ def test_serve_answers_on_loopback(env: dict[str, str], tmp_path: Path) -> None:
     assert proc.returncode in (0, -15), log.read_text()
 
 
+def test_serve_answers_on_loopback(env: dict[str, str], tmp_path: Path) -> None:
+    ok(airlock(env, tmp_path, "migrate"))
+    with serving(env, tmp_path) as (base, log):
+        health = httpx.get(f"{base}/healthz", timeout=2)
+        assert health.status_code == 200
+        assert health.json()["status"] == "ok"
+        assert health.headers["x-request-id"]
+
+        # The operator key generated on this first run is the credential that works.
+        key = (tmp_path / "state" / "operator_key").read_text().strip()
+        assert key in log.read_text()
+        auth = {"Authorization": f"Bearer {key}"}
+        r = httpx.post(f"{base}/v1/tenants", json={"name": "cli-tenant"}, headers=auth, timeout=10)
+        assert r.status_code == 201, r.text
+
+
 def test_the_log_level_quiets_the_services_own_lines(env: dict[str, str], tmp_path: Path) -> None:
     """AIRLOCK_LOG_LEVEL=WARNING leaves the service's own INFO lines out (which runtime was
     chosen, the node registered), not only uvicorn's."""
     env = {**env, "AIRLOCK_LOG_LEVEL": "WARNING"}
     migrated = ok(airlock(env, tmp_path, "migrate"))
     assert " INFO " not in migrated.stderr, migrated.stderr
-    port = free_port()
-    log = tmp_path / "serve.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [str(AIRLOCK), "serve", "--port", str(port)],
-            env=env,
-            cwd=tmp_path,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        answered = False
-        while time.monotonic() < deadline and proc.poll() is None and not answered:
-            try:
-                answered = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).is_success
-            except httpx.TransportError:
-                time.sleep(0.2)
-        assert answered, f"serve never answered; exit {proc.poll()}:\n{log.read_text()}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with serving(env, tmp_path) as (_, log):
+        pass
     shown = log.read_text()
     assert "serving on" in shown  # the start line is the command's own, always shown
     assert not [line for line in shown.splitlines() if "INFO" in line], shown

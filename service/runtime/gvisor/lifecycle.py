@@ -94,6 +94,20 @@ class Lifecycle(Core):
                 await self._teardown(sandbox)
             raise
 
+    async def _make_network(self, sandbox: Sandbox, spec: SandboxSpec) -> None:
+        """The sandbox's own namespace, /30 and rules for the policy in `spec` (for a restore,
+        the source's when the snapshot was taken; netstack takes the new addresses then)."""
+        slot = await asyncio.to_thread(
+            self.networks.setup,
+            sandbox.id,
+            sandbox.dir,
+            spec.network,
+            spec.network_allow,
+            spec.network_private,
+        )
+        sandbox.meta["net"] = slot.to_meta()
+        sandbox.save()
+
     async def _make_disk(self, sandbox: Sandbox) -> None:
         """The sandbox's writable space on the node's disk (disk.py), before its bundle is
         written."""

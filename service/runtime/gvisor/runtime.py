@@ -177,16 +177,7 @@ class GVisorRuntime(Pauses, Files, Policy):
         self.store.live[sandbox.id] = sandbox
         async with self._undone_on_failure(sandbox):
             if spec.network != "none":
-                slot = await asyncio.to_thread(
-                    self.networks.setup,
-                    sandbox.id,
-                    sandbox.dir,
-                    spec.network,
-                    spec.network_allow,
-                    spec.network_private,
-                )
-                sandbox.meta["net"] = slot.to_meta()
-                sandbox.save()
+                await self._make_network(sandbox, spec)
             await self._make_disk(sandbox)
             bundle.write(sandbox, rootfs, exact_nproc=self.exact_nproc)
             await self._start(sandbox, "run")

@@ -91,26 +91,12 @@ class Snapshots(Lifecycle, Execs):
         self.store.live[sandbox.id] = sandbox
         async with self._undone_on_failure(sandbox):
             if spec.network != "none":
-                await self._own_network(sandbox, spec)
+                await self._make_network(sandbox, spec)
             await self._make_disk(sandbox)
             bundle.write(sandbox, rootfs, exact_nproc=self.exact_nproc)
             await self._start(sandbox, "restore", f"--image-path={directory / 'image'}")
             await self._set_hostname(sandbox)
         return sandbox.info()
-
-    async def _own_network(self, sandbox: Sandbox, spec: SandboxSpec) -> None:
-        """A restored sandbox's own namespace, /30 and rules, from the policy in its spec (the
-        source's when the snapshot was taken); netstack takes the new addresses at restore."""
-        slot = await asyncio.to_thread(
-            self.networks.setup,
-            sandbox.id,
-            sandbox.dir,
-            spec.network,
-            spec.network_allow,
-            spec.network_private,
-        )
-        sandbox.meta["net"] = slot.to_meta()
-        sandbox.save()
 
     async def list_snapshots(self) -> list[SnapshotInfo]:
         found = []
