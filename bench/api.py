@@ -8,10 +8,11 @@ clients. The API is timed with two HTTP clients: httpx (what the generated Pytho
 uses; it spends ~1.3 ms of CPU per request here by itself) and aiohttp (C-accelerated), so the
 service's own overhead and what a Python httpx caller sees are both shown.
 
-    .venv/bin/python bench/api.py [--runs 200] [--seconds 10]
+    .venv/bin/python bench/api.py [--runs 200] [--seconds 10] [--json PATH]
 
 Uses PostgreSQL when AIRLOCK_TEST_PG_ADMIN_URL is set (as `scripts/test.sh` does), otherwise
-the embedded SQLite database.
+the embedded SQLite database. `--json PATH` also writes the tables to PATH for
+`bench/compare.py` (bench/results/README.md).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.tables import Better, Column, Label, Report, json_argument  # noqa: E402
 from service.db import migrate  # noqa: E402
 from service.runtime import ExecRequest, SandboxSpec, images  # noqa: E402
 from service.runtime.gvisor import GVisorRuntime, destroy_left  # noqa: E402
@@ -221,34 +223,38 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=10.0)
+    json_argument(parser)
     args = parser.parse_args()
+    report = Report("api", args)
     with tempfile.TemporaryDirectory(prefix="airlock-bench-direct-") as direct_state:
         async with local_server() as server:
+            report.database = server.db_kind
             # the platform the server chooses (AIRLOCK_RUNSC_PLATFORM, else the probe's)
             direct = await GVisorRuntime.open(
                 state_dir(Path(direct_state), "direct"),
                 os.environ.get("AIRLOCK_RUNSC_PLATFORM") or None,
             )
+            report.runsc, report.platform = direct.runsc_version.split()[-1], direct.platform
             direct_ids: list[str] = []
             try:
-                await run(server.base, server.operator, direct, direct_ids, args, server.db_kind)
+                await run(server, direct, direct_ids, args, report)
             finally:
                 for sid in direct_ids:
                     await direct.destroy(sid)
                 await direct.close()
+    report.write()
 
 
 async def run(
-    base: str,
-    operator: str,
+    server: Server,
     direct: GVisorRuntime,
     direct_ids: list[str],
     args: argparse.Namespace,
-    db_kind: str,
+    report: Report,
 ) -> None:
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
-    async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
-        op = {"Authorization": f"Bearer {operator}"}
+    async with httpx.AsyncClient(base_url=server.base, timeout=60, limits=limits) as client:
+        op = {"Authorization": f"Bearer {server.operator}"}
         quotas = {
             "execs_per_minute": 1_000_000,
             "max_sandboxes": 10,
@@ -283,7 +289,7 @@ async def run(
             assert result.exit_code == 0, result
             return elapsed
 
-        async with aiohttp.ClientSession(base) as lean:
+        async with aiohttp.ClientSession(server.base) as lean:
 
             async def lean_exec(sandbox_id: str) -> float:
                 t0 = time.perf_counter()
@@ -306,31 +312,52 @@ async def run(
                 times["direct"].append(await direct_exec())
 
         print(
-            f"exec of `true`, {args.runs} runs each, interleaved ({db_kind} behind the API; "
-            f"runsc {direct.runsc_version.split()[-1]}, platform {direct.platform})"
+            f"exec of `true`, {args.runs} runs each, interleaved ({server.db_kind} behind the "
+            f"API; runsc {report.runsc}, platform {direct.platform})"
         )
-        print(f"{'path':<30}{'median ms':>11}{'p95 ms':>10}")
+        latency = report.table(
+            "exec of true",
+            Label("path", 30),
+            Column("median ms", "ms", Better.LOWER, width=11),
+            Column("p95 ms", "ms", Better.LOWER, width=10),
+        )
+        latency.heading()
         labels = {
             "httpx": "API, httpx client",
             "aiohttp": "API, aiohttp client",
             "direct": "runtime directly",
         }
         for kind, values in times.items():
-            print(
-                f"{labels[kind]:<30}{statistics.median(values) * 1e3:>11.1f}"
-                f"{pct(values, 95) * 1e3:>10.1f}"
-            )
+            latency.row(labels[kind], statistics.median(values) * 1e3, pct(values, 95) * 1e3)
+        overhead = report.table(
+            "API against the runtime directly",
+            Label("client", 0),
+            Column("ratio to direct at the median", "x", Better.LOWER, format=".2f"),
+            Column("overhead at the median ms", "ms", Better.LOWER),
+            Column("overhead at p95 ms", "ms", Better.LOWER),
+        )
         direct_median, direct_p95 = statistics.median(times["direct"]), pct(times["direct"], 95)
         for kind in ("httpx", "aiohttp"):
             median = statistics.median(times[kind])
+            ratio, extra = median / direct_median, (median - direct_median) * 1e3
+            extra_p95 = (pct(times[kind], 95) - direct_p95) * 1e3
+            overhead.record(labels[kind], ratio, extra, extra_p95)
             print(
-                f"{labels[kind]}: ratio API/direct at the median {median / direct_median:.2f}x; "
-                f"API overhead at the median {(median - direct_median) * 1e3:.1f} ms "
-                f"(p95: {(pct(times[kind], 95) - direct_p95) * 1e3:.1f} ms)"
+                f"{labels[kind]}: ratio API/direct at the median {ratio:.2f}x; "
+                f"API overhead at the median {extra:.1f} ms (p95: {extra_p95:.1f} ms)"
             )
 
         print(f"\nexecs per second through the API ({args.seconds:.0f} s per level, 4 sandboxes)")
-        print(f"{'clients':>8}{'execs':>8}{'per s':>8}{'median ms':>11}{'p95 ms':>9}")
+        throughput = report.table(
+            "execs per second",
+            Label("clients", 8, ">"),
+            # the count follows from --seconds; `per s` is the figure to compare
+            Column("execs", "execs", Better.NEITHER, width=8, format="d"),
+            Column("per s", "execs/s", Better.HIGHER, width=8),
+            Column("median ms", "ms", Better.LOWER, width=11),
+            Column("p95 ms", "ms", Better.LOWER, width=9),
+        )
+        throughput.heading()
         for clients in (1, 8, 32):
             latencies: list[float] = []
             deadline = time.perf_counter() + args.seconds
@@ -344,9 +371,12 @@ async def run(
             t0 = time.perf_counter()
             await asyncio.gather(*(worker(n) for n in range(clients)))
             wall = time.perf_counter() - t0
-            print(
-                f"{clients:>8}{len(latencies):>8}{len(latencies) / wall:>8.1f}"
-                f"{statistics.median(latencies) * 1e3:>11.1f}{pct(latencies, 95) * 1e3:>9.1f}"
+            throughput.row(
+                clients,
+                len(latencies),
+                len(latencies) / wall,
+                statistics.median(latencies) * 1e3,
+                pct(latencies, 95) * 1e3,
             )
         for sandbox_id in sandboxes:
             await client.delete(f"/v1/sandboxes/{sandbox_id}", headers=auth)

@@ -15,9 +15,10 @@ timed path starts on a settled host
 destroy). Prints median and p95 and the ratios
 (targets: warm claim >= 10x faster than cold at the median, within 2x of a bare exec).
 
-    .venv/bin/python bench/pool.py [--runs 20]
+    .venv/bin/python bench/pool.py [--runs 20] [--json PATH]
 
 Uses PostgreSQL when AIRLOCK_TEST_PG_ADMIN_URL is set, otherwise the embedded SQLite database.
+`--json PATH` also writes the tables to PATH for `bench/compare.py` (bench/results/README.md).
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from api import local_server, pct  # noqa: E402
+from api import Server, local_server, pct  # noqa: E402
+
+from bench.tables import Better, Column, Label, Report, json_argument  # noqa: E402
 
 SITE = "/home/sandbox/venv/lib/python3.11/site-packages"
 SETUP = [
@@ -58,15 +61,18 @@ QUOTAS = {
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
+    json_argument(parser)
     args = parser.parse_args()
+    report = Report("pool", args)
 
     async with (
         local_server({"AIRLOCK_POOL_REFILL_INTERVAL_S": "0.2"}) as server,
         httpx.AsyncClient(base_url=server.base, timeout=120) as client,
         aiohttp.ClientSession(server.base) as lean,
     ):
-        op = {"Authorization": f"Bearer {server.operator}"}
-        await run(client, lean, op, args.runs, server.db_kind)
+        report.database = server.db_kind
+        await run(client, lean, server, args.runs, report)
+    report.write()
 
 
 async def build(client: httpx.AsyncClient, op: dict[str, str], name: str) -> None:
@@ -123,10 +129,11 @@ async def start_and_exec(
 async def run(
     client: httpx.AsyncClient,
     lean: aiohttp.ClientSession,
-    op: dict[str, str],
+    server: Server,
     runs: int,
-    db_kind: str,
+    report: Report,
 ) -> None:
+    op = {"Authorization": f"Bearer {server.operator}"}
     await build(client, op, "bench-snap")
     await build(client, op, "bench-pool")
     r = await client.put("/v1/pool/bench-pool", json={"size": "small", "target": 2}, headers=op)
@@ -182,21 +189,40 @@ async def run(
         "warm": "claim from the warm pool",
         "bare": "bare exec, existing sandbox",
     }
-    print(f"create + first exec (`true`), {runs} interleaved runs each ({db_kind}, gVisor);")
+    print(f"create + first exec (`true`), {runs} interleaved runs each ({server.db_kind}, gVisor);")
     print("`create ms`: the median of the create request alone")
-    print(f"{'path':<36}{'median ms':>11}{'p95 ms':>10}{'create ms':>11}")
+    first_exec = report.table(
+        "create and first exec",
+        Label("path", 36),
+        Column("median ms", "ms", Better.LOWER, width=11),
+        Column("p95 ms", "ms", Better.LOWER, width=10),
+        Column("create ms", "ms", Better.LOWER, width=11),
+    )
+    first_exec.heading()
     for kind, values in times.items():
         create = CREATE_ONLY.get(kind, [])[2:]  # the counted runs only
-        print(
-            f"{labels[kind]:<36}{statistics.median(values) * 1e3:>11.1f}"
-            f"{pct(values, 95) * 1e3:>10.1f}"
-            + (f"{statistics.median(create) * 1e3:>11.1f}" if create else f"{'-':>11}")
+        first_exec.row(
+            labels[kind],
+            statistics.median(values) * 1e3,
+            pct(values, 95) * 1e3,
+            statistics.median(create) * 1e3 if create else None,
         )
     med = {kind: statistics.median(values) for kind, values in times.items()}
+    ratios = report.table(
+        "ratios at the median",
+        Label("", 0),
+        Column("cold / warm", "x", Better.HIGHER, format=".1f"),  # target >= 10x
+        # no goal of its own: both figures are in the table above
+        Column("snapshot / warm", "x", Better.NEITHER, format=".1f"),
+        Column("warm / bare exec", "x", Better.LOWER, format=".2f"),  # target <= 2x
+    )
+    cold_warm, snapshot_warm = med["cold"] / med["warm"], med["snapshot"] / med["warm"]
+    warm_bare = med["warm"] / med["bare"]
+    ratios.record("median", cold_warm, snapshot_warm, warm_bare)
     print(
-        f"cold / warm at the median: {med['cold'] / med['warm']:.1f}x (target >= 10x)\n"
-        f"snapshot / warm at the median: {med['snapshot'] / med['warm']:.1f}x\n"
-        f"warm / bare exec at the median: {med['warm'] / med['bare']:.2f}x (target <= 2x)"
+        f"cold / warm at the median: {cold_warm:.1f}x (target >= 10x)\n"
+        f"snapshot / warm at the median: {snapshot_warm:.1f}x\n"
+        f"warm / bare exec at the median: {warm_bare:.2f}x (target <= 2x)"
     )
     await client.delete(f"/v1/sandboxes/{existing}", headers=auth)
 
