@@ -161,31 +161,36 @@ class Cgroup:
         return Usage(cpu, mem, mem_limit, pids, pids_limit)
 
     def remove(self) -> list[Path]:
-        """Kill what is left in the cgroup and remove its directories; return ones that stay."""
+        """Kill what is left in the cgroup and remove its directories; return ones that stay.
+        What it killed gets one short wait, shared by all the directories, to leave."""
+        deadline = time.monotonic() + RMDIR_WAIT_S
         left = []
         for directory in self.dirs():
             if not directory.is_dir():
                 continue
             for sub in sorted(directory.rglob("*"), key=lambda p: len(p.parts), reverse=True):
                 if sub.is_dir():
-                    _kill_and_rmdir(sub)
-            if not _kill_and_rmdir(directory):
+                    _kill_and_rmdir(sub, deadline)
+            if not _kill_and_rmdir(directory, deadline):
                 left.append(directory)
         return left
 
 
-# How long a removal waits for what it killed to leave the cgroup: a killed process is listed
-# (and the directory busy) until it has exited, a few ms for runsc's processes.
+# How long one removal waits, in all, for what it killed to leave the cgroup: a killed process
+# is listed (and the directory busy) until it has exited, a few ms for runsc's processes.
 RMDIR_WAIT_S = 2.0
 
 
-def _kill_and_rmdir(directory: Path) -> bool:
+def _kill_and_rmdir(directory: Path, deadline: float) -> bool:
+    """Kill the processes listed in `directory` and remove it; when it killed any, a busy
+    directory is tried again until `deadline` (a monotonic time)."""
     procs = directory / "cgroup.procs"
+    killed = False
     with contextlib.suppress(OSError, ValueError):
         for line in procs.read_text().split():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(int(line), 9)
-    deadline = time.monotonic() + RMDIR_WAIT_S
+                killed = True
     while True:
         try:
             directory.rmdir()
@@ -193,7 +198,7 @@ def _kill_and_rmdir(directory: Path) -> bool:
         except FileNotFoundError:
             return True
         except OSError as exc:
-            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+            if exc.errno != errno.EBUSY or not killed or time.monotonic() > deadline:
                 return False
         time.sleep(0.01)
 
