@@ -34,7 +34,7 @@ from service.bootstrap import prepare
 from service.context import provide_audit_context, provide_principal
 from service.db.migrate import ensure_migrated
 from service.db.pg import is_postgres
-from service.db.session import make_engine, make_sessionmaker, provide_db_session
+from service.db.session import dispose, make_engine, make_sessionmaker, provide_db_session
 from service.errors import EXCEPTION_HANDLERS, ServiceUnavailable
 from service.execs.controller import ExecController
 from service.execs.runner import ExecRunner
@@ -201,7 +201,7 @@ def create_app(
             await exec_runner.shutdown()
             await router.close()
             await runtimes.close()
-            await engine.dispose()
+            await dispose(engine)
 
     prometheus = prometheus_config()
     app = Litestar(

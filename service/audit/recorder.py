@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from service.audit.chain import GENESIS, event_hash
 from service.db.base import utcnow
 from service.db.models import AuditChainHead, AuditEvent
 from service.db.pg import dumps
+from service.db.sqlite import Codec
 
 OPERATOR_CHAIN = "_operator"
 # The retention purge's own event; its `purged_through_seq` anchors the chain that remains.
@@ -241,3 +243,31 @@ async def pg_try_append(
 def _append_statement(first: int, action: str) -> str:
     """`pg_append_sql` built once per statement shape, not on every append."""
     return pg_append_sql(first, action=action)
+
+
+# The same append on SQLite with fixed SQL (service.db.sqlite.Direct): the writer's transaction
+# holds the database's one write lock, so the head read is the head the event extends.
+
+_SQLITE_EVENT = Codec(AuditEvent.__table__, _EVENT_COLUMNS)
+_SQLITE_INSERT_EVENT = (
+    f"INSERT INTO audit_events ({_SQLITE_EVENT.columns()}) "  # noqa: S608 (fixed names)
+    f"VALUES ({_SQLITE_EVENT.placeholders()})"
+)
+
+
+def sqlite_append(conn: sqlite3.Connection, ctx: AuditContext, what: dict[str, Any]) -> None:
+    """`record` in the write transaction of `conn`; `what` as `record` takes its keywords."""
+    chain = what["chain"]
+    head = conn.execute("SELECT seq, hash FROM audit_chain_heads WHERE chain = ?", (chain,))
+    found = head.fetchone()
+    if found is None:
+        conn.execute(
+            "INSERT INTO audit_chain_heads (chain, seq, hash) VALUES (?, 0, ?)", (chain, GENESIS)
+        )
+        found = (0, GENESIS)
+    event = next_event(ctx, head=found, **what)
+    conn.execute(_SQLITE_INSERT_EVENT, _SQLITE_EVENT.params(event))
+    conn.execute(
+        "UPDATE audit_chain_heads SET seq = ?, hash = ? WHERE chain = ?",
+        (event["seq"], event["hash"], chain),
+    )

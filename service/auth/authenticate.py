@@ -9,15 +9,17 @@ from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from service.auth.cache import AuthCache
 from service.auth.principal import OPERATOR, Principal, PrincipalKind
 from service.auth.tokens import TokenClaims, TokenCodec
+from service.db import sqlite
 from service.db.base import utcnow
 from service.db.models import ApiKey, RevokedToken, Tenant
 from service.db.pg import driver_connection, is_postgres
+from service.db.sqlite import Codec
 from service.errors import Unauthenticated
 
 API_KEY_PREFIX = "alk_"
@@ -31,6 +33,10 @@ _API_KEY_SQL = """
 SELECT k.id, k.tenant_id, k.scopes, k.revoked_at, k.last_used_at, t.status
 FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.key_hash = $1
 """
+_API_KEY_SQLITE = _API_KEY_SQL.replace("$1", "?")
+# How SQLite gives the columns that are not text (service.db.sqlite.Codec).
+_API_KEY_CODEC = Codec(ApiKey.__table__, ("scopes", "revoked_at", "last_used_at"))
+_LAST_USED = Codec(ApiKey.__table__, ("last_used_at",))
 
 
 def hash_api_key(key: str) -> str:
@@ -123,27 +129,19 @@ class Authenticator:
                         touch,
                     )
                 return principal
-        async with self._reader() as conn:
-            row = (
-                await conn.execute(
-                    select(
-                        ApiKey.id,
-                        ApiKey.tenant_id,
-                        ApiKey.scopes,
-                        ApiKey.revoked_at,
-                        ApiKey.last_used_at,
-                        Tenant.status,
-                    )
-                    .join(Tenant, Tenant.id == ApiKey.tenant_id)
-                    .where(ApiKey.key_hash == digest)
+        # SQLite: fixed SQL on the database's reader and writer (service.db.sqlite.Direct).
+        direct = sqlite.direct(self.engine)
+        row = direct.reader.execute(_API_KEY_SQLITE, (digest,)).fetchone()
+        if row is not None:
+            row = (*row[:2], *_API_KEY_CODEC.row(row[2:5]), row[5])
+        principal, touch = _api_key_principal(row)
+        if touch is not None:
+            async with direct.write() as conn:
+                conn.execute(
+                    "UPDATE api_keys SET last_used_at = ? WHERE id = ?",
+                    (*_LAST_USED.params({"last_used_at": touch}), principal.key_id),
                 )
-            ).one_or_none()
-            principal, touch = _api_key_principal(row)
-            if touch is not None:
-                await conn.execute(
-                    update(ApiKey).where(ApiKey.id == principal.key_id).values(last_used_at=touch)
-                )
-            return principal
+        return principal
 
     async def _from_token(self, credential: str) -> Principal:
         return await self.principal_of(self.codec.verify(credential))

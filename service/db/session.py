@@ -32,10 +32,7 @@ def make_engine(url: str) -> AsyncEngine:
 
         @event.listens_for(engine.sync_engine, "connect")
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.close()
+            sqlite.configure(dbapi_conn)
 
         @event.listens_for(engine.sync_engine, "begin")
         def _begin_immediate(conn: Any) -> None:
@@ -60,6 +57,13 @@ def make_engine(url: str) -> AsyncEngine:
         pool_recycle=1800,
         connect_args={"server_settings": {"plan_cache_mode": "force_generic_plan"}},
     )
+
+
+async def dispose(engine: AsyncEngine) -> None:
+    """Close the engine's connections, SQLite's direct ones (service.db.sqlite) too."""
+    if is_sqlite(engine.url.drivername):
+        sqlite.close_direct(engine)
+    await engine.dispose()
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

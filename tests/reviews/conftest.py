@@ -291,6 +291,9 @@ async def wait_for(api: Api, tenant: Tenant, review_id: str, bound_s: float = 30
     deadline = loop.time() + bound_s
     while True:
         got = await api.client.get(f"/v1/reviews/{review_id}", headers=tenant.headers)
+        if got.status_code == 429:  # many waiting at once: as a client should, it waits
+            await asyncio.sleep(float(got.headers["Retry-After"]))
+            continue
         assert got.status_code == 200, got.text
         if got.json()["state"] in ("finished", "failed"):
             return dict(got.json())
