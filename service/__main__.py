@@ -63,7 +63,7 @@ async def _check_migrated(settings: Settings) -> None:
     from service.db.session import make_engine
 
     settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    engine = make_engine(settings.effective_database_url)
+    engine = make_engine(settings.effective_database_url, settings.database_pool_size)
     try:
         await ensure_migrated(engine, settings.effective_database_url)
     finally:

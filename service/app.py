@@ -115,7 +115,7 @@ def create_app(
     runtime: SandboxRuntime | None = None,
 ) -> Litestar:
     secrets = prepare(settings, announce=True)
-    engine = make_engine(settings.effective_database_url)
+    engine = make_engine(settings.effective_database_url, settings.database_pool_size)
     keyring = KeyRing(settings.keys_dir)
     keyring.signer()  # fail now, not on the first request, if the keys are unreadable
     codec = TokenCodec(keyring, issuer=settings.jwt_issuer, audience=settings.jwt_audience)

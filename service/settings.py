@@ -49,6 +49,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     env: Environment = Environment.DEVELOPMENT
     state_dir: Path = Path(".airlock")
     database_url: str = ""
+    # PostgreSQL connections a process keeps open once it needed them (10 more for a burst,
+    # closed after it): each new one costs its backend's start and its statements' plans.
+    database_pool_size: int = 30
     jwt_issuer: str = "airlock"
     jwt_audience: str = "airlock-api"
     # Directory of Ed25519 private keys in PEM, one file per key id; defaults to <state_dir>/keys.
@@ -249,6 +252,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
                 "AIRLOCK_CGROUP_PARENT must be self or an absolute cgroup path below the root "
                 "such as /airlock (segments of letters, digits, '.', '_', '-', '@', ':')"
             )
+        if not 1 <= self.database_pool_size <= 500:
+            raise ConfigurationError("AIRLOCK_DATABASE_POOL_SIZE must be between 1 and 500")
         if self.pool_refill_interval_s <= 0:
             raise ConfigurationError("AIRLOCK_POOL_REFILL_INTERVAL_S must be positive")
         if not 0 <= self.pause_copies <= 5 or self.pause_copies_interval_s <= 0:

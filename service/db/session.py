@@ -24,7 +24,7 @@ def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
 
 
-def make_engine(url: str) -> AsyncEngine:
+def make_engine(url: str, pool_size: int = 30) -> AsyncEngine:
     if is_sqlite(url):
         engine = create_async_engine(
             url, async_creator=sqlite.async_creator(make_url(url).database or ":memory:")
@@ -52,8 +52,8 @@ def make_engine(url: str) -> AsyncEngine:
     # claim's read, ~0.25 ms off its write and off an exec's start here.
     return create_async_engine(
         url,
-        pool_size=10,
-        max_overflow=20,
+        pool_size=pool_size,
+        max_overflow=10,
         pool_recycle=1800,
         connect_args={"server_settings": {"plan_cache_mode": "force_generic_plan"}},
     )

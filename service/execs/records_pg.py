@@ -174,6 +174,10 @@ class PgTx(RecordTx):
     async def _append(self, event: Event, statement: str, params: list[Any]) -> Any:
         """Run `statement` (a `pg_append_sql` whose event parameters follow `params`) until
         its event is appended; returns its result row (the first column: appended or not)."""
+        async with self.heads.turn(event.chain):
+            return await self._append_in_turn(event, statement, params)
+
+    async def _append_in_turn(self, event: Event, statement: str, params: list[Any]) -> Any:
         for _ in range(CAS_ATTEMPTS):
             head = self.heads.get(event.chain) or await pg_read_head(self.conn, event.chain)
             values = _event_values(event, head)
@@ -203,12 +207,20 @@ class PgTx(RecordTx):
         tenant_id, sandbox_id, only_sandbox, since = facts
         params = [tenant_id, sandbox_id, since, only_sandbox, limits[1], limits[0], *limits[2:]]
         params += _start_params(values)
+        async with self.heads.turn(event.chain):
+            return await self._start_in_turn(tenant_id, event, params)
+
+    async def _start_in_turn(
+        self, tenant_id: str, event: Event, params: list[Any]
+    ) -> tuple[SandboxFacts | None, bool]:
         for _ in range(CAS_ATTEMPTS):
             head = self.heads.get(event.chain) or await pg_read_head(self.conn, event.chain)
             row, appended = await self._try_start(event, head, params)
             if row is None or appended or not row[13]:
                 return self._started(tenant_id, row, appended)
-            # Allowed, but another append moved the head: again, with the head it read.
+            # Allowed, but another process's append moved the head: again, with the head
+            # this statement read.
+            self._facts_of(tenant_id, row)
         async with self.conn.transaction():
             head = await pg_read_head(self.conn, event.chain, lock=True)
             row, appended = await self._try_start(event, head, params)

@@ -93,7 +93,7 @@ async def _run(settings: Settings, tenant_name: str, data: Any, *, as_json: bool
 
     settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     load_audit_key(settings)
-    engine = make_engine(settings.effective_database_url)
+    engine = make_engine(settings.effective_database_url, settings.database_pool_size)
     db = make_sessionmaker(engine)
     holder = RuntimeHolder(lambda: open_runtime(RuntimeConfig.from_settings(settings)))
     runner = ExecRunner(db, engine, holder, settings.secrets_key_path)
