@@ -147,6 +147,8 @@ def create_app(
     if provider is not None:
         use_tracer(provider)
     auth_cache = AuthCache()
+    if not is_postgres(engine):  # one process: every change reaches the cache at its commit
+        auth_cache.turn(True)
     # Tenants' quotas as read at most a few seconds ago: one cache for rates and caps.
     quotas = TenantRates(engine)
     limiter = RequestLimiter.of(settings, engine, quotas)

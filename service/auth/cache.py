@@ -11,7 +11,8 @@ that news is sure to reach this process:
 - `AuthListener` holds a connection that LISTENs on the channel, and empties the caches on each
   notification. It turns the cache on once it listens, and off (emptied) the moment its
   connection fails or stops answering its pings, until it listens again.
-- On SQLite (one process, a database on local disk) the cache stays off.
+- On SQLite the service is one process, whose own commits are the only changes: the cache is
+  on from the start.
 
 Each entry also lapses after `TTL_S`, and a token's entry at the token's expiry. Refusals are
 never cached. An entry is stored only if no change was seen while its lookup ran, so a

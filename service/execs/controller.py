@@ -3,10 +3,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get, post
+from litestar.datastructures import State
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, HeaderParameter, JSONBody, QueryParameter
 from litestar.response import ServerSentEvent
 
+from service.auth.principal import Principal
+from service.context import audit_context
 from service.deps import (
     Audit,
     CurrentPrincipal,
@@ -84,16 +87,22 @@ class ExecController(Controller):
     )
     async def create_exec(
         self,
-        db: Db,
-        exec_runner: ExecRunnerDep,
-        principal: CurrentPrincipal,
-        audit_ctx: Audit,
+        request: Request[Principal, Any, State],
         sandbox_id: FromPath[str],
         data: JSONBody[ExecCreate],
         idempotency_key: IdempotencyKey = None,
     ) -> Response[Exec]:
+        # No dependencies on the hottest route: Litestar resolves several at once in a task
+        # group, a round of task hand-offs on every exec.
+        state = request.app.state
         result, final = await service.create_exec(
-            db, exec_runner, principal, audit_ctx, sandbox_id, data, idempotency_key
+            state.sessionmaker,
+            state.exec_runner,
+            request.user,
+            audit_context(request),
+            sandbox_id,
+            data,
+            idempotency_key,
         )
         return Response(result, status_code=200 if final else 202)
 
