@@ -45,6 +45,10 @@ class ChunkSink:
         # Flushes one at a time, so chunks are committed in the order of their `seq` (a reader
         # resuming after seq n never misses a lower one committed later).
         self._flushing = asyncio.Lock()
+        # Within `flushing`: the timer that stores waiting output, and the flush it started.
+        self._timed = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._late: asyncio.Task[None] | None = None
 
     def _whole_characters(self, stream: str, data: bytes) -> bytes:
         data = self.partial[stream] + data
@@ -64,26 +68,33 @@ class ChunkSink:
         now = time.monotonic()
         if self.pending_bytes >= FLUSH_BYTES or now - self.last_flush >= FLUSH_INTERVAL_S:
             await self.flush()
+        self._arm(now)
 
     @contextlib.asynccontextmanager
     async def flushing(self) -> AsyncIterator[None]:
         """While the block runs, output that has waited FLUSH_INTERVAL_S is stored even when
-        nothing comes after it (a prompt, a line before a long silence)."""
-        stop = asyncio.Event()
-
-        async def tick() -> None:
-            while not stop.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), FLUSH_INTERVAL_S)
-                if self.pending and time.monotonic() - self.last_flush >= FLUSH_INTERVAL_S:
-                    await self.flush()
-
-        ticker = asyncio.create_task(tick())
+        nothing comes after it (a prompt, a line before a long silence): a timer armed while
+        output waits, so an exec that prints nothing costs no task."""
+        self._timed = True
         try:
             yield
         finally:
-            stop.set()
-            await ticker
+            self._timed = False
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self._late is not None:
+                await self._late
+
+    def _arm(self, now: float) -> None:
+        if self._timed and self._timer is None and self.pending:
+            due = max(0.0, FLUSH_INTERVAL_S - (now - self.last_flush))
+            self._timer = asyncio.get_running_loop().call_later(due, self._due)
+
+    def _due(self) -> None:
+        self._timer = None
+        if self.pending and (self._late is None or self._late.done()):
+            self._late = asyncio.create_task(self.flush(), name=f"flush-{self.exec_id}")
 
     async def flush(self) -> None:
         async with self._flushing:

@@ -44,19 +44,31 @@ async def touch(db: Db, sandbox_id: str) -> None:
 @contextlib.asynccontextmanager
 async def following(db: Db, sandbox_id: str) -> AsyncIterator[None]:
     """While a caller follows a running exec, its sandbox is active (touched now and every
-    `EVERY_S`): idle sleep never pauses it under someone waiting for it."""
+    `EVERY_S`): idle sleep never pauses it under someone waiting for it. A timer, not a task:
+    most execs end before it fires."""
+    loop = asyncio.get_running_loop()
+    touches: set[asyncio.Task[None]] = set()
 
-    async def keep() -> None:
-        while True:
-            with contextlib.suppress(Exception):  # a missed touch only shortens the idle time
-                await touch(db, sandbox_id)
-            await asyncio.sleep(EVERY_S)
+    def again() -> None:
+        nonlocal timer
+        task = loop.create_task(_touch_quietly(db, sandbox_id))
+        touches.add(task)
+        task.add_done_callback(touches.discard)
+        timer = loop.call_later(EVERY_S, again)
 
-    task = asyncio.create_task(keep())
+    await _touch_quietly(db, sandbox_id)
+    timer = loop.call_later(EVERY_S, again)
     try:
         yield
     finally:
-        task.cancel()
+        timer.cancel()
+        for task in touches:
+            task.cancel()
+
+
+async def _touch_quietly(db: Db, sandbox_id: str) -> None:
+    with contextlib.suppress(Exception):  # a missed touch only shortens the idle time
+        await touch(db, sandbox_id)
 
 
 class Arrival:
