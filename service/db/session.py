@@ -54,6 +54,9 @@ def make_engine(url: str, pool_size: int = 30) -> AsyncEngine:
         url,
         pool_size=pool_size,
         max_overflow=10,
+        # The connection used last goes out first: the few a quiet process needs have every
+        # statement prepared (asyncpg prepares on each connection once), the rest wait.
+        pool_use_lifo=True,
         pool_recycle=1800,
         connect_args={"server_settings": {"plan_cache_mode": "force_generic_plan"}},
     )
