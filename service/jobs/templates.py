@@ -20,6 +20,7 @@ from sqlalchemy.orm import aliased
 from service.audit.recorder import AuditContext, record
 from service.db.base import on_node, utcnow
 from service.db.models import Sandbox, Template, TemplateVersion, Tenant
+from service.db.reads import finds_a_row
 from service.db.session import Db
 from service.errors import AppError, Conflict, QuotaExceeded, ServiceUnavailable
 from service.jobs.periodic import PeriodicJob
@@ -68,9 +69,14 @@ class Claimed:
     source: tuple[str, str] | None = None
 
 
+_ANY_QUEUED = "SELECT 1 FROM template_versions WHERE state = 'queued' LIMIT 1"
+
+
 async def claim_next(db: Db, node_id: str | None = None) -> Claimed | None:
     """The next build in fair order across owners (service.jobs.queues), marked building on
     `node_id`."""
+    if not await finds_a_row(db.kw["bind"], _ANY_QUEUED):
+        return None
     async with db() as session, session.begin():
         # Builds queued beside a suspension are not run: they fail, saying why.
         await cancel_queued_builds(session, SYSTEM, suspended_tenants())

@@ -19,6 +19,7 @@ from sqlalchemy.orm import aliased
 from service.audit.recorder import AuditContext, record
 from service.db.base import on_node, utcnow
 from service.db.models import Review
+from service.db.reads import finds_a_row
 from service.jobs.periodic import PeriodicJob
 from service.jobs.queues import fair_order, owner_turns
 from service.nodes.local import local_node_id
@@ -50,8 +51,13 @@ REPORT_FIELDS = (
 SYSTEM = AuditContext(actor="system:review-runner", request_id=None, client=None)
 
 
+_ANY_QUEUED = "SELECT 1 FROM reviews WHERE state = 'queued' LIMIT 1"
+
+
 async def claim_next(db: Db, node_id: str | None = None) -> str | None:
     """The next review in fair order (service.jobs.queues), marked running on `node_id`."""
+    if not await finds_a_row(db.kw["bind"], _ANY_QUEUED):
+        return None
     async with db() as session, session.begin():
         # Reviews queued beside a suspension are not run: they fail, saying why.
         await cancel_queued_reviews(session, SYSTEM, suspended_tenants())
