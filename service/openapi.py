@@ -120,7 +120,10 @@ def correct_allow_header(app: Litestar) -> None:
 def problems_for(handler: HTTPRouteHandler, path_params: set[str]) -> dict[int, str]:
     """Each status a route can answer with a problem, and why."""
     opt = handler.opt
-    needs: set[str] = set(handler.parsed_fn_signature.parameters) & RUNTIME_DEPENDENCIES
+    # A route that reaches the runtime through its request instead (`opt["runtime"]`) too.
+    needs = bool(set(handler.parsed_fn_signature.parameters) & RUNTIME_DEPENDENCIES) or bool(
+        opt.get("runtime")
+    )
     params = handler.parsed_fn_signature.parameters
     has_body = "data" in params or bool(opt.get("streamed_body") or opt.get("raw_body"))
     ids = {name for name in params if name.endswith("_id")} | path_params

@@ -15,8 +15,8 @@ loop's thread, while the lock's holder waits for that very loop.
 
 The hot paths (an exec's records, authentication) go further: fixed SQL on two connections of
 their own (`Direct`), one that writes and one that reads, without SQLAlchemy's pool or statement
-building, which cost ~0.3 ms a statement against ~0.02 ms for SQLite itself (README.md,
-"Durability" for what a commit promises).
+building, which cost ~0.3 ms a statement against ~0.02 ms for SQLite itself (README.md, "The
+embedded database", for what a commit promises).
 """
 
 from __future__ import annotations
@@ -137,12 +137,13 @@ async def _begin_immediate(conn: sqlite3.Connection) -> None:
 
 
 class Direct:
-    """The hot paths' own connections to the database file: `write()` gives the one writer
-    connection inside a transaction (one at a time, in order of arrival: a unit waits for the
-    one before it, never for a lock retry of its own), `reader` reads alongside it, each
-    statement on its own (WAL: a read sees the last commit and never waits for the writer).
-    Statements here finish before the loop moves on, so a unit that awaits nothing but its
-    own statements holds the write lock for microseconds."""
+    """The hot paths' own connections to the database file. `write()` gives the one writer
+    connection inside a transaction; units take turns, first come first served, so only the
+    first of them ever retries the write lock (held by a transaction of another connection).
+    `reader` reads alongside, each statement on its own (WAL: a read sees the last commit and
+    never waits for the writer). Statements here finish before the loop moves on, so a unit
+    that awaits nothing but its own statements holds the write lock for tens of microseconds.
+    Commits are not grouped: with synchronous=NORMAL one costs ~0.02 ms here."""
 
     def __init__(self, path: str) -> None:
         self.path = path

@@ -70,6 +70,7 @@ class ExecController(Controller):
         opt={
             "routed": "sandbox",
             "scope": "exec",
+            "runtime": True,  # through the request's app state, not a dependency
             "problems": {
                 409: "The sandbox is not running, or its execs were given as many secret values "
                 "as a sandbox holds (`sandbox_secrets_full`), or a value an earlier exec was "

@@ -93,8 +93,10 @@ class ChunkSink:
 
     def _due(self) -> None:
         self._timer = None
-        if self.pending and (self._late is None or self._late.done()):
-            self._late = asyncio.create_task(self.flush(), name=f"flush-{self.exec_id}")
+        if not self.pending or (self._late is not None and not self._late.done()):
+            return  # nothing waits, or the flush under way arms the timer again as it ends
+        self._late = asyncio.create_task(self.flush(), name=f"flush-{self.exec_id}")
+        self._late.add_done_callback(lambda _task: self._arm(time.monotonic()))
 
     async def flush(self) -> None:
         async with self._flushing:
