@@ -574,7 +574,11 @@ class _Replica(BaseHTTPRequestHandler):
 def api_pods_nginx(tmp_path: Path, *values: str) -> Iterator[str]:
     """The sidecar's nginx as the chart renders it, in front of a stand-in replica; yields
     its URL."""
-    listen, replica_port = free_port(), free_port()
+    listen = free_port()
+    replica_port = free_port()
+    # A port freed at once can come back, and the chart refuses one port for both.
+    while replica_port == listen:
+        replica_port = free_port()
     docs = documents(render(f"api.port={listen}", f"api.proxy.replicaPort={replica_port}", *values))
     (secret,) = [d for d in by_kind(docs, "Secret") if d["metadata"]["name"] == "airlock-proxy"]
     files = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
