@@ -212,13 +212,23 @@ class SandboxPaused(SandboxNotUsable):
     code, title = "sandbox_paused", "The sandbox is paused"
 
 
+class SandboxResuming(SandboxPaused):
+    """A call that needs the sandbox running found another call resuming it: it waits for that
+    wake as for its own. Seen by a caller that does not wake, it is the 409 of any state that is
+    not running."""
+
+    code, title = SandboxNotUsable.code, SandboxNotUsable.title
+
+
 def require_running(row: SandboxRow) -> None:
     """Execs and files need a running sandbox; anything else is a 409 that says why (a paused
-    one is woken by the callers that catch SandboxPaused)."""
+    one is woken, and a resuming one waited for, by the callers that catch SandboxPaused)."""
     if row.state == State.RUNNING and row.runtime_id is not None:
         return
     if row.state == State.PAUSED:
         raise SandboxPaused(f"sandbox {row.id} is paused", extra={"state": row.state})
+    if row.state == State.RESUMING:
+        raise SandboxResuming(f"sandbox {row.id} is resuming", extra={"state": row.state})
     if row.state == State.FAILED:
         raise SandboxNotUsable(
             f"sandbox {row.id} failed: {row.failure_reason}",

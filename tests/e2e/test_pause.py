@@ -320,3 +320,33 @@ async def test_calls_that_come_together_all_wait_for_one_wake(
         assert len(woke) == 1, [dict(r.headers) for r in answers]
         r = await http.get(f"/v1/sandboxes/{box.id}/transitions")
         assert [t["to_state"] for t in r.json()].count("resuming") == 1
+
+
+async def test_calls_that_find_it_resuming_wait_for_that_resume(
+    airlock: Airlock, tenant: Tenant
+) -> None:
+    """An exec and a file read that arrive while another call's resume is under way wait for it
+    (they answered 409 "is resuming" when they missed the moment it was still paused)."""
+    box = await airlock.sandbox(tenant)
+    async with airlock.http(tenant.key) as http:
+        for _ in range(5):  # the resume must still be under way when the calls are sent
+            await pause(http, box.id)
+            resuming = asyncio.create_task(http.post(f"/v1/sandboxes/{box.id}/resume"))
+            while not resuming.done():
+                r = await airlock.db.fetch("SELECT state FROM sandboxes WHERE id = $1", box.id)
+                if r[0]["state"] == "resuming":
+                    break
+                await asyncio.sleep(0.005)
+            if resuming.done():
+                assert (await resuming).status_code == 200
+                continue
+            answers = await asyncio.gather(
+                http.post(f"/v1/sandboxes/{box.id}/execs", json={"cmd": ["echo", "hi"]}),
+                http.get(f"/v1/sandboxes/{box.id}/files", params={"dir": "/work"}),
+            )
+            assert (await resuming).status_code == 200
+            assert [r.status_code for r in answers] == [200, 200], [r.text for r in answers]
+            assert answers[0].json()["stdout"] == "hi\n"
+            assert all("airlock-woke-ms" not in r.headers for r in answers)
+            return
+        pytest.fail("no resume was seen under way in five tries")

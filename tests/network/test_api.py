@@ -187,14 +187,16 @@ LOOPBACK = (
     "    while (b := c.recv(1)):\n"
     "        c.sendall(b)\n"
     "    os._exit(0)\n"
+    "def put(text):\n"
+    "    open('/tmp/loop.new', 'w').write(text); os.replace('/tmp/loop.new', '/tmp/loop')\n"
     "s = socket.create_connection(('127.0.0.1', 9100))\n"
     "n = 0\n"
     "try:\n"
     "    while True:\n"
     "        s.sendall(b'x'); assert s.recv(1) == b'x'; n += 1\n"
-    "        open('/tmp/loop', 'w').write(str(n)); time.sleep(0.1)\n"
+    "        put(str(n)); time.sleep(0.1)\n"
     "except Exception as exc:\n"
-    "    open('/tmp/loop', 'w').write(type(exc).__name__)\n"
+    "    put(type(exc).__name__)\n"
 )
 
 
