@@ -13,6 +13,7 @@ parametrisation and all), or there is no baseline to judge against.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -68,8 +69,34 @@ async def corpus_api(
             yield api
 
 
+class _Errors(logging.Handler):
+    """The service's error logs while the reviews run, tracebacks included: a review that ends
+    in an internal error names only the exception's type in its report."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+ERRORS = _Errors()
+
+
 @pytest.fixture(scope="module")
 async def reports(
+    corpus_api: Api, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[dict[tuple[str, str], dict[str, Any]]]:
+    logging.getLogger().addHandler(ERRORS)
+    try:
+        yield await _reviewed(corpus_api, tmp_path_factory)
+    finally:
+        logging.getLogger().removeHandler(ERRORS)
+
+
+async def _reviewed(
     corpus_api: Api, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[tuple[str, str], dict[str, Any]]:
     root = tmp_path_factory.mktemp("corpus")
@@ -112,7 +139,7 @@ async def test_each_change_gets_the_right_verdict(
     reports: dict[tuple[str, str], dict[str, Any]], project: corpus.Project, kind: str
 ) -> None:
     report = reports[(project.name, kind)]
-    assert report["state"] == "finished", (report["error"], report["stages"])
+    assert report["state"] == "finished", (report["error"], report["stages"], ERRORS.lines)
     gate = report["gate"]
     # The project's own suite read as trusted at the base: there is a baseline.
     assert gate["base"] is not None and gate["base"]["passed"] > 0, gate["findings"]
