@@ -36,7 +36,6 @@ FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.key_hash = $1
 _API_KEY_SQLITE = _API_KEY_SQL.replace("$1", "?")
 # How SQLite gives the columns that are not text (service.db.sqlite.Codec).
 _API_KEY_CODEC = Codec(ApiKey.__table__, ("scopes", "revoked_at", "last_used_at"))
-_LAST_USED = Codec(ApiKey.__table__, ("last_used_at",))
 
 
 def hash_api_key(key: str) -> str:
@@ -139,7 +138,7 @@ class Authenticator:
             async with direct.write() as conn:
                 conn.execute(
                     "UPDATE api_keys SET last_used_at = ? WHERE id = ?",
-                    (*_LAST_USED.params({"last_used_at": touch}), principal.key_id),
+                    (_API_KEY_CODEC.one("last_used_at", touch), principal.key_id),
                 )
         return principal
 

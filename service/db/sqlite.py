@@ -71,6 +71,13 @@ class InlineConnection(aiosqlite.Connection):
     def __await__(self) -> Any:
         return self._connect().__await__()  # no worker thread to start
 
+    @property
+    def sqlite(self) -> sqlite3.Connection:
+        """The sqlite3 connection beneath."""
+        if self._connection is None:
+            raise ValueError("Connection closed")
+        return self._connection
+
     def stop(self) -> None:  # type: ignore[override]
         self._running = False
         if self._connection is not None:
@@ -106,23 +113,14 @@ def _busy(exc: BaseException) -> bool:
 
 
 def begin_immediate(conn: Any) -> None:
-    """`BEGIN IMMEDIATE`, retried while another connection holds the write lock; the pauses
-    are awaited (we run under SQLAlchemy's greenlet), so the loop serves the holder."""
-    deadline = time.monotonic() + LOCK_WAIT_S
-    tries = 0
-    while True:
-        try:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-            return
-        except OperationalError as exc:
-            if not _busy(exc.orig) or time.monotonic() >= deadline:
-                raise
-        await_(asyncio.sleep(_PAUSES_S[min(tries, len(_PAUSES_S) - 1)]))
-        tries += 1
+    """`BEGIN IMMEDIATE` on SQLAlchemy's connection `conn` (its "begin" event, under its
+    greenlet): `take_write_lock` on the sqlite3 connection beneath, awaited there."""
+    await_(take_write_lock(conn.connection.driver_connection.sqlite))
 
 
-async def _begin_immediate(conn: sqlite3.Connection) -> None:
-    """`begin_immediate` for a connection of `Direct` (awaited, not under a greenlet)."""
+async def take_write_lock(conn: sqlite3.Connection) -> None:
+    """`BEGIN IMMEDIATE`, retried while another connection holds the write lock, with asyncio
+    sleeps between tries, so the loop serves the holder meanwhile."""
     deadline = time.monotonic() + LOCK_WAIT_S
     tries = 0
     while True:
@@ -156,7 +154,7 @@ class Direct:
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[sqlite3.Connection]:
         async with self._turn:
-            await _begin_immediate(self.writer)
+            await take_write_lock(self.writer)
             try:
                 yield self.writer
             except BaseException as exc:
@@ -212,6 +210,11 @@ class Codec:
             v if f is None or v is None else f(v)
             for f, v in zip(self._in, (values[n] for n in self.names), strict=True)
         ]
+
+    def one(self, name: str, value: Any) -> Any:
+        """One value of column `name` (one of these), as SQLite is given it."""
+        f = self._in[self.names.index(name)]
+        return value if f is None or value is None else f(value)
 
     def row(self, row: Sequence[Any]) -> list[Any]:
         """A row of these columns, in order, as SQLAlchemy reads them."""

@@ -109,7 +109,7 @@ class LiteTx(RecordTx):
     async def facts(
         self, tenant_id: str, sandbox_id: str, only_sandbox: str | None, since: datetime
     ) -> SandboxFacts | None:
-        (since_text,) = _CREATED.params({"created_at": since})
+        since_text = _CREATED.one("created_at", since)
         row = self.conn.execute(
             _FACTS,
             {"tenant": tenant_id, "sandbox": sandbox_id, "only": only_sandbox, "since": since_text},
