@@ -9,6 +9,45 @@ from typing import Any, NamedTuple
 
 from service.audit.recorder import AuditContext
 
+# Every column of an exec's start row, in the order both forms write them.
+START_COLUMNS = (
+    "id",
+    "tenant_id",
+    "sandbox_id",
+    "state",
+    "cmd",
+    "cwd",
+    "user",
+    "env",
+    "secret_names",
+    "timeout_s",
+    "has_stdin",
+    "tty",
+    "stdout_bytes",
+    "stderr_bytes",
+    "stdout_truncated",
+    "stderr_truncated",
+    "idempotency_key",
+    "request_hash",
+    "created_at",
+    "started_at",
+    "runtime_exec_id",
+)
+# The columns an exec's finish sets.
+FINISH_COLUMNS = (
+    "state",
+    "finished_at",
+    "duration_ms",
+    "error",
+    "exit_code",
+    "outcome",
+    "stdout_bytes",
+    "stderr_bytes",
+    "stdout_truncated",
+    "stderr_truncated",
+    "stored_bytes",
+)
+
 
 class SandboxFacts(NamedTuple):
     """What starting an exec needs to know, read in one statement."""

@@ -18,7 +18,7 @@ from service.audit.recorder import (
 )
 from service.db.models import Exec as ExecRow
 from service.db.pg import dumps
-from service.execs.recording import Event, RecordTx, SandboxFacts
+from service.execs.recording import FINISH_COLUMNS, START_COLUMNS, Event, RecordTx, SandboxFacts
 
 # Each write is one atomic statement that appends its audit event by compare-and-swap
 # (service.audit.recorder.pg_try_append).
@@ -44,38 +44,14 @@ SELECT id, request_hash FROM execs
 WHERE tenant_id = $1 AND sandbox_id = $2 AND idempotency_key = $3
 """
 
-# Every column of an exec's start row, in parameter order.
-_START_COLUMNS = (
-    "id",
-    "tenant_id",
-    "sandbox_id",
-    "state",
-    "cmd",
-    "cwd",
-    "user",
-    "env",
-    "secret_names",
-    "timeout_s",
-    "has_stdin",
-    "tty",
-    "stdout_bytes",
-    "stderr_bytes",
-    "stdout_truncated",
-    "stderr_truncated",
-    "idempotency_key",
-    "request_hash",
-    "created_at",
-    "started_at",
-    "runtime_exec_id",
-)
 _JSON_COLUMNS = frozenset({"cmd", "env", "secret_names"})
-_QUOTED_START = ", ".join(f'"{c}"' for c in _START_COLUMNS)  # "user" is a keyword
-_START_CASTS = pg_casts(ExecRow.__table__, _START_COLUMNS)
+_QUOTED_START = ", ".join(f'"{c}"' for c in START_COLUMNS)  # "user" is a keyword
+_START_CASTS = pg_casts(ExecRow.__table__, START_COLUMNS)
 
 
 def _insert_start(first: int) -> str:
     """The start row's insert, its parameters from $`first`, made when the event is."""
-    params = ", ".join(pg_params(_START_COLUMNS, _START_CASTS, first).values())
+    params = ", ".join(pg_params(START_COLUMNS, _START_CASTS, first).values())
     return (
         f"INSERT INTO execs ({_QUOTED_START}) "  # noqa: S608 (fixed names)
         f"SELECT {params} WHERE EXISTS (SELECT 1 FROM head)"
@@ -93,7 +69,7 @@ _INSERT_START = _insert_start(1)
 # never an insert without them. Every start of a tenant moves its head, so two starts racing
 # for the last place cannot both be written.
 _FACTS_AND_START = pg_append_sql(
-    9 + len(_START_COLUMNS),
+    9 + len(START_COLUMNS),
     before=f"""facts AS ({_FACTS}), allowed AS (
       SELECT 1 FROM facts WHERE facts.state = 'running' AND facts.runtime_id IS NOT NULL
         AND facts.recent < coalesce((facts.quotas->>'execs_per_minute')::bigint, $5)
@@ -104,22 +80,9 @@ _FACTS_AND_START = pg_append_sql(
     result="SELECT facts.*, (SELECT count(*) FROM head), (SELECT count(*) FROM allowed) FROM facts",
 )
 
-_FINISH_COLUMNS = (
-    "state",
-    "finished_at",
-    "duration_ms",
-    "error",
-    "exit_code",
-    "outcome",
-    "stdout_bytes",
-    "stderr_bytes",
-    "stdout_truncated",
-    "stderr_truncated",
-    "stored_bytes",
-)
 _UPDATE_FINISH = (
     "UPDATE execs SET "  # noqa: S608 (fixed names)
-    + ", ".join(f"{c} = ${i + 2}" for i, c in enumerate(_FINISH_COLUMNS))
+    + ", ".join(f"{c} = ${i + 2}" for i, c in enumerate(FINISH_COLUMNS))
     + " WHERE id = $1 AND state = 'running' AND EXISTS (SELECT 1 FROM head)"
     + " RETURNING tenant_id, stored_bytes"
 )
@@ -133,12 +96,12 @@ _COUNT_FINISH = (
     "RETURNING stored_output_bytes"
 )
 _FINISH = pg_append_sql(
-    len(_FINISH_COLUMNS) + 2,
+    len(FINISH_COLUMNS) + 2,
     action=_UPDATE_FINISH,
     more={"usage_write": _COUNT_FINISH},
     result="SELECT (SELECT count(*) FROM head), (SELECT stored_output_bytes FROM usage_write)",
 )
-_START = pg_append_sql(len(_START_COLUMNS) + 1, action=_INSERT_START)
+_START = pg_append_sql(len(START_COLUMNS) + 1, action=_INSERT_START)
 
 # Appends that lost the race this many times in a row take the head's lock instead.
 CAS_ATTEMPTS = 4
@@ -246,7 +209,7 @@ class PgTx(RecordTx):
         return self._facts_of(tenant_id, row), False
 
     async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> int | None:
-        params = [exec_id, *(values[c] for c in _FINISH_COLUMNS)]
+        params = [exec_id, *(values[c] for c in FINISH_COLUMNS)]
         row = await self._append(event, _FINISH, params)
         return row[1]
 
@@ -278,7 +241,7 @@ def _secret_params(row: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _start_params(values: dict[str, Any]) -> list[Any]:
-    return [dumps(values[c]) if c in _JSON_COLUMNS else values[c] for c in _START_COLUMNS]
+    return [dumps(values[c]) if c in _JSON_COLUMNS else values[c] for c in START_COLUMNS]
 
 
 def _event_values(event: Event, head: tuple[int, str]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from service.db.models import Exec as ExecRow
 from service.db.models import ExecChunk, SandboxSecretValue, Tenant
 from service.db.models import Sandbox as SandboxRow
 from service.db.sqlite import Codec
-from service.execs.recording import Event, RecordTx, SandboxFacts
+from service.execs.recording import FINISH_COLUMNS, START_COLUMNS, Event, RecordTx, SandboxFacts
 
 _SANDBOX = Codec(SandboxRow.__table__, ("env", "network"))
 _TENANT = Codec(Tenant.__table__, ("quotas",))
@@ -33,50 +33,10 @@ SELECT id, request_hash FROM execs
 WHERE tenant_id = ? AND sandbox_id = ? AND idempotency_key = ?
 """
 
-_START = Codec(
-    ExecRow.__table__,
-    (
-        "id",
-        "tenant_id",
-        "sandbox_id",
-        "state",
-        "cmd",
-        "cwd",
-        "user",
-        "env",
-        "secret_names",
-        "timeout_s",
-        "has_stdin",
-        "tty",
-        "stdout_bytes",
-        "stderr_bytes",
-        "stdout_truncated",
-        "stderr_truncated",
-        "idempotency_key",
-        "request_hash",
-        "created_at",
-        "started_at",
-        "runtime_exec_id",
-    ),
-)
+_START = Codec(ExecRow.__table__, START_COLUMNS)
 _INSERT_START = f"INSERT INTO execs ({_START.columns()}) VALUES ({_START.placeholders()})"  # noqa: S608
 
-_FINISH = Codec(
-    ExecRow.__table__,
-    (
-        "state",
-        "finished_at",
-        "duration_ms",
-        "error",
-        "exit_code",
-        "outcome",
-        "stdout_bytes",
-        "stderr_bytes",
-        "stdout_truncated",
-        "stderr_truncated",
-        "stored_bytes",
-    ),
-)
+_FINISH = Codec(ExecRow.__table__, FINISH_COLUMNS)
 _UPDATE_FINISH = (
     "UPDATE execs SET "  # noqa: S608 (fixed names)
     + ", ".join(f'"{c}" = ?' for c in _FINISH.names)
