@@ -146,7 +146,9 @@ class ChainHeads:
 
     `turn(chain)`: this process's appends to one chain one after another, so they never race
     each other's compare-and-swap (with 32 execs of one tenant at once they missed about twice
-    per append, each miss a round trip), only another process's."""
+    per append, each miss a round trip), only another process's. Taken by every
+    compare-and-swap append: an exec's records (service.execs.records_pg) and a pool claim
+    (service.pool.claim)."""
 
     def __init__(self, size: int = 10_000) -> None:
         self.size = size

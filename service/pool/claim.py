@@ -191,7 +191,10 @@ async def _claim(
 ) -> Sandbox | None:
     idempotency_key, request_hash = key_and_hash
     network = SandboxNetwork()
-    async with driver_connection(engine) as conn:
+    # The tenant's chain is this claim's while it reads the head and appends to it: the
+    # tenant's exec records in this process take turns with it instead of racing its
+    # compare-and-swap.
+    async with CHAIN_HEADS.turn(tenant_id), driver_connection(engine) as conn:
         for _ in range(ATTEMPTS):
             now = utcnow()
             found = await conn.fetchrow(
