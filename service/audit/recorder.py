@@ -148,7 +148,7 @@ class ChainHeads:
     each other's compare-and-swap (with 32 execs of one tenant at once they missed about twice
     per append, each miss a round trip), only another process's. Taken by every
     compare-and-swap append: an exec's records (service.execs.records_pg) and a pool claim
-    (service.pool.claim)."""
+    (service.pool.claim_pg)."""
 
     def __init__(self, size: int = 10_000) -> None:
         self.size = size

@@ -14,7 +14,6 @@ from service.auth.principal import Principal
 from service.db.base import utcnow
 from service.db.models import Sandbox as SandboxRow
 from service.db.models import Template, TemplateVersion, Tenant
-from service.db.pg import is_postgres
 from service.errors import (
     Conflict,
     Forbidden,
@@ -137,7 +136,7 @@ async def create_sandbox(
     await _check_names(db, principal.tenant_id, network_of(data))
     if data.template is None:
         await runtime.check_image(image)  # an unknown image writes nothing
-    elif pool is not None and is_postgres(db.kw["bind"]):
+    elif pool is not None:
         row = await pool_claim.claim(
             db.kw["bind"],
             pool,

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import bindparam, text
 
 from service.db.session import make_engine
 from service.runtime.gvisor import destroy_left
@@ -37,10 +37,14 @@ async def papi(pool_state: Path, own_database: str) -> AsyncIterator[Api]:
 
 
 async def sql(url: str, statement: str, **params: Any) -> list[Any]:
+    """`statement`'s rows, on either database (a list parameter is expanded: `IN :ids`)."""
+    query = text(statement).bindparams(
+        *(bindparam(name, expanding=True) for name, v in params.items() if isinstance(v, list))
+    )
     engine = make_engine(url)
     try:
         async with engine.connect() as conn:
-            return list((await conn.execute(text(statement), params)).all())
+            return list((await conn.execute(query, params)).all())
     finally:
         await engine.dispose()
 

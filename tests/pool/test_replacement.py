@@ -53,7 +53,7 @@ async def test_two_replicas_never_share_a_member(
         )
         rows = await sql(
             own_database,
-            "SELECT runtime_id, started_from FROM sandboxes WHERE id = ANY(:ids)",
+            "SELECT runtime_id, started_from FROM sandboxes WHERE id IN :ids",
             ids=[b["id"] for b in boxes],
         )
         assert len({r.runtime_id for r in rows}) == len(boxes) == 24

@@ -23,7 +23,7 @@ from service.db import migrate
 from service.runtime import images
 from service.runtime.gvisor import destroy_left
 from service.settings import Settings
-from tests.conftest import OPERATOR_KEY, Api, Tenant, create_pg_database
+from tests.conftest import OPERATOR_KEY, Api, Tenant, create_pg_database, database_kind
 
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -74,7 +74,13 @@ def new_state(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-async def own_database() -> AsyncIterator[str]:
+async def own_database(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    """A migrated database of the module's own, of the kind the run tests."""
+    if database_kind() == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('own-db') / 'airlock.db'}"
+        await asyncio.to_thread(migrate.upgrade, url)
+        yield url
+        return
     url, drop = await create_pg_database("airlock_pool")
     await asyncio.to_thread(migrate.upgrade, url)
     yield url

@@ -1,0 +1,108 @@
+"""What a warm pool claim is decided on, and the decision, the same on both databases
+(service.pool.claim)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from service.db.models import Sandbox
+from service.errors import AppError
+from service.pool.service import fair_share
+from service.sandboxes.quotas import Caps, Usage, check_quotas, idle_timeout
+from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
+from service.sandboxes.service import asks_other_caps, new_row
+from service.sandboxes.states import ACTIVE, State
+from service.tenants.service import quotas_from
+
+# The columns of the new sandbox's row a claim writes (with the member's runtime and its id).
+SANDBOX_COLUMNS = (
+    "id",
+    "tenant_id",
+    "node_id",
+    "state",
+    "image",
+    "template",
+    "template_id",
+    "template_version",
+    "started_from",
+    "size",
+    "cpus",
+    "memory_mib",
+    "disk_mib",
+    "network",
+    "env",
+    "labels",
+    "ttl_s",
+    "idempotency_key",
+    "request_hash",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "idle_timeout_s",
+    "last_activity_at",
+)
+ACTIVE_STATES = [s.value for s in ACTIVE]
+
+
+class ClaimFacts(NamedTuple):
+    """What a claim is decided on, read in one statement."""
+
+    template_id: str
+    owner: str
+    template_name: str
+    version_id: str
+    version: int
+    size: str
+    cpus: int
+    memory_mib: int
+    disk_mib: int
+    image: str
+    pool_id: str | None  # None: no pool for the build's size
+    target: int | None
+    others: int  # other tenants that asked this pool lately
+    mine: int  # this tenant's claims from it lately
+    quotas: dict[str, Any]
+    usage: Usage
+    replay_id: str | None  # the sandbox already made with the request's Idempotency-Key
+    head: tuple[int, str] | None  # the tenant's audit chain head (PostgreSQL's swap)
+
+
+def planned(
+    facts: ClaimFacts | None,
+    tenant_id: str,
+    data: SandboxCreate,
+    key_and_hash: tuple[str | None, str],
+    now: datetime,
+    node_id: str | None,
+) -> Sandbox | None:
+    """The new sandbox's row when the claim is the plain case, else None."""
+    if facts is None or facts.pool_id is None or not facts.target or facts.target <= 0:
+        return None  # no such template or build visible, or no pool for its size
+    if facts.replay_id is not None:
+        return None  # the Idempotency-Key was used: the general path replays
+    size, cpus, memory, disk = facts.size, facts.cpus, facts.memory_mib, facts.disk_mib
+    if asks_other_caps(data, size, (cpus, memory, disk)):
+        return None
+    row = new_row(
+        tenant_id,
+        data,
+        image=facts.image,
+        caps=(size, cpus, memory, disk),
+        network=SandboxNetwork(),
+        template=(facts.template_name, facts.template_id, facts.version),
+        started_from="pool",
+        request=key_and_hash,
+        now=now,
+    )
+    row.state = State.RUNNING.value
+    row.node_id = node_id
+    quotas = quotas_from(facts.quotas)
+    try:
+        check_quotas(quotas, data.ttl_s, facts.usage, Caps(cpus, memory, disk))
+        row.idle_timeout_s = idle_timeout(quotas, data.idle_timeout_s)
+    except AppError:
+        return None
+    if facts.mine >= fair_share(facts.target, facts.others + 1):
+        return None
+    return row
