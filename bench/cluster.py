@@ -18,10 +18,12 @@ machine. Prints:
   with both.
 
     .venv/bin/python bench/cluster.py [--runs 200] [--downloads 30] [--creates 12]
+                                      [--parallel 4] [--json PATH]
 
 Needs PostgreSQL: AIRLOCK_TEST_PG_ADMIN_URL (scripts/postgres.sh prints one). The nodes share
 this machine's CPUs, so the second node's gain here is the most two processes on the same cores
-can give, not what a second host would.
+can give, not what a second host would. `--json PATH` also writes the figures to PATH for
+`bench/compare.py` (bench/results/README.md).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from bench.api import (  # noqa: E402
     local_server,
     pct,
 )
+from bench.tables import Better, Column, Label, Report, json_argument  # noqa: E402
 from service.auth.keyring import KeyRing  # noqa: E402
 from service.auth.principal import SCOPES, Principal, PrincipalKind  # noqa: E402
 from service.nodes.credentials import NodeCredentials  # noqa: E402
@@ -173,10 +176,28 @@ async def interleaved(targets: list[Target], what: str, runs: int) -> dict[str, 
     return times
 
 
-def report(title: str, times: dict[str, list[float]], routed: list[str]) -> None:
+def report(
+    title: str, times: dict[str, list[float]], routed: list[str], tables: Report, kind: str
+) -> None:
+    """Print the figures of one kind of request, and keep them (they are printed in
+    sentences) as the tables `kind` and `kind: what routing adds`."""
+    latency = tables.table(
+        kind,
+        Label("path", 0),
+        Column("p50 ms", "ms", Better.LOWER, format=".2f"),
+        Column("p90 ms", "ms", Better.LOWER, format=".2f"),
+    )
+    adds = tables.table(
+        f"{kind}: what routing adds",
+        Label("routed path against", 0),
+        Column("added at the median ms", "ms", Better.LOWER, format=".2f"),
+        Column("ratio at the median", "x", Better.LOWER, format=".2f"),
+        Column("median of the differences ms", "ms", Better.LOWER, format=".2f"),
+    )
     print(f"\n{title}")
     for name, values in times.items():
         ms = [v * 1000 for v in values]
+        latency.record(name, statistics.median(ms), pct(ms, 90))
         print(f"  {name:34} p50 {statistics.median(ms):8.2f} ms   p90 {pct(ms, 90):8.2f} ms")
     for path in routed:
         print(f"  {path}:")
@@ -188,6 +209,7 @@ def report(title: str, times: dict[str, list[float]], routed: list[str]) -> None
             # Each round times every path back to back: the difference within a round sees
             # one machine load, so its median moves less with the load than the medians'.
             paired = statistics.median(r - o for r, o in zip(times[path], times[name], strict=True))
+            adds.record(f"{path} against {name}", added, ratio, paired * 1000)
             print(
                 f"    routing adds {added:+.2f} ms at the median against {name} ({ratio:.2f}x); "
                 f"median of the differences within a round {paired * 1000:+.2f} ms"
@@ -217,17 +239,23 @@ async def main() -> None:
     parser.add_argument("--downloads", type=int, default=30)
     parser.add_argument("--creates", type=int, default=12)
     parser.add_argument("--parallel", type=int, default=4)
+    json_argument(parser)
     args = parser.parse_args()
+    tables = Report("cluster", args)
     if not os.environ.get("AIRLOCK_TEST_PG_ADMIN_URL"):
         raise SystemExit("set AIRLOCK_TEST_PG_ADMIN_URL (scripts/postgres.sh prints one)")
     async with (
         local_server(stop_timeout_s=30) as server,
         local_cluster("cluster", nodes=2, apis=1) as info,
     ):
-        await run(args, server.base, server.operator, info)
+        tables.database = server.db_kind
+        await run(args, server.base, server.operator, info, tables)
+    tables.write()
 
 
-async def run(args: argparse.Namespace, local_url: str, operator: str, info: dict) -> None:
+async def run(
+    args: argparse.Namespace, local_url: str, operator: str, info: dict, tables: Report
+) -> None:
     cluster_operator = info["env"]["AIRLOCK_OPERATOR_KEY"]
     replica_url = next(p["url"] for p in info["processes"] if p["role"] == "api")
     proxy_url = next(p["url"] for p in info["processes"] if p["role"] == "proxy")
@@ -249,9 +277,11 @@ async def run(args: argparse.Namespace, local_url: str, operator: str, info: dic
         print(f"gVisor ({platform}); {os.cpu_count()} CPUs; PostgreSQL; aiohttp client")
         paths = [proxied.name, routed.name]
         times = await interleaved(targets, "exec_true", args.runs)
-        report(f"exec `true`, {args.runs} runs each", times, paths)
+        report(f"exec `true`, {args.runs} runs each", times, paths, tables, "exec of true")
         times = await interleaved(targets, "download", args.downloads)
-        report(f"10 MiB download, {args.downloads} runs each", times, paths)
+        report(
+            f"10 MiB download, {args.downloads} runs each", times, paths, tables, "10 MiB download"
+        )
 
         print(f"\ncreates per second through the replica ({args.creates} creates, "
               f"{args.parallel} at a time)")  # fmt: skip
@@ -262,6 +292,14 @@ async def run(args: argparse.Namespace, local_url: str, operator: str, info: dic
         async with routed.http.post("/v1/nodes/node-2/ready", headers=op) as r:
             assert r.status == 200, await r.text()
         two = await creates_per_second(routed, args.creates, args.parallel)
+        creates = tables.table(
+            "creates per second through the replica",
+            Label("nodes", 0),
+            Column("creates/s", "creates/s", Better.HIGHER, format=".2f"),
+            Column("against one node", "x", Better.HIGHER, format=".2f"),
+        )
+        creates.record("one node", one, None)
+        creates.record("two nodes", two, two / one)
         print(f"  one node   {one:6.2f} creates/s")
         print(f"  two nodes  {two:6.2f} creates/s   ({two / one:.2f}x)")
     finally:

@@ -13,9 +13,11 @@ and what the flood was answered: requests a second, 200s and 429s a second; on P
 the statements that took tokens from the shared buckets, per 100 requests the server counted.
 
     .venv/bin/python bench/fairness.py [--rounds 3] [--seconds 5] [--flood-reads-per-s 20]
+                                       [--json PATH]
 
 The flood's clients run on the same cores as the server (aiohttp, so that they take as little
-of them as a Python client can).
+of them as a Python client can). `--json PATH` also writes the table to PATH for
+`bench/compare.py` (bench/results/README.md).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.api import Server, local_server, pct  # noqa: E402
+from bench.tables import Better, Column, Label, Report, json_argument  # noqa: E402
 
 FLOOD_CLIENTS = 16
 SERVERS = {"on": {"AIRLOCK_RATE_LIMITS": "true"}, "off": {"AIRLOCK_RATE_LIMITS": "false"}}
@@ -130,30 +133,45 @@ async def flooded(setup: Setup, seconds: float) -> None:
     setup.claims += await metric(setup, "airlock_rate_limit_claims_total") - before[1]
 
 
-def report(setups: list[Setup], args: argparse.Namespace) -> None:
+def report(setups: list[Setup], args: argparse.Namespace, tables: Report) -> None:
     kind = setups[0].server.db_kind
+    tables.database = kind
     print(
         f"tenant B's exec of `true` while tenant A floods GET /v1/sandboxes from "
         f"{FLOOD_CLIENTS} clients ({kind} behind the API; {args.rounds} rounds of "
         f"{args.seconds:g} s per phase, taking turns)"
     )
-    head = (
-        f"{'setup':<24}{'quiet p50':>10}{'flood p50':>10}{'ratio':>7}{'quiet p95':>10}"
-        f"{'flood p95':>10}{'A req/s':>9}{'A 200/s':>9}{'A 429/s':>9}"
-    )
-    print(head + (f"{'claims/100 req':>16}" if kind == "PostgreSQL" else ""))
+    columns = [
+        Column("quiet p50", "ms", Better.LOWER, width=10),
+        Column("flood p50", "ms", Better.LOWER, width=10),
+        Column("ratio", "x", Better.LOWER, width=6, format=".2f", suffix="x"),
+        Column("quiet p95", "ms", Better.LOWER, width=10),
+        Column("flood p95", "ms", Better.LOWER, width=10),
+        # what the flood was answered: how it splits is the limiter's design, not a goal
+        Column("A req/s", "req/s", Better.NEITHER, width=9, format=".0f"),
+        Column("A 200/s", "req/s", Better.NEITHER, width=9, format=".0f"),
+        Column("A 429/s", "req/s", Better.NEITHER, width=9, format=".0f"),
+    ]
+    if kind == "PostgreSQL":
+        columns.append(Column("claims/100 req", "statements", Better.LOWER, width=16))
+    table = tables.table("B's exec of true under A's flood", Label("setup", 24), *columns)
+    table.heading()
     for s in setups:
         q50, f50 = statistics.median(s.quiet) * 1e3, statistics.median(s.flooded) * 1e3
         total = sum(s.answers.values())
-        line = (
-            f"{s.name:<24}{q50:>10.1f}{f50:>10.1f}{f50 / q50:>6.2f}x"
-            f"{pct(s.quiet, 95) * 1e3:>10.1f}{pct(s.flooded, 95) * 1e3:>10.1f}"
-            f"{total / s.flood_s:>9.0f}{s.answers[200] / s.flood_s:>9.0f}"
-            f"{s.answers[429] / s.flood_s:>9.0f}"
-        )
+        figures = [
+            q50,
+            f50,
+            f50 / q50,
+            pct(s.quiet, 95) * 1e3,
+            pct(s.flooded, 95) * 1e3,
+            total / s.flood_s,
+            s.answers[200] / s.flood_s,
+            s.answers[429] / s.flood_s,
+        ]
         if kind == "PostgreSQL":
-            line += f"{100 * s.claims / s.counted if s.counted else 0:>16.1f}"
-        print(line)
+            figures.append(100 * s.claims / s.counted if s.counted else 0)
+        table.row(s.name, *figures)
     counts = ", ".join(f"{s.name} {len(s.quiet)} quiet, {len(s.flooded)} flooded" for s in setups)
     print(f"(latencies in ms; B's execs: {counts})")
 
@@ -163,7 +181,9 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--flood-reads-per-s", type=int, default=20)
+    json_argument(parser)
     args = parser.parse_args()
+    tables = Report("fairness", args)
     async with contextlib.AsyncExitStack() as stack:
         sessions = {}
         for name, env in SERVERS.items():
@@ -185,7 +205,8 @@ async def main() -> None:
             for setup in setups:
                 await execs_for(setup, args.seconds, setup.quiet)
                 await flooded(setup, args.seconds)
-        report(setups, args)
+        report(setups, args, tables)
+    tables.write()
 
 
 if __name__ == "__main__":

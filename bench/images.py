@@ -7,7 +7,9 @@ SQLite (migrated before the clock starts); the API replica with a read-only root
 PostgreSQL when AIRLOCK_TEST_PG_ADMIN_URL is set (skipped otherwise). Prints the median and
 the range of each figure and the images' sizes.
 
-    .venv/bin/python bench/images.py [--runs 5]
+    .venv/bin/python bench/images.py [--runs 5] [--json PATH]
+
+`--json PATH` also writes the figures to PATH for `bench/compare.py` (bench/results/README.md).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 # The node runs with the privileges its test states (container/README.md), no others.
+from bench.tables import Better, Column, Label, Report, json_argument  # noqa: E402
 from tests.images.conftest import NODE_PRIVILEGES  # noqa: E402
 
 OPERATOR_KEY = "bench-images-operator-" + secrets.token_hex(16)
@@ -160,9 +163,18 @@ async def pg_database() -> tuple[str, Callable[[], None]]:
     return f"{url}/{name}", drop
 
 
-def report(what: str, runs: list[dict[str, float]]) -> None:
+def report(what: str, runs: list[dict[str, float]], tables: Report) -> None:
+    # printed in sentences; kept as a table
+    table = tables.table(
+        f"{what} cold start",
+        Label("podman run to", 0),
+        Column("median s", "s", Better.LOWER, format=".2f"),
+        Column("min s", "s", Better.LOWER, format=".2f"),
+        Column("max s", "s", Better.LOWER, format=".2f"),
+    )
     for figure in runs[0]:
         values = [run[figure] for run in runs]
+        table.record(figure, statistics.median(values), min(values), max(values))
         print(
             f"{what:5} podman run -> {figure:10}  median {statistics.median(values):6.2f} s"
             f"   (min {min(values):.2f}, max {max(values):.2f}, {len(values)} runs)"
@@ -172,23 +184,32 @@ def report(what: str, runs: list[dict[str, float]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    json_argument(parser)
     args = parser.parse_args()
+    tables = Report("images", args)
     version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
     api, node = f"localhost/airlock-api:{version}", f"localhost/airlock-node:{version}"
-    for image in (api, node):
+    # rows by role, not by tag: the version in the tag changes between the runs compared
+    sizes = tables.table(
+        "image size", Label("image", 0), Column("MB", "MB", Better.LOWER, format=".0f")
+    )
+    for role, image in (("api", api), ("node", node)):
         size = podman("image", "inspect", "--format", "{{.Size}}", image).strip()
+        sizes.record(role, int(size) / 1e6)
         print(f"{image}: {int(size) / 1e6:.0f} MB")
-    report("node", [start_node(node) for _ in range(args.runs)])
+    report("node", [start_node(node) for _ in range(args.runs)], tables)
     if os.environ.get("AIRLOCK_TEST_PG_ADMIN_URL"):
         database, drop = asyncio.run(pg_database())
         try:
             podman("run", "--rm", "--network=host", f"--env=AIRLOCK_DATABASE_URL={database}",
                    api, "migrate")  # fmt: skip
-            report("api", [start_api(api, database) for _ in range(args.runs)])
+            tables.database = "PostgreSQL"  # the replica's; the node runs on its own SQLite
+            report("api", [start_api(api, database) for _ in range(args.runs)], tables)
         finally:
             drop()
     else:
         print("api: skipped (set AIRLOCK_TEST_PG_ADMIN_URL to a PostgreSQL admin URL)")
+    tables.write()
 
 
 if __name__ == "__main__":

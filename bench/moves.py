@@ -16,9 +16,10 @@ compressed). Each run pauses it twice:
 
 Prints the median and p90 of each, and the checkpoint's size.
 
-    .venv/bin/python bench/moves.py [--runs 5] [--hold 64]
+    .venv/bin/python bench/moves.py [--runs 5] [--hold 64] [--json PATH]
 
-Needs PostgreSQL: AIRLOCK_TEST_PG_ADMIN_URL (scripts/postgres.sh prints one).
+Needs PostgreSQL: AIRLOCK_TEST_PG_ADMIN_URL (scripts/postgres.sh prints one). `--json PATH`
+also writes the tables to PATH for `bench/compare.py` (bench/results/README.md).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.api import HOLD, local_cluster, pct  # noqa: E402
+from bench.tables import Better, Column, Label, Report, json_argument  # noqa: E402
 
 BIG = {"memory_mib": 1024, "disk_mib": 256, "ttl_s": 3600}
 
@@ -45,16 +47,20 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--hold", type=int, default=64, help="MiB the process holds")
+    json_argument(parser)
     args = parser.parse_args()
+    report = Report("moves", args)
+    report.database = "PostgreSQL"
     env = {
         "AIRLOCK_HOST_MEMORY_MIB": "3072",
         "AIRLOCK_PAUSE_COPIES": "0",  # every move fetches its checkpoint while timed
     }
     async with local_cluster("moves", env) as info:
-        await run(args, info)
+        await run(args, info, report)
+    report.write()
 
 
-async def run(args: argparse.Namespace, info: dict) -> None:
+async def run(args: argparse.Namespace, info: dict, report: Report) -> None:
     replica = next(p["url"] for p in info["processes"] if p["role"] == "api")
     operator = {"Authorization": f"Bearer {info['env']['AIRLOCK_OPERATOR_KEY']}"}
     async with httpx.AsyncClient(base_url=replica, timeout=300) as http:
@@ -130,13 +136,32 @@ async def run(args: argparse.Namespace, info: dict) -> None:
         f"process holding {args.hold} MiB of random bytes; checkpoint {size / (1 << 20):.1f} "
         f"MiB; {args.runs} runs each"
     )
-    print(f"{'':34}{'woke median':>12}{'p90':>8}{'call median':>13}{'p90':>8}   (ms)")
+    report.table(
+        "checkpoint on disk", Label("held in a process", 0), Column("MiB", "MiB", Better.LOWER)
+    ).record(f"{args.hold} MiB", size / (1 << 20))
+    resumes = report.table(
+        "resume in place and on the other node",
+        Label("", 32, indent=2),
+        Column("woke median", "ms", Better.LOWER, width=12, format=".0f"),
+        Column("p90", "ms", Better.LOWER, width=8, format=".0f", key="woke p90"),
+        Column("call median", "ms", Better.LOWER, width=13, format=".0f"),
+        Column("p90", "ms", Better.LOWER, width=8, format=".0f", key="call p90"),
+    )
+    resumes.heading("   (ms)")
     for name, t in (("resumed on its own node", here), ("moved, resumed on the other", moved)):
-        print(
-            f"  {name:32}{statistics.median(t['woke']):12.0f}{pct(t['woke'], 90):8.0f}"
-            f"{statistics.median(t['call']):13.0f}{pct(t['call'], 90):8.0f}"
+        resumes.row(
+            name,
+            statistics.median(t["woke"]),
+            pct(t["woke"], 90),
+            statistics.median(t["call"]),
+            pct(t["call"], 90),
         )
     ratio = statistics.median(moved["woke"]) / statistics.median(here["woke"])
+    report.table(
+        "a move against a resume in place",
+        Label("", 0),
+        Column("woke, medians", "x", Better.LOWER, format=".2f"),
+    ).record("move / resume in place", ratio)
     print(f"  a move costs {ratio:.2f}x a resume in place (woke, medians)")
 
 

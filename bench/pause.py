@@ -9,12 +9,13 @@ Starts a real `airlock serve` (gVisor runtime, its own state dir and database) a
   of their runtime processes (runsc's sandbox, gofer and their children, read from
   /proc/<pid>/smaps_rollup) and MemAvailable, beside the checkpoints' bytes on disk.
 
-    .venv/bin/python bench/pause.py [--runs 10] [--idle 100]
+    .venv/bin/python bench/pause.py [--runs 10] [--idle 100] [--json PATH]
 
 The idle sandboxes are small (1 vCPU, 128 MiB, 64 MiB writable); the server runs with a CPU
 overcommit, memory overcommit and host memory budget that admit them all on this machine (2
 cores, 24 GiB): they promise more than it has, and use far less. Uses PostgreSQL
-when AIRLOCK_TEST_PG_ADMIN_URL is set, otherwise the embedded SQLite database.
+when AIRLOCK_TEST_PG_ADMIN_URL is set, otherwise the embedded SQLite database. `--json PATH`
+also writes the tables to PATH for `bench/compare.py` (bench/results/README.md).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from api import HOLD, local_server, pct  # noqa: E402
 
+from bench.tables import Better, Column, Label, Report, Table, json_argument  # noqa: E402
+
 MIB = 1 << 20
 
 
@@ -43,7 +46,15 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="pause/resume cycles per size")
     parser.add_argument("--idle", type=int, default=100, help="idle sandboxes to hold")
+    json_argument(parser)
     args = parser.parse_args()
+    report = Report("pause", args)
+    # figures printed in sentences, kept as tables
+    checkpoints = report.table(
+        "checkpoint on disk",
+        Label("held in a process", 0),
+        Column("median MiB", "MiB", Better.LOWER),
+    )
 
     env = {
         "AIRLOCK_CPU_OVERCOMMIT": "64",
@@ -56,10 +67,12 @@ async def main() -> None:
     ):
         key = await tenant(client, server.operator, args.idle)
         client.headers["Authorization"] = f"Bearer {key}"
+        report.database = server.db_kind
         print(f"database: {server.db_kind}; runs per size: {args.runs}")
         for size_mib in (64, 512):
-            await pause_resume(client, size_mib, args.runs)
-        await idle_memory(client, server.state, args.idle)
+            await pause_resume(client, size_mib, args.runs, report, checkpoints)
+        await idle_memory(client, server.state, args.idle, report)
+    report.write()
 
 
 async def tenant(client: httpx.AsyncClient, operator: str, idle: int) -> str:
@@ -80,7 +93,9 @@ async def tenant(client: httpx.AsyncClient, operator: str, idle: int) -> str:
     return str(r.json()["api_key"])
 
 
-async def pause_resume(client: httpx.AsyncClient, size_mib: int, runs: int) -> None:
+async def pause_resume(
+    client: httpx.AsyncClient, size_mib: int, runs: int, report: Report, checkpoints: Table
+) -> None:
     r = await client.post("/v1/sandboxes", json={"ttl_s": 3600, "memory_mib": 1024})
     r.raise_for_status()
     sid = r.json()["id"]
@@ -108,13 +123,38 @@ async def pause_resume(client: httpx.AsyncClient, size_mib: int, runs: int) -> N
         woke.append(float(r.headers["airlock-woke-ms"]))
     await client.delete(f"/v1/sandboxes/{sid}")
     print(f"\n{size_mib} MiB held in a process ({runs} cycles):")
+    checkpoints.record(f"{size_mib} MiB", statistics.median(sizes) / MIB)
     print(f"  checkpoint on disk: median {statistics.median(sizes) / MIB:.1f} MiB")
+    times = report.table(
+        f"pause and resume, {size_mib} MiB held",
+        Label("operation", 0),
+        Column("median ms", "ms", Better.LOWER, format=".0f"),
+        Column("p95 ms", "ms", Better.LOWER, format=".0f"),
+    )
     for name, values in (("pause", pauses), ("resume", resumes), ("resume, runtime", woke)):
         median, p95 = statistics.median(values), pct(values, 95)
+        times.record(name, median, p95)
         print(f"  {name:<16} median {median:7.0f} ms   p95 {p95:7.0f} ms")
 
 
-async def idle_memory(client: httpx.AsyncClient, state: Path, n: int) -> None:
+async def idle_memory(client: httpx.AsyncClient, state: Path, n: int, report: Report) -> None:
+    # figures printed in sentences and in a table of their own layout, kept as tables
+    all_of_them = report.table(
+        "idle sandboxes, made and paused",
+        Label("", 0),
+        Column("s", "s", Better.LOWER, format=".0f"),
+        Column("ms each", "ms", Better.LOWER, format=".0f"),
+    )
+    held = report.table(
+        "idle sandboxes, what they hold",
+        Label("", 0),
+        Column("runtime PSS", "MiB", Better.LOWER, format=".0f"),
+        # the runtime processes of `--idle` sandboxes: follows from the arguments
+        Column("processes", "processes", Better.NEITHER, format="d"),
+        Column("MemAvailable drop", "MiB", Better.LOWER, format=".0f"),
+        Column("on disk", "MiB", Better.LOWER, format=".0f"),
+        Column("CPU over 10 s", "cores", Better.LOWER, format=".2f"),
+    )
     before = meminfo_available()
     body = {"ttl_s": 3600, "cpus": 1, "memory_mib": 128, "disk_mib": 64}
     made: list[str] = []
@@ -127,7 +167,9 @@ async def idle_memory(client: httpx.AsyncClient, state: Path, n: int) -> None:
             if r.status_code != 201:
                 raise SystemExit(f"sandbox {len(made) + 1} of {n} not made: {r.text}")
             made.append(r.json()["id"])
-    print(f"\n{n} idle sandboxes made in {time.perf_counter() - started:.0f} s")
+    made_s = time.perf_counter() - started
+    all_of_them.record("made", made_s, made_s / n * 1000)
+    print(f"\n{n} idle sandboxes made in {made_s:.0f} s")
     await asyncio.sleep(5)
     running_pss, processes = runtime_pss(state)
     running_avail = meminfo_available()
@@ -143,6 +185,11 @@ async def idle_memory(client: httpx.AsyncClient, state: Path, n: int) -> None:
     paused_pss, left = runtime_pss(state)
     paused_avail = meminfo_available()
     paused_cpu = await runtime_cpu(state)
+    all_of_them.record("paused", took, took / n * 1000)
+    held.record("running", running_pss / MIB, processes, (before - running_avail) / MIB, 0,
+                running_cpu)  # fmt: skip
+    held.record("paused", paused_pss / MIB, left, (before - paused_avail) / MIB,
+                paused_bytes / MIB, paused_cpu)  # fmt: skip
     print(f"  paused all {n} in {took:.0f} s ({took / n * 1000:.0f} ms each)")
     heads = ("runtime PSS", "processes", "MemAvailable drop", "on disk")
     print(f"  {'':<10} {heads[0]:>12} {heads[1]:>10} {heads[2]:>18} {heads[3]:>10}")
@@ -153,6 +200,11 @@ async def idle_memory(client: httpx.AsyncClient, state: Path, n: int) -> None:
     print(f"  CPU of the runtime processes over 10 s: running {running_cpu:.2f} cores, "
           f"paused {paused_cpu:.2f} cores")  # fmt: skip
     if paused_pss:
+        report.table(
+            "running / paused",
+            Label("", 0),
+            Column("runtime PSS", "x", Better.HIGHER, format=".0f"),
+        ).record("idle sandboxes", running_pss / paused_pss)
         print(f"  running / paused runtime PSS: {running_pss / paused_pss:.0f}x")
     for sid in made:
         await client.delete(f"/v1/sandboxes/{sid}")

@@ -8,7 +8,10 @@ an upload and a download of a 4 KiB file (`/v1/sandboxes/{id}/files/...`), and t
 of a 64 MiB download and upload through the port route. Interleaved so all see the same machine
 load.
 
-    .venv/bin/python bench/ports.py [--runs 100]
+    .venv/bin/python bench/ports.py [--runs 100] [--json PATH]
+
+Uses PostgreSQL when AIRLOCK_TEST_PG_ADMIN_URL is set, otherwise the embedded SQLite database.
+`--json PATH` also writes the figures to PATH for `bench/compare.py` (bench/results/README.md).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.api import local_server, pct  # noqa: E402
+from bench.tables import Better, Column, Label, Report, json_argument  # noqa: E402
 
 SERVER = r"""
 import http.server, sys
@@ -50,7 +54,24 @@ http.server.ThreadingHTTPServer(("127.0.0.1", 8000), H).serve_forever()
 """
 
 
-async def run(base: str, operator: str, runs: int) -> None:
+async def run(base: str, operator: str, runs: int, report: Report) -> None:
+    # the figures are printed in sentences; kept as tables
+    latency = report.table(
+        "latency",
+        Label("request", 0),
+        Column("median ms", "ms", Better.LOWER, format=".2f"),
+        Column("p95 ms", "ms", Better.LOWER, format=".2f"),
+    )
+    ratio_table = report.table(
+        "GET via port against exec",
+        Label("", 0),
+        Column("ratio at the median", "x", Better.LOWER, format=".2f"),
+    )
+    throughput = report.table(
+        "64 MiB through the port",
+        Label("direction", 0),
+        Column("MiB/s", "MiB/s", Better.HIGHER, format=".0f"),
+    )
     async with aiohttp.ClientSession(base_url=base) as http:
         made = await http.post(
             "/v1/tenants", json={"name": "bench"}, headers={"Authorization": f"Bearer {operator}"}
@@ -99,33 +120,43 @@ async def run(base: str, operator: str, runs: int) -> None:
                 assert r.status == 200 and await r.read() == small
             times["file get 4 KiB"].append(time.perf_counter() - t)
         for name, values in times.items():
+            latency.record(name, statistics.median(values) * 1000, pct(values, 95) * 1000)
             print(f"{name:15s} median {statistics.median(values) * 1000:7.2f} ms  "
                   f"p95 {pct(values, 95) * 1000:7.2f} ms")  # fmt: skip
         ratio = statistics.median(times["GET via port"]) / statistics.median(times["exec true"])
+        ratio_table.record("GET / exec", ratio)
         print(f"GET / exec: {ratio:.2f}")
         t = time.perf_counter()
         got = 0
         async with http.get(f"/v1/sandboxes/{sid}/ports/8000/big", headers=auth) as r:
             async for chunk in r.content.iter_any():
                 got += len(chunk)
-        print(f"download 64 MiB: {got / (time.perf_counter() - t) / (1 << 20):.0f} MiB/s")
+        down = got / (time.perf_counter() - t) / (1 << 20)
+        throughput.record("download", down)
+        print(f"download 64 MiB: {down:.0f} MiB/s")
         body = os.urandom(1 << 20) * 64
         t = time.perf_counter()
         async with http.post(f"/v1/sandboxes/{sid}/ports/8000/up", data=body, headers=auth) as r:
             assert r.status == 200
-        print(f"upload 64 MiB:   {len(body) / (time.perf_counter() - t) / (1 << 20):.0f} MiB/s")
+        up = len(body) / (time.perf_counter() - t) / (1 << 20)
+        throughput.record("upload", up)
+        print(f"upload 64 MiB:   {up:.0f} MiB/s")
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100)
+    json_argument(parser)
     args = parser.parse_args()
+    report = Report("ports", args)
     async with local_server(stop_timeout_s=30) as server:
+        report.database = server.db_kind
         try:
-            await run(server.base, server.operator, args.runs)
+            await run(server.base, server.operator, args.runs, report)
         except BaseException:
             print(server.log.read_text()[-3000:])
             raise
+    report.write()
 
 
 if __name__ == "__main__":

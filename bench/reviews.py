@@ -25,9 +25,10 @@ twine, flit: 64 wheels, pinned below, fetched from PyPI once and cached, committ
 code) and then the project itself, editable. Each review's time and its stages' are printed;
 then `--concurrent` of them are posted at once.
 
-    .venv/bin/python bench/reviews.py [--rounds 3] [--concurrent 5] [--install 0]
+    .venv/bin/python bench/reviews.py [--rounds 3] [--concurrent 5] [--install 0] [--json PATH]
 
 Uses PostgreSQL when AIRLOCK_TEST_PG_ADMIN_URL is set, otherwise the embedded SQLite.
+`--json PATH` also writes the tables to PATH for `bench/compare.py` (bench/results/README.md).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.api import local_server  # noqa: E402
+from bench.tables import Better, Column, Label, Report, json_argument  # noqa: E402
 from tests.reviews import corpus  # noqa: E402
 
 PROJECT = next(p for p in corpus.PROJECTS if p.name == "more-itertools")
@@ -185,7 +187,9 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrent", type=int, default=5)
     parser.add_argument("--install", type=int, default=0)
+    json_argument(parser)
     args = parser.parse_args()
+    tables = Report("reviews", args)
     env = {"AIRLOCK_REVIEW_ALLOW_LOCAL_REPOS": "true"}
     with tempfile.TemporaryDirectory(prefix="airlock-bench-reviews-") as tmp:
         work = Path(tmp)
@@ -194,36 +198,67 @@ async def main() -> None:
             local_server(env) as server,
             httpx.AsyncClient(base_url=server.base, timeout=60) as client,
         ):
+            tables.database = server.db_kind
             print(f"more-itertools {PROJECT.version}, whole suite; database: {server.db_kind}")
             if args.install:
                 wheeled = await asyncio.to_thread(make_repo, work, args.install, with_wheels=True)
-                await installs(client, server.operator, wheeled, args.install, args.concurrent)
-            if not args.rounds:
-                return
-            times: dict[str, list[float]] = {"native": [], **{mode: [] for mode in MODES}}
-            print(f"{'round':>5}{'native s':>10}" + "".join(f"{m + ' s':>17}" for m in MODES))
-            for n in range(args.rounds):
-                times["native"].append(await asyncio.to_thread(native, work))
-                one = await tenant(client, server.operator, 1)
-                times["one sandbox"].append(await review(client, one, repo, f"head-{2 * n}"))
-                two = await tenant(client, server.operator, 4)
-                times["two sandboxes"].append(await review(client, two, repo, f"head-{2 * n}"))
-                times["kept baseline"].append(await review(client, two, repo, f"head-{2 * n + 1}"))
-                row = [times[k][-1] for k in ("native", *MODES)]
-                print(f"{n + 1:>5}{row[0]:>10.1f}" + "".join(f"{t:>17.1f}" for t in row[1:]))
-            medians = {k: statistics.median(v) for k, v in times.items()}
-            print(f"{'median':>5}{medians['native']:>10.1f}"
-                  + "".join(f"{medians[m]:>17.1f}" for m in MODES))  # fmt: skip
-            print(f"{'÷ native':>15}" + "".join(
-                f"{medians[m] / medians['native']:>16.2f}x" for m in MODES))  # fmt: skip
-            if args.concurrent:
-                await burst(client, server.operator, repo, args.concurrent, 2 * args.rounds,
-                            medians["native"])  # fmt: skip
+                await installs(
+                    client, server.operator, wheeled, args.install, args.concurrent, tables
+                )
+            if args.rounds:
+                await rounds(client, server.operator, work, repo, args, tables)
+    tables.write()
+
+
+async def rounds(
+    client: httpx.AsyncClient,
+    operator: str,
+    work: Path,
+    repo: Path,
+    args: argparse.Namespace,
+    tables: Report,
+) -> None:
+    times: dict[str, list[float]] = {"native": [], **{mode: [] for mode in MODES}}
+    table = tables.table(
+        "review and native run",
+        Label("round", 5, ">"),
+        # this machine's own run of the suite, outside Airlock: context for the ratios
+        Column("native s", "s", Better.NEITHER, width=10),
+        *(Column(f"{m} s", "s", Better.LOWER, width=17) for m in MODES),
+    )
+    table.heading()
+    for n in range(args.rounds):
+        times["native"].append(await asyncio.to_thread(native, work))
+        one = await tenant(client, operator, 1)
+        times["one sandbox"].append(await review(client, one, repo, f"head-{2 * n}"))
+        two = await tenant(client, operator, 4)
+        times["two sandboxes"].append(await review(client, two, repo, f"head-{2 * n}"))
+        times["kept baseline"].append(await review(client, two, repo, f"head-{2 * n + 1}"))
+        table.row(n + 1, *(times[k][-1] for k in ("native", *MODES)))
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    table.row("median", *(medians[k] for k in ("native", *MODES)))
+    # printed under the table above, one figure under each mode
+    over_native = tables.table(
+        "review over native, medians",
+        Label("", 15, ">"),
+        *(Column(m, "x", Better.LOWER, width=16, format=".2f", suffix="x") for m in MODES),
+    )
+    over_native.row("÷ native", *(medians[m] / medians["native"] for m in MODES))
+    if args.concurrent:
+        await burst(client, operator, repo, args.concurrent, 2 * args.rounds,
+                    medians["native"], tables)  # fmt: skip
 
 
 async def installs(
-    client: httpx.AsyncClient, operator: str, repo: Path, count: int, at_once: int
+    client: httpx.AsyncClient, operator: str, repo: Path, count: int, at_once: int, tables: Report
 ) -> None:
+    # printed in sentences; kept as a table
+    table = tables.table(
+        "reviews with make requirements",
+        Label("posted", 0),
+        Column("median s", "s", Better.LOWER),
+        Column("all done s", "s", Better.LOWER),
+    )
     print("\n`make requirements` as the install step (two sandboxes allowed, no kept baseline)")
     took = []
     for n in range(count):
@@ -235,6 +270,7 @@ async def installs(
             if s["outcome"] != "skipped"
         )  # fmt: skip
         print(f"{n + 1:>3}: {elapsed:.1f} s ({steps})")
+    table.record("one at a time", statistics.median(took), None)
     print(f"median {statistics.median(took):.1f} s")
     if not at_once:
         return
@@ -245,12 +281,19 @@ async def installs(
         for n, auth in enumerate(tenants)
     ))  # fmt: skip
     wall = time.monotonic() - start
+    table.record(f"{at_once} at once", statistics.median(took), wall)
     print(f"{at_once} at once, each s: " + ", ".join(f"{t:.1f}" for t in sorted(took)))
     print(f"median {statistics.median(took):.1f} s, all done after {wall:.1f} s")
 
 
 async def burst(
-    client: httpx.AsyncClient, operator: str, repo: Path, count: int, heads: int, native_s: float
+    client: httpx.AsyncClient,
+    operator: str,
+    repo: Path,
+    count: int,
+    heads: int,
+    native_s: float,
+    tables: Report,
 ) -> None:
     tenants = [await tenant(client, operator, 4) for _ in range(count)]
     start = time.monotonic()
@@ -262,6 +305,16 @@ async def burst(
     print(f"\n{count} reviews at once (two sandboxes allowed each, no kept baseline)")
     print("each s: " + ", ".join(f"{t:.1f}" for t in sorted(took)))
     per = wall / count / native_s
+    # printed in sentences; kept as a table
+    tables.table(
+        "reviews at once",
+        Label("posted", 0),
+        Column("median s", "s", Better.LOWER),
+        Column("median / native", "x", Better.LOWER, format=".2f"),
+        Column("all done s", "s", Better.LOWER),
+        Column("all done / native", "x", Better.LOWER, format=".2f"),
+        Column("per review / native", "x", Better.LOWER, format=".2f"),
+    ).record(f"{count} at once", median, median / native_s, wall, wall / native_s, per)
     print(
         f"median {median:.1f} s ({median / native_s:.2f}x native), all done after "
         f"{wall:.1f} s ({wall / native_s:.2f}x native, {per:.2f}x per review)"

@@ -3,6 +3,7 @@ on every runsc platform this runsc offers (ptrace and systrap side by side).
 
     .venv/bin/python bench/runtime.py [--rounds 15] [--execs 30] [--state-dir .airlock]
                                       [--platforms ptrace,systrap] [--vcpus 1]
+                                      [--suite-runs 3] [--json PATH]
 
 Prints median and p95 (ms) of create, first exec, exec `true`, exec `python3 -c pass`, a
 syscall-heavy loop (20,000 `os.stat` in Python), a fork-heavy loop (100 fork+exec of
@@ -14,7 +15,8 @@ root filesystem), alternated, with the ratio; then Airlock's medians per
 platform side by side. `--vcpus` sets the
 sandboxes' CPU quota (systrap spends quota in both the sentry and the stub: see the
 runtime README). BoxLite is measured where
-its probe VM boots and reported as skipped otherwise.
+its probe VM boots and reported as skipped otherwise. `--json PATH` also writes the tables to
+PATH for `bench/compare.py` (bench/results/README.md).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import msgspec
 import workload
 
+from bench.tables import Better, Column, Label, Report, json_argument
 from service.runtime import ExecRequest, SandboxSpec, images, select
 from service.runtime.gvisor import GVisorRuntime, platform, reaper
 from service.runtime.gvisor import bundle as gvisor_bundle
@@ -197,7 +200,7 @@ async def test_suite(
 
 
 async def bench_gvisor(
-    state_dir: Path, rounds: int, execs: int, platform_name: str, suite_runs: int
+    state_dir: Path, rounds: int, execs: int, platform_name: str, suite_runs: int, report: Report
 ) -> dict[str, float]:
     """One platform's table; returns Airlock's medians by operation."""
     runtime = await GVisorRuntime.open(state_dir, platform_name)
@@ -234,21 +237,33 @@ async def bench_gvisor(
         f"\ngvisor, runsc platform {runtime.platform} ({runtime.runsc_version}, image "
         f"{info.digest[:19]}), {rounds} sandboxes, {len(ours['exec true'])} execs of each kind"
     )
-    print(
-        f"{'operation':<22}{'airlock p50':>12}{'p95':>9}{'raw runsc p50':>15}{'p95':>9}"
-        f"{'ratio p50':>11}{'ratio p95':>11}"
+    airlock = (
+        Column("airlock p50", "ms", Better.LOWER, width=12),
+        Column("p95", "ms", Better.LOWER, width=9, key="airlock p95"),
     )
+    against_raw = report.table(
+        f"gvisor {runtime.platform}: airlock against raw runsc",
+        Label("operation", 22),
+        *airlock,
+        Column("raw runsc p50", "ms", Better.LOWER, width=15),
+        Column("p95", "ms", Better.LOWER, width=9, key="raw runsc p95"),
+        Column("ratio p50", "x", Better.LOWER, width=10, format=".2f", suffix="x"),
+        Column("ratio p95", "x", Better.LOWER, width=10, format=".2f", suffix="x"),
+    )
+    against_raw.heading()
     for op in OPS[: OPS.index("checkpoint")]:
         a50, a95 = statistics.median(ours[op]), pct(ours[op], 0.95)
         r50, r95 = statistics.median(raw[op]), pct(raw[op], 0.95)
-        print(
-            f"{op:<22}{a50:>12.1f}{a95:>9.1f}{r50:>15.1f}{r95:>9.1f}"
-            f"{a50 / r50:>10.2f}x{a95 / r95:>10.2f}x"
-        )
+        against_raw.row(op, a50, a95, r50, r95, a50 / r50, a95 / r95)
+    # printed under the table above, without raw figures: runsc has no such operation
+    snapshot = report.table(
+        f"gvisor {runtime.platform}: checkpoint and restore", Label("operation", 22), *airlock
+    )
     for op in ("checkpoint", "restore"):
-        print(f"{op:<22}{statistics.median(ours[op]):>12.1f}{pct(ours[op], 0.95):>9.1f}")
+        snapshot.row(op, statistics.median(ours[op]), pct(ours[op], 0.95))
     ours["test suite"] = suite["sandbox"]
     s50, n50 = statistics.median(suite["sandbox"]), statistics.median(suite["native"])
+    report.tables["test suite"].record(runtime.platform, s50, n50, s50 / n50)
     print(
         f"test suite ({workload.TOTAL} pytest tests in {workload.FILES} files, "
         f"{len(suite['sandbox'])} runs each, alternated): sandbox p50 {s50:.0f} ms, "
@@ -257,29 +272,42 @@ async def bench_gvisor(
     return {op: statistics.median(ours[op]) for op in OPS}
 
 
-def print_side_by_side(medians: dict[str, dict[str, float]]) -> None:
+def print_side_by_side(medians: dict[str, dict[str, float]], report: Report) -> None:
     names = list(medians)
     print("\nairlock p50 (ms) per platform")
-    header = f"{'operation':<22}" + "".join(f"{n:>10}" for n in names)
+    columns = [Column(n, "ms", Better.LOWER, width=10) for n in names]
     if len(names) == 2:
-        header += f"{names[1] + '/' + names[0]:>18}"
-    print(header)
+        # which platform should be the faster is no goal of Airlock's: context
+        ratio = f"{names[1]}/{names[0]}"
+        columns.append(Column(ratio, "x", Better.NEITHER, width=17, format=".2f", suffix="x"))
+    table = report.table("airlock p50 per platform", Label("operation", 22), *columns)
+    table.heading()
     for op in OPS:
-        line = f"{op:<22}" + "".join(f"{medians[n][op]:>10.1f}" for n in names)
+        figures = [medians[n][op] for n in names]
         if len(names) == 2:
-            line += f"{medians[names[1]][op] / medians[names[0]][op]:>17.2f}x"
-        print(line)
+            figures.append(medians[names[1]][op] / medians[names[0]][op])
+        table.row(op, *figures)
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--execs", type=int, default=30)
     parser.add_argument("--state-dir", type=Path, default=Path(".airlock"))
     parser.add_argument("--platforms", default="ptrace,systrap")
     parser.add_argument("--vcpus", type=float, default=1.0)
     parser.add_argument("--suite-runs", type=int, default=3)
+    json_argument(parser)
     args = parser.parse_args()
+    report = Report("runtime", args)
+    report.table(
+        "test suite",
+        Label("runsc platform", 0),
+        Column("sandbox p50 ms", "ms", Better.LOWER, format=".0f"),
+        # the host's own run, outside Airlock: context for the ratio
+        Column("native p50 ms", "ms", Better.NEITHER, format=".0f"),
+        Column("sandbox / native", "x", Better.LOWER, format=".2f"),
+    )
     global SPEC
     SPEC = msgspec.structs.replace(SPEC, vcpus=args.vcpus)
     print(f"sandboxes: {SPEC.vcpus:g} vCPU, {SPEC.memory_mib} MiB, {SPEC.pids} pids")
@@ -300,10 +328,12 @@ async def main() -> None:
             print(f"\ngvisor, runsc platform {name}: skipped, {runsc} offers {', '.join(offered)}")
             continue
         medians[name] = await bench_gvisor(
-            state_dir, args.rounds, args.execs, name, args.suite_runs
+            state_dir, args.rounds, args.execs, name, args.suite_runs, report
         )
+    report.platform = ",".join(medians) or None
     if len(medians) > 1:
-        print_side_by_side(medians)
+        print_side_by_side(medians, report)
+    report.write()
 
 
 if __name__ == "__main__":

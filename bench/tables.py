@@ -1,11 +1,12 @@
 """The tables a bench prints, kept as figures too, and the run they came from as one JSON file.
 
 A bench declares each table once: its stable name, the column of row labels, and its figure
-columns with their printed heading and width, their unit, and which way is better. `row()`
-prints a line exactly as the bench always printed it and keeps the figures; `record()` keeps
-figures the bench prints in sentences of its own (ratios, overheads). `Report.write()` puts
-every table of the run, with the facts of the run (bench, arguments, commit, date, database,
-machine), into one JSON document that `bench/compare.py` reads.
+columns with their printed heading and width (and what follows each figure, as the `x` of a
+ratio), their unit, and which way is better. `row()` prints a line exactly as the bench
+always printed it and keeps the figures; `record()` keeps figures the bench prints in
+sentences of its own (ratios, overheads). `Report.write()` puts every table of the run, with
+the facts of the run (bench, arguments, commit, date, database, machine), into one JSON
+document that `bench/compare.py` reads.
 """
 
 from __future__ import annotations
@@ -39,28 +40,47 @@ class Better(StrEnum):
 
 @dataclass(frozen=True)
 class Label:
-    """The column of row labels: its heading, printed width and alignment."""
+    """The column of row labels: its heading, printed width and alignment, and the spaces
+    printed before it on every line of the table."""
 
     heading: str
     width: int
     align: str = "<"
+    indent: int = 0
+
+    def show(self, text: object) -> str:
+        return " " * self.indent + f"{text!s:{self.align}{self.width}}"
 
 
 @dataclass(frozen=True)
 class Column:
     """A column of figures. `heading` is printed and is the column's key in the JSON
-    document, so it stays as it is; `format` is the format spec of one figure."""
+    document, so it stays as it is; `key`, when given, is that key instead, for a heading
+    printed over more than one column of a table (`p95` under each of two paths). `format`
+    is the format spec of one figure, and `suffix` what is printed right after it (the
+    heading is right-aligned over both)."""
 
     heading: str
     unit: str
     better: Better
     width: int = 0
     format: str = ".1f"
+    suffix: str = ""
+    key: str = ""
+
+    @property
+    def name(self) -> str:
+        """The column's key in the JSON document."""
+        return self.key or self.heading
+
+    @property
+    def span(self) -> int:
+        return self.width + len(self.suffix)
 
     def show(self, value: Figure) -> str:
         if value is None:
-            return f"{'-':>{self.width}}"
-        return f"{value:>{self.width}{self.format}}"
+            return f"{'-':>{self.span}}"
+        return f"{value:>{self.width}{self.format}}{self.suffix}"
 
     def describe(self) -> dict[str, str]:
         return {
@@ -77,17 +97,24 @@ class Table:
     columns: tuple[Column, ...]
     rows: dict[str, dict[str, Figure]] = field(default_factory=dict)
 
-    def heading(self) -> None:
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.columns]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{self.name}: two columns keyed alike in {names} (give one a key)")
+
+    def heading(self, after: str = "") -> None:
+        """Print the headings, and `after` at the end of the line (a note such as `(ms)`)."""
         print(
-            f"{self.label.heading:{self.label.align}{self.label.width}}"
-            + "".join(f"{c.heading:>{c.width}}" for c in self.columns)
+            self.label.show(self.label.heading)
+            + "".join(f"{c.heading:>{c.span}}" for c in self.columns)
+            + after
         )
 
     def row(self, label: object, *values: Figure) -> None:
         """Print one row as the bench always did, and keep its figures."""
         self.record(label, *values)
         print(
-            f"{label!s:{self.label.align}{self.label.width}}"
+            self.label.show(label)
             + "".join(c.show(v) for c, v in zip(self.columns, values, strict=True))
         )
 
@@ -95,12 +122,12 @@ class Table:
         """Keep one row's figures without printing them."""
         if len(values) != len(self.columns):
             raise ValueError(f"{self.name}: {len(values)} figures for {len(self.columns)} columns")
-        self.rows[str(label)] = {c.heading: v for c, v in zip(self.columns, values, strict=True)}
+        self.rows[str(label)] = {c.name: v for c, v in zip(self.columns, values, strict=True)}
 
     def document(self) -> dict[str, Any]:
         return {
             "label": self.label.heading,
-            "columns": {c.heading: c.describe() for c in self.columns},
+            "columns": {c.name: c.describe() for c in self.columns},
             "rows": self.rows,
         }
 

@@ -67,3 +67,43 @@ def test_a_row_needs_a_figure_for_every_column() -> None:
     table = Report("api", argparse.Namespace(json=None)).table("t", Label("path", 4), *LATENCY)
     with pytest.raises(ValueError, match="1 figures for 2 columns"):
         table.record("a", 1.0)
+
+
+def test_a_suffix_an_indent_and_keys_for_headings_printed_twice(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    report = Report("runtime", argparse.Namespace(json=None))
+    table = report.table(
+        "against raw",
+        Label("", 6, indent=2),
+        Column("ours p50", "ms", Better.LOWER, width=10),
+        Column("p95", "ms", Better.LOWER, width=6, key="ours p95"),
+        Column("raw p50", "ms", Better.LOWER, width=9),
+        Column("p95", "ms", Better.LOWER, width=6, key="raw p95"),
+        Column("ratio", "x", Better.LOWER, width=6, format=".2f", suffix="x"),
+    )
+    table.heading("   (ms)")
+    table.row("exec", 1.25, 2.5, 1.0, 2.0, 1.25)
+    table.row("fork", 3.0, 4.0, None, None, None)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [
+        f"{'':8}{'ours p50':>10}{'p95':>6}{'raw p50':>9}{'p95':>6}{'ratio':>7}   (ms)",
+        f"  {'exec':6}{1.25:>10.1f}{2.5:>6.1f}{1.0:>9.1f}{2.0:>6.1f}{1.25:>6.2f}x",
+        f"  {'fork':6}{3.0:>10.1f}{4.0:>6.1f}{'-':>9}{'-':>6}{'-':>7}",
+    ]
+    document = report.document()["tables"]["against raw"]
+    assert list(document["columns"]) == ["ours p50", "ours p95", "raw p50", "raw p95", "ratio"]
+    assert document["columns"]["ratio"] == {"unit": "x", "better": "lower", "format": ".2f"}
+    assert document["rows"]["exec"] == {
+        "ours p50": 1.25,
+        "ours p95": 2.5,
+        "raw p50": 1.0,
+        "raw p95": 2.0,
+        "ratio": 1.25,
+    }
+
+
+def test_two_columns_cannot_share_a_key() -> None:
+    report = Report("runtime", argparse.Namespace(json=None))
+    with pytest.raises(ValueError, match="two columns keyed alike"):
+        report.table("t", Label("op", 4), *LATENCY, Column("p95 ms", "ms", Better.LOWER))
