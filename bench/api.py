@@ -52,10 +52,14 @@ def free_port() -> int:
 
 
 # A process that holds `size` bytes of random memory (a checkpoint cannot compress it), says so
-# in /work/ready, and idles.
+# in /work/ready, and idles. The buffer is made once and written 1 MiB at a time, so the
+# process never needs more than `size` and a MiB (`bytearray(os.urandom(size))` held the bytes
+# and their copy at once: twice `size`, past a sandbox's memory cap when `size` is half of it).
 HOLD = (
     "import os, time\n"
-    "held = bytearray(os.urandom({size}))\n"
+    "held = bytearray({size})\n"
+    "for at in range(0, len(held), 1 << 20):\n"
+    "    held[at:at + (1 << 20)] = os.urandom(min(1 << 20, len(held) - at))\n"
     "open('/work/ready', 'w').write('1')\n"
     "while True: time.sleep(1)\n"
 )

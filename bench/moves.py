@@ -2,9 +2,10 @@
 full, measured side by side in one run.
 
 Starts a local cluster (scripts/cluster.py: two gVisor nodes, one API replica, its own
-PostgreSQL database). Each node may promise 3 GiB of host memory, so one sandbox of 1 GiB
-memory and 256 MiB writable space (with the sandbox kernel's share) leaves no room for a
-second. One such sandbox holds a process with `--hold` MiB of random bytes (they cannot be
+PostgreSQL database). Each node may promise 3 GiB of host memory, and a sandbox is promised
+its memory (the sandbox kernel's included; its writable space is on the node's disk), so one
+sandbox of 1600 MiB leaves no room for a second (as tests/cluster/test_moves.py fills a node).
+One such sandbox holds a process with `--hold` MiB of random bytes (they cannot be
 compressed). Each run pauses it twice:
 
 - resumed where it is (`Airlock-Woke-Ms`, and the whole call);
@@ -40,7 +41,8 @@ sys.path.insert(0, str(REPO))
 from bench.api import HOLD, local_cluster, pct  # noqa: E402
 from bench.tables import Better, Column, Label, Report, json_argument  # noqa: E402
 
-BIG = {"memory_mib": 1024, "disk_mib": 256, "ttl_s": 3600}
+# Two do not fit a node's 3072 MiB (AIRLOCK_HOST_MEMORY_MIB below): the second one fills it.
+BIG = {"memory_mib": 1600, "disk_mib": 256, "ttl_s": 3600}
 
 
 async def main() -> None:
@@ -105,6 +107,8 @@ async def run(args: argparse.Namespace, info: dict, report: Report) -> None:
             if (await http.get(f"/v1/sandboxes/{sid}/files/work/ready")).status_code == 200:
                 break
             await asyncio.sleep(0.2)
+        else:
+            raise SystemExit(f"the process holding {args.hold} MiB never said it was ready")
 
         here: dict[str, list[float]] = {"woke": [], "call": []}
         moved: dict[str, list[float]] = {"woke": [], "call": []}
