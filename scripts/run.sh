@@ -33,4 +33,7 @@ else
     "runtime_unavailable" >&2
   rm -f "$report" "$report.log"
 fi
+# Ports of sandboxes on hosts of their own without DNS: browsers take every *.localhost name
+# for the loopback address (README.md, "Ports of sandboxes"). Set it empty for none.
+export AIRLOCK_PREVIEW_DOMAIN="${AIRLOCK_PREVIEW_DOMAIN-localhost}"
 exec .venv/bin/airlock serve "$@"
