@@ -3,7 +3,8 @@ by a quota (`max_running_transfers`, `max_port_connections`); past it, 429 `quot
 with Retry-After, before the handler runs (no byte moved, nothing written).
 
 A request holds its slot for as long as the server works on it: an upload until its body is
-in the sandbox, a download until its last byte is sent, a port WebSocket for the connection's
+in the sandbox, a download until its last byte goes out (given back just before it, so a
+client that has the whole answer finds the slot free), a port WebSocket for the connection's
 life; it is given back however the request ends (an error, the client gone, a cancellation).
 Counted where the request is first taken, like the request rates: a call an API replica
 forwards to a node was counted by the replica; the operator and the nodes are not counted.
@@ -119,6 +120,11 @@ class RunningWork:
             yield
 
 
+# The messages that end what a request holds a slot for: its answer's last body part, a
+# WebSocket's close (a handshake the handler refuses ends with its denial's body).
+_LAST = frozenset({"http.response.body", "websocket.close", "websocket.http.response.body"})
+
+
 class RunningWorkMiddleware(ASGIMiddleware):
     """After authentication and before a call is sent to a node: a transfer or a port
     connection holds its tenant's slot until the call is over."""
@@ -136,12 +142,29 @@ class RunningWorkMiddleware(ASGIMiddleware):
                 raise
             await deny_socket(scope, send, refused)
             return
-        try:
+        if release is None:
             await next_app(scope, receive, send)
-        finally:
-            if release is not None:
+            return
+        given_back = False
+
+        async def give_back() -> None:
+            nonlocal given_back
+            if not given_back:
+                given_back = True
                 # A second cancellation (the server shutting down) does not cut it short.
                 await asyncio.shield(release())
+
+        async def sending(message: Any) -> None:
+            # The work is over when its answer's last part goes out: the slot is free before
+            # the client has it, so a client that saw the end may start the next at once.
+            if message["type"] in _LAST and not message.get("more_body", False):
+                await give_back()
+            await send(message)
+
+        try:
+            await next_app(scope, receive, sending)
+        finally:
+            await give_back()
 
 
 async def deny_socket(scope: Scope, send: Send, refused: QuotaExceeded) -> None:

@@ -210,3 +210,19 @@ async def test_another_tenant_is_not_counted_with_the_first(airlock: Airlock) ->
             assert (await o.get(files(theirs, "/etc/hostname"))).status_code == 200
     finally:
         held.transport.abort()
+
+
+@pytest.mark.sqlite
+async def test_a_transfer_the_client_saw_end_holds_no_slot(site: Airlock) -> None:
+    """A client that has a transfer's whole answer may start the next at once: the slot is
+    given back before the last byte goes out (it was given back after, so a quick next call
+    could find it still held)."""
+    airlock = site
+    tenant = await airlock.tenant(max_running_transfers=1)
+    sandbox = (await airlock.sandbox(tenant)).id
+    async with airlock.http(tenant.key) as http:
+        for n in range(40):
+            r = await http.put(files(sandbox, f"/work/f{n}.txt"), content=b"z" * 1000)
+            assert r.status_code == 201, (n, r.text)
+            r = await http.get(files(sandbox, f"/work/f{n}.txt"))
+            assert r.status_code == 200 and len(r.content) == 1000, (n, r.text)
