@@ -299,11 +299,23 @@ async def site(
     if database_kind() != "sqlite":
         yield airlock
         return
-    state = tmp_path_factory.mktemp("e2e-sqlite-state")
+    async with sqlite_server(airlock, tmp_path_factory.mktemp("e2e-sqlite-state")) as server:
+        yield server
+
+
+@contextlib.asynccontextmanager
+async def sqlite_server(airlock: Airlock, state: Path, **env: str) -> AsyncIterator[Airlock]:
+    """An `airlock serve` of its own on a SQLite file in `state`, with the suite's settings and
+    images, and `env` besides; its `db` is still the suite's PostgreSQL database."""
     (state / "images").symlink_to(airlock.server.state_dir / "images")
     url = f"sqlite+aiosqlite:///{state / 'airlock.db'}"
     await asyncio.to_thread(migrate.upgrade, url)
-    env = {**airlock.server.env, "AIRLOCK_STATE_DIR": str(state), "AIRLOCK_DATABASE_URL": url}
+    env = {
+        **airlock.server.env,
+        "AIRLOCK_STATE_DIR": str(state),
+        "AIRLOCK_DATABASE_URL": url,
+        **env,
+    }
     server = Server(state, env, free_port(), state / "server.log")
     server.start()
     try:

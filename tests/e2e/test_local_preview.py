@@ -9,11 +9,8 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from airlock_client import AuthenticatedClient
 
-from service.db import migrate
-from service.runtime.gvisor import destroy_left
-from tests.e2e.conftest import Airlock, Server, free_port
+from tests.e2e.conftest import Airlock, sqlite_server
 
 SERVE = (
     "cd /work && echo local > index.html && "
@@ -26,24 +23,8 @@ async def local(
     airlock: Airlock, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Airlock]:
     state = tmp_path_factory.mktemp("e2e-local-preview")
-    (state / "images").symlink_to(airlock.server.state_dir / "images")
-    url = f"sqlite+aiosqlite:///{state / 'airlock.db'}"
-    await asyncio.to_thread(migrate.upgrade, url)
-    env = {
-        **airlock.server.env,
-        "AIRLOCK_STATE_DIR": str(state),
-        "AIRLOCK_DATABASE_URL": url,
-        "AIRLOCK_PREVIEW_DOMAIN": "localhost",
-    }
-    server = Server(state, env, free_port(), state / "server.log")
-    server.start()
-    try:
-        await server.wait_ready()
-        operator = AuthenticatedClient(base_url=server.url, token=airlock.operator_key)
-        yield Airlock(server, airlock.db, airlock.operator_key, operator)
-    finally:
-        server.stop()
-        await destroy_left(state)
+    async with sqlite_server(airlock, state, AIRLOCK_PREVIEW_DOMAIN="localhost") as server:
+        yield server
 
 
 async def test_a_port_answers_on_its_localhost_name(local: Airlock) -> None:
