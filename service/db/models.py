@@ -319,6 +319,20 @@ class TenantUsage(Base):
     )
 
 
+class ExecStartBucket(Base):
+    """How many execs a tenant started in one second (`second`: whole seconds since the epoch),
+    written with each start; `execs_per_minute` is checked against the sum of the last 61, so
+    its cost does not grow with the tenant's rate (service/execs/recording.py)."""
+
+    __tablename__ = "exec_start_buckets"
+
+    tenant_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
+    )
+    second: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    starts: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
 class Template(Base):
     """A named recipe (image + setup steps) owned by a tenant, or by the operator (`owner` is
     `_operator`) and then shared with every tenant. Each build is a `TemplateVersion`."""

@@ -4,7 +4,8 @@ is checked against, the audit event written with a record, and a unit of record 
 from __future__ import annotations
 
 import contextlib
-from datetime import datetime
+import math
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from service.audit.recorder import AuditContext
@@ -47,6 +48,23 @@ FINISH_COLUMNS = (
     "stderr_truncated",
     "stored_bytes",
 )
+
+
+# `execs_per_minute` counts starts in one-second buckets (`exec_start_buckets`): a start at `t`
+# counts in the bucket of `floor(t)`, and a check at `now` sums the buckets from the one of
+# `now - 60` on, 61 at most. A start is counted for 60 to 61 seconds, never less than a
+# minute, and the sum costs the same whatever the tenant's rate.
+
+
+def rate_second(at: datetime) -> int:
+    """The bucket a start at `at` counts in (and, for `since`, the first one a check sums)."""
+    return math.floor(at.timestamp())
+
+
+def rate_oldest(second: int | None) -> datetime | None:
+    """When the oldest start counted in `second`'s bucket may have happened at the latest: a
+    minute after it, that bucket is no longer summed."""
+    return None if second is None else datetime.fromtimestamp(second + 1, UTC)
 
 
 class SandboxFacts(NamedTuple):

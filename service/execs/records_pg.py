@@ -18,7 +18,15 @@ from service.audit.recorder import (
 )
 from service.db.models import Exec as ExecRow
 from service.db.pg import dumps
-from service.execs.recording import FINISH_COLUMNS, START_COLUMNS, Event, RecordTx, SandboxFacts
+from service.execs.recording import (
+    FINISH_COLUMNS,
+    START_COLUMNS,
+    Event,
+    RecordTx,
+    SandboxFacts,
+    rate_oldest,
+    rate_second,
+)
 
 # Each write is one atomic statement that appends its audit event by compare-and-swap
 # (service.audit.recorder.pg_try_append).
@@ -29,8 +37,8 @@ SELECT s.id, s.state, s.runtime_id, s.failure_reason, s.env, s.network, t.quotas
   r.recent, r.oldest, n.running, h.seq, h.hash
 FROM sandboxes s JOIN tenants t ON t.id = s.tenant_id
 CROSS JOIN LATERAL (
-  SELECT count(*) AS recent, min(e.created_at) AS oldest FROM execs e
-  WHERE e.tenant_id = $1 AND e.created_at >= $3
+  SELECT coalesce(sum(b.starts), 0) AS recent, min(b.second) AS oldest FROM exec_start_buckets b
+  WHERE b.tenant_id = $1 AND b.second >= $3
 ) r
 CROSS JOIN LATERAL (
   SELECT count(*) AS running FROM execs e WHERE e.tenant_id = $1 AND e.state = 'running'
@@ -60,23 +68,35 @@ def _insert_start(first: int) -> str:
 
 _INSERT_START = _insert_start(1)
 
+
+def _count_start(tenant: str, second: str) -> str:
+    """The start counted into its tenant's bucket of `second` (recording.rate_second), when
+    the start is written."""
+    return (
+        "INSERT INTO exec_start_buckets AS b (tenant_id, second, starts) "  # noqa: S608 (fixed)
+        f"SELECT {tenant}, {second}::bigint, 1 WHERE EXISTS (SELECT 1 FROM head) "
+        "ON CONFLICT (tenant_id, second) DO UPDATE SET starts = b.starts + 1"
+    )
+
+
 # With the chain's head known from an earlier append, the facts, the checks and the start row
 # go in one statement: $1-$4 as in _FACTS, $5 the default rate, $6 the exec's timeout, $7 the
-# default maximum timeout, $8 the default cap on running execs. When a check fails nothing is
-# written and the caller checks the facts returned, which raises the refusal. When the head
-# moved nothing is written either: the checks counted rows as of a head that is no longer the
-# last, so the statement runs again with the head it read (and then with the head locked),
-# never an insert without them. Every start of a tenant moves its head, so two starts racing
-# for the last place cannot both be written.
+# default maximum timeout, $8 the default cap on running execs, $9 the start's rate bucket.
+# When a check fails nothing is written and the caller checks the facts returned, which raises
+# the refusal. When the head moved nothing is written either: the checks counted rows as of a
+# head that is no longer the last, so the statement runs again with the head it read (and then
+# with the head locked), never an insert without them. Every start of a tenant moves its head,
+# so two starts racing for the last place cannot both be written.
 _FACTS_AND_START = pg_append_sql(
-    9 + len(START_COLUMNS),
+    10 + len(START_COLUMNS),
     before=f"""facts AS ({_FACTS}), allowed AS (
       SELECT 1 FROM facts WHERE facts.state = 'running' AND facts.runtime_id IS NOT NULL
         AND facts.recent < coalesce((facts.quotas->>'execs_per_minute')::bigint, $5)
         AND $6::float8 <= coalesce((facts.quotas->>'max_exec_timeout_s')::float8, $7)
         AND facts.running < coalesce((facts.quotas->>'max_running_execs')::bigint, $8))""",  # noqa: S608
     guard="EXISTS (SELECT 1 FROM allowed)",
-    action=_insert_start(9),
+    action=_insert_start(10),
+    more={"rate_write": _count_start("$1", "$9")},
     result="SELECT facts.*, (SELECT count(*) FROM head), (SELECT count(*) FROM allowed) FROM facts",
 )
 
@@ -101,7 +121,15 @@ _FINISH = pg_append_sql(
     more={"usage_write": _COUNT_FINISH},
     result="SELECT (SELECT count(*) FROM head), (SELECT stored_output_bytes FROM usage_write)",
 )
-_START = pg_append_sql(len(START_COLUMNS) + 1, action=_INSERT_START)
+_START = pg_append_sql(
+    len(START_COLUMNS) + 2,
+    action=_INSERT_START,
+    more={
+        "rate_write": _count_start(
+            pg_params(START_COLUMNS, _START_CASTS, 1)["tenant_id"], f"${len(START_COLUMNS) + 1}"
+        )
+    },
+)
 
 # Appends that lost the race this many times in a row take the head's lock instead.
 CAS_ATTEMPTS = 4
@@ -119,14 +147,16 @@ class PgTx(RecordTx):
     async def facts(
         self, tenant_id: str, sandbox_id: str, only_sandbox: str | None, since: datetime
     ) -> SandboxFacts | None:
-        row = await self.conn.fetchrow(_FACTS, tenant_id, sandbox_id, since, only_sandbox)
+        row = await self.conn.fetchrow(
+            _FACTS, tenant_id, sandbox_id, rate_second(since), only_sandbox
+        )
         return None if row is None else self._facts_of(tenant_id, row)
 
     def _facts_of(self, tenant_id: str, row: Any) -> SandboxFacts:
         """The facts of a `_FACTS` row; the chain head that came with it is remembered."""
         if row[10] is not None:
             self.heads[tenant_id] = (row[10], row[11])
-        return SandboxFacts(*row[:10])
+        return _sandbox_facts(row)
 
     async def replay_of(
         self, tenant_id: str, sandbox_id: str, key: str
@@ -158,7 +188,8 @@ class PgTx(RecordTx):
         return row
 
     async def insert_started(self, values: dict[str, Any], event: Event) -> None:
-        await self._append(event, _START, _start_params(values))
+        params = [*_start_params(values), rate_second(values["created_at"])]
+        await self._append(event, _START, params)
 
     async def facts_and_start(
         self,
@@ -168,8 +199,8 @@ class PgTx(RecordTx):
         event: Event,
     ) -> tuple[SandboxFacts | None, bool]:
         tenant_id, sandbox_id, only_sandbox, since = facts
-        params = [tenant_id, sandbox_id, since, only_sandbox, limits[1], limits[0], *limits[2:]]
-        params += _start_params(values)
+        params = [tenant_id, sandbox_id, rate_second(since), only_sandbox, limits[1], limits[0]]
+        params += [*limits[2:], rate_second(values["created_at"]), *_start_params(values)]
         async with self.heads.turn(event.chain):
             return await self._start_in_turn(tenant_id, event, params)
 
@@ -205,7 +236,7 @@ class PgTx(RecordTx):
             return None, False
         if appended is not None:
             self.heads[tenant_id] = (appended["seq"], appended["hash"])
-            return SandboxFacts(*row[:10]), True
+            return _sandbox_facts(row), True
         return self._facts_of(tenant_id, row), False
 
     async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> int | None:
@@ -238,6 +269,11 @@ _INSERT_SECRET_VALUE = (
 
 def _secret_params(row: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(row[c] for c in _SECRET_VALUE_COLUMNS)
+
+
+def _sandbox_facts(row: Any) -> SandboxFacts:
+    """The facts of a row of `_FACTS` (or of a statement built on it)."""
+    return SandboxFacts(*row[:8], rate_oldest(row[8]), row[9])
 
 
 def _start_params(values: dict[str, Any]) -> list[Any]:

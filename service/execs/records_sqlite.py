@@ -13,16 +13,25 @@ from service.db.models import Exec as ExecRow
 from service.db.models import ExecChunk, SandboxSecretValue, Tenant
 from service.db.models import Sandbox as SandboxRow
 from service.db.sqlite import Codec
-from service.execs.recording import FINISH_COLUMNS, START_COLUMNS, Event, RecordTx, SandboxFacts
+from service.execs.recording import (
+    FINISH_COLUMNS,
+    START_COLUMNS,
+    Event,
+    RecordTx,
+    SandboxFacts,
+    rate_oldest,
+    rate_second,
+)
 
 _SANDBOX = Codec(SandboxRow.__table__, ("env", "network"))
 _TENANT = Codec(Tenant.__table__, ("quotas",))
-_CREATED = Codec(ExecRow.__table__, ("created_at",))
 
 _FACTS = """
 SELECT s.id, s.state, s.runtime_id, s.failure_reason, s.env, s.network, t.quotas,
-  (SELECT count(*) FROM execs e WHERE e.tenant_id = :tenant AND e.created_at >= :since),
-  (SELECT min(e.created_at) FROM execs e WHERE e.tenant_id = :tenant AND e.created_at >= :since),
+  (SELECT coalesce(sum(b.starts), 0) FROM exec_start_buckets b
+    WHERE b.tenant_id = :tenant AND b.second >= :since),
+  (SELECT min(b.second) FROM exec_start_buckets b
+    WHERE b.tenant_id = :tenant AND b.second >= :since),
   (SELECT count(*) FROM execs e WHERE e.tenant_id = :tenant AND e.state = 'running')
 FROM sandboxes s JOIN tenants t ON t.id = s.tenant_id
 WHERE s.tenant_id = :tenant AND s.id = :sandbox AND (:only IS NULL OR s.id = :only)
@@ -35,6 +44,10 @@ WHERE tenant_id = ? AND sandbox_id = ? AND idempotency_key = ?
 
 _START = Codec(ExecRow.__table__, START_COLUMNS)
 _INSERT_START = f"INSERT INTO execs ({_START.columns()}) VALUES ({_START.placeholders()})"  # noqa: S608
+_COUNT_START = """
+INSERT INTO exec_start_buckets (tenant_id, second, starts) VALUES (?, ?, 1)
+ON CONFLICT (tenant_id, second) DO UPDATE SET starts = starts + 1
+"""
 
 _FINISH = Codec(ExecRow.__table__, FINISH_COLUMNS)
 _UPDATE_FINISH = (
@@ -69,17 +82,16 @@ class LiteTx(RecordTx):
     async def facts(
         self, tenant_id: str, sandbox_id: str, only_sandbox: str | None, since: datetime
     ) -> SandboxFacts | None:
-        since_text = _CREATED.one("created_at", since)
+        first = rate_second(since)
         row = self.conn.execute(
             _FACTS,
-            {"tenant": tenant_id, "sandbox": sandbox_id, "only": only_sandbox, "since": since_text},
+            {"tenant": tenant_id, "sandbox": sandbox_id, "only": only_sandbox, "since": first},
         ).fetchone()
         if row is None:
             return None
         env, network = _SANDBOX.row(row[4:6])
         (quotas,) = _TENANT.row(row[6:7])
-        (oldest,) = _CREATED.row(row[8:9])
-        return SandboxFacts(*row[:4], env, network, quotas, row[7], oldest, row[9])
+        return SandboxFacts(*row[:4], env, network, quotas, row[7], rate_oldest(row[8]), row[9])
 
     async def replay_of(
         self, tenant_id: str, sandbox_id: str, key: str
@@ -89,6 +101,7 @@ class LiteTx(RecordTx):
 
     async def insert_started(self, values: dict[str, Any], event: Event) -> None:
         self.conn.execute(_INSERT_START, _START.params(values))
+        self.conn.execute(_COUNT_START, (values["tenant_id"], rate_second(values["created_at"])))
         sqlite_append(self.conn, event.ctx, event.what())
 
     async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> int | None:

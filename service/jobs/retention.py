@@ -18,9 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.audit.recorder import PURGE_ACTION, AuditContext, record
 from service.audit.repository import AuditRepository
 from service.db.base import utcnow
-from service.db.models import Exec, RevokedToken, Sandbox, Tenant
+from service.db.models import Exec, ExecStartBucket, RevokedToken, Sandbox, Tenant
 from service.db.pg import only_one
 from service.execs import stored
+from service.execs.recording import rate_second
 from service.jobs.output_retention import purge_outputs
 from service.jobs.periodic import PeriodicJob
 from service.settings import Settings
@@ -63,6 +64,9 @@ async def purge_once(session: AsyncSession, default_days: int | None = None) -> 
         if count:
             purged[tenant.id] = count
     await session.execute(RevokedToken.__table__.delete().where(RevokedToken.expires_at < now))
+    # Rate buckets no check sums any more (the last minute's, service/execs/recording.py).
+    stale = rate_second(now) - 120
+    await session.execute(delete(ExecStartBucket).where(ExecStartBucket.second < stale))
     return purged
 
 

@@ -5,6 +5,7 @@ and extend the tenant's audit chain so that it verifies."""
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -21,6 +22,7 @@ from service.db.pg import driver_connection
 from service.db.session import make_engine
 from service.execs.records import Event, ExecRecords
 from service.ids import new_id
+from service.jobs.retention import purge_once
 from tests.conftest import Api, SandboxRecorder, Tenant, database_kind
 
 CTX = AuditContext(actor="key_test", request_id="req-1", client="127.0.0.1")
@@ -154,7 +156,59 @@ async def test_start_chunks_finish_write_rows_and_a_chain_that_verifies(
     async with records.unit() as tx:
         facts = await tx.facts(tenant.id, sandbox_id, None, datetime.now(UTC) - timedelta(60))
     assert facts is not None and facts.recent_execs == 1
-    assert facts.oldest_recent == values["created_at"]
+    # Counted by its second: the latest it can have started is the end of that second.
+    second = math.floor(values["created_at"].timestamp())
+    assert facts.oldest_recent == datetime.fromtimestamp(second + 1, UTC)
+
+
+@pytest.mark.sqlite
+async def test_a_start_counts_against_the_rate_for_a_whole_minute_and_no_longer(
+    tenant: Tenant,
+    sandbox_record: SandboxRecorder,
+    engine: AsyncEngine,
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    """`execs_per_minute` sums per-second counts written with each start: a start stays counted
+    for at least 60 s (never less than a minute, at most one second more), the sum is over the
+    window whatever the tenant ran before it, and the retention pass drops what no check sums."""
+    sandbox_id = await sandbox_record(tenant)
+    records = ExecRecords(engine, ChainHeads())
+    now = datetime.now(UTC).replace(microsecond=500_000)
+    for ago in (200, 30, 0, 0):
+        values = {**start_values(tenant.id, sandbox_id), "created_at": now - timedelta(0, ago)}
+        async with records.unit() as tx:
+            await tx.insert_started(values, event(tenant.id, "exec.start", values["id"]))
+
+    async def counted(at: datetime) -> tuple[int, datetime | None]:
+        async with records.unit() as tx:
+            facts = await tx.facts(tenant.id, sandbox_id, None, at - timedelta(0, 60))
+        assert facts is not None
+        return facts.recent_execs, facts.oldest_recent
+
+    earlier = now - timedelta(0, 30)
+    assert await counted(now) == (3, earlier.replace(microsecond=0) + timedelta(0, 1))
+    # 60.5 s after the earlier start (the end of its second, plus a minute) it still counts;
+    # a second later it does not, and the next one to go is the pair of `now`.
+    assert (await counted(earlier + timedelta(0, 60.49)))[0] == 3
+    gone = await counted(earlier + timedelta(0, 60.51))
+    assert gone == (2, now.replace(microsecond=0) + timedelta(0, 1))
+    assert (await counted(now + timedelta(0, 61)))[0] == 0
+    # The start of 200 s ago is in no window a check makes now; the retention pass drops it.
+    async with sessionmaker() as session, session.begin():
+        await purge_once(session)
+    async with sessionmaker() as session:
+        seconds = await session.scalars(
+            select(models.ExecStartBucket.second)
+            .where(models.ExecStartBucket.tenant_id == tenant.id)
+            .order_by(models.ExecStartBucket.second)
+        )
+        starts = await session.scalars(
+            select(models.ExecStartBucket.starts)
+            .where(models.ExecStartBucket.tenant_id == tenant.id)
+            .order_by(models.ExecStartBucket.second)
+        )
+        assert list(seconds) == [math.floor(earlier.timestamp()), math.floor(now.timestamp())]
+        assert list(starts) == [1, 2]
 
 
 @pytest.mark.sqlite

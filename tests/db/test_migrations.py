@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import bindparam, inspect, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from service.db import migrate
+from service.db import migrate, models
 from service.db.base import UTCDateTime
 from service.db.models import Base
 from service.db.session import make_engine
@@ -172,6 +174,46 @@ async def test_upgrading_keeps_existing_records(empty_database: str) -> None:
     # Stepping back to the foundation keeps the foundation's records too.
     await asyncio.to_thread(migrate.downgrade, url, "0001")
     assert await on_connection(url, names) == ["kept"]
+
+
+@pytest.mark.sqlite
+async def test_the_rate_buckets_start_with_the_last_minutes_execs(empty_database: str) -> None:
+    """An upgrade counts the execs of the last 61 seconds into `exec_start_buckets`, so no
+    tenant is let past `execs_per_minute` by it."""
+    url = empty_database
+    await asyncio.to_thread(migrate.upgrade, url, "0020")
+    now = datetime.now(UTC).replace(microsecond=250_000)
+    engine = make_engine(url)
+    try:
+        async with async_sessionmaker(engine)() as session, session.begin():
+            session.add(models.Tenant(id="ten_rate", name="rate", status="active", quotas={}))
+            await session.flush()
+            sandbox = {"id": "sbx_rate", "tenant_id": "ten_rate", "state": "running",
+                       "image": "default", "size": "small", "cpus": 1, "memory_mib": 512,
+                       "disk_mib": 1024, "network": {}, "env": {}, "labels": {}, "ttl_s": 60,
+                       "created_at": now, "updated_at": now, "expires_at": now}  # fmt: skip
+            session.add(models.Sandbox(**sandbox))
+            await session.flush()
+            for n, ago in enumerate((300, 20, 20, 5)):
+                at = now - timedelta(seconds=ago)
+                exec_row = {"id": f"exe_rate{n}", "tenant_id": "ten_rate",
+                            "sandbox_id": "sbx_rate", "state": "finished", "cmd": ["true"],
+                            "cwd": "/work", "env": {}, "secret_names": [], "timeout_s": 5.0,
+                            "created_at": at}  # fmt: skip
+                session.add(models.Exec(**exec_row))
+    finally:
+        await engine.dispose()
+    await asyncio.to_thread(migrate.upgrade, url)
+
+    def buckets(conn: Connection) -> list[tuple[str, int, int]]:
+        query = "SELECT tenant_id, second, starts FROM exec_start_buckets ORDER BY second"
+        return [tuple(r) for r in conn.execute(text(query))]
+
+    second = math.floor(now.timestamp())
+    assert await on_connection(url, buckets) == [
+        ("ten_rate", second - 20, 2),
+        ("ten_rate", second - 5, 1),
+    ]
 
 
 async def test_service_connections_plan_statements_once(empty_database: str) -> None:
