@@ -34,7 +34,7 @@ from service.audit.recorder import AuditContext, record
 from service.db.base import on_node, utcnow
 from service.db.models import Sandbox, Tenant
 from service.db.session import Db
-from service.jobs.periodic import PeriodicJob
+from service.periodic import PeriodicJob
 from service.runtime import SandboxRuntimeError, egress
 from service.runtime.errors import InvalidSpec
 from service.runtime.holder import RuntimeHolder

@@ -16,7 +16,7 @@ from service.audit.recorder import AuditContext
 from service.db.base import on_node, utcnow
 from service.db.models import Exec, Sandbox
 from service.errors import AppError
-from service.jobs.periodic import PeriodicJob
+from service.periodic import PeriodicJob
 from service.runtime import SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes.pause import pause_sandbox

@@ -25,10 +25,10 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.db.models import Node, NodeSnapshot, Sandbox
-from service.jobs.periodic import PeriodicJob
 from service.nodes.leases import LOST, READY, db_now
 from service.nodes.moves import ensure_digest
 from service.nodes.snapshots import SnapshotFetcher, forget_unused
+from service.periodic import PeriodicJob
 from service.runtime import SandboxRuntime, SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes.states import LIVE, State

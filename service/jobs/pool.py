@@ -33,8 +33,8 @@ from service.db.models import Node, PoolMember, Tenant
 from service.db.session import Db
 from service.errors import AppError
 from service.ids import new_id
-from service.jobs.periodic import PeriodicJob
 from service.nodes.leases import READY, db_now
+from service.periodic import PeriodicJob
 from service.pool import metrics
 from service.pool.repository import PoolRepository
 from service.pool.service import WarmPool, label, parse_targets, upsert_target

@@ -23,7 +23,7 @@ from service.db.pg import only_one
 from service.execs import stored
 from service.execs.recording import rate_second
 from service.jobs.output_retention import purge_outputs
-from service.jobs.periodic import PeriodicJob
+from service.periodic import PeriodicJob
 from service.settings import Settings
 from service.tenants.service import quotas_of
 

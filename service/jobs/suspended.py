@@ -21,7 +21,7 @@ from service.audit.recorder import AuditContext, record
 from service.db.models import Exec, Sandbox
 from service.db.session import Db
 from service.execs.runner import ExecRunner
-from service.jobs.periodic import PeriodicJob
+from service.periodic import PeriodicJob
 from service.runtime import SandboxRuntimeError
 from service.sandboxes.states import State
 from service.tenants.suspension import REASON, suspended_tenants

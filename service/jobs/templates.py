@@ -23,13 +23,13 @@ from service.db.models import Sandbox, Template, TemplateVersion, Tenant
 from service.db.reads import finds_a_row
 from service.db.session import Db
 from service.errors import AppError, Conflict, QuotaExceeded, ServiceUnavailable
-from service.jobs.periodic import PeriodicJob
-from service.jobs.queues import fair_order, owner_turns
 from service.nodes.snapshots import digest_of, record_copy
+from service.periodic import PeriodicJob
 from service.pool.service import WarmPool
 from service.runtime import SandboxRuntimeError, SnapshotInfo
 from service.runtime.egress import OPERATOR_GRANTS
 from service.runtime.holder import RuntimeHolder
+from service.sandboxes.queues import fair_order, owner_turns
 from service.sandboxes.quotas import Caps, check_room
 from service.sandboxes.repository import SandboxRepository
 from service.templates.from_sandbox import from_sandbox
@@ -73,7 +73,7 @@ _ANY_QUEUED = "SELECT 1 FROM template_versions WHERE state = 'queued' LIMIT 1"
 
 
 async def claim_next(db: Db, node_id: str | None = None) -> Claimed | None:
-    """The next build in fair order across owners (service.jobs.queues), marked building on
+    """The next build in fair order across owners (service.sandboxes.queues), marked building on
     `node_id`."""
     if not await finds_a_row(db.kw["bind"], _ANY_QUEUED):
         return None

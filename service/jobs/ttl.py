@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.audit.recorder import AuditContext, record
 from service.db.base import on_node, utcnow
 from service.db.models import Sandbox
-from service.jobs.periodic import PeriodicJob
+from service.periodic import PeriodicJob
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.service import stop_sandbox

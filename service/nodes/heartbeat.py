@@ -11,8 +11,8 @@ import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from service.jobs.periodic import PeriodicJob
 from service.nodes.leases import LOST, REPLACED, Leases, NodeInfo
+from service.periodic import PeriodicJob
 
 log = logging.getLogger("airlock.nodes")
 

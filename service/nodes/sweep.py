@@ -27,10 +27,10 @@ from service.audit.recorder import AuditContext
 from service.db.models import Exec, Node, PoolMember, Sandbox
 from service.db.pg import only_one
 from service.jobs import templates as builds
-from service.jobs.periodic import PeriodicJob
 from service.jobs.reconcile import interrupt_execs
 from service.nodes.leases import LOST, Leases
 from service.nodes.moves import has_live_copy, move_off_lost
+from service.periodic import PeriodicJob
 from service.reviews import job as reviews
 from service.sandboxes.service import fail_in
 from service.sandboxes.states import LIVE, State

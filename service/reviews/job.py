@@ -20,10 +20,10 @@ from service.audit.recorder import AuditContext, record
 from service.db.base import on_node, utcnow
 from service.db.models import Review
 from service.db.reads import finds_a_row
-from service.jobs.periodic import PeriodicJob
-from service.jobs.queues import fair_order, owner_turns
 from service.nodes.local import local_node_id
+from service.periodic import PeriodicJob
 from service.reviews.pipeline import Db, Deps, run_review
+from service.sandboxes.queues import fair_order, owner_turns
 from service.tenants.suspension import (
     REASON,
     cancel_queued_reviews,
@@ -55,7 +55,7 @@ _ANY_QUEUED = "SELECT 1 FROM reviews WHERE state = 'queued' LIMIT 1"
 
 
 async def claim_next(db: Db, node_id: str | None = None) -> str | None:
-    """The next review in fair order (service.jobs.queues), marked running on `node_id`."""
+    """The next review in fair order (service.sandboxes.queues), marked running on `node_id`."""
     if not await finds_a_row(db.kw["bind"], _ANY_QUEUED):
         return None
     async with db() as session, session.begin():

@@ -17,7 +17,6 @@ from service.db.models import ReviewBundle, Tenant
 from service.errors import Forbidden, MissingScope, NotFound, Unprocessable
 from service.files.service import MIB, CappedBody, refuse_declared
 from service.ids import new_id
-from service.jobs.queues import check_bundles, check_queued
 from service.pagination import decode_cursor, page_of
 from service.reviews.repository import BUNDLE_PIECE, ReviewRepository
 from service.reviews.schemas import (
@@ -34,6 +33,7 @@ from service.reviews.schemas import (
     Stage,
 )
 from service.reviews.source import check_ref, parse
+from service.sandboxes.queues import check_bundles, check_queued
 from service.sandboxes.schemas import SandboxNetwork
 from service.sandboxes.service import check_network_names
 from service.secrets import service as secrets

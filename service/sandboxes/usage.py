@@ -22,7 +22,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.db.models import Sandbox as SandboxRow
-from service.jobs.periodic import PeriodicJob
+from service.periodic import PeriodicJob
 from service.runtime.errors import SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes.states import State

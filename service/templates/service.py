@@ -22,11 +22,11 @@ from service.db.models import TemplateVersion, Tenant
 from service.db.session import Db
 from service.errors import Conflict, Forbidden, NotFound, SandboxNotUsable, Unprocessable
 from service.ids import new_id
-from service.jobs.queues import check_queued
 from service.nodes import cleanup
 from service.nodes.credentials import NodeCredentials
 from service.runtime.egress import OPERATOR_GRANTS
 from service.runtime.holder import RuntimeHolder
+from service.sandboxes.queues import check_queued
 from service.sandboxes.schemas import SIZES, NetworkPolicy
 from service.sandboxes.service import check_network_names, get_row_scoped
 from service.sandboxes.states import State
