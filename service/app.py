@@ -18,8 +18,20 @@ from litestar.openapi.plugins import JsonRenderPlugin
 from opentelemetry.sdk.trace import SpanProcessor
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from service.apikeys.controller import ApiKeyController
-from service.audit.controller import AuditController
+from service.api.apikeys import ApiKeyController
+from service.api.audit import AuditController
+from service.api.execs import ExecController
+from service.api.files import FileController
+from service.api.health import healthz, readyz
+from service.api.nodes import NodeController
+from service.api.pool import PoolController
+from service.api.ports import PortLinkController, proxy_port, proxy_port_socket
+from service.api.reviews import ReviewController
+from service.api.sandboxes import SandboxController
+from service.api.secrets import SecretController
+from service.api.templates import TemplateController
+from service.api.tenants import TenantController
+from service.api.tokens import TokenController, jwks
 from service.auth.authenticate import Authenticator
 from service.auth.cache import AuthCache, AuthListener
 from service.auth.keyring import KeyRing
@@ -36,10 +48,7 @@ from service.db.migrate import ensure_migrated
 from service.db.pg import is_postgres
 from service.db.session import dispose, make_engine, make_sessionmaker, provide_db_session
 from service.errors import EXCEPTION_HANDLERS, ServiceUnavailable
-from service.execs.controller import ExecController
 from service.execs.runner import ExecRunner
-from service.files.controller import FileController
-from service.health.controller import healthz, readyz
 from service.inputs import DEFAULT_BODY_LIMIT, InputPolicy
 from service.jobs.grants import NarrowedGrants
 from service.jobs.idle import IdleSleeper
@@ -52,7 +61,6 @@ from service.jobs.templates import TemplateBuilder
 from service.jobs.ttl import TtlReaper
 from service.mcp import McpEndpoint
 from service.nodes.cleanup import clean_up
-from service.nodes.controller import NodeController
 from service.nodes.credentials import NodeCredentials
 from service.nodes.leases import Leases
 from service.nodes.local import heartbeat as node_heartbeat
@@ -64,9 +72,7 @@ from service.nodes.routing import NodeRouter
 from service.nodes.snapshots import FetchingRuntime, SnapshotFetcher, export_snapshot
 from service.nodes.sweep import NodeSweep
 from service.openapi import correct_allow_header, document_problems
-from service.pool.controller import PoolController
 from service.pool.service import WarmPool
-from service.ports.controller import PortLinkController, proxy_port, proxy_port_socket
 from service.ports.hosts import PreviewHosts
 from service.ports.links import PreviewLinks
 from service.ratelimit.limiter import (
@@ -77,7 +83,6 @@ from service.ratelimit.limiter import (
 from service.ratelimit.rates import TenantRates
 from service.ratelimit.running import RunningWork, RunningWorkMiddleware
 from service.requestid import add_request_id_header
-from service.reviews.controller import ReviewController
 from service.reviews.job import ReviewRunner
 from service.reviews.pipeline import Deps as ReviewDeps
 from service.runtime import RuntimeUnavailable, SandboxRuntime, SandboxRuntimeError
@@ -85,10 +90,8 @@ from service.runtime.config import RuntimeConfig
 from service.runtime.holder import RuntimeHolder
 from service.runtime.problems import runtime_error_handler
 from service.runtime.select import open_runtime
-from service.sandboxes.controller import SandboxController
 from service.sandboxes.pause import add_woke_header
 from service.sandboxes.usage import UsageSampler
-from service.secrets.controller import SecretController
 from service.settings import Settings
 from service.telemetry import (
     MetricsController,
@@ -97,9 +100,6 @@ from service.telemetry import (
     tracer_provider,
     use_tracer,
 )
-from service.templates.controller import TemplateController
-from service.tenants.controller import TenantController
-from service.tokens.controller import TokenController, jwks
 
 log = logging.getLogger("airlock")
 

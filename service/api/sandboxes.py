@@ -7,6 +7,7 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, JSONBody, QueryParameter
 from msgspec import Meta
 
+from service.api.pool import Pool
 from service.deps import (
     AppSettings,
     Audit,
@@ -21,7 +22,6 @@ from service.deps import (
 from service.errors import Unprocessable
 from service.nodes.local import local_node_id
 from service.pagination import DEFAULT_LIMIT, cursor_parameter, id_pattern
-from service.pool.controller import Pool
 from service.sandboxes import create, fork, pause, service
 from service.sandboxes.schemas import (
     LABEL_FILTER_PATTERN,
