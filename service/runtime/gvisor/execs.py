@@ -1,7 +1,8 @@
 """Execs in gVisor sandboxes: through the exec agent where it answers, else `runsc exec`.
 
 Either way an exec has the same kill (its tree, from outside, through its pid file), the same
-outcome rules (`oom` when the cgroup's OOM counter rose, `killed` when the sandbox died) and
+outcome rules (`oom` when the cgroup's OOM counter rose or the sandbox died at its memory
+limit, `killed` when it died otherwise) and
 the same end (its process and pid files removed). Which way matters beyond the exec: runsc
 ends everything a `runsc exec` started (children, `nohup`, `setsid` included) when it restores
 a checkpoint, and keeps what the agent started. So an exec in a sandbox whose agent has not
@@ -27,7 +28,7 @@ from ..execution import Classify, ExecutionBase, KillTree, Spawned, SupervisedEx
 from ..paths import sandbox_path
 from ..specs import parse_user
 from ..types import ExecRequest, ExecResult, Outcome, TtySize, new_exec_id
-from . import bundle, reaper
+from . import bundle, cgroups, reaper
 from .agent_execution import AgentExecution
 from .agent_link import AgentLost
 from .core import Core
@@ -262,7 +263,7 @@ class Execs(Core):
         """An exec's kill (its tree, from outside), outcome and end callbacks."""
         return (
             functools.partial(self._kill_tree, sandbox, exec_id),
-            functools.partial(self._classify, sandbox, sandbox.cgroup.oom_kills()),
+            functools.partial(self._classify, sandbox, sandbox.cgroup.memory_events()),
             lambda execution: self._exec_done(sandbox, execution.id),
         )
 
@@ -318,33 +319,58 @@ class Execs(Core):
             spawned.close()
             self._exec_done(sandbox, helper_id)
 
-    async def _classify(self, sandbox: Sandbox, oom_kills_before: int, code: int | None) -> Outcome:
-        """`oom` when the memory cgroup's OOM killer struck while the exec ran and the exec
-        did not succeed. Under ptrace that ends the whole sandbox (failed, reason `oom`);
-        under systrap the host kills only the address space that grew (its process ends
-        with 1, no message) and the sandbox lives on: counting from each exec's own start
-        keeps later execs from being called OOM too. Which host process the OOM killer takes
-        is its own choice, and under systrap that is at times the Sentry or the exec agent's
-        address space rather than the hog's: an agent lost with the OOM kill is PID 1 gone,
-        so the sandbox is ending, and it fails `oom` now rather than when runsc notices."""
+    async def _classify(
+        self, sandbox: Sandbox, before: cgroups.MemoryEvents | None, code: int | None
+    ) -> Outcome:
+        """The exec's outcome by `exec_end`; a sandbox that ended with it is marked failed.
+        Under systrap, which host process the OOM killer takes is its own choice: at times
+        the Sentry or the exec agent's address space rather than the hog's. An agent lost
+        with the OOM kill is PID 1 gone, so the sandbox is ending, and it fails `oom` now
+        rather than when runsc notices."""
         if code == 0:
             return "exited"
-        if sandbox.cgroup.oom_kills() > oom_kills_before:
-            reaper.reap_adopted()
-            agent_lost = sandbox.link is not None and sandbox.link.broken is not None
-            if agent_lost or await self._state(sandbox.id) != "running":
-                sandbox.mark_failed("oom")
-            return "oom"
-        if code is None or code >= 128:
-            reaper.reap_adopted()
-            if await self._state(sandbox.id) != "running":
-                sandbox.mark_failed("pids" if sandbox.cgroup.pids_max_hits() else "crashed")
-                return "killed"
-        return "exited"
+        after = sandbox.cgroup.memory_events()
+        rose = after.since(before) if after is not None else None
+        oom_killed = rose is not None and rose.oom_kills > 0
+        if not oom_killed and code is not None and code < 128:
+            return "exited"
+        reaper.reap_adopted()
+        agent_lost = sandbox.link is not None and sandbox.link.broken is not None
+        ended = (oom_killed and agent_lost) or await self._state(sandbox.id) != "running"
+        outcome, reason = exec_end(
+            code, rose, sandbox_ended=ended, pids_hit=sandbox.cgroup.pids_max_hits() > 0
+        )
+        if reason is not None:
+            sandbox.mark_failed(reason)
+        return outcome
 
     async def _state(self, sandbox_id: str) -> str | None:
         """runsc's state of the container (`running`, `stopped`...), None if it has none."""
         return await self.cli.state(sandbox_id, self.store.meta_of(sandbox_id))
+
+
+def exec_end(
+    code: int | None,
+    rose: cgroups.MemoryEvents | None,
+    *,
+    sandbox_ended: bool,
+    pids_hit: bool,
+) -> tuple[Outcome, str | None]:
+    """An exec that did not succeed: its outcome, and why the sandbox failed if it ended
+    with it. `rose` is what the memory cgroup's counters did while the exec ran (None when
+    they could not be read at its end). The OOM killer striking means `oom`; under systrap
+    it takes only the address space that grew (its process ends with 1, no message) and the
+    sandbox lives on, so counting from each exec's start keeps later execs from being
+    called OOM too. A sandbox that died while its memory reached the limit with no OOM kill
+    counted is taken to have died of memory too: under load a sandbox went down that way
+    with the counter not yet risen when its exec's end was read."""
+    if rose is not None and rose.oom_kills > 0:
+        return "oom", "oom" if sandbox_ended else None
+    if (code is None or code >= 128) and sandbox_ended:
+        if rose is not None and rose.limit_hits > 0:
+            return "oom", "oom"
+        return "killed", "pids" if pids_hit else "crashed"
+    return "exited", None
 
 
 def _check_size(size: TtySize) -> None:
