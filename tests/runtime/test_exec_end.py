@@ -17,33 +17,39 @@ OOM_KILL = cgroups.MemoryEvents(1, 40)
 
 
 @pytest.mark.parametrize(
-    ("code", "rose", "ended", "pids_hit", "expected"),
+    ("code", "rose", "ended", "recent_oom", "pids_hit", "expected"),
     [
         # the OOM killer struck: `oom`, the sandbox failed only if it went too
-        (None, OOM_KILL, False, False, ("oom", None)),
-        (1, OOM_KILL, False, False, ("oom", None)),
-        (None, OOM_KILL, True, False, ("oom", "oom")),
+        (None, OOM_KILL, False, False, False, ("oom", None)),
+        (1, OOM_KILL, False, False, False, ("oom", None)),
+        (None, OOM_KILL, True, False, False, ("oom", "oom")),
+        (None, OOM_KILL, True, True, False, ("oom", "oom")),
         # the sandbox died at its memory limit with no kill counted: still `oom`
-        (None, AT_LIMIT, True, False, ("oom", "oom")),
-        (137, AT_LIMIT, True, True, ("oom", "oom")),
+        (None, AT_LIMIT, True, False, False, ("oom", "oom")),
+        (137, AT_LIMIT, True, False, True, ("oom", "oom")),
+        # found dead just after an exec saw the OOM killer: this exec was cut, the sandbox oom
+        (128, NONE, True, True, False, ("killed", "oom")),
+        (None, None, True, True, False, ("killed", "oom")),
         # died otherwise: `killed`, why as far as the counters tell
-        (None, NONE, True, False, ("killed", "crashed")),
-        (None, NONE, True, True, ("killed", "pids")),
-        (None, None, True, False, ("killed", "crashed")),  # its cgroup could not be read
+        (None, NONE, True, False, False, ("killed", "crashed")),
+        (None, NONE, True, False, True, ("killed", "pids")),
+        (None, None, True, False, False, ("killed", "crashed")),  # its cgroup is unreadable
         # the sandbox lives on: the exec's own failure, whatever the memory did
-        (137, AT_LIMIT, False, False, ("exited", None)),
-        (1, AT_LIMIT, True, False, ("exited", None)),
-        (1, NONE, False, False, ("exited", None)),
+        (137, AT_LIMIT, False, True, False, ("exited", None)),
+        (1, AT_LIMIT, True, True, False, ("exited", None)),
+        (1, NONE, False, False, False, ("exited", None)),
     ],
 )
 def test_an_exec_that_did_not_succeed_is_named_by_what_the_cgroup_saw(
     code: int | None,
     rose: cgroups.MemoryEvents | None,
     ended: bool,
+    recent_oom: bool,
     pids_hit: bool,
     expected: tuple[str, str | None],
 ) -> None:
-    assert exec_end(code, rose, sandbox_ended=ended, pids_hit=pids_hit) == expected
+    got = exec_end(code, rose, sandbox_ended=ended, recent_oom=recent_oom, pids_hit=pids_hit)
+    assert got == expected
 
 
 def test_the_counters_since_a_reading_and_since_none() -> None:

@@ -43,6 +43,8 @@ _E = TypeVar("_E", bound=ExecutionBase)
 EXEC_ID = re.compile(r"exec-[0-9a-f]{16}")
 # How long an exec waits for a just started agent's hello (~0.1-0.5 s) before giving up on it.
 HELLO_WAIT_S = 10.0
+# How long after an OOM kill a sandbox found dead is taken to have died of it.
+OOM_AFTERMATH_S = 30.0
 
 
 class Execs(Core):
@@ -335,10 +337,18 @@ class Execs(Core):
         if not oom_killed and code is not None and code < 128:
             return "exited"
         reaper.reap_adopted()
+        now = time.monotonic()
+        recent_oom = sandbox.oom_seen_at is not None and now - sandbox.oom_seen_at < OOM_AFTERMATH_S
+        if oom_killed:
+            sandbox.oom_seen_at = now
         agent_lost = sandbox.link is not None and sandbox.link.broken is not None
         ended = (oom_killed and agent_lost) or await self._state(sandbox.id) != "running"
         outcome, reason = exec_end(
-            code, rose, sandbox_ended=ended, pids_hit=sandbox.cgroup.pids_max_hits() > 0
+            code,
+            rose,
+            sandbox_ended=ended,
+            recent_oom=recent_oom,
+            pids_hit=sandbox.cgroup.pids_max_hits() > 0,
         )
         if reason is not None:
             sandbox.mark_failed(reason)
@@ -354,21 +364,27 @@ def exec_end(
     rose: cgroups.MemoryEvents | None,
     *,
     sandbox_ended: bool,
+    recent_oom: bool,
     pids_hit: bool,
 ) -> tuple[Outcome, str | None]:
     """An exec that did not succeed: its outcome, and why the sandbox failed if it ended
     with it. `rose` is what the memory cgroup's counters did while the exec ran (None when
-    they could not be read at its end). The OOM killer striking means `oom`; under systrap
-    it takes only the address space that grew (its process ends with 1, no message) and the
-    sandbox lives on, so counting from each exec's start keeps later execs from being
-    called OOM too. A sandbox that died while its memory reached the limit with no OOM kill
-    counted is taken to have died of memory too: under load a sandbox went down that way
-    with the counter not yet risen when its exec's end was read."""
+    they could not be read at its end); `recent_oom`, that an exec saw the OOM killer strike
+    in the sandbox within OOM_AFTERMATH_S before this one ended.
+
+    The OOM killer striking means `oom`; under systrap it takes only the address space that
+    grew (its process ends, no message) and the sandbox lives on, so counting from each
+    exec's own start keeps later execs from being called OOM too. The sandbox may still die
+    of it a moment later, with no second kill counted: the next exec to find it gone is
+    `killed` (it did not ask for the memory) and the sandbox failed `oom`. A sandbox that
+    died while its memory reached the limit during this exec failed `oom` too."""
     if rose is not None and rose.oom_kills > 0:
         return "oom", "oom" if sandbox_ended else None
     if (code is None or code >= 128) and sandbox_ended:
         if rose is not None and rose.limit_hits > 0:
             return "oom", "oom"
+        if recent_oom:
+            return "killed", "oom"
         return "killed", "pids" if pids_hit else "crashed"
     return "exited", None
 

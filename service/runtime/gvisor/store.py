@@ -45,6 +45,8 @@ class Sandbox:
     link: AgentLink | None = None
     # Cleared while a snapshot has the sandbox stopped; new work waits for it.
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    # When an exec last saw the OOM killer strike in its cgroup (time.monotonic()).
+    oom_seen_at: float | None = None
 
     def __post_init__(self) -> None:
         self.ready.set()
