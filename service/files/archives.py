@@ -13,6 +13,7 @@ from collections.abc import AsyncIterable
 
 from service.audit.recorder import AuditContext
 from service.auth.principal import Principal
+from service.errors import SandboxNotUsable
 from service.files import service as files
 from service.files.errors import ArchiveFailed, ArchiveRejected, PayloadTooLarge
 from service.files.schemas import ArchiveWritten
@@ -73,18 +74,21 @@ async def upload_archive(
     capped = files.CappedBody(body, target.upload_limit)
     temp = files.temp_name(TEMP_DIR) + ".tar"
     try:
-        size = await files.stream_into(runtime, target, temp, capped)
-        result = await files.sh(runtime, target, EXTRACT_SCRIPT, temp, dest, timeout_s=TIMEOUT_S)
-        if result.exit_code == DENIED:
-            raise PathNotAllowed(dest, "cannot create the directory")
-        if result.exit_code != 0:
-            if result.outcome != "exited":
-                await files.remove_quietly(runtime, target, temp)
-            raise ArchiveRejected(
-                f"tar could not unpack the archive into {dest}: {_tar_stderr(result)}",
-                extra={"dir": dest, "stderr": _tar_stderr(result)},
+        async with files.while_running(db, target, ArchiveRejected):
+            size = await files.stream_into(runtime, target, temp, capped)
+            result = await files.sh(
+                runtime, target, EXTRACT_SCRIPT, temp, dest, timeout_s=TIMEOUT_S
             )
-    except (PayloadTooLarge, ArchiveRejected, SandboxRuntimeError) as exc:
+            if result.exit_code == DENIED:
+                raise PathNotAllowed(dest, "cannot create the directory")
+            if result.exit_code != 0:
+                if result.outcome != "exited":
+                    await files.remove_quietly(runtime, target, temp)
+                raise ArchiveRejected(
+                    f"tar could not unpack the archive into {dest}: {_tar_stderr(result)}",
+                    extra={"dir": dest, "stderr": _tar_stderr(result)},
+                )
+    except (PayloadTooLarge, ArchiveRejected, SandboxRuntimeError, SandboxNotUsable) as exc:
         await files.audit(
             db, ctx, target, "archive.write", outcome="failed", dir=dest,
             bytes=capped.received, error=type(exc).__name__,
@@ -106,25 +110,27 @@ async def download_archive(
     runtime = await holder.get()
     target = await files.resolve(db, principal, sandbox_id, holder, ctx)
     temp = files.temp_name(TEMP_DIR) + ".tar"
-    result = await files.sh(runtime, target, PACK_SCRIPT, temp, source, timeout_s=TIMEOUT_S)
-    if result.exit_code == NOT_FOUND:
-        raise PathNotFound(source)
-    if result.exit_code == NOT_DIR:
-        raise PathNotAllowed(source, "not a directory")
-    if result.exit_code == DENIED:
-        raise PathNotAllowed(source, "permission denied")
-    if result.exit_code != 0:
-        await files.remove_quietly(runtime, target, temp)
-        raise ArchiveFailed(
-            f"tar could not pack {source}: {_tar_stderr(result)}",
-            extra={"dir": source, "stderr": _tar_stderr(result)},
-        )
+    async with files.while_running(db, target, ArchiveFailed):
+        result = await files.sh(runtime, target, PACK_SCRIPT, temp, source, timeout_s=TIMEOUT_S)
+        if result.exit_code == NOT_FOUND:
+            raise PathNotFound(source)
+        if result.exit_code == NOT_DIR:
+            raise PathNotAllowed(source, "not a directory")
+        if result.exit_code == DENIED:
+            raise PathNotAllowed(source, "permission denied")
+        if result.exit_code != 0:
+            await files.remove_quietly(runtime, target, temp)
+            raise ArchiveFailed(
+                f"tar could not pack {source}: {_tar_stderr(result)}",
+                extra={"dir": source, "stderr": _tar_stderr(result)},
+            )
     size = int(result.stdout.strip() or 0)
     # Read no more than the size just measured and announced as the Content-Length: the
     # sandbox may have put something else (a link to a device) at the temporary name since.
     chunks = runtime.read_file(target.runtime_id, temp, max_bytes=size)
     try:
-        first = await files.first_chunk(chunks)
+        async with files.while_running(db, target):
+            first = await files.first_chunk(chunks)
         await files.audit(db, ctx, target, "archive.read", dir=source, bytes=size)
     except BaseException:
         await files.remove_quietly(runtime, target, temp)

@@ -9,6 +9,7 @@ tenant's limit, so a refused or broken upload leaves nothing behind. See README.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import posixpath
 import secrets
@@ -20,8 +21,10 @@ from typing import Any
 from service import telemetry
 from service.audit.recorder import AuditContext, record
 from service.auth.principal import Principal
+from service.db.models import Sandbox as SandboxRow
 from service.db.models import Tenant
 from service.db.session import Db
+from service.errors import SandboxNotUsable
 from service.files.errors import PayloadTooLarge
 from service.files.schemas import FileInfo, FileList, FileWritten
 from service.runtime import (
@@ -30,6 +33,7 @@ from service.runtime import (
     InvalidPath,
     PathNotAllowed,
     PathNotFound,
+    SandboxNotFound,
     SandboxRuntime,
     SandboxRuntimeError,
 )
@@ -113,6 +117,35 @@ async def _running(db: Db, principal: Principal, sandbox_id: str) -> Target:
             runtime_id=row.runtime_id,
             upload_limit=quotas_of(tenant).max_upload_mib * MIB,
         )
+
+
+@contextlib.asynccontextmanager
+async def while_running(db: Db, target: Target, *failures: type[Exception]) -> AsyncIterator[None]:
+    """The sandbox's own 409 (`sandbox_not_running`, naming its state) for a call it did not
+    outlive: deleted, expired or failed while the runtime moved the bytes, the runtime's
+    failure (a bare runtime error, the runtime no longer knowing it, or one of `failures`) is
+    what a call a moment later would have met. A failure while it still runs stays as it is."""
+    try:
+        yield
+    except (SandboxNotFound, *failures) as exc:
+        await _raise_if_not_running(db, target, exc)
+        raise
+    except SandboxRuntimeError as exc:
+        if type(exc) is SandboxRuntimeError:
+            await _raise_if_not_running(db, target, exc)
+        raise
+
+
+async def _raise_if_not_running(db: Db, target: Target, exc: Exception) -> None:
+    async with db() as session:
+        row = await session.get(SandboxRow, target.sandbox_id)
+    if row is not None:
+        try:
+            sandboxes.require_running(row)
+        except sandboxes.SandboxPaused:
+            return  # paused meanwhile (idle): not the runtime's failure to explain
+        except Exception as stopped:
+            raise stopped from exc
 
 
 async def audit(
@@ -251,20 +284,21 @@ async def upload_file(
     capped = CappedBody(body, target.upload_limit)
     temp = temp_name(posixpath.dirname(dest))
     try:
-        try:
-            size = await stream_into(runtime, target, temp, capped, mode)
-        except (PathNotAllowed, PathNotFound) as exc:
-            # Name the caller's path, not the temporary one.
-            why = exc.why if isinstance(exc, PathNotAllowed) else "no such directory"
-            raise PathNotAllowed(dest, why) from exc
-        result = await sh(runtime, target, RENAME_SCRIPT, temp, dest)
-        if result.outcome != "exited":
-            await remove_quietly(runtime, target, temp)
-            raise SandboxRuntimeError(f"renaming the upload into {dest} ended {result.outcome}")
-        if result.exit_code != 0:
-            why = "is a directory" if result.exit_code == IS_DIR else "permission denied"
-            raise PathNotAllowed(dest, why)
-    except (PayloadTooLarge, SandboxRuntimeError) as exc:
+        async with while_running(db, target):
+            try:
+                size = await stream_into(runtime, target, temp, capped, mode)
+            except (PathNotAllowed, PathNotFound) as exc:
+                # Name the caller's path, not the temporary one.
+                why = exc.why if isinstance(exc, PathNotAllowed) else "no such directory"
+                raise PathNotAllowed(dest, why) from exc
+            result = await sh(runtime, target, RENAME_SCRIPT, temp, dest)
+            if result.outcome != "exited":
+                await remove_quietly(runtime, target, temp)
+                raise SandboxRuntimeError(f"renaming the upload into {dest} ended {result.outcome}")
+            if result.exit_code != 0:
+                why = "is a directory" if result.exit_code == IS_DIR else "permission denied"
+                raise PathNotAllowed(dest, why)
+    except (PayloadTooLarge, SandboxRuntimeError, SandboxNotUsable) as exc:
         await audit(
             db, ctx, target, "file.write", outcome="failed", path=dest, bytes=capped.received,
             error=type(exc).__name__,
@@ -317,7 +351,8 @@ async def download_file(
     with telemetry.span(
         "airlock.files.read", {"airlock.sandbox_id": sandbox_id, "airlock.path": source}
     ):
-        first = await first_chunk(chunks)
+        async with while_running(db, target):
+            first = await first_chunk(chunks)
     try:
         await audit(db, ctx, target, "file.read", path=source)
     except BaseException:
@@ -335,8 +370,9 @@ async def _download_whole(
     with telemetry.span(
         "airlock.files.read", {"airlock.sandbox_id": target.sandbox_id, "airlock.path": source}
     ):
-        async for chunk in runtime.read_file(target.runtime_id, source, max_bytes=limit):
-            parts.append(chunk)
+        async with while_running(db, target):
+            async for chunk in runtime.read_file(target.runtime_id, source, max_bytes=limit):
+                parts.append(chunk)
     size = sum(len(part) for part in parts)
     await audit(db, ctx, target, "file.read", path=source, bytes=size)
     first = parts.pop(0) if parts else None
@@ -354,7 +390,8 @@ async def list_files(
     where = absolute_path(directory, "dir")
     runtime = await holder.get()
     target = await resolve(db, principal, sandbox_id, holder)
-    entries = await runtime.list_files(target.runtime_id, where)
+    async with while_running(db, target):
+        entries = await runtime.list_files(target.runtime_id, where)
     return FileList(
         dir=where,
         items=[
