@@ -23,6 +23,7 @@ from service.api.audit import AuditController
 from service.api.execs import ExecController
 from service.api.files import FileController
 from service.api.health import healthz, readyz
+from service.api.internal import clean_up, export_snapshot
 from service.api.nodes import NodeController
 from service.api.pool import PoolController
 from service.api.ports import PortLinkController, proxy_port, proxy_port_socket
@@ -35,12 +36,6 @@ from service.api.tokens import TokenController, jwks
 from service.auth.authenticate import Authenticator
 from service.auth.cache import AuthCache, AuthListener
 from service.auth.keyring import KeyRing
-from service.auth.middleware import (
-    PUBLIC_PATHS,
-    BearerAuthMiddleware,
-    authorize,
-    settle_options_answers,
-)
 from service.auth.tokens import TokenCodec
 from service.bootstrap import prepare
 from service.context import provide_audit_context, provide_principal
@@ -50,6 +45,7 @@ from service.db.session import dispose, make_engine, make_sessionmaker, provide_
 from service.errors import EXCEPTION_HANDLERS, ServiceUnavailable
 from service.execs.runner import ExecRunner
 from service.inputs import DEFAULT_BODY_LIMIT, InputPolicy
+from service.jobs import templates as builds
 from service.jobs.grants import NarrowedGrants
 from service.jobs.idle import IdleSleeper
 from service.jobs.paused_copies import PausedCopies
@@ -60,16 +56,21 @@ from service.jobs.suspended import SuspendedExecs, SuspendedWork
 from service.jobs.templates import TemplateBuilder
 from service.jobs.ttl import TtlReaper
 from service.mcp import McpEndpoint
-from service.nodes.cleanup import clean_up
+from service.middleware.auth import (
+    PUBLIC_PATHS,
+    BearerAuthMiddleware,
+    authorize,
+    settle_options_answers,
+)
+from service.middleware.routing import RoutingMiddleware
 from service.nodes.credentials import NodeCredentials
 from service.nodes.leases import Leases
 from service.nodes.local import heartbeat as node_heartbeat
 from service.nodes.local import local_node_id
-from service.nodes.middleware import RoutingMiddleware
 from service.nodes.offload import ProxyHeaders
 from service.nodes.placement import forget_owners
 from service.nodes.routing import NodeRouter
-from service.nodes.snapshots import FetchingRuntime, SnapshotFetcher, export_snapshot
+from service.nodes.snapshots import FetchingRuntime, SnapshotFetcher
 from service.nodes.sweep import NodeSweep
 from service.openapi import correct_allow_header, document_problems
 from service.pool.service import WarmPool
@@ -83,6 +84,7 @@ from service.ratelimit.limiter import (
 from service.ratelimit.rates import TenantRates
 from service.ratelimit.running import RunningWork, RunningWorkMiddleware
 from service.requestid import add_request_id_header
+from service.reviews import job as review_queue
 from service.reviews.job import ReviewRunner
 from service.reviews.pipeline import Deps as ReviewDeps
 from service.runtime import RuntimeUnavailable, SandboxRuntime, SandboxRuntimeError
@@ -102,6 +104,9 @@ from service.telemetry import (
 )
 
 log = logging.getLogger("airlock")
+
+# What a lost node was running that goes back in a queue for another: template builds, reviews.
+LOST_NODE_REQUEUES = (builds.requeue_interrupted, review_queue.requeue_interrupted)
 
 VERSION = "0.1.0"
 
@@ -307,7 +312,10 @@ async def _jobs(
     """The background work of this process's role. A node's jobs touch only its own
     sandboxes; the record-keeping ones (retention) run where the API does."""
     leases = Leases(sessionmaker, settings.node_lease_s)
-    jobs: list[Any] = [NodeSweep(sessionmaker, leases, settings.node_heartbeat_s, local_node)]
+    sweep = NodeSweep(
+        sessionmaker, leases, settings.node_heartbeat_s, local_node, requeues=LOST_NODE_REQUEUES
+    )
+    jobs: list[Any] = [sweep]
     if settings.role != "node":
         jobs.append(RetentionJob(sessionmaker, settings))
     if local_node is not None:

@@ -173,7 +173,7 @@ async def build_one(
             runtime = await holder.get()
             runtime_name = runtime.name
             if job.source is not None:
-                snapshot = await from_sandbox(db, holder, runtime, job, text)
+                snapshot = await from_sandbox(db, holder, runtime, job.source, job.recipe, text)
             else:
                 snapshot = await build(runtime, job.recipe, text, snapshots=pool.snapshots_enabled)
             if snapshot is not None and node_id is not None and runtime.supports("move_snapshots"):

@@ -16,13 +16,10 @@ from collections import defaultdict
 
 import aiohttp
 import msgspec
-from litestar import post
-from litestar.params import JSONBody
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.db.models import Node, NodeSnapshot, PoolMember, PoolTarget, TemplateVersion
-from service.deps import Runtimes
 from service.errors import ServiceUnavailable
 from service.nodes.credentials import NodeCredentials
 from service.runtime import SandboxRuntimeError
@@ -146,10 +143,3 @@ async def clean_here(holder: RuntimeHolder, left: Leftovers) -> Cleaned:
         except SandboxRuntimeError as exc:
             log.warning("snapshot %s left: %s", snapshot_id, exc)
     return Cleaned(sandboxes=len(left.sandboxes), snapshots=len(left.snapshots))
-
-
-@post(ROUTE, operation_id="clean_up", opt={"internal": True}, include_in_schema=False,
-      status_code=200)  # fmt: skip
-async def clean_up(runtimes: Runtimes, data: JSONBody[Leftovers]) -> Cleaned:
-    """Destroy what another process of the deployment says is left of a deleted template."""
-    return await clean_here(runtimes, data)

@@ -53,9 +53,10 @@ from service.nodes.placement import Ask
 from service.ports import forward as ports_forward
 from service.requestid import HEADER as REQUEST_ID
 from service.requestid import request_id_for
-from service.sandboxes import create
+from service.sandboxes import sizes
 from service.sandboxes.schemas import SandboxCreate
 from service.settings import Settings
+from service.templates.repository import template_for
 
 log = logging.getLogger("airlock.nodes.routing")
 
@@ -392,10 +393,10 @@ class NodeRouter:
         except (msgspec.DecodeError, msgspec.ValidationError):
             data = SandboxCreate()
         if data.template is None:
-            _, cpus, memory, disk = create.caps_of(data)
+            _, cpus, memory, disk = sizes.caps_of(data)
             return Ask(float(cpus), memory, disk)
         async with self.db() as session:
-            _, version = await create.template_for(session, tenant_id, data)
+            _, version = await template_for(session, tenant_id, data)
             warm = set(
                 await session.scalars(
                     select(PoolMember.host)

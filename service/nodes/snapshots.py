@@ -21,19 +21,16 @@ from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
 import aiohttp
-from litestar import get
-from litestar.params import FromPath
 from sqlalchemy import delete, select
 
 from service.db.base import utcnow
 from service.db.models import Node, NodeSnapshot, Sandbox, TemplateVersion
 from service.db.session import Db
-from service.deps import Runtimes
 from service.errors import NotFound
 from service.nodes.credentials import NodeCredentials
 from service.nodes.leases import LOST, db_now
 from service.runtime import SandboxRuntime, SandboxRuntimeError, SnapshotInfo, SnapshotNotFound
-from service.streaming import Body, ClosingStream
+from service.streaming import Body
 
 log = logging.getLogger("airlock.nodes.snapshots")
 
@@ -236,19 +233,11 @@ class FetchingRuntime:
         return await self._runtime.create_from_snapshot(snapshot_id, private)
 
 
-@get(
-    f"{ROUTE}/{{snapshot_id:str}}",
-    operation_id="export_snapshot",
-    opt={"internal": True},
-    include_in_schema=False,
-)
-async def export_snapshot(runtimes: Runtimes, snapshot_id: FromPath[str]) -> ClosingStream:
-    """A snapshot this node holds, for another node (node tokens only)."""
-    runtime = await runtimes.get()
+async def export(runtime: SandboxRuntime, snapshot_id: str) -> Body:
+    """A snapshot this node holds, as the tar another node fetches; NotFound if it has none."""
     chunks = runtime.export_snapshot(snapshot_id)
     try:
         first = await anext(chunks)
     except (SnapshotNotFound, StopAsyncIteration):
         raise NotFound(f"no snapshot {snapshot_id} on this node") from None
-
-    return ClosingStream(Body(first, chunks), media_type="application/x-tar")
+    return Body(first, chunks)

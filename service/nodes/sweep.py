@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Sequence
+from typing import Protocol
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -26,12 +28,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.audit.recorder import AuditContext
 from service.db.models import Exec, Node, PoolMember, Sandbox
 from service.db.pg import only_one
-from service.jobs import templates as builds
-from service.jobs.reconcile import interrupt_execs
+from service.execs.interrupted import interrupt_execs
 from service.nodes.leases import LOST, Leases
 from service.nodes.moves import has_live_copy, move_off_lost
 from service.periodic import PeriodicJob
-from service.reviews import job as reviews
 from service.sandboxes.service import fail_in
 from service.sandboxes.states import LIVE, State
 
@@ -45,14 +45,24 @@ _LOCK_KEY = 0x61697231  # one pass at a time across processes (pg advisory lock 
 _LIVE = [s.value for s in LIVE]
 
 
+class Requeue(Protocol):
+    """Puts the queued work a lost node was running (template builds, reviews) back in its
+    queue, in the sweep's transaction; how many went back."""
+
+    def __call__(self, *, node_id: str, session: AsyncSession, unowned: bool) -> Awaitable[int]: ...
+
+
 async def sweep_once(
     db: async_sessionmaker[AsyncSession],
     leases: Leases,
     own_node: str | None = None,
     judge: bool = True,
+    *,
+    requeues: Sequence[Requeue],
 ) -> list[str]:
     """Mark late nodes (other than `own_node`; none unless `judge`) lost and fail what lost
-    nodes hold; the ids of the sandboxes failed."""
+    nodes hold, putting their queued work back with each of `requeues`; the ids of the
+    sandboxes failed."""
     async with db() as session, session.begin():
         if not await only_one(session, _LOCK_KEY):
             return []
@@ -122,12 +132,8 @@ async def sweep_once(
         # Their builds and reviews start again on another node.
         requeued = 0
         for node_id in await session.scalars(lost):
-            requeued += await builds.requeue_interrupted(
-                node_id=node_id, session=session, unowned=False
-            )
-            requeued += await reviews.requeue_interrupted(
-                node_id=node_id, session=session, unowned=False
-            )
+            for requeue in requeues:
+                requeued += await requeue(node_id=node_id, session=session, unowned=False)
         if interrupted or members or requeued:
             log.warning(
                 "lost nodes: %d execs interrupted, %d pool members dropped, %d builds and "
@@ -148,11 +154,14 @@ class NodeSweep(PeriodicJob):
         leases: Leases,
         interval_s: float,
         own_node: str | None = None,
+        *,
+        requeues: Sequence[Requeue],
     ) -> None:
         super().__init__(interval_s)
         self.db = db
         self.leases = leases
         self.own_node = own_node
+        self.requeues = requeues
         # Since when this process has reached the database without a break.
         self.reachable_since: float | None = None
 
@@ -164,7 +173,9 @@ class NodeSweep(PeriodicJob):
         reachable = self.reachable_since
         judge = reachable is not None and now - reachable >= self.leases.lease.total_seconds()
         try:
-            await sweep_once(self.db, self.leases, self.own_node, judge=judge)
+            await sweep_once(
+                self.db, self.leases, self.own_node, judge=judge, requeues=self.requeues
+            )
         except Exception:
             self.reachable_since = None
             raise

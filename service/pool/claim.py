@@ -1,5 +1,5 @@
 """Taking a warm pool member without the general create path: the point of a pool is a sandbox
-in milliseconds, and the general create path (service.sandboxes.create) spends ~15 ORM
+in milliseconds, and the general create path (service.flows.create) spends ~15 ORM
 statements on the same work.
 
 1. One read: the template the tenant sees by that name, its newest ready build, the pool for

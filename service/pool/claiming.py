@@ -11,7 +11,8 @@ from service.errors import AppError
 from service.pool.service import fair_share
 from service.sandboxes.quotas import Caps, Usage, check_quotas, idle_timeout
 from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
-from service.sandboxes.service import asks_other_caps, new_row
+from service.sandboxes.service import new_row
+from service.sandboxes.sizes import asks_other_caps
 from service.sandboxes.states import ACTIVE, State
 from service.tenants.service import quotas_from
 

@@ -28,6 +28,8 @@ from service.db.models import Tenant
 from service.db.session import Db
 from service.errors import AppError
 from service.execs.runner import ExecRunner
+from service.flows import create as sandbox_create
+from service.flows import fork as sandbox_fork
 from service.nodes.local import local_node_id
 from service.reviews import baselines, gate, inside, model
 from service.reviews.confine import FetchLimits
@@ -39,8 +41,6 @@ from service.reviews.steps import Boxes, Inside, run_inside
 from service.reviews.verdict import decide
 from service.runtime import SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
-from service.sandboxes import create as sandbox_create
-from service.sandboxes import fork as sandbox_fork
 from service.sandboxes import service as sandboxes
 from service.sandboxes.schemas import Sandbox, SandboxCreate, SandboxFork, SandboxNetwork
 from service.secrets.crypto import Undecryptable

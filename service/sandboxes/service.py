@@ -129,14 +129,6 @@ def new_row(
     )
 
 
-def asks_other_caps(data: SandboxCreate, size: str, caps: tuple[int, int, int]) -> bool:
-    """Whether a create names a size or cpus/memory/disk other than a template build's."""
-    asked = (data.cpus, data.memory_mib, data.disk_mib)
-    return (data.size is not None and data.size != size) or any(
-        a is not None and a != c for a, c in zip(asked, caps, strict=True)
-    )
-
-
 def create_details(row: SandboxRow, preset: str | None) -> dict[str, Any]:
     """The details of a `sandbox.create` audit event."""
     return {

@@ -9,7 +9,6 @@ ran with a network is: see starter.py). A paused sandbox is woken first."""
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
 
 from service.audit.recorder import AuditContext
 from service.db.models import Sandbox
@@ -19,19 +18,22 @@ from service.runtime import SandboxRuntime, SandboxRuntimeError, SnapshotInfo
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes.pause import wake
 from service.sandboxes.states import State
-from service.templates.starter import NO_NETWORK, BuildLog, can_carry, carry
-
-if TYPE_CHECKING:
-    from service.jobs.templates import Claimed
+from service.templates.starter import NO_NETWORK, BuildLog, Recipe, can_carry, carry
 
 SYSTEM = AuditContext(actor="system:template-builder", request_id=None, client=None)
 
 
 async def from_sandbox(
-    db: Db, holder: RuntimeHolder, runtime: SandboxRuntime, job: Claimed, text: BuildLog
+    db: Db,
+    holder: RuntimeHolder,
+    runtime: SandboxRuntime,
+    source: tuple[str, str],
+    recipe: Recipe,
+    text: BuildLog,
 ) -> SnapshotInfo:
-    assert job.source is not None
-    tenant_id, sandbox_id = job.source
+    """The snapshot of the sandbox `source` (its tenant, its id) for a version built by
+    `recipe`, the build's steps logged to `text`."""
+    tenant_id, sandbox_id = source
     text.add(f"from sandbox {sandbox_id}\n")
     await wake(db, holder, tenant_id, None, SYSTEM, sandbox_id, why="template")
     async with db() as session:
@@ -45,7 +47,7 @@ async def from_sandbox(
             raise Conflict(
                 f"the {runtime.name} runtime cannot carry files out of a networked sandbox"
             )
-        fresh = await carry(runtime, job.recipe, row.runtime_id, NO_NETWORK)
+        fresh = await carry(runtime, recipe, row.runtime_id, NO_NETWORK)
         text.add("its files carried to a sandbox without network for the snapshot\n")
         try:
             snapshot = await runtime.snapshot(fresh.id)

@@ -4,6 +4,9 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.models import PoolMember, PoolTarget, Sandbox, Template, TemplateVersion
+from service.errors import Conflict, NotFound, Unprocessable
+from service.sandboxes.schemas import SandboxCreate
+from service.sandboxes.sizes import asks_other_caps
 from service.sandboxes.states import ACTIVE
 
 OPERATOR_OWNER = "_operator"
@@ -78,3 +81,28 @@ async def ready_version(session: AsyncSession, template_id: str) -> TemplateVers
         .order_by(TemplateVersion.version.desc())
         .limit(1)
     )
+
+
+async def template_for(
+    session: AsyncSession, tenant_id: str, data: SandboxCreate
+) -> tuple[Template, TemplateVersion]:
+    """The template a create names and its newest ready build; its size and caps are fixed
+    by the build (the snapshot holds them), so a create may repeat them but not change them."""
+    assert data.template is not None
+    if data.image is not None:
+        raise Unprocessable("give image or template, not both")
+    template = await TemplateRepository(session, tenant_id).resolve(data.template)
+    if template is None:
+        raise NotFound(f"no template {data.template}")
+    version = await ready_version(session, template.id)
+    if version is None:
+        raise Conflict(
+            f"template {data.template} has no successful build yet",
+            extra={"template": data.template},
+        )
+    if asks_other_caps(data, version.size, (version.cpus, version.memory_mib, version.disk_mib)):
+        raise Unprocessable(
+            f"template {data.template} is built for size {version.size}",
+            extra={"size": version.size},
+        )
+    return template, version

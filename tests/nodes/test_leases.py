@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from service.app import LOST_NODE_REQUEUES
 from service.db import models
 from service.db.models import Node
 from service.errors import ConfigurationError
@@ -188,9 +189,11 @@ async def test_a_lost_nodes_sandboxes_fail_with_node_lost(
             )  # fmt: skip
             session.add(row)
             ids[name] = row.id
-    assert not set(ids.values()) & set(await sweep_once(sessionmaker, leases))  # none is late
+    assert not set(ids.values()) & set(
+        await sweep_once(sessionmaker, leases, requeues=LOST_NODE_REQUEUES)
+    )  # none is late
     await age(sessionmaker, node_id, timedelta(seconds=60))
-    failed = set(await sweep_once(sessionmaker, leases))
+    failed = set(await sweep_once(sessionmaker, leases, requeues=LOST_NODE_REQUEUES))
     # (another process's sweep may have failed it first: the states below are what counts)
     assert not {ids["elsewhere"], ids["done"]} & failed
     async with sessionmaker() as session:
@@ -202,10 +205,14 @@ async def test_a_lost_nodes_sandboxes_fail_with_node_lost(
         )
     assert (states[ids["held"]], reason) == ("failed", "node_lost")
     assert states[ids["elsewhere"]] == "running" and states[ids["done"]] == "stopped"
-    assert ids["held"] not in await sweep_once(sessionmaker, leases)  # nothing twice
+    assert ids["held"] not in await sweep_once(
+        sessionmaker, leases, requeues=LOST_NODE_REQUEUES
+    )  # nothing twice
     # A process never calls its own node lost: it runs, so its lease is only late.
     await age(sessionmaker, other, timedelta(seconds=60))
-    assert ids["elsewhere"] not in await sweep_once(sessionmaker, leases, own_node=other)
+    assert ids["elsewhere"] not in await sweep_once(
+        sessionmaker, leases, own_node=other, requeues=LOST_NODE_REQUEUES
+    )
     async with sessionmaker() as session:
         assert (await session.get(Node, other)).state == READY  # type: ignore[union-attr]
     r = await api.client.get("/v1/audit", headers=tenant.headers, params={"limit": 5})
@@ -242,7 +249,7 @@ async def test_a_lost_nodes_paused_sandbox_moves_to_a_node_holding_its_checkpoin
             )
             session.add(copy)
     await age(sessionmaker, lost, timedelta(seconds=60))
-    failed = set(await sweep_once(sessionmaker, leases))
+    failed = set(await sweep_once(sessionmaker, leases, requeues=LOST_NODE_REQUEUES))
     assert ids["copied"] not in failed
     async with sessionmaker() as session:
         rows = {
@@ -287,7 +294,7 @@ async def test_a_lost_nodes_builds_go_back_in_the_queue(
             session.add(row)
             versions[node] = row.id
     await age(sessionmaker, lost, timedelta(seconds=60))
-    await sweep_once(sessionmaker, leases)
+    await sweep_once(sessionmaker, leases, requeues=LOST_NODE_REQUEUES)
     async with sessionmaker() as session:
         rows = {
             v.id: (v.state, v.node_id)
@@ -358,7 +365,7 @@ async def test_no_node_is_judged_until_the_database_answered_for_a_lease(
     node = f"node-{id(leases)}-o"
     await leases.register(info(node))
     await age(sessionmaker, node, timedelta(seconds=60))
-    sweep = NodeSweep(sessionmaker, leases, interval_s=1)
+    sweep = NodeSweep(sessionmaker, leases, interval_s=1, requeues=LOST_NODE_REQUEUES)
     await sweep.run_once()  # the first pass only starts the clock
     assert (await row(sessionmaker, node)).state == READY
     assert sweep.reachable_since is not None

@@ -19,7 +19,6 @@ child's rules are built from the ranges granted now, not from those the snapshot
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -29,12 +28,13 @@ from service.auth.principal import Principal
 from service.db.base import utcnow
 from service.db.models import Sandbox as SandboxRow
 from service.errors import Forbidden
+from service.execs.sandbox_secrets import SandboxSecrets
+from service.flows.create import finish_create
 from service.nodes.capacity import check_room
 from service.runtime import SandboxBusy, SandboxInfo, SandboxRuntime, SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
 from service.runtime.types import SnapshotInfo
 from service.sandboxes import service
-from service.sandboxes.create import finish_create
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.pause import PauseUnsupported, SandboxBusyConflict, wake
 from service.sandboxes.quotas import Caps, check_quotas, idle_timeout
@@ -44,9 +44,6 @@ from service.sandboxes.states import State
 from service.tenants.repository import lock_tenant
 from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
-
-if TYPE_CHECKING:
-    from service.execs.sandbox_secrets import SandboxSecrets
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,6 @@ from typing import Any
 
 from litestar.connection import ASGIConnection
 
-from service.auth.middleware import authorize
 from service.auth.principal import Principal
 from service.errors import (
     MOVED_HEADER,
@@ -26,6 +25,7 @@ from service.errors import (
     SandboxMoved,
     SandboxNotUsable,
 )
+from service.middleware.auth import authorize
 from service.nodes import offload
 from service.nodes.credentials import Forwarded
 from service.nodes.routing import SMALL_BODY, Moved, NodeRouter, read_all

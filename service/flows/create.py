@@ -6,19 +6,17 @@ the outcome is recorded in a second short transaction."""
 from __future__ import annotations
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from service import telemetry
 from service.audit.recorder import AuditContext, record
 from service.auth.principal import Principal
 from service.db.base import utcnow
 from service.db.models import Sandbox as SandboxRow
-from service.db.models import Template, TemplateVersion, Tenant
+from service.db.models import Template, Tenant
 from service.errors import (
     Conflict,
     Forbidden,
     IdempotencyKeyReused,
-    NotFound,
     Unprocessable,
 )
 from service.nodes.capacity import check_room
@@ -30,9 +28,6 @@ from service.sandboxes import service
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.quotas import Caps, check_quotas, idle_timeout
 from service.sandboxes.schemas import (
-    PRESETS,
-    SIZES,
-    Preset,
     Sandbox,
     SandboxCreate,
     SandboxNetwork,
@@ -46,69 +41,14 @@ from service.sandboxes.service import (
     stop_sandbox,
     to_schema,
 )
+from service.sandboxes.sizes import caps_of, network_of, preset_of
 from service.sandboxes.states import State
 from service.templates import starter
-from service.templates.repository import TemplateRepository, ready_version
+from service.templates.repository import template_for
 from service.tenants.repository import lock_tenant
 from service.tenants.service import quotas_of
 
 DEFAULT_IMAGE = "default"
-
-
-def _preset(data: SandboxCreate) -> Preset | None:
-    return PRESETS[data.preset] if data.preset else None
-
-
-def network_of(data: SandboxCreate) -> SandboxNetwork:
-    if data.network is not None:
-        return data.network
-    return PRESETS[data.preset].network if data.preset else SandboxNetwork()
-
-
-def caps_of(data: SandboxCreate) -> tuple[str, int, int, int]:
-    """Size name and caps: the size (small by default), or the preset's caps when no size is
-    given, with explicit caps over either; "custom" when they match no size."""
-    size = data.size or "small"
-    cpus, memory, disk = SIZES[size]
-    preset = _preset(data)
-    from_preset = preset is not None and data.size is None
-    if from_preset:
-        assert preset is not None
-        cpus, memory, disk = preset.cpus, preset.memory_mib, preset.disk_mib
-    cpus = data.cpus if data.cpus is not None else cpus
-    memory = data.memory_mib if data.memory_mib is not None else memory
-    disk = data.disk_mib if data.disk_mib is not None else disk
-    if (cpus, memory, disk) != SIZES[size]:
-        same = [k for k, v in SIZES.items() if v == (cpus, memory, disk)]
-        size = same[0] if same and from_preset else "custom"
-    return size, cpus, memory, disk
-
-
-async def template_for(
-    session: AsyncSession, tenant_id: str, data: SandboxCreate
-) -> tuple[Template, TemplateVersion]:
-    """The template a create names and its newest ready build; its size and caps are fixed
-    by the build (the snapshot holds them), so a create may repeat them but not change them."""
-    assert data.template is not None
-    if data.image is not None:
-        raise Unprocessable("give image or template, not both")
-    template = await TemplateRepository(session, tenant_id).resolve(data.template)
-    if template is None:
-        raise NotFound(f"no template {data.template}")
-    version = await ready_version(session, template.id)
-    if version is None:
-        raise Conflict(
-            f"template {data.template} has no successful build yet",
-            extra={"template": data.template},
-        )
-    if service.asks_other_caps(
-        data, version.size, (version.cpus, version.memory_mib, version.disk_mib)
-    ):
-        raise Unprocessable(
-            f"template {data.template} is built for size {version.size}",
-            extra={"size": version.size},
-        )
-    return template, version
 
 
 async def create_sandbox(
@@ -239,7 +179,7 @@ async def create_sandbox(
         network=network.mode,
         network_allow=list(network.allow),
         network_private=list(quotas.network_private_cidrs),
-        **({"pids": preset.pids, "user": preset.user} if (preset := _preset(data)) else {}),
+        **({"pids": preset.pids, "user": preset.user} if (preset := preset_of(data)) else {}),
     )
     attributes = {"airlock.sandbox_id": sandbox_id, "airlock.runtime": runtime.name}
     try:
