@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -44,10 +45,12 @@ from service.db.pg import is_postgres
 from service.db.session import dispose, make_engine, make_sessionmaker, provide_db_session
 from service.errors import EXCEPTION_HANDLERS, ServiceUnavailable
 from service.execs.runner import ExecRunner
+from service.flows import placing
+from service.flows.idle import IdleSleeper
+from service.flows.pause import add_woke_header, waker
 from service.inputs import DEFAULT_BODY_LIMIT, InputPolicy
 from service.jobs import templates as builds
 from service.jobs.grants import NarrowedGrants
-from service.jobs.idle import IdleSleeper
 from service.jobs.paused_copies import PausedCopies
 from service.jobs.pool import PoolRefiller
 from service.jobs.reconcile import drop_orphans, reconcile
@@ -92,7 +95,6 @@ from service.runtime.config import RuntimeConfig
 from service.runtime.holder import RuntimeHolder
 from service.runtime.problems import runtime_error_handler
 from service.runtime.select import open_runtime
-from service.sandboxes.pause import add_woke_header
 from service.sandboxes.usage import UsageSampler
 from service.settings import Settings
 from service.telemetry import (
@@ -140,8 +142,15 @@ def create_app(
         runtimes = RuntimeHolder(open_node_runtime)
     runtimes.overcommit = (settings.cpu_overcommit, settings.memory_overcommit)
     runtimes.node_id = local_node
-    router = NodeRouter(sessionmaker, settings, node_credentials, local_node)
-    exec_runner = ExecRunner(sessionmaker, engine, runtimes, settings.secrets_key_path)
+    router = NodeRouter(
+        sessionmaker,
+        settings,
+        node_credentials,
+        local_node,
+        asked=functools.partial(placing.asked, sessionmaker),
+    )
+    wake = waker(sessionmaker, runtimes)
+    exec_runner = ExecRunner(sessionmaker, engine, runtimes, settings.secrets_key_path, wake=wake)
     pool = WarmPool(settings)
     # Tracing costs a span per request: only when something receives the spans.
     provider = (
@@ -174,6 +183,7 @@ def create_app(
             "authenticator": Authenticator(engine, codec, secrets.operator_key, auth_cache),
             "auth_listener": auth_listener,
             "runtimes": runtimes,
+            "wake": wake,
             "node_credentials": node_credentials,
             "exec_runner": exec_runner,
             "pool": pool,
@@ -248,6 +258,7 @@ def create_app(
             "db": Provide(lambda: sessionmaker, sync_to_thread=False),
             "runtimes": Provide(lambda: runtimes, sync_to_thread=False),
             "exec_runner": Provide(lambda: exec_runner, sync_to_thread=False),
+            "wake": Provide(lambda: wake, sync_to_thread=False),
             "pool": Provide(lambda: pool, sync_to_thread=False),
             "settings": Provide(lambda: settings, sync_to_thread=False),
             "principal": Provide(provide_principal, sync_to_thread=False),
@@ -330,7 +341,9 @@ async def _jobs(
                         local_node, dropped)  # fmt: skip
 
         await _reconcile(sessionmaker, runtimes, pool.host, local_node)
-        builder = TemplateBuilder(sessionmaker, runtimes, pool, node_id=local_node)
+        builder = TemplateBuilder(
+            sessionmaker, runtimes, pool, node_id=local_node, wake=exec_runner.wake
+        )
         reviews = ReviewRunner(ReviewDeps(sessionmaker, runtimes, exec_runner, settings))
         execs = SuspendedExecs(sessionmaker, exec_runner)
         jobs += [

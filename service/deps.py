@@ -13,6 +13,7 @@ from service.auth.principal import Principal
 from service.execs.runner import ExecRunner
 from service.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from service.runtime.holder import RuntimeHolder
+from service.sandboxes.waking import Wake
 from service.settings import Settings
 
 AppSettings = NamedDependency[Settings]
@@ -20,6 +21,8 @@ DbSession = NamedDependency[AsyncSession]
 # For services that keep transactions short around runtime calls and open their own sessions.
 Db = NamedDependency[async_sessionmaker[AsyncSession]]
 Runtimes = NamedDependency[RuntimeHolder]
+# Resumes a paused sandbox before a call that needs it running (service.flows.pause.wake).
+Waker = NamedDependency[Wake]
 ExecRunnerDep = NamedDependency[ExecRunner]
 CurrentPrincipal = NamedDependency[Principal]
 Audit = NamedDependency[AuditContext]

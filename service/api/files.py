@@ -7,7 +7,7 @@ from urllib.parse import quote
 from litestar import Controller, Request, get, put
 from litestar.params import FromPath, QueryParameter
 
-from service.deps import Audit, CurrentPrincipal, Db, Runtimes
+from service.deps import Audit, CurrentPrincipal, Db, Runtimes, Waker
 from service.errors import Unprocessable
 from service.files import archives, service
 from service.files.schemas import ABSOLUTE_PATH_PATTERN, ArchiveWritten, FileList, FileWritten
@@ -86,6 +86,7 @@ class FileController(Controller):
         request: Request[Any, Any, Any],
         db: Db,
         runtimes: Runtimes,
+        wake: Waker,
         principal: CurrentPrincipal,
         audit_ctx: Audit,
         sandbox_id: FromPath[str],
@@ -95,6 +96,7 @@ class FileController(Controller):
         return await service.upload_file(
             db,
             runtimes,
+            wake,
             principal,
             audit_ctx,
             sandbox_id,
@@ -128,6 +130,7 @@ class FileController(Controller):
         self,
         db: Db,
         runtimes: Runtimes,
+        wake: Waker,
         principal: CurrentPrincipal,
         audit_ctx: Audit,
         sandbox_id: FromPath[str],
@@ -135,7 +138,7 @@ class FileController(Controller):
         max_bytes: MaxBytesParam = None,
     ) -> ClosingStream:
         download = await service.download_file(
-            db, runtimes, principal, audit_ctx, sandbox_id, path, max_bytes
+            db, runtimes, wake, principal, audit_ctx, sandbox_id, path, max_bytes
         )
         return _attachment(download, "application/octet-stream")
 
@@ -149,11 +152,12 @@ class FileController(Controller):
         self,
         db: Db,
         runtimes: Runtimes,
+        wake: Waker,
         principal: CurrentPrincipal,
         sandbox_id: FromPath[str],
         directory: DirParam = service.DEFAULT_DIR,
     ) -> FileList:
-        return await service.list_files(db, runtimes, principal, sandbox_id, directory)
+        return await service.list_files(db, runtimes, wake, principal, sandbox_id, directory)
 
     @put(
         "/archive",
@@ -172,6 +176,7 @@ class FileController(Controller):
         request: Request[Any, Any, Any],
         db: Db,
         runtimes: Runtimes,
+        wake: Waker,
         principal: CurrentPrincipal,
         audit_ctx: Audit,
         sandbox_id: FromPath[str],
@@ -180,6 +185,7 @@ class FileController(Controller):
         return await archives.upload_archive(
             db,
             runtimes,
+            wake,
             principal,
             audit_ctx,
             sandbox_id,
@@ -200,12 +206,13 @@ class FileController(Controller):
         self,
         db: Db,
         runtimes: Runtimes,
+        wake: Waker,
         principal: CurrentPrincipal,
         audit_ctx: Audit,
         sandbox_id: FromPath[str],
         directory: DirParam = service.DEFAULT_DIR,
     ) -> ClosingStream:
         download = await archives.download_archive(
-            db, runtimes, principal, audit_ctx, sandbox_id, directory
+            db, runtimes, wake, principal, audit_ctx, sandbox_id, directory
         )
         return _attachment(download, "application/x-tar")

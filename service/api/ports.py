@@ -14,7 +14,7 @@ from litestar.params import FromPath, JSONBody
 from litestar.types import ASGIApp
 
 from service.context import audit_context
-from service.deps import AppSettings, Audit, CurrentPrincipal, Db, DbSession, Runtimes
+from service.deps import AppSettings, Audit, CurrentPrincipal, Db, DbSession, Runtimes, Waker
 from service.ports import service
 from service.ports.http import HttpProxy
 from service.ports.landing import landing
@@ -79,6 +79,7 @@ async def proxy_port(
     request: Request[Any, Any, Any],
     db: Db,
     runtimes: Runtimes,
+    wake: Waker,
     settings: AppSettings,
     principal: CurrentPrincipal,
     audit_ctx: Audit,
@@ -90,7 +91,9 @@ async def proxy_port(
     moved = landing(request.scope, target)
     if moved is not None:  # a browser: the page again, without the link in its address
         return moved
-    opened = await service.open_port(db, runtimes, principal, audit_ctx, sandbox_id, port, "http")
+    opened = await service.open_port(
+        db, runtimes, wake, principal, audit_ctx, sandbox_id, port, "http"
+    )
     return HttpProxy(opened.connection, target)
 
 
@@ -104,7 +107,14 @@ async def proxy_port_socket(socket: WebSocket[Any, Any, Any]) -> None:
     target = upstream(socket.scope, host, state.preview_links)
     context = audit_context(socket)  # type: ignore[arg-type]
     opened = await service.open_port(
-        state.sessionmaker, state.runtimes, socket.user, context, sandbox_id, port, "websocket"
+        state.sessionmaker,
+        state.runtimes,
+        state.wake,
+        socket.user,
+        context,
+        sandbox_id,
+        port,
+        "websocket",
     )
     try:
         relay = SocketRelay(opened.connection, target, socket.scope)

@@ -20,10 +20,10 @@ from service.deps import (
     Runtimes,
 )
 from service.errors import Unprocessable
-from service.flows import create, fork
+from service.flows import create, fork, pause
 from service.nodes.local import local_node_id
 from service.pagination import DEFAULT_LIMIT, cursor_parameter, id_pattern
-from service.sandboxes import pause, service
+from service.sandboxes import service
 from service.sandboxes.schemas import (
     LABEL_FILTER_PATTERN,
     Sandbox,

@@ -48,6 +48,7 @@ from service.runtime import (
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes import service as sandboxes
 from service.sandboxes.activity import Arrival
+from service.sandboxes.waking import Wake
 from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
 
@@ -83,9 +84,17 @@ class Started:
 
 class ExecRunner:
     def __init__(
-        self, db: Db, engine: AsyncEngine, holder: RuntimeHolder, key_file: Path | None = None
+        self,
+        db: Db,
+        engine: AsyncEngine,
+        holder: RuntimeHolder,
+        key_file: Path | None = None,
+        *,
+        wake: Wake,
     ) -> None:
         self.db = db
+        # What an exec call does first when its sandbox is paused (service.flows.pause.wake).
+        self.wake = wake
         # No ORM sessions on the exec path: they cost more per statement than the database
         # does (see service.execs.records).
         self.records = ExecRecords(engine)

@@ -32,7 +32,6 @@ from service.pagination import decode_cursor, page_of
 from service.runtime import ExecNotFound, TtySize
 from service.sandboxes import service as sandboxes
 from service.sandboxes.activity import following, touch
-from service.sandboxes.pause import wake
 
 POLL_S = 0.25
 # How often a running event stream asks whether its credential still holds.
@@ -134,15 +133,7 @@ async def create_exec(
     try:
         started = await runner.start(*start, judged)
     except sandboxes.SandboxPaused:
-        await wake(
-            runner.db,
-            runner.holder,
-            principal.tenant_id,
-            principal.sandbox_id,
-            ctx,
-            sandbox_id,
-            why="exec",
-        )
+        await runner.wake(principal.tenant_id, principal.sandbox_id, ctx, sandbox_id, why="exec")
         started = await runner.start(*start, judged)
     await touch(runner.db, sandbox_id)
     if not data.wait:
@@ -299,10 +290,7 @@ async def _woken(
 ) -> None:
     """A running exec of a paused sandbox (a pause keeps them) is reached once it is resumed."""
     assert principal.tenant_id is not None
-    await wake(
-        runner.db, runner.holder, principal.tenant_id, principal.sandbox_id, ctx, sandbox_id,
-        why=why,
-    )  # fmt: skip
+    await runner.wake(principal.tenant_id, principal.sandbox_id, ctx, sandbox_id, why=why)
 
 
 def _size(size: TerminalSize) -> dict[str, int]:

@@ -24,6 +24,7 @@ from service.runtime import (
     SandboxRuntimeError,
 )
 from service.runtime.holder import RuntimeHolder
+from service.sandboxes.waking import Wake
 from service.streaming import Body
 
 TEMP_DIR = "/work"
@@ -59,6 +60,7 @@ def _tar_stderr(result: ExecResult) -> str:
 async def upload_archive(
     db: files.Db,
     holder: RuntimeHolder,
+    wake: Wake,
     principal: Principal,
     ctx: AuditContext,
     sandbox_id: str,
@@ -69,7 +71,7 @@ async def upload_archive(
 ) -> ArchiveWritten:
     dest = files.absolute_path(directory, "dir")
     runtime = await holder.get()
-    target = await files.resolve(db, principal, sandbox_id, holder, ctx)
+    target = await files.resolve(db, principal, sandbox_id, wake, ctx)
     files.refuse_declared(content_length, target.upload_limit)
     capped = files.CappedBody(body, target.upload_limit)
     temp = files.temp_name(TEMP_DIR) + ".tar"
@@ -101,6 +103,7 @@ async def upload_archive(
 async def download_archive(
     db: files.Db,
     holder: RuntimeHolder,
+    wake: Wake,
     principal: Principal,
     ctx: AuditContext,
     sandbox_id: str,
@@ -108,7 +111,7 @@ async def download_archive(
 ) -> files.Download:
     source = files.absolute_path(directory, "dir")
     runtime = await holder.get()
-    target = await files.resolve(db, principal, sandbox_id, holder, ctx)
+    target = await files.resolve(db, principal, sandbox_id, wake, ctx)
     temp = files.temp_name(TEMP_DIR) + ".tar"
     async with files.while_running(db, target, ArchiveFailed):
         result = await files.sh(runtime, target, PACK_SCRIPT, temp, source, timeout_s=TIMEOUT_S)

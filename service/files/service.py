@@ -41,7 +41,7 @@ from service.runtime.holder import RuntimeHolder
 from service.runtime.paths import sandbox_path
 from service.sandboxes import service as sandboxes
 from service.sandboxes.activity import touch
-from service.sandboxes.pause import wake
+from service.sandboxes.waking import Wake
 from service.streaming import Body, close_body
 from service.tenants.service import quotas_of
 
@@ -82,21 +82,19 @@ async def resolve(
     db: Db,
     principal: Principal,
     sandbox_id: str,
-    holder: RuntimeHolder | None = None,
+    wake: Wake | None = None,
     ctx: AuditContext | None = None,
 ) -> Target:
     """The sandbox, scoped by tenant and token binding (404), and running (409): a paused one
-    is woken first when `holder` is given. The call counts as the sandbox's activity."""
+    is woken first when `wake` is given. The call counts as the sandbox's activity."""
     assert principal.tenant_id is not None
     try:
         target = await _running(db, principal, sandbox_id)
     except sandboxes.SandboxPaused:
-        if holder is None:
+        if wake is None:
             raise
         ctx = ctx or AuditContext(actor=principal.actor, request_id=None, client=None)
-        await wake(
-            db, holder, principal.tenant_id, principal.sandbox_id, ctx, sandbox_id, why="files"
-        )
+        await wake(principal.tenant_id, principal.sandbox_id, ctx, sandbox_id, why="files")
         target = await _running(db, principal, sandbox_id)
     await touch(db, target.sandbox_id)
     return target
@@ -266,6 +264,7 @@ async def stream_into(
 async def upload_file(
     db: Db,
     holder: RuntimeHolder,
+    wake: Wake,
     principal: Principal,
     ctx: AuditContext,
     sandbox_id: str,
@@ -279,7 +278,7 @@ async def upload_file(
     if dest == "/":
         raise InvalidPath(path, "names the root directory, not a file")
     runtime = await holder.get()
-    target = await resolve(db, principal, sandbox_id, holder, ctx)
+    target = await resolve(db, principal, sandbox_id, wake, ctx)
     refuse_declared(content_length, target.upload_limit)
     capped = CappedBody(body, target.upload_limit)
     temp = temp_name(posixpath.dirname(dest))
@@ -334,6 +333,7 @@ class Download:
 async def download_file(
     db: Db,
     holder: RuntimeHolder,
+    wake: Wake,
     principal: Principal,
     ctx: AuditContext,
     sandbox_id: str,
@@ -343,7 +343,7 @@ async def download_file(
     """The file as a stream; with `max_bytes`, read whole first (FileTooLarge, a 413, past it)."""
     source = absolute_path(path)
     runtime = await holder.get()
-    target = await resolve(db, principal, sandbox_id, holder, ctx)
+    target = await resolve(db, principal, sandbox_id, wake, ctx)
     if max_bytes is not None:
         return await _download_whole(db, runtime, ctx, target, source, max_bytes)
     chunks = runtime.read_file(target.runtime_id, source)
@@ -385,11 +385,16 @@ async def _held(parts: list[bytes]) -> AsyncIterator[bytes]:
 
 
 async def list_files(
-    db: Db, holder: RuntimeHolder, principal: Principal, sandbox_id: str, directory: str
+    db: Db,
+    holder: RuntimeHolder,
+    wake: Wake,
+    principal: Principal,
+    sandbox_id: str,
+    directory: str,
 ) -> FileList:
     where = absolute_path(directory, "dir")
     runtime = await holder.get()
-    target = await resolve(db, principal, sandbox_id, holder)
+    target = await resolve(db, principal, sandbox_id, wake)
     async with while_running(db, target):
         entries = await runtime.list_files(target.runtime_id, where)
     return FileList(

@@ -30,13 +30,13 @@ from service.db.models import Sandbox as SandboxRow
 from service.errors import Forbidden
 from service.execs.sandbox_secrets import SandboxSecrets
 from service.flows.create import finish_create
+from service.flows.pause import PauseUnsupported, SandboxBusyConflict, wake
 from service.nodes.capacity import check_room
 from service.runtime import SandboxBusy, SandboxInfo, SandboxRuntime, SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
 from service.runtime.types import SnapshotInfo
 from service.sandboxes import service
 from service.sandboxes.lifecycle import transition
-from service.sandboxes.pause import PauseUnsupported, SandboxBusyConflict, wake
 from service.sandboxes.quotas import Caps, check_quotas, idle_timeout
 from service.sandboxes.schemas import Sandbox, SandboxCreate, SandboxFork, SandboxNetwork
 from service.sandboxes.service import Db, check_network, get_row_scoped, repository

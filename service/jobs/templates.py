@@ -32,6 +32,7 @@ from service.runtime.holder import RuntimeHolder
 from service.sandboxes.queues import fair_order, owner_turns
 from service.sandboxes.quotas import Caps, check_room
 from service.sandboxes.repository import SandboxRepository
+from service.sandboxes.waking import Wake
 from service.templates.from_sandbox import from_sandbox
 from service.templates.repository import OPERATOR_OWNER
 from service.templates.service import chain_of
@@ -152,6 +153,7 @@ async def claim_next(db: Db, node_id: str | None = None) -> Claimed | None:
 async def build_one(
     db: Db,
     holder: RuntimeHolder,
+    wake: Wake,
     pool: WarmPool,
     job: Claimed,
     node_id: str | None = None,
@@ -173,7 +175,7 @@ async def build_one(
             runtime = await holder.get()
             runtime_name = runtime.name
             if job.source is not None:
-                snapshot = await from_sandbox(db, holder, runtime, job.source, job.recipe, text)
+                snapshot = await from_sandbox(db, wake, runtime, job.source, job.recipe, text)
             else:
                 snapshot = await build(runtime, job.recipe, text, snapshots=pool.snapshots_enabled)
             if snapshot is not None and node_id is not None and runtime.supports("move_snapshots"):
@@ -291,10 +293,14 @@ class TemplateBuilder(PeriodicJob):
         pool: WarmPool,
         interval_s: float = 1.0,
         node_id: str | None = None,
+        *,
+        wake: Wake,
     ) -> None:
         super().__init__(interval_s)
         self.db = db
         self.holder = holder
+        # A version made from a paused sandbox resumes it first (service.flows.pause.wake).
+        self.wake = wake
         self.pool = pool
         self.node_id = node_id
         # The build under way and its task; whether its owner's suspension stopped it.
@@ -307,7 +313,7 @@ class TemplateBuilder(PeriodicJob):
             return False
         text = BuildLog()
         task = asyncio.create_task(
-            build_one(self.db, self.holder, self.pool, job, self.node_id, text),
+            build_one(self.db, self.holder, self.wake, self.pool, job, self.node_id, text),
             name=f"build-{job.recipe.version_id}",
         )
         self.current, self.stopped = (job, task), False

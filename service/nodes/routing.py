@@ -25,19 +25,18 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
-import msgspec
 from opentelemetry.trace import SpanKind
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service import telemetry
 from service.auth.principal import Principal
-from service.db.models import Node, NodeSnapshot, PoolMember
+from service.db.models import Node
 from service.db.models import Sandbox as SandboxRow
 from service.db.pg import driver_connection, is_postgres
 from service.errors import (
@@ -53,10 +52,7 @@ from service.nodes.placement import Ask
 from service.ports import forward as ports_forward
 from service.requestid import HEADER as REQUEST_ID
 from service.requestid import request_id_for
-from service.sandboxes import sizes
-from service.sandboxes.schemas import SandboxCreate
 from service.settings import Settings
-from service.templates.repository import template_for
 
 log = logging.getLogger("airlock.nodes.routing")
 
@@ -98,6 +94,13 @@ class Moved(Exception):
         self.node_id = node_id
 
 
+class Asked(Protocol):
+    """What a tenant's create asks for (caps, and where its template's snapshot is), from the
+    request's body."""
+
+    def __call__(self, tenant_id: str, body: bytes) -> Awaitable[Ask]: ...
+
+
 class NodeRouter:
     def __init__(
         self,
@@ -105,8 +108,12 @@ class NodeRouter:
         settings: Settings,
         credentials: NodeCredentials,
         local_node: str | None,
+        *,
+        asked: Asked,
     ) -> None:
         self.db = db
+        # What a create asks of placement, from its body (service.flows.placing).
+        self.asked = asked
         self.engine: AsyncEngine = db.kw["bind"]
         self.role = settings.role
         # The embedded database serves one process: every sandbox in it is this node's.
@@ -362,7 +369,7 @@ class NodeRouter:
         """Place a new sandbox: the request goes to the first node with room that answers."""
         assert principal.tenant_id is not None
         body = await read_all(receive)
-        ask = await self._asked(principal.tenant_id, body)
+        ask = await self.asked(principal.tenant_id, body)
         views = await placement.node_views(self.engine)
         self._remember(views)  # read anyway: the cache is fresh
         order = placement.place(views, ask, self.overcommit)
@@ -384,53 +391,6 @@ class NodeRouter:
             ):
                 return
         raise NoCapacity("no node with room could take the sandbox now")
-
-    async def _asked(self, tenant_id: str, body: bytes) -> Ask:
-        """What a create asks for. A body that does not decode asks for the default size (the
-        node's answer then says what is wrong with it)."""
-        try:
-            data = msgspec.json.decode(body, type=SandboxCreate)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            data = SandboxCreate()
-        if data.template is None:
-            _, cpus, memory, disk = sizes.caps_of(data)
-            return Ask(float(cpus), memory, disk)
-        async with self.db() as session:
-            _, version = await template_for(session, tenant_id, data)
-            warm = set(
-                await session.scalars(
-                    select(PoolMember.host)
-                    .where(PoolMember.version_id == version.id, PoolMember.state == "ready")
-                    .distinct()
-                )
-            )
-            holding = (
-                set(
-                    await session.scalars(
-                        select(NodeSnapshot.node_id).where(
-                            NodeSnapshot.snapshot_id == version.snapshot_id
-                        )
-                    )
-                )
-                if version.snapshot_id is not None
-                else set()
-            )
-        # A snapshot that cannot move is on the disk of the node that built it alone.
-        only_on = (
-            version.node_id
-            if version.snapshot_id is not None and version.snapshot_digest is None
-            else None
-        )
-        return Ask(
-            float(version.cpus),
-            version.memory_mib,
-            version.disk_mib,
-            only_on,
-            frozenset(warm),
-            frozenset(holding),
-            # A snapshot restores on the runtime that took it.
-            version.runtime if version.snapshot_id is not None else None,
-        )
 
     async def close(self) -> None:
         if self._session is not None:

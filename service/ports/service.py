@@ -26,6 +26,7 @@ from service.runtime import NotSupported, PortConnection, PortNotListening
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes import activity
 from service.sandboxes.repository import SandboxRepository
+from service.sandboxes.waking import Wake
 from service.tenants.service import get_tenant, quotas_of
 
 OPEN_ACTION = "port.open"
@@ -66,6 +67,7 @@ def upstream_host(sandbox_id: str, port: int, domain: str) -> str:
 async def open_port(
     db: Db,
     holder: RuntimeHolder,
+    wake: Wake,
     principal: Principal,
     ctx: AuditContext,
     sandbox_id: str,
@@ -76,7 +78,7 @@ async def open_port(
     # The operator has no sandboxes; a principal without the scope never reaches a port.
     if principal.tenant_id is None or not principal.has_scope(SCOPE):
         raise NotFound(f"no sandbox {sandbox_id}")
-    target = await files.resolve(db, principal, sandbox_id, holder, ctx)
+    target = await files.resolve(db, principal, sandbox_id, wake, ctx)
     runtime = await holder.get()
     if not runtime.supports("ports"):
         raise PortsUnsupported(f"the {runtime.name} runtime cannot reach ports inside sandboxes")

@@ -123,6 +123,7 @@ class Box:
         await files.upload_file(
             self.db,
             self.holder,
+            self.runner.wake,
             self.principal,
             self.ctx,
             self.sandbox_id,

@@ -15,9 +15,8 @@ from service.db.models import Sandbox
 from service.db.session import Db
 from service.errors import Conflict
 from service.runtime import SandboxRuntime, SandboxRuntimeError, SnapshotInfo
-from service.runtime.holder import RuntimeHolder
-from service.sandboxes.pause import wake
 from service.sandboxes.states import State
+from service.sandboxes.waking import Wake
 from service.templates.starter import NO_NETWORK, BuildLog, Recipe, can_carry, carry
 
 SYSTEM = AuditContext(actor="system:template-builder", request_id=None, client=None)
@@ -25,7 +24,7 @@ SYSTEM = AuditContext(actor="system:template-builder", request_id=None, client=N
 
 async def from_sandbox(
     db: Db,
-    holder: RuntimeHolder,
+    wake: Wake,
     runtime: SandboxRuntime,
     source: tuple[str, str],
     recipe: Recipe,
@@ -35,7 +34,7 @@ async def from_sandbox(
     `recipe`, the build's steps logged to `text`."""
     tenant_id, sandbox_id = source
     text.add(f"from sandbox {sandbox_id}\n")
-    await wake(db, holder, tenant_id, None, SYSTEM, sandbox_id, why="template")
+    await wake(tenant_id, None, SYSTEM, sandbox_id, why="template")
     async with db() as session:
         row = await session.get(Sandbox, sandbox_id)
     if row is None or row.state != State.RUNNING or row.runtime_id is None:

@@ -2,7 +2,7 @@
 long (no exec starting or ending, nobody following a running one, no file call, no resume:
 service.sandboxes.activity) is paused, with its background processes and the running execs
 nobody follows, which go on when it wakes. Each node pauses its own sandboxes (the checkpoint
-goes to its disk); the next exec or file call wakes the sandbox (service.sandboxes.pause.wake)."""
+goes to its disk); the next exec or file call wakes the sandbox (service.flows.pause.wake)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from service.audit.recorder import AuditContext
 from service.db.base import on_node, utcnow
 from service.db.models import Exec, Sandbox
 from service.errors import AppError
+from service.flows.pause import pause_sandbox
 from service.periodic import PeriodicJob
 from service.runtime import SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
-from service.sandboxes.pause import pause_sandbox
 from service.sandboxes.states import State
 
 log = logging.getLogger("airlock.jobs.idle")

@@ -49,6 +49,7 @@ from service.sandboxes.repository import SandboxRepository
 from service.sandboxes.schemas import Sandbox, SandboxNetwork
 from service.sandboxes.service import check_network, get_row_scoped, to_schema
 from service.sandboxes.states import State
+from service.sandboxes.waking import Wake
 from service.tenants.repository import lock_tenant
 from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
@@ -364,6 +365,18 @@ async def wake(
         if time.monotonic() > deadline:
             return  # the caller's own check says what state it is in
         await asyncio.sleep(0.1)
+
+
+def waker(db: Db, holder: RuntimeHolder) -> Wake:
+    """`wake` bound to the database and runtime: what the app hands to the resources that
+    need a sandbox running (service.sandboxes.waking)."""
+
+    async def bound(
+        tenant_id: str, only_sandbox: str | None, ctx: AuditContext, sandbox_id: str, *, why: str
+    ) -> None:
+        await wake(db, holder, tenant_id, only_sandbox, ctx, sandbox_id, why=why)
+
+    return bound
 
 
 async def add_woke_header(message: Any, scope: Any) -> None:
