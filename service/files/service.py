@@ -119,10 +119,11 @@ async def _running(db: Db, principal: Principal, sandbox_id: str) -> Target:
 
 @contextlib.asynccontextmanager
 async def while_running(db: Db, target: Target, *failures: type[Exception]) -> AsyncIterator[None]:
-    """The sandbox's own 409 (`sandbox_not_running`, naming its state) for a call it did not
-    outlive: deleted, expired or failed while the runtime moved the bytes, the runtime's
-    failure (a bare runtime error, the runtime no longer knowing it, or one of `failures`) is
-    what a call a moment later would have met. A failure while it still runs stays as it is."""
+    """The sandbox's own 409 (`sandbox_not_running` naming its state, or `sandbox_paused`)
+    for a call it did not outlive: deleted, expired, failed or paused while the runtime moved
+    the bytes, the runtime's failure (a bare runtime error, the runtime no longer knowing it,
+    or one of `failures`) is what a call a moment later would have met. A failure while it
+    still runs stays as it is."""
     try:
         yield
     except (SandboxNotFound, *failures) as exc:
@@ -140,9 +141,7 @@ async def _raise_if_not_running(db: Db, target: Target, exc: Exception) -> None:
     if row is not None:
         try:
             sandboxes.require_running(row)
-        except sandboxes.SandboxPaused:
-            return  # paused meanwhile (idle): not the runtime's failure to explain
-        except Exception as stopped:
+        except SandboxNotUsable as stopped:  # paused meanwhile too: a 409 to retry
             raise stopped from exc
 
 

@@ -56,21 +56,6 @@ def _read_keyed(path: Path, key: str) -> int:
 
 
 @dataclass(frozen=True)
-class MemoryEvents:
-    """A memory cgroup's counters: the kernel's OOM kills in it, and the times its usage
-    reached the limit (v1 `memory.failcnt`, v2 `max` in memory.events), reclaim or not."""
-
-    oom_kills: int
-    limit_hits: int
-
-    def since(self, before: MemoryEvents | None) -> MemoryEvents:
-        """What rose since `before` (all of it when there was no reading then)."""
-        if before is None:
-            return self
-        return MemoryEvents(self.oom_kills - before.oom_kills, self.limit_hits - before.limit_hits)
-
-
-@dataclass(frozen=True)
 class Usage:
     cpu_seconds: float
     memory_bytes: int
@@ -104,20 +89,16 @@ class Cgroup:
     def exists(self) -> bool:
         return any(d.is_dir() for d in self.dirs())
 
-    def memory_events(self) -> MemoryEvents | None:
-        """Its OOM kills and limit hits so far; None when they cannot be read (it is gone)."""
+    def oom_kills(self) -> int | None:
+        """The kernel's OOM kills in it so far; None when that cannot be read (it is gone)."""
+        if self.layout == "v2":
+            path = self._v2() / "memory.events"
+        else:
+            path = self._v1("memory") / "memory.oom_control"
         try:
-            if self.layout == "v2":
-                events = _keyed((self._v2() / "memory.events").read_text())
-                return MemoryEvents(events.get("oom_kill", 0), events.get("max", 0))
-            memory = self._v1("memory")
-            oom_control = _keyed((memory / "memory.oom_control").read_text())
-            failcnt = (memory / "memory.failcnt").read_text().strip()
+            return _keyed(path.read_text()).get("oom_kill", 0)
         except OSError:
             return None
-        return MemoryEvents(
-            oom_control.get("oom_kill", 0), int(failcnt) if failcnt.isdigit() else 0
-        )
 
     def pids_max_hits(self) -> int:
         base = self._v2() if self.layout == "v2" else self._v1("pids")

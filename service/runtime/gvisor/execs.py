@@ -1,8 +1,7 @@
 """Execs in gVisor sandboxes: through the exec agent where it answers, else `runsc exec`.
 
 Either way an exec has the same kill (its tree, from outside, through its pid file), the same
-outcome rules (`oom` when the cgroup's OOM counter rose or the sandbox died at its memory
-limit, `killed` when it died otherwise) and
+outcome rules (`oom` when the cgroup's OOM counter rose, `killed` when the sandbox died) and
 the same end (its process and pid files removed). Which way matters beyond the exec: runsc
 ends everything a `runsc exec` started (children, `nohup`, `setsid` included) when it restores
 a checkpoint, and keeps what the agent started. So an exec in a sandbox whose agent has not
@@ -28,7 +27,7 @@ from ..execution import Classify, ExecutionBase, KillTree, Spawned, SupervisedEx
 from ..paths import sandbox_path
 from ..specs import parse_user
 from ..types import ExecRequest, ExecResult, Outcome, TtySize, new_exec_id
-from . import bundle, cgroups, reaper
+from . import bundle, reaper
 from .agent_execution import AgentExecution
 from .agent_link import AgentLost
 from .core import Core
@@ -265,7 +264,7 @@ class Execs(Core):
         """An exec's kill (its tree, from outside), outcome and end callbacks."""
         return (
             functools.partial(self._kill_tree, sandbox, exec_id),
-            functools.partial(self._classify, sandbox, sandbox.cgroup.memory_events()),
+            functools.partial(self._classify, sandbox, sandbox.cgroup.oom_kills()),
             lambda execution: self._exec_done(sandbox, execution.id),
         )
 
@@ -322,7 +321,7 @@ class Execs(Core):
             self._exec_done(sandbox, helper_id)
 
     async def _classify(
-        self, sandbox: Sandbox, before: cgroups.MemoryEvents | None, code: int | None
+        self, sandbox: Sandbox, oom_kills_before: int | None, code: int | None
     ) -> Outcome:
         """The exec's outcome by `exec_end`; a sandbox that ended with it is marked failed.
         Under systrap, which host process the OOM killer takes is its own choice: at times
@@ -331,9 +330,8 @@ class Execs(Core):
         rather than when runsc notices."""
         if code == 0:
             return "exited"
-        after = sandbox.cgroup.memory_events()
-        rose = after.since(before) if after is not None else None
-        oom_killed = rose is not None and rose.oom_kills > 0
+        after = sandbox.cgroup.oom_kills()
+        oom_killed = oom_kills_before is not None and after is not None and after > oom_kills_before
         if not oom_killed and code is not None and code < 128:
             return "exited"
         reaper.reap_adopted()
@@ -345,7 +343,7 @@ class Execs(Core):
         ended = (oom_killed and agent_lost) or await self._state(sandbox.id) != "running"
         outcome, reason = exec_end(
             code,
-            rose,
+            oom_killed,
             sandbox_ended=ended,
             recent_oom=recent_oom,
             pids_hit=sandbox.cgroup.pids_max_hits() > 0,
@@ -361,31 +359,27 @@ class Execs(Core):
 
 def exec_end(
     code: int | None,
-    rose: cgroups.MemoryEvents | None,
+    oom_killed: bool,
     *,
     sandbox_ended: bool,
     recent_oom: bool,
     pids_hit: bool,
 ) -> tuple[Outcome, str | None]:
     """An exec that did not succeed: its outcome, and why the sandbox failed if it ended
-    with it. `rose` is what the memory cgroup's counters did while the exec ran (None when
-    they could not be read at its end); `recent_oom`, that an exec saw the OOM killer strike
-    in the sandbox within OOM_AFTERMATH_S before this one ended.
+    with it. `oom_killed`: the memory cgroup counted an OOM kill while the exec ran;
+    `recent_oom`: an exec saw one within OOM_AFTERMATH_S before this one ended.
 
     The OOM killer striking means `oom`; under systrap it takes only the address space that
     grew (its process ends, no message) and the sandbox lives on, so counting from each
     exec's own start keeps later execs from being called OOM too. The sandbox may still die
     of it a moment later, with no second kill counted: the next exec to find it gone is
-    `killed` (it did not ask for the memory) and the sandbox failed `oom`. A sandbox that
-    died while its memory reached the limit during this exec failed `oom` too."""
-    if rose is not None and rose.oom_kills > 0:
+    `killed` (it did not ask for the memory) and the sandbox failed `oom`."""
+    if oom_killed:
         return "oom", "oom" if sandbox_ended else None
     if (code is None or code >= 128) and sandbox_ended:
-        if rose is not None and rose.limit_hits > 0:
-            return "oom", "oom"
-        if recent_oom:
-            return "killed", "oom"
-        return "killed", "pids" if pids_hit else "crashed"
+        if pids_hit:
+            return "killed", "pids"
+        return "killed", "oom" if recent_oom else "crashed"
     return "exited", None
 
 
