@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -23,12 +22,10 @@ from sqlalchemy.exc import IntegrityError
 from service.db.models import ReviewBaseline
 from service.db.session import Db
 from service.reviews import results
+from service.reviews.claimed import Job
 from service.reviews.results import TestRun
 from service.runtime import images
-
-if TYPE_CHECKING:
-    from service.reviews.pipeline import Job
-    from service.sandboxes.schemas import Sandbox
+from service.sandboxes.schemas import Sandbox
 
 # The code that makes and reads a results file: a change to it makes older baselines stale.
 _READERS = (

@@ -28,7 +28,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from service.reviews.results import ERROR, FAILED, PASSED, TestRun
-from service.reviews.verdict import Run
+from service.reviews.runs import Run
 
 # Files whose code or settings drive pytest, wherever they are in the tree.
 INFRA_NAMES = frozenset(

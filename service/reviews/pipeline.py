@@ -14,17 +14,13 @@ import hashlib
 import itertools
 import logging
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from service.audit.recorder import AuditContext
-from service.auth.principal import SCOPES, Principal, PrincipalKind
 from service.db.base import utcnow
-from service.db.models import Review as ReviewRow
-from service.db.models import Tenant
 from service.db.session import Db
 from service.errors import AppError
 from service.execs.runner import ExecRunner
@@ -32,6 +28,7 @@ from service.flows import create as sandbox_create
 from service.flows import fork as sandbox_fork
 from service.nodes.local import local_node_id
 from service.reviews import baselines, gate, inside, model
+from service.reviews.claimed import Job, load
 from service.reviews.confine import FetchLimits
 from service.reviews.fetch import FetchFailed, HttpAuth, fetch
 from service.reviews.repository import ReviewRepository
@@ -46,7 +43,6 @@ from service.sandboxes.schemas import Sandbox, SandboxCreate, SandboxFork, Sandb
 from service.secrets.crypto import Undecryptable
 from service.secrets.service import reveal
 from service.settings import Settings
-from service.tenants.service import quotas_of
 
 log = logging.getLogger("airlock.reviews")
 
@@ -71,76 +67,6 @@ class Deps:
         if self.allow_local is not None:
             return self.allow_local
         return self.settings.review_allow_local_repos
-
-
-@dataclass
-class Job:
-    """A claimed review as read from its row (no ORM object crosses a runtime call)."""
-
-    id: str
-    tenant_id: str
-    repo: str
-    base: str
-    head: str
-    template: str | None
-    size: str
-    install: list[str] | None
-    test: list[str]
-    timeout_s: int
-    network: dict[str, Any]
-    model: str | None
-    attempts: int
-    max_ttl_s: int
-    max_timeout_s: int
-    # The secret's name and the user name, never the value (read at fetch time).
-    credentials: dict[str, str] | None = None
-    facts: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def principal(self) -> Principal:
-        # The review acts for its tenant: quotas, network policy and audit are the tenant's.
-        return Principal(
-            kind=PrincipalKind.API_KEY,
-            actor=self.actor,
-            tenant_id=self.tenant_id,
-            scopes=frozenset(SCOPES),
-        )
-
-    @property
-    def actor(self) -> str:
-        return f"review:{self.id}"
-
-    @property
-    def ctx(self) -> AuditContext:
-        return AuditContext(actor=self.actor, request_id=None, client=None)
-
-
-async def load(db: Db, review_id: str) -> Job | None:
-    async with db() as session:
-        row = await session.get(ReviewRow, review_id)
-        if row is None:
-            return None
-        tenant = await session.get(Tenant, row.tenant_id)
-        assert tenant is not None
-        quotas = quotas_of(tenant)
-        return Job(
-            id=row.id,
-            tenant_id=row.tenant_id,
-            repo=row.repo,
-            base=row.base,
-            head=row.head,
-            template=row.template,
-            size=row.size,
-            install=list(row.install) if row.install else None,
-            test=list(row.test),
-            timeout_s=row.timeout_s,
-            network=dict(row.network),
-            model=row.model,
-            attempts=row.attempts,
-            max_ttl_s=min(quotas.max_sandbox_ttl_s, quotas.max_lifetime_s),
-            max_timeout_s=quotas.max_exec_timeout_s,
-            credentials=dict(row.credentials) if row.credentials else None,
-        )
 
 
 async def run_review(deps: Deps, review_id: str) -> str:

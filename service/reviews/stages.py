@@ -9,17 +9,15 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from service.audit.recorder import record
 from service.db.base import utcnow
 from service.db.models import Review as ReviewRow
 from service.db.session import Db
 from service.errors import AppError
+from service.reviews.claimed import Job
 from service.reviews.fetch import FetchFailed
-
-if TYPE_CHECKING:
-    from service.reviews.pipeline import Job
 
 
 class StageFailed(Exception):

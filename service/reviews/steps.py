@@ -23,19 +23,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from service.errors import AppError
 from service.execs.schemas import Exec
 from service.reviews import baselines, gate, inside, reaches, results
+from service.reviews.claimed import Job
 from service.reviews.fetch import HEAD_REF
 from service.reviews.results import TestRun
+from service.reviews.runs import Run
 from service.reviews.stages import StageFailed, Stages, error_text
-from service.reviews.verdict import Run
 from service.runtime import SandboxRuntimeError
-
-if TYPE_CHECKING:
-    from service.reviews.pipeline import Job
 
 TEST_OUTPUT_CAP = 64 << 10
 

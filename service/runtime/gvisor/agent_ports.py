@@ -12,14 +12,11 @@ import asyncio
 import contextlib
 import struct
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import msgspec
 
 from ..errors import PortNotListening, SandboxBusy
-
-if TYPE_CHECKING:
-    from .agent_link import AgentLink
 
 # host -> agent
 PORT_OPEN, PORT_SEND, PORT_SHUT, PORT_CLOSE, PORT_ACK = 9, 10, 11, 12, 13
@@ -31,6 +28,14 @@ CHUNK = 256 * 1024
 OPEN_TIMEOUT_S = 10.0
 # Connections open at once per sandbox: each holds a socket in the sandbox's PID 1.
 MAX_OPEN = 256
+
+
+class Link(Protocol):
+    """What port channels need of the agent link (agent_link.AgentLink) they run over."""
+
+    def send(self, kind: int, number: int, payload: bytes = b"") -> None: ...
+
+    def next_channel(self) -> int: ...
 
 
 class _Opened(msgspec.Struct, forbid_unknown_fields=True):
@@ -152,7 +157,7 @@ class PortChannel:
 class PortChannels:
     """The connections of one link."""
 
-    def __init__(self, link: AgentLink) -> None:
+    def __init__(self, link: Link) -> None:
         self.link = link
         self._open: dict[int, PortChannel] = {}
 
