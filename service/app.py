@@ -96,6 +96,7 @@ from service.runtime.holder import RuntimeHolder
 from service.runtime.problems import runtime_error_handler
 from service.runtime.select import open_runtime
 from service.sandboxes.usage import UsageSampler
+from service.sandboxes.waking import Wake
 from service.settings import Settings
 from service.telemetry import (
     MetricsController,
@@ -202,7 +203,7 @@ def create_app(
         jobs: Sequence[Any] = []
         if run_jobs:
             jobs = await _jobs(
-                settings, sessionmaker, runtimes, pool, exec_runner, local_node, fetcher
+                settings, sessionmaker, runtimes, wake, pool, exec_runner, local_node, fetcher
             )
         for job in jobs:
             job.start()
@@ -315,6 +316,7 @@ async def _jobs(
     settings: Settings,
     sessionmaker: async_sessionmaker[AsyncSession],
     runtimes: RuntimeHolder,
+    wake: Wake,
     pool: WarmPool,
     exec_runner: ExecRunner,
     local_node: str | None,
@@ -341,9 +343,7 @@ async def _jobs(
                         local_node, dropped)  # fmt: skip
 
         await _reconcile(sessionmaker, runtimes, pool.host, local_node)
-        builder = TemplateBuilder(
-            sessionmaker, runtimes, pool, node_id=local_node, wake=exec_runner.wake
-        )
+        builder = TemplateBuilder(sessionmaker, runtimes, pool, node_id=local_node, wake=wake)
         reviews = ReviewRunner(ReviewDeps(sessionmaker, runtimes, exec_runner, settings))
         execs = SuspendedExecs(sessionmaker, exec_runner)
         jobs += [

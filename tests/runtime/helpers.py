@@ -27,3 +27,7 @@ def host_processes_mentioning(text: str) -> list[str]:
         if text in cmdline:
             found.append(cmdline)
     return found
+
+
+# Allocates 16 MiB at a time until something stops it.
+MEMORY_HOG = "x = []\nwhile True:\n    x.append(bytearray(16 << 20))\n"

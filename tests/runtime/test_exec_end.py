@@ -11,6 +11,8 @@ from service.runtime import ExecRequest, SandboxSpec
 from service.runtime.gvisor import GVisorRuntime, cgroups
 from service.runtime.gvisor.execs import exec_end
 
+from .helpers import MEMORY_HOG
+
 
 @pytest.mark.parametrize(
     ("code", "oom_killed", "ended", "recent_oom", "pids_hit", "expected"),
@@ -76,8 +78,8 @@ async def test_a_hog_at_the_cap_shows_in_the_sandbox_cgroups_count(gvisor: GViso
         quiet = await gvisor.run(box.id, ExecRequest(argv=["true"], timeout_s=30))
         assert quiet.outcome == "exited"
         assert cgroup.oom_kills() == before
-        hog = "x = []\nwhile True:\n    x.append(bytearray(16 << 20))\n"
-        result = await gvisor.run(box.id, ExecRequest(argv=["python3", "-c", hog], timeout_s=60))
+        hog = ExecRequest(argv=["python3", "-c", MEMORY_HOG], timeout_s=60)
+        result = await gvisor.run(box.id, hog)
         assert result.outcome == "oom"
         after = cgroup.oom_kills()
         assert after is not None and after > before

@@ -12,14 +12,11 @@ from service.runtime import ExecRequest, SandboxFailed, SandboxRuntime, SandboxS
 from service.runtime.gvisor import GVisorRuntime, cgroups
 
 from .conftest import SandboxFactory, init_name
-from .helpers import sh
+from .helpers import MEMORY_HOG, sh
 
 
 def files_named(root: Path, name: str) -> list[Path]:
     return [p for p in root.rglob(name) if p.is_file()]
-
-
-MEMORY_HOG = "x = []\nwhile True:\n    x.append(bytearray(16 << 20))\n"
 
 
 async def test_memory_hog_ends_as_oom(
