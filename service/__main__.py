@@ -13,7 +13,7 @@ from typing import Any
 
 from service.errors import ConfigurationError
 from service.redaction import RedactLinks
-from service.settings import Settings
+from service.settings import Role, Settings
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -71,12 +71,12 @@ async def _check_migrated(settings: Settings) -> None:
 
 
 def _role_shown(settings: Settings) -> str:
-    if settings.role == "api":
+    if settings.role == Role.API:
         return "API replica"
     from service.nodes.local import local_node_id
 
     node = local_node_id(settings)
-    return f"node {node}" if settings.role == "node" else f"API and node {node}"
+    return f"node {node}" if settings.role == Role.NODE else f"API and node {node}"
 
 
 def _shown_url(settings: Settings) -> str:

@@ -68,8 +68,8 @@ from service.middleware.auth import (
 from service.middleware.routing import RoutingMiddleware
 from service.nodes.credentials import NodeCredentials
 from service.nodes.leases import Leases
+from service.nodes.local import LocalNode
 from service.nodes.local import heartbeat as node_heartbeat
-from service.nodes.local import local_node_id
 from service.nodes.offload import ProxyHeaders
 from service.nodes.placement import forget_owners
 from service.nodes.routing import NodeRouter
@@ -97,7 +97,7 @@ from service.runtime.problems import runtime_error_handler
 from service.runtime.select import open_runtime
 from service.sandboxes.usage import UsageSampler
 from service.sandboxes.waking import Wake
-from service.settings import Settings
+from service.settings import Role, Settings
 from service.telemetry import (
     MetricsController,
     otel_plugin,
@@ -128,7 +128,8 @@ def create_app(
     keyring.signer()  # fail now, not on the first request, if the keys are unreadable
     codec = TokenCodec(keyring, issuer=settings.jwt_issuer, audience=settings.jwt_audience)
     sessionmaker = make_sessionmaker(engine)
-    local_node = local_node_id(settings) if settings.runs_node else None
+    node = LocalNode.of(settings)
+    local_node = node.id
     node_credentials = NodeCredentials(keyring, issuer=settings.jwt_issuer, node_id=local_node)
     fetcher: SnapshotFetcher | None = None
     if local_node is None:
@@ -141,8 +142,6 @@ def create_app(
             return FetchingRuntime(opened, fetcher)  # type: ignore[return-value]
 
         runtimes = RuntimeHolder(open_node_runtime)
-    runtimes.overcommit = (settings.cpu_overcommit, settings.memory_overcommit)
-    runtimes.node_id = local_node
     router = NodeRouter(
         sessionmaker,
         settings,
@@ -150,7 +149,7 @@ def create_app(
         local_node,
         asked=functools.partial(placing.asked, sessionmaker),
     )
-    wake = waker(sessionmaker, runtimes)
+    wake = waker(sessionmaker, runtimes, node)
     exec_runner = ExecRunner(sessionmaker, engine, runtimes, settings.secrets_key_path, wake=wake)
     pool = WarmPool(settings)
     # Tracing costs a span per request: only when something receives the spans.
@@ -171,7 +170,7 @@ def create_app(
     # A node hears its callers inside the replicas' tokens: it looks no credential up.
     auth_listener = (
         AuthListener(engine, auth_cache)
-        if is_postgres(engine) and settings.role != "node"
+        if is_postgres(engine) and settings.role != Role.NODE
         else None
     )
     state = State(
@@ -184,6 +183,7 @@ def create_app(
             "authenticator": Authenticator(engine, codec, secrets.operator_key, auth_cache),
             "auth_listener": auth_listener,
             "runtimes": runtimes,
+            "node": node,
             "wake": wake,
             "node_credentials": node_credentials,
             "exec_runner": exec_runner,
@@ -194,7 +194,7 @@ def create_app(
     )
 
     # The MCP tools at /mcp, on the processes that serve tenants (not on a node alone).
-    mcp = McpEndpoint() if settings.role != "node" else None
+    mcp = McpEndpoint() if settings.role != Role.NODE else None
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -260,6 +260,7 @@ def create_app(
             "runtimes": Provide(lambda: runtimes, sync_to_thread=False),
             "exec_runner": Provide(lambda: exec_runner, sync_to_thread=False),
             "wake": Provide(lambda: wake, sync_to_thread=False),
+            "node": Provide(lambda: node, sync_to_thread=False),
             "pool": Provide(lambda: pool, sync_to_thread=False),
             "settings": Provide(lambda: settings, sync_to_thread=False),
             "principal": Provide(provide_principal, sync_to_thread=False),
@@ -300,11 +301,11 @@ def create_app(
         # set-up would replace it with a queue listener bound to the stderr of the moment.
         logging_config=None,
     )
-    if settings.role != "node":  # before routing: a preview host is put under the port route
+    if settings.role != Role.NODE:  # before routing: a preview host is put under the port route
         app.asgi_handler = PreviewHosts(app.asgi_handler, settings.preview_domain)
     # Outermost: the client's address and the offload mark before anything reads them, and no
     # answer's headers that would send a proxy in front elsewhere.
-    offload_key = settings.offload_key if settings.role == "api" else None
+    offload_key = settings.offload_key if settings.role == Role.API else None
     app.asgi_handler = ProxyHeaders(app.asgi_handler, settings.trusted_proxy_list, offload_key)
     document_problems(app)
     correct_allow_header(app)
@@ -329,7 +330,7 @@ async def _jobs(
         sessionmaker, leases, settings.node_heartbeat_s, local_node, requeues=LOST_NODE_REQUEUES
     )
     jobs: list[Any] = [sweep]
-    if settings.role != "node":
+    if settings.role != Role.NODE:
         jobs.append(RetentionJob(sessionmaker, settings))
     if local_node is not None:
 

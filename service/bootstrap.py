@@ -17,7 +17,7 @@ from service.audit import chain as audit_chain
 from service.audit import key as audit_key
 from service.auth import keyring
 from service.errors import ConfigurationError
-from service.settings import Settings
+from service.settings import Role, Settings
 
 OPERATOR_KEY_FILE = "operator_key"
 OPERATOR_KEY_PREFIX = "alo_"
@@ -52,7 +52,7 @@ def ensure_signing_key(settings: Settings, *, announce: bool = True) -> None:
 
 
 def ensure_operator_key(settings: Settings, *, announce: bool = True) -> str:
-    if settings.role == "node" and settings.operator_key is None:
+    if settings.role == Role.NODE and settings.operator_key is None:
         # A node answers node tokens only: it never needs (and should not hold) the key.
         return OPERATOR_KEY_PREFIX + secrets.token_urlsafe(32)
     generated = _read_generated_operator_key(settings.state_dir)

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.audit.recorder import AuditContext
 from service.auth.principal import Principal
 from service.execs.runner import ExecRunner
+from service.nodes.local import LocalNode
 from service.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes.waking import Wake
@@ -21,6 +22,8 @@ DbSession = NamedDependency[AsyncSession]
 # For services that keep transactions short around runtime calls and open their own sessions.
 Db = NamedDependency[async_sessionmaker[AsyncSession]]
 Runtimes = NamedDependency[RuntimeHolder]
+# What this process is, and its node's id and ratios when it runs one.
+ThisNode = NamedDependency[LocalNode]
 # Resumes a paused sandbox before a call that needs it running (service.flows.pause.wake).
 Waker = NamedDependency[Wake]
 ExecRunnerDep = NamedDependency[ExecRunner]

@@ -45,6 +45,14 @@ class Environment(StrEnum):
     PRODUCTION = "production"
 
 
+class Role(StrEnum):
+    """What a process is (AIRLOCK_ROLE)."""
+
+    ALL = "all"  # the API with this host's node in the same process, the one-machine default
+    API = "api"  # a stateless replica: places sandboxes on nodes, routes every sandbox call
+    NODE = "node"  # this host's sandboxes, serving only the API replicas
+
+
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
     env: Environment = Environment.DEVELOPMENT
     state_dir: Path = Path(".airlock")
@@ -109,7 +117,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # one-machine default), `api` (a stateless replica that places sandboxes on nodes and
     # routes every sandbox call to its node) or `node` (this host's sandboxes, serving only
     # the API replicas). More than one process shares PostgreSQL.
-    role: str = "all"
+    role: Role = Role.ALL
     # Placement promises a node's CPUs up to this many times over, and its memory (which a
     # sandbox cannot give back) up to this ratio.
     cpu_overcommit: float = 8.0
@@ -176,7 +184,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def runs_node(self) -> bool:
         """Whether this process owns this host's sandboxes (a runtime, its jobs)."""
-        return self.role != "api"
+        return self.role != Role.API
 
     @property
     def keys_dir(self) -> Path:
@@ -204,6 +212,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         if exporter:
             raw["otel_traces_exporter"] = exporter
         raw.update({k: v for k, v in overrides.items() if v is not None})
+        if raw.get("role") not in (None, *Role):
+            raise ConfigurationError("AIRLOCK_ROLE must be one of all, api, node")
         if isinstance(raw.get("database_url"), str):
             raw["database_url"] = database_url_with_driver(raw["database_url"])
         try:
@@ -280,11 +290,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
                 ) from exc
         if not 1 <= self.anonymous_requests_per_s <= 1_000_000:
             raise ConfigurationError("AIRLOCK_ANONYMOUS_REQUESTS_PER_S must be within 1-1000000")
-        if self.role not in ("all", "api", "node"):
-            raise ConfigurationError("AIRLOCK_ROLE must be one of all, api, node")
         if self.database_url:
             database_url_with_driver(self.database_url)
-        if self.role != "all" and not self.database_url.startswith("postgresql"):
+        if self.role != Role.ALL and not self.database_url.startswith("postgresql"):
             raise ConfigurationError(
                 f"AIRLOCK_ROLE={self.role} shares its records with other processes: set "
                 "AIRLOCK_DATABASE_URL to a PostgreSQL database (postgresql+asyncpg://...)"
@@ -325,7 +333,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         if self.metrics_token is not None and len(self.metrics_token) < 32:
             raise ConfigurationError("AIRLOCK_METRICS_TOKEN must be at least 32 characters")
         if self.is_production:
-            if self.operator_key is None and self.role != "node":
+            if self.operator_key is None and self.role != Role.NODE:
                 raise ConfigurationError(
                     "AIRLOCK_OPERATOR_KEY is required when AIRLOCK_ENV=production"
                 )

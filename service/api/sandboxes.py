@@ -9,7 +9,6 @@ from msgspec import Meta
 
 from service.api.pool import Pool
 from service.deps import (
-    AppSettings,
     Audit,
     CurrentPrincipal,
     Db,
@@ -18,10 +17,11 @@ from service.deps import (
     IdempotencyKey,
     Limit,
     Runtimes,
+    ThisNode,
+    Waker,
 )
 from service.errors import Unprocessable
 from service.flows import create, fork, pause
-from service.nodes.local import local_node_id
 from service.pagination import DEFAULT_LIMIT, cursor_parameter, id_pattern
 from service.sandboxes import service
 from service.sandboxes.schemas import (
@@ -80,7 +80,7 @@ class SandboxController(Controller):
         principal: CurrentPrincipal,
         audit_ctx: Audit,
         pool: Pool,
-        settings: AppSettings,
+        node: ThisNode,
         data: JSONBody[SandboxCreate],
         idempotency_key: IdempotencyKey = None,
     ) -> Response[Sandbox]:
@@ -92,8 +92,7 @@ class SandboxController(Controller):
             data,
             idempotency_key,
             pool,
-            node_id=local_node_id(settings),
-            overcommit=(settings.cpu_overcommit, settings.memory_overcommit),
+            node=node,
         )
         return Response(sandbox, status_code=201 if created else 200)
 
@@ -243,18 +242,18 @@ class SandboxController(Controller):
         runtimes: Runtimes,
         principal: CurrentPrincipal,
         audit_ctx: Audit,
-        settings: AppSettings,
+        node: ThisNode,
         sandbox_id: FromPath[str],
     ) -> Sandbox:
         assert principal.tenant_id is not None
         sandbox, took = await pause.resume_sandbox(
             db,
             runtimes,
+            node,
             principal.tenant_id,
             principal.sandbox_id,
             audit_ctx,
             sandbox_id,
-            overcommit=(settings.cpu_overcommit, settings.memory_overcommit),
         )
         if took is not None:
             pause.woke_ms.set(took)
@@ -280,7 +279,8 @@ class SandboxController(Controller):
         runtimes: Runtimes,
         principal: CurrentPrincipal,
         audit_ctx: Audit,
-        settings: AppSettings,
+        node: ThisNode,
+        wake: Waker,
         sandbox_id: FromPath[str],
         data: JSONBody[SandboxFork],
         exec_runner: ExecRunnerDep,
@@ -292,7 +292,7 @@ class SandboxController(Controller):
             audit_ctx,
             sandbox_id,
             data,
-            node_id=local_node_id(settings),
-            overcommit=(settings.cpu_overcommit, settings.memory_overcommit),
+            node=node,
+            wake=wake,
             secrets=exec_runner.secrets,
         )

@@ -19,7 +19,7 @@ from service.errors import (
     IdempotencyKeyReused,
     Unprocessable,
 )
-from service.nodes.capacity import check_room
+from service.nodes.local import LocalNode
 from service.pool import claim as pool_claim
 from service.pool.service import WarmPool, label, try_claim
 from service.runtime import SandboxRuntime, SandboxRuntimeError, SandboxSpec
@@ -59,8 +59,8 @@ async def create_sandbox(
     data: SandboxCreate,
     idempotency_key: str | None,
     pool: WarmPool | None = None,
-    node_id: str | None = None,
-    overcommit: tuple[float, float] | None = None,
+    *,
+    node: LocalNode,
 ) -> tuple[Sandbox, bool]:
     """Create and start a sandbox; returns it and whether this call created it.
 
@@ -118,8 +118,7 @@ async def create_sandbox(
         if template is not None and data.preset is not None:
             raise Unprocessable("sandboxes from templates take no preset: the build fixes caps")
         check_quotas(quotas, data.ttl_s, await repo.active_usage(), Caps(cpus, memory, disk))
-        if node_id is not None and overcommit is not None:
-            await check_room(session, node_id, (float(cpus), memory, disk), overcommit)
+        await node.check_room(session, (float(cpus), memory, disk))
         now = utcnow()
         row = service.new_row(
             principal.tenant_id,
@@ -131,7 +130,7 @@ async def create_sandbox(
             started_from=("snapshot" if version.snapshot_id else "image") if template else "image",
             request=(idempotency_key, req_hash),
             now=now,
-            node_id=node_id,
+            node_id=node.id,
         )
         row.idle_timeout_s = idle_timeout(quotas, data.idle_timeout_s)
         repo.add(row)

@@ -30,8 +30,8 @@ from service.db.models import Sandbox as SandboxRow
 from service.errors import Forbidden
 from service.execs.sandbox_secrets import SandboxSecrets
 from service.flows.create import finish_create
-from service.flows.pause import PauseUnsupported, SandboxBusyConflict, wake
-from service.nodes.capacity import check_room
+from service.flows.pause import PauseUnsupported, SandboxBusyConflict
+from service.nodes.local import LocalNode
 from service.runtime import SandboxBusy, SandboxInfo, SandboxRuntime, SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
 from service.runtime.types import SnapshotInfo
@@ -41,6 +41,7 @@ from service.sandboxes.quotas import Caps, check_quotas, idle_timeout
 from service.sandboxes.schemas import Sandbox, SandboxCreate, SandboxFork, SandboxNetwork
 from service.sandboxes.service import Db, check_network, get_row_scoped, repository
 from service.sandboxes.states import State
+from service.sandboxes.waking import Wake
 from service.tenants.repository import lock_tenant
 from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
@@ -54,8 +55,7 @@ class _Asked:
     tenant_id: str
     sandbox_id: str
     data: SandboxFork
-    node_id: str | None
-    overcommit: tuple[float, float] | None
+    node: LocalNode
 
 
 async def fork_sandbox(
@@ -66,8 +66,8 @@ async def fork_sandbox(
     sandbox_id: str,
     data: SandboxFork,
     *,
-    node_id: str | None,
-    overcommit: tuple[float, float] | None,
+    node: LocalNode,
+    wake: Wake,
     secrets: SandboxSecrets | None = None,
 ) -> Sandbox:
     if principal.sandbox_id is not None:
@@ -77,8 +77,8 @@ async def fork_sandbox(
     runtime = await holder.get()
     if not forkable(runtime):
         raise PauseUnsupported(f"the {runtime.name} runtime cannot fork a running sandbox")
-    await wake(db, holder, tenant_id, None, ctx, sandbox_id, why="fork")
-    asked = _Asked(principal, tenant_id, sandbox_id, data, node_id, overcommit)
+    await wake(tenant_id, None, ctx, sandbox_id, why="fork")
+    asked = _Asked(principal, tenant_id, sandbox_id, data, node)
     async with db() as session, session.begin():
         # Checked before the snapshot (which costs the parent a moment) and again with the write.
         parent_runtime_id = (await _allowed_parent(session, asked))[0].runtime_id
@@ -115,8 +115,7 @@ async def _allowed_parent(session: AsyncSession, asked: _Asked) -> tuple[Sandbox
     caps = Caps(parent.cpus, parent.memory_mib, parent.disk_mib)
     usage = await repository(session, asked.principal).active_usage()
     check_quotas(quotas, asked.data.ttl_s or parent.ttl_s, usage, caps)
-    if asked.node_id is not None and asked.overcommit is not None:
-        await check_room(session, asked.node_id, (float(caps.cpus), *caps[1:]), asked.overcommit)
+    await asked.node.check_room(session, (float(caps.cpus), *caps[1:]))
     return parent, quotas
 
 
@@ -148,7 +147,7 @@ async def _record_child(
             started_from="fork",
             request=(None, service.request_hash(data)),
             now=utcnow(),
-            node_id=asked.node_id,
+            node_id=asked.node.id,
         )
         row.idle_timeout_s = idle_timeout(quotas, data.idle_timeout_s)
         row.pause_cut = parent.pause_cut = cut

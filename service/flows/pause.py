@@ -36,6 +36,7 @@ from service.db.models import Tenant
 from service.db.session import Db
 from service.errors import Conflict, NoCapacity, SandboxMoved, Unprocessable
 from service.nodes.capacity import check_room
+from service.nodes.local import LocalNode
 from service.nodes.moves import move_paused, node_is_up, record_move
 from service.nodes.placement import forget_owner
 from service.runtime import SandboxBusy, SandboxFailed, SandboxRuntime, SandboxRuntimeError
@@ -59,8 +60,6 @@ WOKE_HEADER = "airlock-woke-ms"
 woke_ms: ContextVar[int | None] = ContextVar("woke_ms", default=None)
 # How long a call waits for a resume another call began.
 WAKE_WAIT_S = 60.0
-
-Overcommit = tuple[float, float]
 
 
 class SandboxBusyConflict(Conflict):
@@ -152,25 +151,22 @@ async def pause_sandbox(
 async def resume_sandbox(
     db: Db,
     holder: RuntimeHolder,
+    node: LocalNode,
     tenant_id: str,
     only_sandbox: str | None,
     ctx: AuditContext,
     sandbox_id: str,
     *,
     reason: str = "requested",
-    overcommit: Overcommit | None = None,
 ) -> tuple[Sandbox, int | None]:
     """The sandbox running again, and how long its resume took (None: it was running). Its
-    node's room is checked with `overcommit`, else the holder's (every wake checks it); a node
-    with no room gives it to another that has some (SandboxMoved), when there is one."""
+    node's room is checked with this node's ratios (every wake checks it); a node with no room
+    gives it to another that has some (SandboxMoved), when there is one."""
     runtime = await holder.get()
-    overcommit = overcommit or holder.overcommit
     try:
-        resuming = await _begin_resume(
-            db, holder, tenant_id, only_sandbox, sandbox_id, reason, overcommit
-        )
+        resuming = await _begin_resume(db, node, tenant_id, only_sandbox, sandbox_id, reason)
     except NoCapacity:
-        await _elsewhere(db, holder, runtime, ctx, sandbox_id, overcommit)
+        await _elsewhere(db, node, runtime, ctx, sandbox_id)
         raise
     if resuming is None:
         async with db() as session:
@@ -186,10 +182,10 @@ async def resume_sandbox(
             clone = await runtime.create_from_snapshot(resuming.snapshot_id, resuming.grants)
             new_id = clone.id
     except BaseException as exc:
-        await _resume_failed(db, holder, runtime, tenant_id, sandbox_id, ctx, resuming, exc)
+        await _resume_failed(db, node, runtime, tenant_id, sandbox_id, ctx, resuming, exc)
         if resuming.in_place and isinstance(exc, ResourceExhausted):
             # The record had room for it, the host's memory not: another node may.
-            await _elsewhere(db, holder, runtime, ctx, sandbox_id, overcommit)
+            await _elsewhere(db, node, runtime, ctx, sandbox_id)
         raise
     took_ms = round((time.monotonic() - started) * 1000)
     async with db() as session, session.begin():
@@ -217,20 +213,15 @@ async def resume_sandbox(
 
 
 async def _elsewhere(
-    db: Db,
-    holder: RuntimeHolder,
-    runtime: SandboxRuntime,
-    ctx: AuditContext,
-    sandbox_id: str,
-    overcommit: Overcommit | None,
+    db: Db, node: LocalNode, runtime: SandboxRuntime, ctx: AuditContext, sandbox_id: str
 ) -> None:
     """This node has no room to resume the paused sandbox: give it to a node that has some
     and say where it went (SandboxMoved); return when none can take it."""
-    if holder.node_id is None or overcommit is None:
+    if node.id is None or node.overcommit is None:
         return
     moved_to = await move_paused(
-        db, db.kw["bind"], runtime, ctx, sandbox_id, holder.node_id, overcommit,
-        f"no room on node {holder.node_id} to resume it",
+        db, db.kw["bind"], runtime, ctx, sandbox_id, node.id, node.overcommit,
+        f"no room on node {node.id} to resume it",
     )  # fmt: skip
     if moved_to is not None:
         raise SandboxMoved(sandbox_id, moved_to)
@@ -249,12 +240,11 @@ class _Resuming:
 
 async def _begin_resume(
     db: Db,
-    holder: RuntimeHolder,
+    node: LocalNode,
     tenant_id: str,
     only_sandbox: str | None,
     sandbox_id: str,
     reason: str,
-    overcommit: Overcommit | None,
 ) -> _Resuming | None:
     """Record the intent (`resuming`) once the quotas and this node's room allow it; what to
     resume from (None: it already runs)."""
@@ -266,13 +256,13 @@ async def _begin_resume(
             return None
         if row.state != State.PAUSED or row.runtime_id is None:
             raise Conflict(f"a {row.state} sandbox cannot be resumed", extra={"state": row.state})
-        if holder.node_id is not None and row.node_id not in (None, holder.node_id):
+        if node.id is not None and row.node_id not in (None, node.id):
             raise SandboxMoved(sandbox_id, row.node_id)  # a stale route: its node resumes it
         usage = await SandboxRepository(session, tenant_id).active_usage()
         check_tenant_room(quotas, usage, Caps(row.cpus, row.memory_mib, row.disk_mib))
-        if row.node_id is not None and overcommit is not None:
+        if row.node_id is not None and node.overcommit is not None:
             await check_room(
-                session, row.node_id, (row.cpus, row.memory_mib, row.disk_mib), overcommit
+                session, row.node_id, (row.cpus, row.memory_mib, row.disk_mib), node.overcommit
             )
         in_place = row.pause_node_id is None or row.pause_node_id == row.node_id
         if not in_place:
@@ -291,7 +281,7 @@ async def _begin_resume(
 
 async def _resume_failed(
     db: Db,
-    holder: RuntimeHolder,
+    node: LocalNode,
     runtime: SandboxRuntime,
     tenant_id: str,
     sandbox_id: str,
@@ -313,7 +303,7 @@ async def _resume_failed(
             target, why = (State.PAUSED if still else State.FAILED), "resume failed"
         await _back(db, tenant_id, sandbox_id, State.RESUMING, target, why)
         return
-    why = f"could not start on node {holder.node_id} from its checkpoint: {_said(exc)}"
+    why = f"could not start on node {node.id} from its checkpoint: {_said(exc)}"
     async with db() as session, session.begin():
         row = await get_row_scoped(session, tenant_id, None, sandbox_id, for_update=True)
         if row.state != State.RESUMING:
@@ -333,13 +323,13 @@ def _said(exc: BaseException) -> str:
 async def wake(
     db: Db,
     holder: RuntimeHolder,
+    node: LocalNode,
     tenant_id: str,
     only_sandbox: str | None,
     ctx: AuditContext,
     sandbox_id: str,
     *,
     why: str,
-    overcommit: Overcommit | None = None,
 ) -> None:
     """Resume the sandbox if it is paused (a call that needs it running came), noting how long
     that took for the response; a resume begun by another call is waited for. Any other state
@@ -353,8 +343,8 @@ async def wake(
         if row.state == State.PAUSED:
             try:
                 _, took = await resume_sandbox(
-                    db, holder, tenant_id, only_sandbox, ctx, sandbox_id,
-                    reason=f"woken: {why}", overcommit=overcommit,
+                    db, holder, node, tenant_id, only_sandbox, ctx, sandbox_id,
+                    reason=f"woken: {why}",
                 )  # fmt: skip
             except Conflict:
                 took = None  # another call began resuming it first: wait for that one
@@ -367,14 +357,14 @@ async def wake(
         await asyncio.sleep(0.1)
 
 
-def waker(db: Db, holder: RuntimeHolder) -> Wake:
-    """`wake` bound to the database and runtime: what the app hands to the resources that
-    need a sandbox running (service.sandboxes.waking)."""
+def waker(db: Db, holder: RuntimeHolder, node: LocalNode) -> Wake:
+    """`wake` bound to the database, runtime and node: what the app hands to the resources
+    that need a sandbox running (service.sandboxes.waking)."""
 
     async def bound(
         tenant_id: str, only_sandbox: str | None, ctx: AuditContext, sandbox_id: str, *, why: str
     ) -> None:
-        await wake(db, holder, tenant_id, only_sandbox, ctx, sandbox_id, why=why)
+        await wake(db, holder, node, tenant_id, only_sandbox, ctx, sandbox_id, why=why)
 
     return bound
 

@@ -36,6 +36,7 @@ from service.auth.principal import Principal, PrincipalKind
 from service.errors import Forbidden, MissingScope, NotFound, Unauthenticated
 from service.nodes.credentials import looks_like_node_token
 from service.ports.access import preview_principal
+from service.settings import Role
 
 # Marks the handler Litestar adds to a path for OPTIONS (see settle_options_answers).
 OPTIONS_ANSWER = "options_answer"
@@ -75,12 +76,12 @@ class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
         authorization = connection.headers.get("authorization")
         role = state.settings.role
         handler = connection.scope.get("route_handler")
-        if authorization is None and role != "node" and handler and handler.opt.get("preview"):
+        if authorization is None and role != Role.NODE and handler and handler.opt.get("preview"):
             # A sandbox's port reached through a preview link (service/ports/access.py).
             principal = await preview_principal(connection)
             return AuthenticationResult(user=principal, auth=principal)
-        if role == "node" or (
-            role == "all" and looks_like_node_token(bearer_credential(authorization))
+        if role == Role.NODE or (
+            role == Role.ALL and looks_like_node_token(bearer_credential(authorization))
         ):
             # A node serves the API replicas (the caller comes inside their token) and the
             # other nodes (internal routes); the all-in-one server is a node too.

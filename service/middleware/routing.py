@@ -29,6 +29,7 @@ from service.middleware.auth import authorize
 from service.nodes import offload
 from service.nodes.credentials import Forwarded
 from service.nodes.routing import SMALL_BODY, Moved, NodeRouter, read_all
+from service.settings import Role
 
 log = logging.getLogger("airlock.nodes.routing")
 
@@ -49,7 +50,7 @@ class RoutingMiddleware:
         routed = handler.opt.get("routed") if handler is not None else None
         principal = scope.get("user")
         # A call a replica forwarded here is this node's to answer, never sent on again.
-        forwarded = router.role == "node" or isinstance(scope.get("auth"), Forwarded)
+        forwarded = router.role == Role.NODE or isinstance(scope.get("auth"), Forwarded)
         if (
             routed == "sandbox"
             and forwarded

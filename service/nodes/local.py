@@ -5,22 +5,58 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.errors import ServiceUnavailable
+from service.nodes import capacity
 from service.nodes.heartbeat import NodeHeartbeat, node_id_for
 from service.nodes.leases import Leases, NodeInfo
 from service.runtime.gvisor import cgroups
 from service.runtime.gvisor.host_memory import default_budget_mib
 from service.runtime.holder import RuntimeHolder
-from service.settings import Settings
+from service.settings import Role, Settings
 
 MIB = 1 << 20
+
+# A node's CPU and memory overcommit ratios (AIRLOCK_CPU_OVERCOMMIT, AIRLOCK_MEMORY_OVERCOMMIT).
+Overcommit = tuple[float, float]
 
 
 def local_node_id(settings: Settings) -> str:
     return settings.node_id or node_id_for(settings.state_dir)
+
+
+@dataclass(frozen=True, slots=True)
+class LocalNode:
+    """What this process is and, when it runs a node, the node's id and ratios: built once by
+    `create_app` and handed to what starts sandboxes here (creates, forks, wakes)."""
+
+    # This process's node; None on an API replica and in tools that start sandboxes alone.
+    id: str | None = None
+    # A start here checks the node's room with these; None: unchecked (tools, tests).
+    overcommit: Overcommit | None = None
+    role: Role = Role.ALL
+
+    @classmethod
+    def of(cls, settings: Settings) -> LocalNode:
+        return cls(
+            local_node_id(settings) if settings.runs_node else None,
+            (settings.cpu_overcommit, settings.memory_overcommit),
+            settings.role,
+        )
+
+    async def check_room(self, session: AsyncSession, caps: tuple[float, int, int]) -> None:
+        """NoCapacity when this node cannot take a sandbox of `caps` (vCPUs, memory and disk in
+        MiB) more; nothing is checked without a node here or its ratios."""
+        if self.id is not None and self.overcommit is not None:
+            await capacity.check_room(session, self.id, caps, self.overcommit)
+
+    @classmethod
+    def unchecked(cls, settings: Settings) -> LocalNode:
+        """This host's node for starts that do not check its room (a review's own sandboxes)."""
+        return cls(local_node_id(settings), None, settings.role)
 
 
 def _pids_capacity() -> int:

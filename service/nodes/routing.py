@@ -52,7 +52,7 @@ from service.nodes.placement import Ask
 from service.ports import forward as ports_forward
 from service.requestid import HEADER as REQUEST_ID
 from service.requestid import request_id_for
-from service.settings import Settings
+from service.settings import Role, Settings
 
 log = logging.getLogger("airlock.nodes.routing")
 
@@ -117,7 +117,7 @@ class NodeRouter:
         self.engine: AsyncEngine = db.kw["bind"]
         self.role = settings.role
         # The embedded database serves one process: every sandbox in it is this node's.
-        self.alone = settings.role == "all" and not is_postgres(self.engine)
+        self.alone = settings.role == Role.ALL and not is_postgres(self.engine)
         self.local = local_node
         self.overcommit = (settings.cpu_overcommit, settings.memory_overcommit)
         self.credentials = credentials

@@ -34,7 +34,7 @@ from service.ratelimit.classes import RouteClass, class_of
 from service.ratelimit.rates import TenantRates
 from service.ratelimit.refusals import Refusal, Refusals
 from service.ratelimit.shared import SharedBuckets
-from service.settings import Settings
+from service.settings import Role, Settings
 
 ANONYMOUS = "anonymous"
 # A refusal is answered this much later (at most MAX_HELD at once; past that, at once): a
@@ -82,7 +82,7 @@ class RequestLimiter:
     ) -> RequestLimiter | None:
         """This process's limiter; None where nothing is counted (switched off, or a node,
         whose callers the API replicas counted)."""
-        if not settings.rate_limits or settings.role == "node":
+        if not settings.rate_limits or settings.role == Role.NODE:
             return None
         buckets = SharedBuckets(engine) if is_postgres(engine) else MemoryBuckets()
         return cls(buckets, quotas, Rate(settings.anonymous_requests_per_s))

@@ -33,7 +33,7 @@ from service.errors import PROBLEM_MEDIA_TYPE, QuotaExceeded, problem_body
 from service.nodes.credentials import Forwarded
 from service.ratelimit.rates import TenantRates
 from service.ratelimit.slots import MemorySlots, Release, SharedSlots
-from service.settings import Settings
+from service.settings import Role, Settings
 
 # A slot is given back when the work ends, at any moment: a second is as good a guess as any.
 RETRY_AFTER_S = 1
@@ -81,7 +81,7 @@ class RunningWork:
     @classmethod
     def of(cls, settings: Settings, engine: AsyncEngine, quotas: TenantRates) -> RunningWork | None:
         """This process's count; None on a node, whose callers the API replicas counted."""
-        if settings.role == "node":
+        if settings.role == Role.NODE:
             return None
         slots = SharedSlots(engine) if is_postgres(engine) else MemorySlots()
         return cls(slots, quotas)

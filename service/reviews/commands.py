@@ -86,6 +86,7 @@ async def _run(settings: Settings, tenant_name: str, data: Any, *, as_json: bool
     from service.errors import AppError
     from service.execs.runner import ExecRunner
     from service.flows.pause import waker
+    from service.nodes.local import LocalNode
     from service.reviews import service
     from service.reviews.pipeline import Deps, run_review
     from service.runtime.config import RuntimeConfig
@@ -97,7 +98,8 @@ async def _run(settings: Settings, tenant_name: str, data: Any, *, as_json: bool
     engine = make_engine(settings.effective_database_url, settings.database_pool_size)
     db = make_sessionmaker(engine)
     holder = RuntimeHolder(lambda: open_runtime(RuntimeConfig.from_settings(settings)))
-    runner = ExecRunner(db, engine, holder, settings.secrets_key_path, wake=waker(db, holder))
+    wake = waker(db, holder, LocalNode())  # no node of its own: starts check no room
+    runner = ExecRunner(db, engine, holder, settings.secrets_key_path, wake=wake)
     ctx = AuditContext(actor="cli", request_id=None, client=None)
     try:
         await ensure_migrated(engine, settings.effective_database_url)

@@ -26,7 +26,7 @@ from service.errors import AppError
 from service.execs.runner import ExecRunner
 from service.flows import create as sandbox_create
 from service.flows import fork as sandbox_fork
-from service.nodes.local import local_node_id
+from service.nodes.local import LocalNode
 from service.reviews import baselines, gate, inside, model
 from service.reviews.claimed import Job, load
 from service.reviews.confine import FetchLimits
@@ -241,7 +241,7 @@ async def _create(deps: Deps, job: Job) -> Sandbox:
         request,
         None,
         pool=None,
-        node_id=local_node_id(deps.settings),
+        node=LocalNode.unchecked(deps.settings),
     )
     return sandbox
 
@@ -267,8 +267,8 @@ async def _fork(deps: Deps, job: Job, sandbox_id: str, sandbox_ids: list[str]) -
         job.ctx,
         sandbox_id,
         SandboxFork(ttl_s=_ttl(job)),
-        node_id=local_node_id(deps.settings),
-        overcommit=None,
+        node=LocalNode.unchecked(deps.settings),
+        wake=deps.runner.wake,
         secrets=deps.runner.secrets,
     )
     sandbox_ids.append(child.id)

@@ -28,11 +28,6 @@ class RuntimeHolder:
         self._runtime: SandboxRuntime | None = None
         self._failure: tuple[float, RuntimeUnavailable] | None = None
         self._lock = asyncio.Lock()
-        # This node's CPU and memory overcommit ratios, for starts that check its room
-        # themselves (a paused sandbox woken by any call); None: unchecked (tests, tools).
-        self.overcommit: tuple[float, float] | None = None
-        # This process's node (None on an API replica, and in tests and tools).
-        self.node_id: str | None = None
 
     @classmethod
     def of(cls, runtime: SandboxRuntime) -> RuntimeHolder:
