@@ -143,11 +143,7 @@ def create_app(
 
         runtimes = RuntimeHolder(open_node_runtime)
     router = NodeRouter(
-        sessionmaker,
-        settings,
-        node_credentials,
-        local_node,
-        asked=functools.partial(placing.asked, sessionmaker),
+        sessionmaker, node, node_credentials, asked=functools.partial(placing.asked, sessionmaker)
     )
     wake = waker(sessionmaker, runtimes, node)
     exec_runner = ExecRunner(sessionmaker, engine, runtimes, settings.secrets_key_path, wake=wake)

@@ -28,7 +28,8 @@ from service.errors import (
 from service.middleware.auth import authorize
 from service.nodes import offload
 from service.nodes.credentials import Forwarded
-from service.nodes.routing import SMALL_BODY, Moved, NodeRouter, read_all
+from service.nodes.proxy import SMALL_BODY, Moved, read_all
+from service.nodes.routing import NodeRouter
 from service.settings import Role
 
 log = logging.getLogger("airlock.nodes.routing")
@@ -50,7 +51,7 @@ class RoutingMiddleware:
         routed = handler.opt.get("routed") if handler is not None else None
         principal = scope.get("user")
         # A call a replica forwarded here is this node's to answer, never sent on again.
-        forwarded = router.role == Role.NODE or isinstance(scope.get("auth"), Forwarded)
+        forwarded = router.node.role == Role.NODE or isinstance(scope.get("auth"), Forwarded)
         if (
             routed == "sandbox"
             and forwarded
@@ -92,11 +93,11 @@ class RoutingMiddleware:
         sandbox_id = scope["path_params"]["sandbox_id"]
         body: bytes | None = None
         if scope["type"] == "websocket":
-            router.forget(sandbox_id)  # long-lived: where it is now, not what was cached
+            router.owners.forget(sandbox_id)  # long-lived: where it is now, not what was cached
         elif scope["type"] == "http":
             body = await _whole_if_small(scope, receive)
         for _ in range(MOVES_FOLLOWED):
-            found, node = await router.lookup(principal.tenant_id, sandbox_id)
+            found, node = await router.owners.lookup(principal.tenant_id, sandbox_id)
             if not found and router.local is None:
                 # A replica has no runtime to answer with: what is not the tenant's is a 404
                 # here, before a handler asks for one (once the token may ask at all).
@@ -105,12 +106,12 @@ class RoutingMiddleware:
             if node is None or node == router.local:
                 if await self._here(scope, receive, send, body) is None:
                     return
-                router.forget(sandbox_id)
+                router.owners.forget(sandbox_id)
                 continue
             await check()
-            if await router.is_lost(node):
-                router.forget(sandbox_id)  # moved off the lost node since it was cached?
-                if await router.owner(principal.tenant_id, sandbox_id) != node:
+            if await router.addresses.is_lost(node):
+                router.owners.forget(sandbox_id)  # moved off the lost node since it was cached?
+                if await router.owners.owner(principal.tenant_id, sandbox_id) != node:
                     continue
                 # Its sandboxes failed with it: what is left is the record, kept here.
                 if scope.get("method") in ("DELETE", "PATCH"):
@@ -121,13 +122,13 @@ class RoutingMiddleware:
                     extra={"state": "failed", "reason": "node_lost"},
                 )
             if offload.wanted(scope, handler.opt):  # the proxy in front fetches it itself
-                await offload.redirect(router, scope, send, node, principal)
+                await offload.redirect(router.proxy, scope, send, node, principal)
                 return
             if scope["type"] == "websocket":  # a sandbox's port, relayed message by message
-                await router.websocket(scope, receive, send, node, principal)
+                await router.proxy.websocket(scope, receive, send, node, principal)
                 return
             try:
-                answered = await router.forward(scope, receive, send, node, principal, body)
+                answered = await router.proxy.forward(scope, receive, send, node, principal, body)
             except Moved as moved:
                 log.info("sandbox %s moved from node %s to %s", sandbox_id, node, moved.node_id)
                 continue
@@ -162,10 +163,10 @@ class RoutingMiddleware:
         """On a node: the sandbox is this node's, or the call came by a stale route."""
         router = self.router
         assert principal.tenant_id is not None
-        owner = await router.owner(principal.tenant_id, sandbox_id)
+        owner = await router.owners.owner(principal.tenant_id, sandbox_id)
         if owner is not None and owner != router.local:
-            router.forget(sandbox_id)  # read again: a cached owner may be the stale one
-            owner = await router.owner(principal.tenant_id, sandbox_id)
+            router.owners.forget(sandbox_id)  # read again: a cached owner may be the stale one
+            owner = await router.owners.owner(principal.tenant_id, sandbox_id)
             if owner is not None and owner != router.local:
                 raise SandboxMoved(sandbox_id, owner)
 

@@ -33,7 +33,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from service import telemetry
 from service.auth.principal import Principal
-from service.nodes.routing import TRACE_CONTEXT, NodeRouter
+from service.nodes.proxy import TRACE_CONTEXT, NodeProxy
 from service.requestid import request_id_for
 
 # The proxy's internal location that fetches from a node (helm/airlock/files/proxy.conf).
@@ -101,12 +101,12 @@ def wanted(scope: dict[str, Any], opt: dict[str, Any]) -> bool:
 
 
 async def redirect(
-    router: NodeRouter, scope: dict[str, Any], send: Any, node_id: str, principal: Principal
+    proxy: NodeProxy, scope: dict[str, Any], send: Any, node_id: str, principal: Principal
 ) -> None:
     """Answer with the internal redirect that sends the proxy to the node."""
     attributes = {"airlock.node_id": node_id, "url.path": scope["path"]}
     with telemetry.span("airlock.offload", attributes, SpanKind.CLIENT):
-        url, token = await router.target(scope, node_id, principal)
+        url, token = await proxy.target(scope, node_id, principal)
         headers = [
             (b"x-accel-redirect", LOCATION.encode()),
             (b"airlock-offload-url", url.encode("latin-1")),

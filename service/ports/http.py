@@ -14,6 +14,7 @@ from typing import Any
 
 import h11
 
+from service.hop import named_by_connection
 from service.ports import browsers
 from service.ports.service import BadUpstream
 from service.ports.upstream import HOP, Upstream, confine_cookie
@@ -110,10 +111,7 @@ class HttpProxy:
             # Cut short: the caller sees the body end early (no final empty chunk).
 
     async def _start(self, send: Any, response: h11.Response) -> None:
-        dropped = _ANSWER_DROPPED | {
-            t.strip().lower() for k, v in response.headers if k == b"connection"
-            for t in v.split(b",")
-        }  # fmt: skip
+        dropped = _ANSWER_DROPPED | named_by_connection(response.headers)
         on_api_origin = self.upstream.on_api_origin
         headers = []
         for name, value in response.headers:

@@ -7,25 +7,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.errors import Unauthenticated
+from service.hop import NOT_RELAYED, named_by_connection
 from service.ports import access, browsers
 from service.ports.links import PARAM, PreviewLinks
 
 # The host name a preview host layer (hosts.py) put the request under, for the cookie's path.
 PREVIEW_HOST = b"x-airlock-preview-host"
 # Never passed either way: hop-by-hop headers, the caller's credential, what we set ourselves.
-HOP = frozenset(
+HOP = NOT_RELAYED | frozenset(
     {
-        b"connection",
-        b"keep-alive",
-        b"proxy-authenticate",
-        b"proxy-authorization",
-        b"proxy-connection",
-        b"te",
-        b"trailer",
-        b"transfer-encoding",
-        b"upgrade",
-        b"host",
-        b"authorization",
         b"expect",  # the ASGI server answered a `100-continue` itself
         # The page that linked here: its URL can carry the preview link's parameter.
         b"referer",
@@ -73,10 +63,7 @@ def upstream(scope: Any, host: str, links: PreviewLinks) -> Upstream:
     preview_host = _header(scope, PREVIEW_HOST)
     if preview_host is None:
         browsers.refuse_worker_script(scope)
-    dropped = HOP | {
-        t.strip().lower() for k, v in scope["headers"] if k.lower() == b"connection"
-        for t in v.split(b",")
-    }  # fmt: skip
+    dropped = HOP | named_by_connection(scope["headers"])
     headers = []
     for name, value in scope["headers"]:
         name = name.lower()
