@@ -5,49 +5,97 @@ from __future__ import annotations
 
 import contextlib
 import math
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from service.audit.recorder import AuditContext
 
+
+@dataclass(frozen=True, slots=True)
+class ExecRow:
+    """An exec's row as its start writes it (secrets masked in `cmd`, `cwd` and `env`)."""
+
+    id: str
+    tenant_id: str
+    sandbox_id: str
+    state: str
+    cmd: list[str]
+    cwd: str
+    user: str | None
+    env: dict[str, str]
+    secret_names: list[str]
+    timeout_s: float
+    has_stdin: bool
+    tty: bool
+    stdout_bytes: int
+    stderr_bytes: int
+    stdout_truncated: bool
+    stderr_truncated: bool
+    idempotency_key: str | None
+    request_hash: str
+    created_at: datetime
+    started_at: datetime
+    # Chosen before the process starts and recorded with the start: after a crash the
+    # reconciler can find and kill the process with no further write on the way.
+    runtime_exec_id: str
+
+    def values(self) -> dict[str, Any]:
+        """The row by column, as `RecordTx.insert_started` takes it."""
+        return {c: getattr(self, c) for c in START_COLUMNS}
+
+
+@dataclass(frozen=True, slots=True)
+class ExecEnd:
+    """What an exec's finish sets on its row."""
+
+    state: str
+    finished_at: datetime
+    duration_ms: int
+    error: str | None
+    exit_code: int | None
+    outcome: str | None
+    stdout_bytes: int
+    stderr_bytes: int
+    stdout_truncated: bool
+    stderr_truncated: bool
+    stored_bytes: int
+
+    def values(self) -> dict[str, Any]:
+        """The columns by name, as `RecordTx.finish` takes them."""
+        return {c: getattr(self, c) for c in FINISH_COLUMNS}
+
+
 # Every column of an exec's start row, in the order both forms write them.
-START_COLUMNS = (
-    "id",
-    "tenant_id",
-    "sandbox_id",
-    "state",
-    "cmd",
-    "cwd",
-    "user",
-    "env",
-    "secret_names",
-    "timeout_s",
-    "has_stdin",
-    "tty",
-    "stdout_bytes",
-    "stderr_bytes",
-    "stdout_truncated",
-    "stderr_truncated",
-    "idempotency_key",
-    "request_hash",
-    "created_at",
-    "started_at",
-    "runtime_exec_id",
-)
+START_COLUMNS = tuple(f.name for f in fields(ExecRow))
 # The columns an exec's finish sets.
-FINISH_COLUMNS = (
-    "state",
-    "finished_at",
-    "duration_ms",
-    "error",
-    "exit_code",
-    "outcome",
-    "stdout_bytes",
-    "stderr_bytes",
-    "stdout_truncated",
-    "stderr_truncated",
-    "stored_bytes",
-)
+FINISH_COLUMNS = tuple(f.name for f in fields(ExecEnd))
+
+
+class Lookup(NamedTuple):
+    """Which sandbox a start is for, and from when its starts are counted."""
+
+    tenant_id: str
+    sandbox_id: str
+    only_sandbox: str | None  # the sandbox a bound token is limited to
+    since: datetime
+
+
+class Limits(NamedTuple):
+    """The exec's timeout and the defaults of the quotas it is checked against
+    (service.execs.quotas), for a tenant that stored none of its own."""
+
+    timeout_s: float
+    execs_per_minute: int
+    max_exec_timeout_s: float
+    max_running_execs: int
+
+
+class Replay(NamedTuple):
+    """The exec started with an Idempotency-Key, and the hash of the request that started it."""
+
+    exec_id: str
+    request_hash: str | None
 
 
 # `execs_per_minute` counts starts in one-second buckets (`exec_start_buckets`): a start at `t`
@@ -112,10 +160,8 @@ class RecordTx:
     ) -> SandboxFacts | None:
         raise NotImplementedError
 
-    async def replay_of(
-        self, tenant_id: str, sandbox_id: str, key: str
-    ) -> tuple[str, str | None] | None:
-        """(exec id, request hash) of the exec started with this Idempotency-Key."""
+    async def replay_of(self, tenant_id: str, sandbox_id: str, key: str) -> Replay | None:
+        """The exec started with this Idempotency-Key."""
         raise NotImplementedError
 
     async def insert_started(self, values: dict[str, Any], event: Event) -> None:
@@ -123,14 +169,14 @@ class RecordTx:
 
     async def facts_and_start(
         self,
-        facts: tuple[str, str, str | None, datetime],
-        limits: tuple[float, int, float, int],
+        facts: Lookup,
+        limits: Limits,
         values: dict[str, Any],
         event: Event,
     ) -> tuple[SandboxFacts | None, bool]:
         """`facts(*facts)`, and the start written at once when the sandbox runs and the
         exec is within `limits` (its timeout, the default rate, maximum timeout and running
-        execs); True when it was. False leaves the checks and, unless `decides_start`,
+        execs, as `Limits`); True when it was. False leaves the checks and, unless `decides_start`,
         `insert_started` to the caller (always, in this plain form, where the transaction
         holds the database's one write lock from its start)."""
         return await self.facts(*facts), False

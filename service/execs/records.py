@@ -5,8 +5,9 @@ Two forms of the same statements, each fixed SQL on the database's own driver, s
 SQLAlchemy spends more building a statement than the database spends running it:
 `records_sqlite` on the SQLite writer connection (service.db.sqlite.Direct), one transaction
 per unit, and `records_pg` on asyncpg (service.db.pg), where an exec's start and finish are
-each one statement appending to the audit chain by compare-and-swap. Both run the same checks,
-in ExecRunner; tests run on both databases.
+each one statement appending to the audit chain by compare-and-swap. The statements are named
+in `queries`, and both forms hold a start to the same rules (`quotas`); tests run on both
+databases.
 """
 
 from __future__ import annotations

@@ -25,11 +25,13 @@ from service import telemetry
 from service.audit.recorder import AuditContext
 from service.db.base import utcnow
 from service.db.session import Db
-from service.errors import IdempotencyKeyReused, NotFound, QuotaExceeded, Unprocessable
+from service.errors import IdempotencyKeyReused, NotFound, Unprocessable
 from service.execs import stored
 from service.execs.masking import SecretValues
 from service.execs.output import ChunkSink
-from service.execs.records import Event, ExecRecords, RecordTx, SandboxFacts
+from service.execs.quotas import check_quotas, default_limits
+from service.execs.recording import Lookup
+from service.execs.records import Event, ExecRecords, RecordTx
 from service.execs.sandbox_secrets import SandboxSecrets
 from service.execs.schemas import DEFAULT_COLS, DEFAULT_ROWS, Exec, ExecCreate
 from service.execs.stdin import StdinNotOpen, StdinPipe
@@ -215,15 +217,10 @@ class ExecRunner:
                 "tty": data.tty,
             },
         )
-        facts = (tenant_id, sandbox_id, only_sandbox, now - timedelta(seconds=60))
+        facts = Lookup(tenant_id, sandbox_id, only_sandbox, now - timedelta(seconds=60))
         if data.tty:
             await require_tty(self.records, runtime, facts)
-        limits = (
-            data.timeout_s,
-            DEFAULT_QUOTAS.execs_per_minute,
-            DEFAULT_QUOTAS.max_exec_timeout_s,
-            DEFAULT_QUOTAS.max_running_execs,
-        )
+        limits = default_limits(data.timeout_s, DEFAULT_QUOTAS)
         # Written with the start, so no process holds a value the sandbox's rows lack.
         sealed = self.secrets.sealed(tenant_id, sandbox_id, secret_values, now)
         async with self.records.unit() as tx, tx.atomic(bool(sealed)):
@@ -238,7 +235,7 @@ class ExecRunner:
                 raise NotFound(f"no sandbox {sandbox_id}")
             if not started:
                 sandboxes.require_running(sandbox)
-                self._check_quotas(quotas_of(sandbox), data, sandbox)
+                check_quotas(quotas_of(sandbox), data.timeout_s, sandbox)
                 # Checked and written as one statement where the form can (PostgreSQL):
                 # never inserted after checks made apart from it.
                 assert not tx.decides_start, "the start's statement and its checks disagree"
@@ -311,33 +308,6 @@ class ExecRunner:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(live.changed.wait(), timeout_s)
-
-    def _check_quotas(self, quotas: Quotas, data: ExecCreate, facts: SandboxFacts) -> None:
-        count, oldest = facts.recent_execs, facts.oldest_recent
-        if data.timeout_s > quotas.max_exec_timeout_s:
-            raise Unprocessable(
-                f"timeout_s {data.timeout_s} exceeds this tenant's maximum of "
-                f"{quotas.max_exec_timeout_s}",
-                extra={"max_timeout_s": quotas.max_exec_timeout_s},
-            )
-        # Counted, not locked: two execs racing at the limit may both pass, which a rate limit
-        # tolerates; locking would serialise every exec of a tenant.
-        if count >= quotas.execs_per_minute:
-            wait_s = 60 - (utcnow() - oldest).total_seconds() if oldest else 60
-            raise QuotaExceeded(
-                f"the tenant started {count} execs in the last minute "
-                f"(limit {quotas.execs_per_minute})",
-                retry_after_s=max(1, int(wait_s) + 1),
-                extra={"quota": "execs_per_minute", "limit": quotas.execs_per_minute},
-            )
-        # Each running exec holds its output buffers in this process until it ends.
-        if facts.running_execs >= quotas.max_running_execs:
-            raise QuotaExceeded(
-                f"the tenant has {facts.running_execs} execs running "
-                f"(limit {quotas.max_running_execs})",
-                retry_after_s=2,
-                extra={"quota": "max_running_execs", "limit": quotas.max_running_execs},
-            )
 
     async def _run(
         self,

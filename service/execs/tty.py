@@ -4,9 +4,8 @@ window and sends its foreground processes SIGWINCH."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from service.errors import Conflict, NotFound
+from service.execs.recording import Lookup
 from service.execs.records import ExecRecords
 from service.runtime import SandboxRuntime, TtyUnsupported
 from service.sandboxes import service as sandboxes
@@ -23,14 +22,14 @@ class ExecNotRunning(Conflict):
 async def require_tty(
     records: ExecRecords,
     runtime: SandboxRuntime,
-    facts: tuple[str, str, str | None, datetime],
+    facts: Lookup,
 ) -> None:
     """Refuse (a 422 `tty_unsupported`) an exec with a terminal in a sandbox that cannot give
     it one; `facts` as `RecordTx.facts` takes them."""
     async with records.unit() as tx:
         sandbox = await tx.facts(*facts)
     if sandbox is None:
-        raise NotFound(f"no sandbox {facts[1]}")
+        raise NotFound(f"no sandbox {facts.sandbox_id}")
     sandboxes.require_running(sandbox)
     if sandbox.runtime_id is None or not await runtime.tty_available(sandbox.runtime_id):
         raise TtyUnsupported(
