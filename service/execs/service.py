@@ -27,6 +27,7 @@ from service.execs.schemas import (
     StdinWritten,
     TerminalSize,
 )
+from service.execs.starts import ExecStart
 from service.execs.tty import ExecNotRunning, TtyNotEnabled
 from service.pagination import decode_cursor, page_of
 from service.runtime import ExecNotFound, TtySize
@@ -129,12 +130,14 @@ async def create_exec(
     judged = sandboxes.request_hash(
         msgspec.structs.replace(data, secrets=dict.fromkeys(sorted(data.secrets), ""))
     )
-    start = (principal.tenant_id, principal.sandbox_id, ctx, sandbox_id, data, idempotency_key)
+    start = ExecStart(
+        principal.tenant_id, principal.sandbox_id, ctx, sandbox_id, data, idempotency_key, judged
+    )
     try:
-        started = await runner.start(*start, judged)
+        started = await runner.start(start)
     except sandboxes.SandboxPaused:
         await runner.wake(principal.tenant_id, principal.sandbox_id, ctx, sandbox_id, why="exec")
-        started = await runner.start(*start, judged)
+        started = await runner.start(start)
     await touch(runner.db, sandbox_id)
     if not data.wait:
         result = await get_exec(db, principal, sandbox_id, started.exec_id)

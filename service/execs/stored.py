@@ -5,7 +5,8 @@ each finished exec left in `exec_chunks`. An exec's finish adds its bytes in the
 statement (records.py); everything that deletes output goes through `purge` here, which
 subtracts exactly what it deleted. Like a log store, nothing is refused for old output: past
 the tenant's `max_stored_output_mib`, `trim` deletes the output of its oldest finished execs
-until it is back under the cap. Their records stay, marked `output_purged`.
+until it is back under the cap (`OutputTrims`, after a finish). Their records stay, marked
+`output_purged`.
 
 Each change of the counter other than a finish holds the tenant's usage row locked for its
 transaction, so two trims never both delete for the same excess.
@@ -13,13 +14,16 @@ transaction, so two trims never both delete for the same excess.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from service.db.models import Exec, ExecChunk, TenantUsage
 from service.tenants.schemas import Quotas
@@ -30,6 +34,8 @@ DEFAULT_CAP_MIB = Quotas().max_stored_output_mib
 TRIM_BATCH = 200
 
 Conn = AsyncConnection | AsyncSession
+
+log = logging.getLogger("airlock.execs")
 
 
 def cap_of(quotas: dict[str, Any]) -> int:
@@ -146,3 +152,39 @@ async def count_ended(conn: Conn, exec_ids: Sequence[str]) -> None:
             .where(TenantUsage.tenant_id == row.tenant_id)
             .values(stored_output_bytes=TenantUsage.stored_output_bytes + int(size or 0))
         )
+
+
+class OutputTrims:
+    """Trims a tenant's stored output after an exec's finish took it past its cap: in a task
+    of its own, after that exec's answer; a finish while one runs asks it for another round."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        # Tenants whose stored output passed their cap: the cap to trim to, and the trim task.
+        self.over_cap: dict[str, int] = {}
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+
+    def soon(self, tenant_id: str, cap: int) -> None:
+        self.over_cap[tenant_id] = cap
+        if tenant_id not in self.tasks:
+            self.tasks[tenant_id] = asyncio.create_task(
+                self._trim(tenant_id), name=f"trim-output-{tenant_id}"
+            )
+
+    async def _trim(self, tenant_id: str) -> None:
+        try:
+            while tenant_id in self.over_cap:
+                cap = self.over_cap.pop(tenant_id)
+                try:
+                    async with self.engine.begin() as conn:
+                        await trim(conn, tenant_id, cap)
+                except Exception:  # the retention job's trim is the backstop
+                    log.exception("trimming the stored output of %s failed", tenant_id)
+        finally:
+            self.tasks.pop(tenant_id, None)
+
+    async def wait(self) -> None:
+        """The trims under way, ended."""
+        for task in list(self.tasks.values()):
+            with contextlib.suppress(BaseException):
+                await task
