@@ -1,5 +1,6 @@
-"""What an exec's records are made of, in both forms (service.execs.records): the facts a start
-is checked against, the audit event written with a record, and a unit of record writes."""
+"""What an exec's records are made of, in both forms (service.execs.records): the start row and
+what a finish sets on it, the facts a start is checked against, the audit event written with a
+record, and a unit of record writes."""
 
 from __future__ import annotations
 
