@@ -22,18 +22,15 @@ Every problem is `application/problem+json` with one shared `Problem` schema.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any
 
-import msgspec
 from litestar import Litestar
-from litestar.enums import ParamType
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.spec import (
     Components,
     OpenAPI,
     OpenAPIResponse,
     Operation,
-    Parameter,
     Reference,
     RequestBody,
     Schema,
@@ -49,8 +46,9 @@ from litestar.routes import HTTPRoute
 from litestar.utils import ensure_async_callable
 
 from service.errors import PROBLEM_MEDIA_TYPE
-from service.files.schemas import URL_PATH_PATTERN
 from service.inputs import body_limit
+from service.openapi.parameters import document_parameters
+from service.openapi.structs import exact_struct_schemas
 
 # A route that takes one of these needs the sandbox runtime.
 RUNTIME_DEPENDENCIES = frozenset({"runtimes", "exec_runner", "pool"})
@@ -81,7 +79,7 @@ def document_problems(app: Litestar) -> None:
     """Completes the app's OpenAPI document (built once, then cached by Litestar) in place."""
     openapi = app.openapi_schema
     _add_problem_schema(openapi)
-    _exact_struct_schemas(app, openapi)
+    exact_struct_schemas(app, openapi)
     for route in app.routes:
         if not isinstance(route, HTTPRoute):
             continue
@@ -225,104 +223,10 @@ def _document(operation: Operation, handler: HTTPRouteHandler, path_params: set[
     for status, description in problems_for(handler, path_params).items():
         responses[str(status)] = _problem_response(status, description)
     operation.responses = dict(sorted(responses.items()))
-    items, numbers = _list_item_rules(handler), _number_rules(handler)
-    for parameter in operation.parameters or []:
-        if isinstance(parameter, Parameter) and isinstance(parameter.schema, Schema):
-            _constraints_where_they_apply(parameter.schema, items.get(parameter.name, {}))
-            _bounds_where_they_apply(parameter.schema, numbers.get(parameter.name, {}))
-            _strings_without_nul(parameter.schema)
-            if parameter.name == "path" and parameter.param_in == ParamType.PATH:
-                # What the files routes check (a 422 `invalid_path` otherwise), stated.
-                parameter.schema.pattern = URL_PATH_PATTERN
+    document_parameters(operation, handler)
     if handler.opt.get("public"):
         operation.security = []
     _document_media(operation, handler)
-
-
-_STRING_RULES = ("pattern", "min_length", "max_length")
-_ARRAY_RULES = ("min_items", "max_items")
-
-
-def _list_item_rules(handler: HTTPRouteHandler) -> dict[str, dict[str, Any]]:
-    """The string rules of each repeatable query parameter's items (`list[Annotated[str,
-    Meta(...)]]`), as msgspec states them: Litestar validates them but does not document them."""
-    rules: dict[str, dict[str, Any]] = {}
-    for name, field in handler.parsed_fn_signature.parameters.items():
-        for candidate in (field, *field.inner_types):
-            if candidate.origin is list and candidate.args:
-                item = msgspec.json.schema(candidate.args[0])
-                alias = getattr(field.kwarg_definition, "name", None) or name
-                rules[alias] = {k: v for k, v in item.items() if k in _ITEM_RULES}
-    return rules
-
-
-def _number_rules(handler: HTTPRouteHandler) -> dict[str, dict[str, Any]]:
-    """Each numeric parameter's bounds (Litestar leaves out a bound of 0 and puts the others
-    beside an optional parameter's `oneOf`, where they bind nothing)."""
-    rules: dict[str, dict[str, Any]] = {}
-    for name, field in handler.parsed_fn_signature.parameters.items():
-        kwarg = field.kwarg_definition
-        bounds = {rule: getattr(kwarg, rule, None) for rule in _NUMBER_RULES}
-        if any(value is not None for value in bounds.values()):
-            alias = getattr(kwarg, "name", None) or name
-            rules[alias] = {k: v for k, v in bounds.items() if v is not None}
-    return rules
-
-
-_ITEM_RULES = {"pattern": "pattern", "minLength": "min_length", "maxLength": "max_length"}
-# Litestar's names of the bounds, and the Schema attributes they become.
-_NUMBER_RULES = {
-    "ge": "minimum",
-    "le": "maximum",
-    "gt": "exclusive_minimum",
-    "lt": "exclusive_maximum",
-}
-
-
-def _constraints_where_they_apply(schema: Schema, item_rules: dict[str, Any]) -> None:
-    """Litestar puts an optional parameter's constraints beside its `oneOf`, where they bind
-    nothing for an array: each goes to the string (an array's items) it is about, with the
-    items' own rules (`item_rules`, JSON Schema names)."""
-    for branch in schema.one_of or []:
-        if not isinstance(branch, Schema):
-            continue
-        target = branch.items if branch.type == OpenAPIType.ARRAY else branch
-        if isinstance(target, Schema) and target.type == OpenAPIType.STRING:
-            for rule in _STRING_RULES:
-                if getattr(schema, rule) is not None:
-                    setattr(target, rule, getattr(schema, rule))
-            if branch.type == OpenAPIType.ARRAY:
-                for key, value in item_rules.items():
-                    setattr(target, _ITEM_RULES[key], value)
-        if branch.type == OpenAPIType.ARRAY:
-            for rule in _ARRAY_RULES:
-                if getattr(schema, rule) is not None:
-                    setattr(branch, rule, getattr(schema, rule))
-    if schema.one_of:
-        for rule in (*_STRING_RULES, *_ARRAY_RULES):
-            setattr(schema, rule, None)
-
-
-def _bounds_where_they_apply(schema: Schema, bounds: dict[str, Any]) -> None:
-    """A numeric parameter's bounds on the number it is about (its `oneOf` branch, if any)."""
-    if not bounds:
-        return
-    numeric = (OpenAPIType.INTEGER, OpenAPIType.NUMBER)
-    targets = [b for b in schema.one_of or [] if isinstance(b, Schema) and b.type in numeric]
-    for rule, value in bounds.items():
-        for target in targets or [schema]:
-            setattr(target, _NUMBER_RULES[rule], value)
-        if targets:
-            setattr(schema, _NUMBER_RULES[rule], None)
-
-
-def _strings_without_nul(schema: Schema) -> None:
-    """A parameter's strings (at any depth of its `oneOf` and items) state they hold no NUL."""
-    if schema.type == OpenAPIType.STRING and schema.schema_not is None and schema.format is None:
-        schema.schema_not = Schema(pattern=NO_NUL["pattern"])
-    for inner in [*(schema.one_of or []), schema.items]:
-        if isinstance(inner, Schema):
-            _strings_without_nul(inner)
 
 
 def _document_media(operation: Operation, handler: HTTPRouteHandler) -> None:
@@ -366,94 +270,6 @@ def _retry_after(*, required: bool) -> Header:
         required=required,
         description="Seconds to wait before retrying",
     )
-
-
-def _exact_struct_schemas(app: Litestar, openapi: OpenAPI) -> None:
-    """Each msgspec Struct's schema as msgspec itself states it (the validator the server runs):
-    Litestar's drops the constraints of list items and unknown fields being refused. A Struct's
-    `schema_rules` (rules across its fields, which its service checks) are added to it."""
-    structs: set[type] = set()
-    bodies: set[type] = set()
-    for route in app.routes:
-        if isinstance(route, HTTPRoute):
-            for handler in route.route_handlers:
-                body = handler.parsed_fn_signature.parameters.get("data")
-                if body is not None:
-                    _collect_structs(body.annotation, structs)
-                    _collect_structs(body.annotation, bodies)
-                _collect_structs(handler.parsed_fn_signature.return_type.annotation, structs)
-                for spec in (handler.responses or {}).values():
-                    _collect_structs(spec.data_container, structs)
-    ordered = sorted(structs, key=lambda t: (t.__module__, t.__qualname__))
-    _, components = msgspec.json.schema_components(
-        ordered, ref_template="#/components/schemas/{name}"
-    )
-    rules = {t.__name__: t.schema_rules for t in _nested_structs(ordered) if _has_rules(t)}
-    requests = {t.__name__ for t in _nested_structs(sorted(bodies, key=lambda t: t.__qualname__))}
-    schemas = dict(openapi.components.schemas or {})
-    for name, schema in components.items():
-        schema = schema | rules.get(name, {})
-        schemas[name] = _RawSchema(_without_nul(schema) if name in requests else schema)  # type: ignore[assignment]
-    openapi.components.schemas = schemas
-
-
-# Every string a request carries is refused with 422 if it holds a NUL (service.inputs).
-NO_NUL = {"pattern": "\\x00"}
-
-
-def _without_nul(schema: Any) -> Any:
-    """`schema` with each string in it (not raw bytes) stating that it holds no NUL."""
-    if isinstance(schema, list):
-        return [_without_nul(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {key: _without_nul(value) for key, value in schema.items() if key != "properties"}
-    if "properties" in schema:
-        out["properties"] = {k: _without_nul(v) for k, v in schema["properties"].items()}
-    if schema.get("type") == "string" and "format" not in schema and "not" not in schema:
-        out["not"] = NO_NUL
-    return out
-
-
-def _nested_structs(structs: list[type]) -> set[type]:
-    """The Structs given and every Struct their fields hold, at any depth."""
-    found: set[type] = set()
-    for info in msgspec.inspect.multi_type_info(structs):
-        _walk(info, found)
-    return found
-
-
-def _walk(info: msgspec.inspect.Type, found: set[type]) -> None:
-    if isinstance(info, msgspec.inspect.StructType):
-        if info.cls in found:
-            return
-        found.add(info.cls)
-        for field in info.fields:
-            _walk(field.type, found)
-    for attr in ("item_type", "key_type", "value_type", "types", "item_types"):
-        value = getattr(info, attr, None)
-        for inner in value if isinstance(value, tuple) else (value,):
-            if isinstance(inner, msgspec.inspect.Type):
-                _walk(inner, found)
-
-
-def _has_rules(struct: type) -> bool:
-    """A Struct states rules across its fields with `schema_rules: ClassVar[dict]`."""
-    return isinstance(getattr(struct, "schema_rules", None), dict)
-
-
-def _collect_structs(annotation: Any, into: set[type]) -> None:
-    if isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
-        into.add(annotation)
-    for arg in get_args(annotation):
-        _collect_structs(arg, into)
-
-
-class _RawSchema(dict):  # type: ignore[type-arg]
-    """A schema given as JSON already (Litestar renders `to_schema()` of each component)."""
-
-    def to_schema(self) -> dict[str, Any]:
-        return dict(self)
 
 
 def _add_problem_schema(openapi: OpenAPI) -> None:
