@@ -47,7 +47,7 @@ from service.errors import EXCEPTION_HANDLERS, ServiceUnavailable
 from service.execs.runner import ExecRunner
 from service.flows import placing
 from service.flows.idle import IdleSleeper
-from service.flows.pause import add_woke_header, waker
+from service.flows.resume import add_woke_header, waker
 from service.inputs import DEFAULT_BODY_LIMIT, InputPolicy
 from service.jobs import templates as builds
 from service.jobs.grants import NarrowedGrants

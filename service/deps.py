@@ -24,7 +24,7 @@ Db = NamedDependency[async_sessionmaker[AsyncSession]]
 Runtimes = NamedDependency[RuntimeHolder]
 # What this process is, and its node's id and ratios when it runs one.
 ThisNode = NamedDependency[LocalNode]
-# Resumes a paused sandbox before a call that needs it running (service.flows.pause.wake).
+# Resumes a paused sandbox before a call that needs it running (service.flows.resume.wake).
 Waker = NamedDependency[Wake]
 ExecRunnerDep = NamedDependency[ExecRunner]
 CurrentPrincipal = NamedDependency[Principal]

@@ -21,7 +21,7 @@ from service.deps import (
     Waker,
 )
 from service.errors import Unprocessable
-from service.flows import create, fork, pause
+from service.flows import create, fork, pause, resume
 from service.pagination import DEFAULT_LIMIT, cursor_parameter, id_pattern
 from service.sandboxes import service
 from service.sandboxes.schemas import (
@@ -246,7 +246,7 @@ class SandboxController(Controller):
         sandbox_id: FromPath[str],
     ) -> Sandbox:
         assert principal.tenant_id is not None
-        sandbox, took = await pause.resume_sandbox(
+        sandbox, took = await resume.resume_sandbox(
             db,
             runtimes,
             node,
@@ -256,7 +256,7 @@ class SandboxController(Controller):
             sandbox_id,
         )
         if took is not None:
-            pause.woke_ms.set(took)
+            resume.woke_ms.set(took)
         return sandbox
 
     @post(

@@ -17,6 +17,7 @@ from service.errors import SandboxNotUsable
 from service.files import service as files
 from service.files.errors import ArchiveFailed, ArchiveRejected, PayloadTooLarge
 from service.files.schemas import ArchiveWritten
+from service.files.target import absolute_path, audit, resolve, while_running
 from service.runtime import (
     ExecResult,
     PathNotAllowed,
@@ -69,14 +70,14 @@ async def upload_archive(
     *,
     content_length: int | None,
 ) -> ArchiveWritten:
-    dest = files.absolute_path(directory, "dir")
+    dest = absolute_path(directory, "dir")
     runtime = await holder.get()
-    target = await files.resolve(db, principal, sandbox_id, wake, ctx)
+    target = await resolve(db, principal, sandbox_id, wake, ctx)
     files.refuse_declared(content_length, target.upload_limit)
     capped = files.CappedBody(body, target.upload_limit)
     temp = files.temp_name(TEMP_DIR) + ".tar"
     try:
-        async with files.while_running(db, target, ArchiveRejected):
+        async with while_running(db, target, ArchiveRejected):
             size = await files.stream_into(runtime, target, temp, capped)
             result = await files.sh(
                 runtime, target, EXTRACT_SCRIPT, temp, dest, timeout_s=TIMEOUT_S
@@ -91,12 +92,12 @@ async def upload_archive(
                     extra={"dir": dest, "stderr": _tar_stderr(result)},
                 )
     except (PayloadTooLarge, ArchiveRejected, SandboxRuntimeError, SandboxNotUsable) as exc:
-        await files.audit(
+        await audit(
             db, ctx, target, "archive.write", outcome="failed", dir=dest,
             bytes=capped.received, error=type(exc).__name__,
         )  # fmt: skip
         raise
-    await files.audit(db, ctx, target, "archive.write", dir=dest, bytes=size)
+    await audit(db, ctx, target, "archive.write", dir=dest, bytes=size)
     return ArchiveWritten(dir=dest, size=size)
 
 
@@ -109,11 +110,11 @@ async def download_archive(
     sandbox_id: str,
     directory: str,
 ) -> files.Download:
-    source = files.absolute_path(directory, "dir")
+    source = absolute_path(directory, "dir")
     runtime = await holder.get()
-    target = await files.resolve(db, principal, sandbox_id, wake, ctx)
+    target = await resolve(db, principal, sandbox_id, wake, ctx)
     temp = files.temp_name(TEMP_DIR) + ".tar"
-    async with files.while_running(db, target, ArchiveFailed):
+    async with while_running(db, target, ArchiveFailed):
         result = await files.sh(runtime, target, PACK_SCRIPT, temp, source, timeout_s=TIMEOUT_S)
         if result.exit_code == NOT_FOUND:
             raise PathNotFound(source)
@@ -132,9 +133,9 @@ async def download_archive(
     # sandbox may have put something else (a link to a device) at the temporary name since.
     chunks = runtime.read_file(target.runtime_id, temp, max_bytes=size)
     try:
-        async with files.while_running(db, target):
+        async with while_running(db, target):
             first = await files.first_chunk(chunks)
-        await files.audit(db, ctx, target, "archive.read", dir=source, bytes=size)
+        await audit(db, ctx, target, "archive.read", dir=source, bytes=size)
     except BaseException:
         await files.remove_quietly(runtime, target, temp)
         raise

@@ -9,45 +9,36 @@ tenant's limit, so a refused or broken upload leaves nothing behind. See README.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import posixpath
 import secrets
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from service import telemetry
-from service.audit.recorder import AuditContext, record
+from service.audit.recorder import AuditContext
 from service.auth.principal import Principal
-from service.db.models import Sandbox as SandboxRow
-from service.db.models import Tenant
 from service.db.session import Db
 from service.errors import SandboxNotUsable
 from service.files.errors import PayloadTooLarge
 from service.files.schemas import FileInfo, FileList, FileWritten
+from service.files.target import Target, absolute_path, audit, resolve, while_running
 from service.runtime import (
     ExecRequest,
     ExecResult,
     InvalidPath,
     PathNotAllowed,
     PathNotFound,
-    SandboxNotFound,
     SandboxRuntime,
     SandboxRuntimeError,
 )
 from service.runtime.holder import RuntimeHolder
-from service.runtime.paths import sandbox_path
-from service.sandboxes import service as sandboxes
-from service.sandboxes.activity import touch
 from service.sandboxes.waking import Wake
 from service.streaming import Body, close_body
-from service.tenants.service import quotas_of
 
 log = logging.getLogger("airlock.files")
 
-MIB = 1 << 20
 DEFAULT_DIR = "/work"
 TEMP_PREFIX = ".airlock-"
 
@@ -59,111 +50,6 @@ if [ -d "$p" ]; then rm -f -- "$t"; exit 45; fi
 mv -f -- "$t" "$p" || { rm -f -- "$t"; exit 47; }
 """
 IS_DIR, DENIED = 45, 47
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """A running sandbox the caller may use: what a files call needs after the lookup."""
-
-    tenant_id: str
-    sandbox_id: str
-    runtime_id: str
-    upload_limit: int  # bytes
-
-
-def absolute_path(path: str, what: str = "path") -> str:
-    """The normalised sandbox path, or InvalidPath (422) saying exactly what is wrong."""
-    if not path.startswith("/"):
-        raise InvalidPath(path, f"the {what} must be absolute (start with /)")
-    return sandbox_path(path)
-
-
-async def resolve(
-    db: Db,
-    principal: Principal,
-    sandbox_id: str,
-    wake: Wake | None = None,
-    ctx: AuditContext | None = None,
-) -> Target:
-    """The sandbox, scoped by tenant and token binding (404), and running (409): a paused one
-    is woken first when `wake` is given. The call counts as the sandbox's activity."""
-    assert principal.tenant_id is not None
-    try:
-        target = await _running(db, principal, sandbox_id)
-    except sandboxes.SandboxPaused:
-        if wake is None:
-            raise
-        ctx = ctx or AuditContext(actor=principal.actor, request_id=None, client=None)
-        await wake(principal.tenant_id, principal.sandbox_id, ctx, sandbox_id, why="files")
-        target = await _running(db, principal, sandbox_id)
-    await touch(db, target.sandbox_id)
-    return target
-
-
-async def _running(db: Db, principal: Principal, sandbox_id: str) -> Target:
-    assert principal.tenant_id is not None
-    async with db() as session:
-        row = await sandboxes.get_row_scoped(
-            session, principal.tenant_id, principal.sandbox_id, sandbox_id
-        )
-        sandboxes.require_running(row)
-        tenant = await session.get(Tenant, principal.tenant_id)
-        assert tenant is not None and row.runtime_id is not None
-        return Target(
-            tenant_id=principal.tenant_id,
-            sandbox_id=row.id,
-            runtime_id=row.runtime_id,
-            upload_limit=quotas_of(tenant).max_upload_mib * MIB,
-        )
-
-
-@contextlib.asynccontextmanager
-async def while_running(db: Db, target: Target, *failures: type[Exception]) -> AsyncIterator[None]:
-    """The sandbox's own 409 (`sandbox_not_running` naming its state, or `sandbox_paused`)
-    for a call it did not outlive: deleted, expired, failed or paused while the runtime moved
-    the bytes, the runtime's failure (a bare runtime error, the runtime no longer knowing it,
-    or one of `failures`) is what a call a moment later would have met. A failure while it
-    still runs stays as it is."""
-    try:
-        yield
-    except (SandboxNotFound, *failures) as exc:
-        await _raise_if_not_running(db, target, exc)
-        raise
-    except SandboxRuntimeError as exc:
-        if type(exc) is SandboxRuntimeError:
-            await _raise_if_not_running(db, target, exc)
-        raise
-
-
-async def _raise_if_not_running(db: Db, target: Target, exc: Exception) -> None:
-    async with db() as session:
-        row = await session.get(SandboxRow, target.sandbox_id)
-    if row is not None:
-        try:
-            sandboxes.require_running(row)
-        except SandboxNotUsable as stopped:  # paused meanwhile too: a 409 to retry
-            raise stopped from exc
-
-
-async def audit(
-    db: Db,
-    ctx: AuditContext,
-    target: Target,
-    action: str,
-    *,
-    outcome: str = "ok",
-    **details: Any,
-) -> None:
-    async with db() as session, session.begin():
-        await record(
-            session,
-            ctx,
-            chain=target.tenant_id,
-            action=action,
-            target=target.sandbox_id,
-            outcome=outcome,
-            details=details,
-        )
 
 
 def refuse_declared(content_length: int | None, limit: int) -> None:

@@ -1,4 +1,4 @@
-"""Pause and resume: a sandbox checkpointed to its node's disk and restored in place.
+"""Pause: a sandbox checkpointed to its node's disk (its resume and wake: flows/resume.py).
 
 Like the rest of the lifecycle, no transaction is held across the runtime call: the intent is
 committed (`pausing`, `resuming`), the runtime is called, and the outcome is recorded. A
@@ -7,25 +7,13 @@ pause keeps what runs in the sandbox: background processes, and running execs, w
 keep something (it names it), leaves the sandbox running; a resume the host has no room for
 leaves it paused. A paused sandbox counts against the tenant's paused quotas, not its running
 ones; resuming it counts it against those again.
-
-Any call that needs the sandbox running (an exec, a file call) wakes a paused one first
-(`wake`); the response then carries `Airlock-Woke-Ms`, how long the resume took.
-
-A resume on another node is a birth there (a new runtime sandbox from the checkpoint): the
-sandbox's network must still be one the tenant may have, else it stays paused, and its rules
-are built from the private ranges granted now, not from those the checkpoint holds.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
-from contextvars import ContextVar
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
-import msgspec
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -34,32 +22,18 @@ from service.db.base import utcnow
 from service.db.models import Sandbox as SandboxRow
 from service.db.models import Tenant
 from service.db.session import Db
-from service.errors import Conflict, NoCapacity, SandboxMoved, Unprocessable
-from service.nodes.capacity import check_room
-from service.nodes.local import LocalNode
-from service.nodes.moves import move_paused, node_is_up, record_move
-from service.nodes.placement import forget_owner
-from service.runtime import SandboxBusy, SandboxFailed, SandboxRuntime, SandboxRuntimeError
-from service.runtime.errors import ResourceExhausted
+from service.errors import Conflict, Unprocessable
+from service.runtime import SandboxBusy, SandboxFailed, SandboxRuntime
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes.activity import exec_arriving
 from service.sandboxes.lifecycle import transition
-from service.sandboxes.quotas import Caps, over
-from service.sandboxes.quotas import check_room as check_tenant_room
-from service.sandboxes.repository import SandboxRepository
-from service.sandboxes.schemas import Sandbox, SandboxNetwork
-from service.sandboxes.service import check_network, get_row_scoped, to_schema
+from service.sandboxes.quotas import over
+from service.sandboxes.schemas import Sandbox
+from service.sandboxes.service import get_row_scoped, to_schema
 from service.sandboxes.states import State
-from service.sandboxes.waking import Wake
 from service.tenants.repository import lock_tenant
 from service.tenants.schemas import Quotas
 from service.tenants.service import quotas_of
-
-WOKE_HEADER = "airlock-woke-ms"
-# How long the resume of the sandbox this request woke took (ms), for the response header.
-woke_ms: ContextVar[int | None] = ContextVar("woke_ms", default=None)
-# How long a call waits for a resume another call began.
-WAKE_WAIT_S = 60.0
 
 
 class SandboxBusyConflict(Conflict):
@@ -98,25 +72,25 @@ async def pause_sandbox(
         # Recorded before the pause began, not in the runtime yet: it would find the sandbox
         # stopped. Execs recorded from now on find it pausing.
         why = "not paused: an exec is starting"
-        await _back(db, tenant_id, sandbox_id, State.PAUSING, State.RUNNING, why, active=True)
+        await back(db, tenant_id, sandbox_id, State.PAUSING, State.RUNNING, why, active=True)
         raise SandboxBusyConflict(f"sandbox {sandbox_id} has an exec starting: try again")
     started = time.monotonic()
     try:
         paused = await runtime.pause(runtime_id)
     except SandboxBusy as exc:
         # An idle sandbox the runtime cannot pause now counts as active: not asked every pass.
-        await _back(
+        await back(
             db, tenant_id, sandbox_id, State.PAUSING, State.RUNNING, f"not paused: {exc}",
             active=reason == "idle",
         )  # fmt: skip
         raise SandboxBusyConflict(str(exc)) from exc
     except SandboxFailed as exc:
-        await _back(db, tenant_id, sandbox_id, State.PAUSING, State.FAILED, exc.reason)
+        await back(db, tenant_id, sandbox_id, State.PAUSING, State.FAILED, exc.reason)
         raise
     except BaseException:
-        info_state = await _runtime_state(runtime, runtime_id)
+        info_state = await runtime_state(runtime, runtime_id)
         target = State.RUNNING if info_state == "running" else State.FAILED
-        await _back(db, tenant_id, sandbox_id, State.PAUSING, target, "pause failed")
+        await back(db, tenant_id, sandbox_id, State.PAUSING, target, "pause failed")
         raise
     took_ms = round((time.monotonic() - started) * 1000)
     async with db() as session, session.begin():
@@ -148,236 +122,7 @@ async def pause_sandbox(
         return to_schema(row)
 
 
-async def resume_sandbox(
-    db: Db,
-    holder: RuntimeHolder,
-    node: LocalNode,
-    tenant_id: str,
-    only_sandbox: str | None,
-    ctx: AuditContext,
-    sandbox_id: str,
-    *,
-    reason: str = "requested",
-) -> tuple[Sandbox, int | None]:
-    """The sandbox running again, and how long its resume took (None: it was running). Its
-    node's room is checked with this node's ratios (every wake checks it); a node with no room
-    gives it to another that has some (SandboxMoved), when there is one."""
-    runtime = await holder.get()
-    try:
-        resuming = await _begin_resume(db, node, tenant_id, only_sandbox, sandbox_id, reason)
-    except NoCapacity:
-        await _elsewhere(db, node, runtime, ctx, sandbox_id)
-        raise
-    if resuming is None:
-        async with db() as session:
-            return to_schema(await get_row_scoped(session, tenant_id, None, sandbox_id)), None
-    started = time.monotonic()
-    runtime_id = resuming.runtime_id
-    try:
-        if resuming.in_place:
-            await runtime.resume(runtime_id)
-            new_id = runtime_id
-        else:  # it moved here: a new runtime sandbox from its checkpoint, fetched if need be
-            assert resuming.snapshot_id is not None
-            clone = await runtime.create_from_snapshot(resuming.snapshot_id, resuming.grants)
-            new_id = clone.id
-    except BaseException as exc:
-        await _resume_failed(db, node, runtime, tenant_id, sandbox_id, ctx, resuming, exc)
-        if resuming.in_place and isinstance(exc, ResourceExhausted):
-            # The record had room for it, the host's memory not: another node may.
-            await _elsewhere(db, node, runtime, ctx, sandbox_id)
-        raise
-    took_ms = round((time.monotonic() - started) * 1000)
-    async with db() as session, session.begin():
-        row = await get_row_scoped(session, tenant_id, None, sandbox_id, for_update=True)
-        if row.state != State.RESUMING:
-            if new_id != runtime_id:  # deleted meanwhile: what was started for it goes
-                await runtime.destroy(new_id)
-            return to_schema(row), took_ms
-        paused_for = (utcnow() - row.paused_at).total_seconds() if row.paused_at else None
-        row.paused_at = row.pause_bytes = row.pause_expires_at = None
-        row.pause_snapshot_id = row.pause_node_id = row.pause_digest = None
-        row.runtime_id = new_id
-        row.last_activity_at = utcnow()
-        await transition(session, row, State.RUNNING, reason)
-        details: dict[str, Any] = {
-            "reason": reason, "duration_ms": took_ms, "paused_s": paused_for,
-            "connections_cut": row.pause_cut or [],
-        }  # fmt: skip
-        if not resuming.in_place:
-            details["from_checkpoint"] = resuming.snapshot_id
-        await record(
-            session, ctx, chain=tenant_id, action="sandbox.resume", target=row.id, details=details
-        )
-        return to_schema(row), took_ms
-
-
-async def _elsewhere(
-    db: Db, node: LocalNode, runtime: SandboxRuntime, ctx: AuditContext, sandbox_id: str
-) -> None:
-    """This node has no room to resume the paused sandbox: give it to a node that has some
-    and say where it went (SandboxMoved); return when none can take it."""
-    if node.id is None or node.overcommit is None:
-        return
-    moved_to = await move_paused(
-        db, db.kw["bind"], runtime, ctx, sandbox_id, node.id, node.overcommit,
-        f"no room on node {node.id} to resume it",
-    )  # fmt: skip
-    if moved_to is not None:
-        raise SandboxMoved(sandbox_id, moved_to)
-
-
-@dataclass(frozen=True, slots=True)
-class _Resuming:
-    runtime_id: str
-    snapshot_id: str | None
-    # Whether this node's runtime holds the paused sandbox (else it moved here from `origin`).
-    in_place: bool
-    origin: str | None
-    # The private ranges granted to the tenant now (what a start from the checkpoint gets).
-    grants: list[str]
-
-
-async def _begin_resume(
-    db: Db,
-    node: LocalNode,
-    tenant_id: str,
-    only_sandbox: str | None,
-    sandbox_id: str,
-    reason: str,
-) -> _Resuming | None:
-    """Record the intent (`resuming`) once the quotas and this node's room allow it; what to
-    resume from (None: it already runs)."""
-    async with db() as session, session.begin():
-        # The tenant first (as creates take it), so concurrent resumes count one after another.
-        quotas = quotas_of(await lock_tenant(session, tenant_id))
-        row = await get_row_scoped(session, tenant_id, only_sandbox, sandbox_id, for_update=True)
-        if row.state == State.RUNNING:
-            return None
-        if row.state != State.PAUSED or row.runtime_id is None:
-            raise Conflict(f"a {row.state} sandbox cannot be resumed", extra={"state": row.state})
-        if node.id is not None and row.node_id not in (None, node.id):
-            raise SandboxMoved(sandbox_id, row.node_id)  # a stale route: its node resumes it
-        usage = await SandboxRepository(session, tenant_id).active_usage()
-        check_tenant_room(quotas, usage, Caps(row.cpus, row.memory_mib, row.disk_mib))
-        if row.node_id is not None and node.overcommit is not None:
-            await check_room(
-                session, row.node_id, (row.cpus, row.memory_mib, row.disk_mib), node.overcommit
-            )
-        in_place = row.pause_node_id is None or row.pause_node_id == row.node_id
-        if not in_place:
-            check_network(msgspec.convert(row.network, SandboxNetwork), quotas)
-        await transition(session, row, State.RESUMING, reason)
-        if not in_place and row.pause_snapshot_id is None:
-            raise SandboxFailed(sandbox_id, "moved without a checkpoint")  # never made so
-        return _Resuming(
-            row.runtime_id,
-            row.pause_snapshot_id,
-            in_place,
-            row.pause_node_id,
-            list(quotas.network_private_cidrs),
-        )
-
-
-async def _resume_failed(
-    db: Db,
-    node: LocalNode,
-    runtime: SandboxRuntime,
-    tenant_id: str,
-    sandbox_id: str,
-    ctx: AuditContext,
-    resuming: _Resuming,
-    exc: BaseException,
-) -> None:
-    """Where a resume that did not happen leaves the sandbox. In place: paused when the host
-    had no room or the runtime still holds it paused, else failed. From a checkpoint another
-    node took: paused, given back to that node when it is still there (it holds the paused
-    sandbox and resumes it in place once it has room); the checkpoint is never lost here."""
-    if resuming.in_place:
-        if isinstance(exc, ResourceExhausted):
-            target, why = State.PAUSED, "no room to resume"
-        elif isinstance(exc, SandboxFailed):
-            target, why = State.FAILED, exc.reason
-        else:
-            still = await _runtime_state(runtime, resuming.runtime_id) == "paused"
-            target, why = (State.PAUSED if still else State.FAILED), "resume failed"
-        await _back(db, tenant_id, sandbox_id, State.RESUMING, target, why)
-        return
-    why = f"could not start on node {node.id} from its checkpoint: {_said(exc)}"
-    async with db() as session, session.begin():
-        row = await get_row_scoped(session, tenant_id, None, sandbox_id, for_update=True)
-        if row.state != State.RESUMING:
-            return
-        await transition(session, row, State.PAUSED, why)
-        origin = resuming.origin
-        if origin is not None and origin != row.node_id and await node_is_up(session, origin):
-            await record_move(session, row, origin, ctx, why)
-    forget_owner(sandbox_id)
-
-
-def _said(exc: BaseException) -> str:
-    text = exc.public() if isinstance(exc, SandboxRuntimeError) else type(exc).__name__
-    return str(text)[:300]
-
-
-async def wake(
-    db: Db,
-    holder: RuntimeHolder,
-    node: LocalNode,
-    tenant_id: str,
-    only_sandbox: str | None,
-    ctx: AuditContext,
-    sandbox_id: str,
-    *,
-    why: str,
-) -> None:
-    """Resume the sandbox if it is paused (a call that needs it running came), noting how long
-    that took for the response; a resume begun by another call is waited for. Any other state
-    is left for the caller to judge."""
-    deadline = time.monotonic() + WAKE_WAIT_S
-    while True:
-        async with db() as session:
-            row = await SandboxRepository(session, tenant_id, only_sandbox).get(sandbox_id)
-        if row is None or row.state not in (State.PAUSED, State.RESUMING):
-            return
-        if row.state == State.PAUSED:
-            try:
-                _, took = await resume_sandbox(
-                    db, holder, node, tenant_id, only_sandbox, ctx, sandbox_id,
-                    reason=f"woken: {why}",
-                )  # fmt: skip
-            except Conflict:
-                took = None  # another call began resuming it first: wait for that one
-            else:
-                if took is not None:
-                    woke_ms.set(took)
-                return
-        if time.monotonic() > deadline:
-            return  # the caller's own check says what state it is in
-        await asyncio.sleep(0.1)
-
-
-def waker(db: Db, holder: RuntimeHolder, node: LocalNode) -> Wake:
-    """`wake` bound to the database, runtime and node: what the app hands to the resources
-    that need a sandbox running (service.sandboxes.waking)."""
-
-    async def bound(
-        tenant_id: str, only_sandbox: str | None, ctx: AuditContext, sandbox_id: str, *, why: str
-    ) -> None:
-        await wake(db, holder, node, tenant_id, only_sandbox, ctx, sandbox_id, why=why)
-
-    return bound
-
-
-async def add_woke_header(message: Any, scope: Any) -> None:
-    """`before_send`: the wake time of a sandbox this request resumed. A coroutine: Litestar
-    runs a plain function hook in a worker thread, once for every message of every response."""
-    took = woke_ms.get()
-    if took is not None and message["type"] == "http.response.start":
-        message.setdefault("headers", []).append((WOKE_HEADER.encode(), str(took).encode()))
-
-
-async def _back(
+async def back(
     db: Db,
     tenant_id: str,
     sandbox_id: str,
@@ -397,7 +142,7 @@ async def _back(
                 row.last_activity_at = utcnow()
 
 
-async def _runtime_state(runtime: SandboxRuntime, runtime_id: str) -> str | None:
+async def runtime_state(runtime: SandboxRuntime, runtime_id: str) -> str | None:
     try:
         return (await runtime.get(runtime_id)).state
     except Exception:

@@ -19,7 +19,7 @@ from service.auth.principal import Principal, PrincipalKind
 from service.db.base import utcnow
 from service.db.session import Db
 from service.errors import AppError, Conflict, NotFound, Unprocessable
-from service.files import service as files
+from service.files.target import audit, resolve
 from service.ports.links import LINK_ACTION, PARAM, SCOPE, PreviewLinks
 from service.ports.schemas import PreviewLink, PreviewLinkCreate
 from service.runtime import NotSupported, PortConnection, PortNotListening
@@ -78,14 +78,14 @@ async def open_port(
     # The operator has no sandboxes; a principal without the scope never reaches a port.
     if principal.tenant_id is None or not principal.has_scope(SCOPE):
         raise NotFound(f"no sandbox {sandbox_id}")
-    target = await files.resolve(db, principal, sandbox_id, wake, ctx)
+    target = await resolve(db, principal, sandbox_id, wake, ctx)
     runtime = await holder.get()
     if not runtime.supports("ports"):
         raise PortsUnsupported(f"the {runtime.name} runtime cannot reach ports inside sandboxes")
     try:
         connection = await runtime.open_port(target.runtime_id, port)
     except PortNotListening as exc:
-        await files.audit(db, ctx, target, OPEN_ACTION, outcome="not_listening", port=port,
+        await audit(db, ctx, target, OPEN_ACTION, outcome="not_listening", port=port,
                           protocol=protocol)  # fmt: skip
         raise NothingListening(
             f"sandbox {sandbox_id}: {exc}; start a server on port {port} there first",
@@ -94,7 +94,7 @@ async def open_port(
     except NotSupported as exc:
         raise PortsUnsupported(exc.public()) from exc
     try:
-        await files.audit(db, ctx, target, OPEN_ACTION, port=port, protocol=protocol)
+        await audit(db, ctx, target, OPEN_ACTION, port=port, protocol=protocol)
     except BaseException:
         await connection.close()
         raise

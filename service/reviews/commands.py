@@ -85,7 +85,7 @@ async def _run(settings: Settings, tenant_name: str, data: Any, *, as_json: bool
     from service.db.session import make_engine, make_sessionmaker
     from service.errors import AppError
     from service.execs.runner import ExecRunner
-    from service.flows.pause import waker
+    from service.flows.resume import waker
     from service.nodes.local import LocalNode
     from service.reviews import service
     from service.reviews.pipeline import Deps, run_review

@@ -15,7 +15,8 @@ from service.db.base import utcnow
 from service.db.models import Review as ReviewRow
 from service.db.models import ReviewBundle, Tenant
 from service.errors import Forbidden, MissingScope, NotFound, Unprocessable
-from service.files.service import MIB, CappedBody, refuse_declared
+from service.files.service import CappedBody, refuse_declared
+from service.files.target import MIB
 from service.ids import new_id
 from service.pagination import decode_cursor, page_of
 from service.reviews.repository import BUNDLE_PIECE, ReviewRepository
