@@ -1,16 +1,15 @@
 """The exec agent's loop: frames from and to the host, execs' pipes, reaping."""
 
 import errno
-import fcntl
 import json
 import os
 import select
 import signal
 import struct
-import sys
 import time
 
 import become
+import launch
 import ports
 import terminal
 import tree
@@ -19,13 +18,11 @@ from running import Exec
 from wire import (
     ACK,
     ANSWERS,
-    CHUNK,
     DETACH,
     DRAIN_AFTER_EXIT_S,
     END_EXECS,
     EOF_KEY,
     EXIT,
-    F_SETPIPE_SZ,
     HEADER,
     HELLO,
     HOLD,
@@ -34,7 +31,6 @@ from wire import (
     MAX_FRAME_IN,
     OUT_WINDOW,
     PING,
-    PIPE_SIZE,
     PONG,
     PORT_KINDS,
     RELEASE,
@@ -45,7 +41,6 @@ from wire import (
     STDIN,
     STDIN_ACK,
     STDIN_CLOSE,
-    STDOUT,
     USAGE,
     USAGE_OF,
     VERSION,
@@ -68,14 +63,7 @@ class Agent:
         self.deferred = bytearray()
         self.detached = []  # execs of channels a new host does not know: they run on unwatched
         self.ports = ports.Ports(self.send)  # connections to ports inside
-        self.caps = become.bounding_caps()
-        self.permitted = become.permitted_mask()
-        # Empty the bounding set (our own capabilities stay): nothing we start, root
-        # included, can gain a capability when it executes a program.
-        for cap in self.caps:
-            become.libc.prctl(become.PR_CAPBSET_DROP, cap, 0, 0, 0)
-        self.spawn_ok = hasattr(os, "posix_spawn") and sys.version_info >= (3, 8)
-        self.signals = [getattr(signal, n) for n in IGNORED]
+        self.launcher = launch.Launcher()  # empties the bounding set
         self.wake_r, wake_w = os.pipe()
         set_nonblocking(self.wake_r)
         set_nonblocking(wake_w)
@@ -200,12 +188,12 @@ class Agent:
                 self.send(STDIN_ACK, channel, struct.pack(">I", len(payload)))
             else:
                 ex.pending_in += payload
-                self.write_stdin(ex)
+                ex.write_stdin(self.send)
         elif kind == STDIN_CLOSE:
             if ex.terminal is not None and ex.stdin is not None and not ex.close_in:
                 ex.pending_in += EOF_KEY  # the terminal stays open: end of input is a key
             ex.close_in = True
-            self.write_stdin(ex)
+            ex.write_stdin(self.send)
         elif kind == RESIZE and len(payload) == 4:
             if ex.terminal is not None and ex.out is not None:
                 rows, cols = struct.unpack(">HH", payload)
@@ -228,7 +216,7 @@ class Agent:
         for ex in list(self.execs.values()):
             if end:
                 self.kill_tree(ex)
-            self.close_stdin(ex)
+            ex.close_stdin()
             ex.pending_in = bytearray()
             ex.cap = 0
             self.detached.append(ex)
@@ -241,106 +229,18 @@ class Agent:
     def start(self, channel, req):
         if channel in self.execs:
             raise ValueError(f"channel {channel} in use")
-        env = list(req["env"])
-        if not any(e.startswith("HOME=") for e in env):
-            env.append("HOME=" + become.home_of(req["uid"]))
-        size = req.get("tty")
-        fds = [None] * 6  # out_r, out_w, err_r, err_w, in_r, in_w
-        path = None
         try:
-            if size:
-                fds[0], fds[1], path = terminal.open_pty(int(size[0]), int(size[1]))
-                if req.get("stdin"):
-                    fds[5] = os.dup(fds[0])
-                pid = os.fork()
-                if pid == 0:
-                    become.child(req, env, fds[1], fds[1], fds[1], self.caps, tty=True)
-            else:
-                fds[0:2] = os.pipe()
-                fds[2:4] = os.pipe()
-                if req.get("stdin"):
-                    fds[4:] = os.pipe()
-                else:
-                    fds[4] = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
-                pid = self.spawn(req, env, fds[4], fds[1], fds[3])
+            pid, fds, path = self.launcher.launch(req)
         except OSError as exc:
-            for fd in set(fds) - {None}:
-                os.close(fd)
             message = f"executing command {req['argv'][0]!r} in sandbox: {exc}\n"
             self.send(STDERR, channel, message.encode())
             end = {"code": 128, "signal": None, "out": 0, "err": 0, "ran": 0.0}
             self.send_json(EXIT, channel, end)
             return
-        out_r, out_w, err_r, err_w, in_r, in_w = fds
-        for fd in {out_w, err_w, in_r} - {None}:
-            os.close(fd)
-        for fd in (out_r, err_r, in_w):
-            if fd is not None:
-                set_nonblocking(fd)
-        for fd in (out_r, in_w):
-            if fd is not None and path is None:
-                try:
-                    fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
-                except OSError:
-                    pass
-        ex = Exec(channel, pid, (out_r, err_r, in_w), req.get("cap"), path)
+        ex = Exec(channel, pid, fds, req.get("cap"), path)
         self.execs[channel] = ex
         self.by_pid[pid] = ex
         self.send_json(STARTED, channel, {"pid": pid})
-
-    def spawn(self, req, env, stdin, stdout, stderr):
-        if self.spawn_ok:
-            return become.spawn(req, env, stdin, stdout, stderr, self.signals, self.permitted)
-        pid = os.fork()
-        if pid == 0:
-            become.child(req, env, stdin, stdout, stderr, self.caps)
-        return pid
-
-    def write_stdin(self, ex):
-        while ex.pending_in and ex.stdin is not None:
-            try:
-                n = os.write(ex.stdin, ex.pending_in[:CHUNK])
-            except OSError as exc:
-                if exc.errno in (errno.EAGAIN, errno.EINTR):
-                    return
-                n = len(ex.pending_in)  # the process stopped reading: drop the rest
-                self.close_stdin(ex)
-            del ex.pending_in[:n]
-            self.send(STDIN_ACK, ex.channel, struct.pack(">I", n))
-        if ex.stdin is None and ex.pending_in:
-            self.send(STDIN_ACK, ex.channel, struct.pack(">I", len(ex.pending_in)))
-            ex.pending_in = bytearray()
-        if ex.close_in and not ex.pending_in:
-            self.close_stdin(ex)
-
-    def close_stdin(self, ex):
-        if ex.stdin is not None:
-            os.close(ex.stdin)
-            ex.stdin = None
-
-    def read_output(self, ex, fd):
-        index = 0 if fd == ex.out else 1
-        try:
-            data = os.read(fd, CHUNK)
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EINTR):
-                return
-            data = b""
-        if not data:
-            os.close(fd)
-            if index == 0:
-                ex.out = None
-            else:
-                ex.err = None
-            return
-        ex.total[index] += len(data)
-        room = len(data) if ex.cap is None else ex.cap - ex.sent[index]
-        if room > 0:
-            data = data[:room]
-            ex.sent[index] += len(data)
-            if ex.cap is None:
-                ex.in_flight += len(data)
-            self.send(STDOUT if index == 0 else STDERR, ex.channel, data)
 
     def kill_tree(self, ex):
         tree.kill_tree(ex, self.reap)
@@ -368,7 +268,7 @@ class Agent:
             if fd is not None:
                 os.close(fd)
         ex.out = ex.err = None
-        self.close_stdin(ex)
+        ex.close_stdin()
         if ex in self.detached:
             self.detached.remove(ex)
             return
@@ -434,9 +334,9 @@ class Agent:
             elif fd in watch:
                 ex = watch[fd]
                 if fd == ex.stdin:
-                    self.write_stdin(ex)
+                    ex.write_stdin(self.send)
                 elif fd in (ex.out, ex.err):
-                    self.read_output(ex, fd)
+                    ex.read_output(fd, self.send)
         self.reap()
         now = time.monotonic()
         for ex in [*self.execs.values(), *self.detached]:
