@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from service.runtime import ExecRequest, SandboxSpec
-from service.runtime.gvisor import GVisorRuntime, agent_link
-from service.runtime.gvisor.agent_link import EXIT, HEADER, STARTED, STDOUT, AgentLink, AgentLost
+from service.runtime.gvisor import GVisorRuntime, agent_boot
+from service.runtime.gvisor.agent_frames import EXIT, HEADER, STARTED, STDOUT
+from service.runtime.gvisor.agent_link import AgentLink, AgentLost
 
 from .conftest import REPO
 from .helpers import host_processes_mentioning, sh
@@ -180,10 +181,10 @@ async def test_a_restarted_service_execs_without_the_agent(
 
 
 def test_only_images_with_python_get_the_agent(tmp_path: Path) -> None:
-    assert not agent_link.available(tmp_path)
+    assert not agent_boot.available(tmp_path)
     (tmp_path / "usr" / "bin").mkdir(parents=True)
     (tmp_path / "usr" / "bin" / "python3").symlink_to("python3.11")
-    assert agent_link.available(tmp_path)
+    assert agent_boot.available(tmp_path)
 
 
 class _Pipe:

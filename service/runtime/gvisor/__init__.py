@@ -13,7 +13,9 @@
 | `policy.py` | a running sandbox's network policy |
 | `network.py`, `netstack.py` | namespaces, veth pairs, iptables chains; netstack or hostinet |
 | `agent/` | the exec agent (PID 1 inside; stdlib only, the directory mounted read-only) |
-| `agent_link.py`, `agent_execution.py` | its host side: the link (frames), an exec through it |
+| `agent_boot.py` | how it gets in: its mount, PID 1's program, the capabilities it keeps |
+| `agent_link.py`, `agent_execution.py` | its host side: the link, an exec through it |
+| `agent_frames.py`, `agent_pipes.py` | the link's frames and answers; its pipes (transports) |
 | `agent_hold.py` | what the link holds back around a checkpoint, and for how long |
 | `cgroups.py`, `host_memory.py` | host cgroups; the host memory all sandboxes may hold |
 | `sandbox_cgroups.py` | where sandboxes' cgroups go: `/airlock`, or below the node's own cgroup |

@@ -17,19 +17,8 @@ from typing import Literal
 from ..errors import ExecNotFound
 from ..execution import Classify, ExecutionBase, KillTree, outcome_of
 from ..types import ExecResult, Outcome, OutputChunk, TtySize
-from .agent_link import (
-    ACK,
-    CHUNK,
-    KILL,
-    KILL_CONFIRM_S,
-    RESIZE,
-    STDIN,
-    STDIN_CLOSE,
-    AgentLink,
-    AgentLost,
-    Channel,
-    Exit,
-)
+from .agent_frames import ACK, CHUNK, KILL, RESIZE, STDIN, STDIN_CLOSE, Exit
+from .agent_link import KILL_CONFIRM_S, AgentLink, AgentLost, Channel
 
 
 class AgentExecution(ExecutionBase):

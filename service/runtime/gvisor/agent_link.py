@@ -17,136 +17,30 @@ the pipes, which the restore replaces (`rebind`), and their deadlines stop while
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import fcntl
 import logging
-import os
 import secrets
 import struct
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
-from ..pipes import pipe_file
-from . import agent_ports
+from . import agent_frames as frames
+from . import agent_pipes, agent_ports
 from .agent_hold import Hold
 
 log = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).with_name("agent")  # a directory, run by its __main__.py
-IN_SANDBOX = "/run/airlock-agent.d"
-# Where sandboxes of earlier versions had the agent, one file: their snapshots restore with a
-# file mounted there (the restored agent runs from memory and never reads it).
-LEGACY_IN_SANDBOX = "/run/airlock-agent"
-PYTHON = "/usr/bin/python3"
-# What the agent needs to become an exec's user, drop its capabilities and kill its tree.
-CAPS = ["CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL"]
-VERSION = 1
-HEADER = struct.Struct(">IBI")
-MAX_FRAME = 512 * 1024  # from the agent; its data frames are 256 KiB at most
-MAX_START = 4 << 20  # the agent's limit on a frame from us
-CHUNK = 256 * 1024
-STDIN_WINDOW = 1 << 20
-PIPE_SIZE = 1 << 20  # the link's host pipes: fewer wake-ups for bulk data
 START_TIMEOUT_S = 5.0
 KILL_CONFIRM_S = 5.0
 PING_TIMEOUT_S = 2.0
-F_SETPIPE_SZ = 1031
-
-PING, START, STDIN, STDIN_CLOSE, KILL, ACK, USAGE, RESIZE = 1, 2, 3, 4, 5, 6, 7, 8
-HOLD, RELEASE, DETACH = 14, 15, 16  # around a checkpoint (agent/wire.py says what they do)
-END_EXECS = b"end"
-HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK, USAGE_OF = 64, 65, 66, 67, 68, 69, 70, 71
-FROM_AGENT = {HELLO, PONG, STARTED, STDOUT, STDERR, EXIT, STDIN_ACK, USAGE_OF}
-FROM_AGENT |= agent_ports.FROM_AGENT  # connections to the sandbox's ports
 # An agent from before the usage frame (a sandbox restored from an older snapshot) does not
 # answer it: asked once, for this long.
 USAGE_TIMEOUT_S = 1.0
 
-# PID 1's program: run the agent; if it cannot start (or ever returns), become the plain init.
-BOOT = """import os, sys
-try:
-    import runpy
-    runpy.run_path(sys.argv[1], run_name="__main__")
-except BaseException as e:
-    try:
-        os.write(2, ("airlock-agent: stopped (%r), plain init\\n" % (e,)).encode())
-    except BaseException:
-        pass
-os.execv(sys.argv[2], sys.argv[2:])
-"""
-
-
-def init_argv(fallback: list[str]) -> list[str]:
-    return [PYTHON, "-E", "-s", "-S", "-c", BOOT, IN_SANDBOX, *fallback]
-
-
-def mounted_at(recorded: object) -> str | None:
-    """Where a sandbox's record says its agent is mounted (None: it has no agent); records
-    of earlier versions say only `true`."""
-    if not recorded:
-        return None
-    return recorded if isinstance(recorded, str) else LEGACY_IN_SANDBOX
-
-
-def mount(destination: str = IN_SANDBOX) -> dict[str, Any]:
-    legacy = destination == LEGACY_IN_SANDBOX
-    return {
-        "destination": destination,
-        "type": "bind",
-        "source": str(SOURCE / "__main__.py" if legacy else SOURCE),
-        "options": ["rbind", "ro", "nosuid", "nodev"],
-    }
-
-
-def available(rootfs: Path) -> bool:
-    """The image has a python3 where the agent expects it."""
-    return os.path.lexists(rootfs / PYTHON.lstrip("/"))
-
 
 class AgentLost(Exception):
     """The link is closed (the agent died, misbehaved or stopped answering)."""
-
-
-class _Hello(msgspec.Struct, forbid_unknown_fields=True):
-    v: int
-    pid: int
-    # Whether it runs execs under a terminal, and holds its output for a checkpoint; agents
-    # of earlier versions (restored from their snapshots) do not say, and do not.
-    tty: bool = False
-    hold: bool = False
-
-
-class _Pong(msgspec.Struct, forbid_unknown_fields=True):
-    v: int
-    token: str
-    tty: bool = False
-    hold: bool = False
-
-
-class Usage(msgspec.Struct, forbid_unknown_fields=True):
-    token: str
-    processes: int
-    # mount point -> [bytes used, bytes in all]
-    mounts: dict[str, tuple[int, int]]
-
-
-class _Started(msgspec.Struct, forbid_unknown_fields=True):
-    pid: int
-
-
-class Exit(msgspec.Struct, forbid_unknown_fields=True):
-    code: int | None
-    signal: int | None
-    out: int
-    err: int
-    ran: float
-
-
-def _decode(payload: bytes, kind: type[Any]) -> Any:
-    return msgspec.json.decode(payload, type=kind, strict=True)
 
 
 class Channel:
@@ -157,10 +51,10 @@ class Channel:
         self.link = link
         self.number = number
         self.started: asyncio.Future[int | None] = loop.create_future()
-        self.exit: asyncio.Future[Exit] = loop.create_future()
+        self.exit: asyncio.Future[frames.Exit] = loop.create_future()
         self._on_data: Callable[[Literal["stdout", "stderr"], bytes], None] | None = None
         self._early: list[tuple[Literal["stdout", "stderr"], bytes]] = []
-        self.credit = STDIN_WINDOW
+        self.credit = frames.STDIN_WINDOW
         self.credit_changed = asyncio.Event()
 
     def data(self, stream: Literal["stdout", "stderr"], payload: bytes) -> None:
@@ -195,7 +89,7 @@ class AgentLink:
         self._channels: dict[int, Channel] = {}
         self._last = 0
         self._pings: dict[str, asyncio.Future[None]] = {}
-        self._usages: dict[str, asyncio.Future[Usage]] = {}
+        self._usages: dict[str, asyncio.Future[frames.Usage]] = {}
         self.answers_usage = True
         self.tty = False  # the agent runs execs under a terminal (it said so)
         self.holds = False  # the agent holds its output for a checkpoint (it said so)
@@ -216,19 +110,8 @@ class AgentLink:
 
     async def rebind(self, read_fd: int, write_fd: int) -> None:
         """Talk over these pipe ends from now on (a restore gave the agent new ones)."""
-        loop = asyncio.get_running_loop()
         self.unbind()
-        pipes = self._pipes
-        for fd in (read_fd, write_fd):
-            with contextlib.suppress(OSError):
-                fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
-        reader, _ = await loop.connect_read_pipe(
-            lambda: _ReadSide(self, pipes), pipe_file(read_fd, "rb")
-        )
-        writer, _ = await loop.connect_write_pipe(
-            lambda: _WriteSide(self, pipes), pipe_file(write_fd, "wb")
-        )
-        self._reader, self._writer = reader, writer  # type: ignore[assignment]
+        self._reader, self._writer = await agent_pipes.connect(self, self._pipes, read_fd, write_fd)
         self._gone = None
 
     def unbind(self) -> None:
@@ -265,43 +148,43 @@ class AgentLink:
         if self.broken is not None:
             return
         self._buf += data
-        while len(self._buf) >= HEADER.size and self.broken is None:
-            size, kind, number = HEADER.unpack_from(self._buf)
-            if kind not in FROM_AGENT or size > MAX_FRAME:
+        while len(self._buf) >= frames.HEADER.size and self.broken is None:
+            size, kind, number = frames.HEADER.unpack_from(self._buf)
+            if kind not in frames.FROM_AGENT or size > frames.MAX_FRAME:
                 self.close(f"bad frame header (kind {kind}, {size} bytes)")
                 return
-            if len(self._buf) < HEADER.size + size:
+            if len(self._buf) < frames.HEADER.size + size:
                 return
-            payload = bytes(self._buf[HEADER.size : HEADER.size + size])
-            del self._buf[: HEADER.size + size]
+            payload = bytes(self._buf[frames.HEADER.size : frames.HEADER.size + size])
+            del self._buf[: frames.HEADER.size + size]
             try:
                 self._dispatch(kind, number, payload)
             except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
                 self.close(f"bad frame (kind {kind}): {str(exc)[:200]}")
 
     def _dispatch(self, kind: int, number: int, payload: bytes) -> None:
-        if kind == USAGE_OF:
+        if kind == frames.USAGE_OF:
             if number != 0:
                 raise ValueError("usage on an exec channel")
-            usage = _decode(payload, Usage)
+            usage = frames.decode(payload, frames.Usage)
             waiter = self._usages.pop(usage.token, None)
             if waiter is not None and not waiter.done():
                 waiter.set_result(usage)
             return
-        if kind == HELLO or kind == PONG:
+        if kind == frames.HELLO or kind == frames.PONG:
             if number != 0:
                 raise ValueError("hello/pong on an exec channel")
-            if kind == HELLO:
-                hello = _decode(payload, _Hello)
+            if kind == frames.HELLO:
+                hello = frames.decode(payload, frames.Hello)
                 version, self.tty, self.holds = hello.v, hello.tty, hello.hold
             else:
-                pong = _decode(payload, _Pong)
+                pong = frames.decode(payload, frames.Pong)
                 version, self.tty, self.holds = pong.v, pong.tty, pong.hold
                 waiter = self._pings.pop(pong.token, None)
                 if waiter is not None and not waiter.done():
                     waiter.set_result(None)
-            if version != VERSION:
-                raise ValueError(f"agent version {version}, expected {VERSION}")
+            if version != frames.VERSION:
+                raise ValueError(f"agent version {version}, expected {frames.VERSION}")
             if not self._ready.done():
                 self._ready.set_result(None)
             return
@@ -314,21 +197,23 @@ class AgentLink:
         channel = self._channels.get(number)
         if channel is None:
             return  # an exec we stopped following
-        if kind == STARTED:
-            pid = _decode(payload, _Started).pid
+        if kind == frames.STARTED:
+            pid = frames.decode(payload, frames.Started).pid
             if not 1 < pid < 1 << 22:
                 raise ValueError(f"pid {pid}")
             if not channel.started.done():
                 channel.started.set_result(pid)
-        elif kind == STDOUT or kind == STDERR:
-            channel.data("stdout" if kind == STDOUT else "stderr", payload)
-        elif kind == STDIN_ACK:
+        elif kind == frames.STDOUT or kind == frames.STDERR:
+            channel.data("stdout" if kind == frames.STDOUT else "stderr", payload)
+        elif kind == frames.STDIN_ACK:
             if len(payload) != 4:
                 raise ValueError("stdin ack of the wrong size")
-            channel.credit = min(STDIN_WINDOW, channel.credit + struct.unpack(">I", payload)[0])
+            channel.credit = min(
+                frames.STDIN_WINDOW, channel.credit + struct.unpack(">I", payload)[0]
+            )
             channel.credit_changed.set()
-        elif kind == EXIT:
-            end = _decode(payload, Exit)
+        elif kind == frames.EXIT:
+            end = frames.decode(payload, frames.Exit)
             if end.code is not None and not 0 <= end.code <= 255:
                 raise ValueError(f"exit code {end.code}")
             if min(end.out, end.err) < 0 or end.ran != end.ran:
@@ -344,7 +229,7 @@ class AgentLink:
 
     def send(self, kind: int, number: int, payload: bytes = b"") -> None:
         """Send a frame; while the link is held, once it is released."""
-        frame = HEADER.pack(len(payload), kind, number) + payload
+        frame = frames.HEADER.pack(len(payload), kind, number) + payload
         if self.hold.held and self.broken is None:
             self.hold.queued.append(frame)
         else:
@@ -374,11 +259,11 @@ class AgentLink:
         channel) or the link was lost meanwhile (the channel fails, the agent ends the tree);
         an agent silent for START_TIMEOUT_S loses its link."""
         payload = msgspec.json.encode(request)
-        if len(payload) > MAX_START:
+        if len(payload) > frames.MAX_START:
             raise AgentLost("exec request too large for the agent")
         channel = self.open_channel()
         try:
-            self.send(START, channel.number, payload)
+            self.send(frames.START, channel.number, payload)
         except AgentLost:
             self.forget(channel)
             raise
@@ -395,7 +280,7 @@ class AgentLink:
 
     async def ping(self, timeout_s: float = PING_TIMEOUT_S) -> bool:
         """One round trip; False (and the link closed) when the agent does not answer."""
-        return await self._round_trip(PING, timeout_s)
+        return await self._round_trip(frames.PING, timeout_s)
 
     async def _round_trip(self, kind: int, timeout_s: float = PING_TIMEOUT_S) -> bool:
         """A frame answered with a pong (written now, also while held)."""
@@ -403,7 +288,7 @@ class AgentLink:
         waiter = asyncio.get_running_loop().create_future()
         self._pings[token] = waiter
         try:
-            self._write(HEADER.pack(len(token), kind, 0) + token.encode())
+            self._write(frames.HEADER.pack(len(token), kind, 0) + token.encode())
             await asyncio.wait_for(waiter, timeout_s)
             return True
         except (TimeoutError, AgentLost, asyncio.CancelledError) as exc:
@@ -424,7 +309,7 @@ class AgentLink:
             await self.ping()
             return False
         self.hold.begin()
-        return await self._round_trip(HOLD)
+        return await self._round_trip(frames.HOLD)
 
     def release(self) -> None:
         """Both sides talk again, over the pipes the link has now, what was held first."""
@@ -432,7 +317,7 @@ class AgentLink:
         if self._gone is not None:  # and no restore gave it new pipes
             self.close(self._gone)
         if self.broken is None:
-            for frame in [HEADER.pack(0, RELEASE, 0), *held]:
+            for frame in [frames.HEADER.pack(0, frames.RELEASE, 0), *held]:
                 self._write(frame)
 
     def take_over(self, *, end_execs: bool) -> None:
@@ -441,22 +326,22 @@ class AgentLink:
         in the sandbox itself (its service restarted meanwhile, which ended their records)
         with `end_execs` they end, as when a running sandbox loses its service. Older agents
         ignore both frames."""
-        detach = END_EXECS if end_execs else b""
-        self._write(HEADER.pack(len(detach), DETACH, 0) + detach)
-        self._write(HEADER.pack(0, RELEASE, 0))
+        detach = frames.END_EXECS if end_execs else b""
+        self._write(frames.HEADER.pack(len(detach), frames.DETACH, 0) + detach)
+        self._write(frames.HEADER.pack(0, frames.RELEASE, 0))
 
-    async def usage(self, paths: list[str]) -> Usage | None:
+    async def usage(self, paths: list[str]) -> frames.Usage | None:
         """The processes and the writable space the agent sees in the sandbox; None when it
         cannot say (an agent older than this question, which is then not asked again)."""
         if not self.answers_usage:
             return None
         token = secrets.token_hex(8)
-        waiter: asyncio.Future[Usage] = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[frames.Usage] = asyncio.get_running_loop().create_future()
         self._usages[token] = waiter
         try:
             # Written now, also while held: the agent answers it then too.
             question = msgspec.json.encode({"token": token, "paths": paths})
-            self._write(HEADER.pack(len(question), USAGE, 0) + question)
+            self._write(frames.HEADER.pack(len(question), frames.USAGE, 0) + question)
             return await asyncio.wait_for(waiter, USAGE_TIMEOUT_S)
         except TimeoutError:
             self.answers_usage = False
@@ -493,31 +378,3 @@ class AgentLink:
         for transport in (self._reader, self._writer):
             if transport is not None:
                 transport.close()
-
-
-class _ReadSide(asyncio.Protocol):
-    """The agent's stdout, as one set of pipes of the link (`pipes`) delivers it."""
-
-    def __init__(self, link: AgentLink, pipes: int) -> None:
-        self.link = link
-        self.pipes = pipes
-
-    def data_received(self, data: bytes) -> None:
-        if self.link.on_pipes(self.pipes):
-            self.link.data_received(data)
-
-    def eof_received(self) -> bool:
-        self.link.pipe_closed(self.pipes, "output")
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.link.pipe_closed(self.pipes, "output")
-
-
-class _WriteSide(asyncio.Protocol):
-    def __init__(self, link: AgentLink, pipes: int) -> None:
-        self.link = link
-        self.pipes = pipes
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.link.pipe_closed(self.pipes, "input")

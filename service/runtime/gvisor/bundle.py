@@ -30,7 +30,7 @@ from .. import images
 from ..errors import InvalidSpec
 from ..specs import parse_user
 from ..types import SandboxSpec
-from . import agent_link, netstack, network
+from . import agent_boot, netstack, network
 
 if TYPE_CHECKING:
     from .store import Sandbox
@@ -293,7 +293,7 @@ def write(sandbox: Sandbox, rootfs: Path, *, exact_nproc: bool = True) -> None:
         keep_tmp_on_disk(rootfs)
     init_argv = [images.INIT_PATH] if os.path.lexists(rootfs / images.INIT_PATH.lstrip("/")) else []
     init_argv = init_argv or INIT_FALLBACK
-    agent = agent_link.mounted_at(sandbox.meta.get("agent"))
+    agent = agent_boot.mounted_at(sandbox.meta.get("agent"))
     stack = network.stack_of(sandbox.meta)
     config = bundle_config(
         sandbox_id=sandbox.id,
@@ -301,11 +301,11 @@ def write(sandbox: Sandbox, rootfs: Path, *, exact_nproc: bool = True) -> None:
         spec=sandbox.spec,
         cgroups_path=sandbox.cgroup.path,
         home=home_of(rootfs),
-        init_argv=agent_link.init_argv(init_argv) if agent else init_argv,
+        init_argv=agent_boot.init_argv(init_argv) if agent else init_argv,
         net_dir=sandbox.dir / "net" if stack else None,
         netns=network.netns_path(sandbox.id) if stack == netstack.NETSTACK else None,
-        init_caps=agent_link.CAPS if agent else None,
-        extra_mounts=[agent_link.mount(agent)] if agent else None,
+        init_caps=agent_boot.CAPS if agent else None,
+        extra_mounts=[agent_boot.mount(agent)] if agent else None,
         layout=layout,
         cpus=boot_cpus(sandbox.spec, sandbox.id, host_cpus())
         if layout == DISK and exact_nproc

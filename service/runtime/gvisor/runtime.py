@@ -28,7 +28,7 @@ from ..errors import NotSupported, RuntimeUnavailable, SandboxFailed, SandboxNot
 from ..protocol import Capability, PortConnection
 from ..specs import parse_user, validate
 from ..types import SandboxInfo, SandboxSpec, SandboxStats
-from . import agent_link, bundle, cgroups, disk, network, reaper, sandbox_cgroups
+from . import agent_boot, agent_link, bundle, cgroups, disk, network, reaper, sandbox_cgroups
 from .files import Files
 from .host_memory import HostMemory, default_budget_mib
 from .pause import Pauses
@@ -172,7 +172,7 @@ class GVisorRuntime(Pauses, Files, Policy):
             (e[5:] for e in info.config.get("Env", []) or [] if str(e).startswith("PATH=")),
             bundle.DEFAULT_PATH,
         )
-        agent = agent_link.IN_SANDBOX if self.use_agent and agent_link.available(rootfs) else None
+        agent = agent_boot.IN_SANDBOX if self.use_agent and agent_boot.available(rootfs) else None
         sandbox = self._new_sandbox(info, spec, str(path_env), None, rootfs, agent)
         self.store.live[sandbox.id] = sandbox
         async with self._undone_on_failure(sandbox):

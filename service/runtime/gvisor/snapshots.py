@@ -26,7 +26,7 @@ from ..errors import InvalidSpec, SandboxBusy, SandboxFailed, SandboxRuntimeErro
 from ..execution import ExecutionBase
 from ..specs import validate
 from ..types import SandboxInfo, SandboxSpec, SnapshotInfo
-from . import agent_link, bundle, connections, netstack
+from . import agent_boot, bundle, connections, netstack
 from .agent_execution import AgentExecution
 from .execs import Execs
 from .inside import HELD_PIPES_SCRIPT, LIVE_PROCESSES_SCRIPT
@@ -85,7 +85,7 @@ class Snapshots(Lifecycle, Execs):
                 f"host stack here ({self.platform_choice.network}): it cannot be restored"
             )
         path_env = meta.get("path_env") or bundle.DEFAULT_PATH
-        agent = agent_link.mounted_at(meta.get("agent"))
+        agent = agent_boot.mounted_at(meta.get("agent"))
         layout = bundle.layout_of(meta)  # restored in the layout it was taken in
         sandbox = self._new_sandbox(image, spec, path_env, snapshot_id, rootfs, agent, layout)
         self.store.live[sandbox.id] = sandbox
@@ -235,7 +235,7 @@ class Snapshots(Lifecycle, Execs):
             "path_env": sandbox.meta.get("path_env"),
             "rootfs": sandbox.meta.get("rootfs"),
             "created_at": time.time(),
-            "agent": agent_link.mounted_at(sandbox.meta.get("agent")),
+            "agent": agent_boot.mounted_at(sandbox.meta.get("agent")),
             "net_stack": sandbox.meta.get("net_stack"),
             "writable": bundle.layout_of(sandbox.meta),
         }
