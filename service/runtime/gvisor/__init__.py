@@ -5,7 +5,7 @@
 | `runtime.py` | `GVisorRuntime`, assembled from the parts; `destroy_left` (a state dir emptied) |
 | `runsc.py` | runsc command lines, running them, reaping its helpers |
 | `platform.py` | the platform (systrap where a probe works, else ptrace) and why |
-| `store.py` | the sandbox record store (`sandbox.json`) and the live handles |
+| `record.py`, `store.py` | a sandbox's record (`sandbox.json`); the store and the live handles |
 | `bundle.py` | the OCI bundle (`config.json`) and exec process documents |
 | `lifecycle.py` | launch, teardown, orphans of a previous run |
 | `execs.py`, `files.py` | execs (agent or `runsc exec`); files in, out and between sandboxes |

@@ -59,9 +59,10 @@ def cpu_quota_us(spec: SandboxSpec) -> int:
 DISK, TMPFS = "disk", "tmpfs"
 
 
-def layout_of(meta: dict[str, Any]) -> str:
-    """The writable layout a sandbox record or snapshot names (records without one: tmpfs)."""
-    return DISK if meta.get("writable") == DISK else TMPFS
+def layout_of(writable: object) -> str:
+    """The writable layout a sandbox record or snapshot names in its `writable` (records
+    without one: tmpfs)."""
+    return DISK if writable == DISK else TMPFS
 
 
 def scratch_mib(spec: SandboxSpec) -> int:
@@ -288,12 +289,12 @@ def write(sandbox: Sandbox, rootfs: Path, *, exact_nproc: bool = True) -> None:
     `exact_nproc`: it starts on `ceil(vcpus)` CPUs (`boot_cpus`), so its kernel counts as
     many; else runsc counts at least 2, and a 1-vCPU sandbox starts about 90 ms sooner and
     runs each exec about 12 ms sooner (runsc sets its kernel's GOMAXPROCS to that count)."""
-    layout = layout_of(sandbox.meta)
+    layout = layout_of(sandbox.meta.writable)
     if layout == DISK:
         keep_tmp_on_disk(rootfs)
     init_argv = [images.INIT_PATH] if os.path.lexists(rootfs / images.INIT_PATH.lstrip("/")) else []
     init_argv = init_argv or INIT_FALLBACK
-    agent = agent_boot.mounted_at(sandbox.meta.get("agent"))
+    agent = agent_boot.mounted_at(sandbox.meta.agent)
     stack = network.stack_of(sandbox.meta)
     config = bundle_config(
         sandbox_id=sandbox.id,
@@ -312,6 +313,6 @@ def write(sandbox: Sandbox, rootfs: Path, *, exact_nproc: bool = True) -> None:
         else None,
     )
     sandbox.bundle.mkdir(parents=True, exist_ok=True)
-    sandbox.meta["rootfs"] = str(rootfs)
+    sandbox.meta.rootfs = str(rootfs)
     sandbox.save()
     (sandbox.bundle / "config.json").write_text(json.dumps(config, indent=1))

@@ -122,7 +122,7 @@ class Execs(Core):
         return await spawn(argv, with_stdin=with_stdin)
 
     def _exec_env(self, sandbox: Sandbox, extra: dict[str, str]) -> list[str]:
-        env = {"PATH": sandbox.meta.get("path_env") or bundle.DEFAULT_PATH}
+        env = {"PATH": sandbox.meta.path_env or bundle.DEFAULT_PATH}
         env.update(sandbox.spec.env)
         env.update(extra)
         return bundle.env_list(env)
@@ -354,7 +354,7 @@ class Execs(Core):
 
     async def _state(self, sandbox_id: str) -> str | None:
         """runsc's state of the container (`running`, `stopped`...), None if it has none."""
-        return await self.cli.state(sandbox_id, self.store.meta_of(sandbox_id))
+        return await self.cli.state(sandbox_id, self.store.record_of(sandbox_id))
 
 
 def exec_end(
@@ -392,6 +392,6 @@ def _check_size(size: TtySize) -> None:
 def _note_runsc_exec(sandbox: Sandbox) -> None:
     """Record that a tenant's exec went through `runsc exec` (a checkpoint then checks what
     still runs: a restore would end it)."""
-    if not sandbox.meta.get("runsc_execs"):
-        sandbox.meta["runsc_execs"] = True
+    if not sandbox.meta.runsc_execs:
+        sandbox.meta.runsc_execs = True
         sandbox.save()

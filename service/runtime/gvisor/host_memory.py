@@ -14,15 +14,14 @@ the runtime opens; a start reserves before anything is made and a teardown relea
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 import msgspec
 
 from ..errors import ResourceExhausted
-from ..types import SandboxSpec
 from . import bundle
+from .record import SandboxRecord
 
 log = logging.getLogger("airlock.runtime.gvisor")
 
@@ -82,12 +81,12 @@ class HostMemory:
         """Count the sandboxes a previous process left (until they are destroyed or reaped)."""
         for record in sandboxes_dir.glob("*/sandbox.json"):
             try:
-                meta = json.loads(record.read_text())
-                if meta.get("paused"):  # checkpointed to disk: it holds no memory
-                    continue
-                limit = meta.get("memory_limit_mib") or bundle.memory_limit_mib(
-                    msgspec.convert(meta["spec"], SandboxSpec), True, bundle.layout_of(meta)
-                )
-            except (OSError, ValueError, KeyError, TypeError, msgspec.ValidationError):
+                meta = SandboxRecord.read(record)
+            except (OSError, msgspec.DecodeError):
                 continue
+            if meta.paused:  # checkpointed to disk: it holds no memory
+                continue
+            limit = meta.memory_limit_mib or bundle.memory_limit_mib(
+                meta.spec, True, bundle.layout_of(meta.writable)
+            )
             self._held[record.parent.name] = int(limit)

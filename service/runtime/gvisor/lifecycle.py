@@ -31,6 +31,8 @@ from . import bundle, cgroups, disk, hostproc, netstack, network, reaper
 from .agent_link import AgentLink, AgentLost
 from .core import Core
 from .platform import PlatformChoice
+from .record import FILE as RECORD_FILE
+from .record import SandboxRecord
 from .runsc import KILL_TIMEOUT_S, reap_while
 from .store import ID_PREFIX, Sandbox
 
@@ -59,23 +61,23 @@ class Lifecycle(Core):
         directory = self.store.dir_of(sandbox_id)
         try:  # nothing is tracked until it is saved: a failure before gives the room back
             (directory / "exec").mkdir(parents=True)
-            meta = {
-                "id": sandbox_id,
-                "image": image.name,
-                "image_digest": image.digest,
-                "spec": msgspec.to_builtins(spec),
-                "path_env": path_env,
-                "created_at": time.time(),
-                "owner": self.store.owner,
-                "from_snapshot": snapshot,
-                "cgroup": self.store.cgroup_path(sandbox_id),
-                "agent": agent,
-                "memory_limit_mib": limit,
-                "writable": layout,
+            record = SandboxRecord(
+                id=sandbox_id,
+                image=image.name,
+                image_digest=image.digest,
+                spec=spec,
+                path_env=path_env,
+                created_at=time.time(),
+                owner=self.store.owner,
+                from_snapshot=snapshot,
+                cgroup=self.store.cgroup_path(sandbox_id),
+                agent=agent,
+                memory_limit_mib=limit,
+                writable=layout,
                 # the stack its network runs on for its whole life (restores included)
-                "net_stack": self.platform_choice.net_stack if spec.network != "none" else None,
-            }
-            sandbox = Sandbox(sandbox_id, directory, meta, meta["cgroup"])
+                net_stack=self.platform_choice.net_stack if spec.network != "none" else None,
+            )
+            sandbox = Sandbox(sandbox_id, directory, record, self.store.cgroup_path(sandbox_id))
             sandbox.save()
             return sandbox
         except BaseException:
@@ -105,17 +107,17 @@ class Lifecycle(Core):
             spec.network_allow,
             spec.network_private,
         )
-        sandbox.meta["net"] = slot.to_meta()
+        sandbox.meta.net = slot.to_meta()
         sandbox.save()
 
     async def _make_disk(self, sandbox: Sandbox) -> None:
         """The sandbox's writable space on the node's disk (disk.py), before its bundle is
         written."""
-        if bundle.layout_of(sandbox.meta) != bundle.DISK:
+        if bundle.layout_of(sandbox.meta.writable) != bundle.DISK:
             return
         space = disk.Disk(sandbox.dir)
         await asyncio.to_thread(space.make, sandbox.spec.disk_mib)
-        sandbox.meta["disk"] = str(space.mount_point)
+        sandbox.meta.disk = str(space.mount_point)
         sandbox.save()
 
     async def _launch(self, sandbox: Sandbox, *args: str, own: bool = False) -> tuple[int, str]:
@@ -130,14 +132,14 @@ class Lifecycle(Core):
             self.starting -= 1
 
     async def _launch_once(self, sandbox: Sandbox, *args: str, own: bool) -> tuple[int, str]:
-        if sandbox.meta.get("disk"):  # its cpuset is narrowed while it boots
+        if sandbox.meta.disk:  # its cpuset is narrowed while it boots
             await asyncio.to_thread(sandbox.cgroup.fill_cpuset_parents)
         # Nothing started through `runsc exec` runs yet (a restore ends all of it).
-        sandbox.meta["runsc_execs"] = False
+        sandbox.meta.runsc_execs = False
         sandbox.save()
         stdio: tuple[int, int] | None = None  # the agent's ends: runsc hands them to PID 1
         ours: tuple[int, int] | None = None  # the link's ends: what it reads, where it writes
-        if sandbox.meta.get("agent"):
+        if sandbox.meta.agent:
             agent_stdin, to_agent = os.pipe()
             from_agent, agent_stdout = os.pipe()
             stdio, ours = (agent_stdin, agent_stdout), (from_agent, to_agent)
@@ -156,7 +158,7 @@ class Lifecycle(Core):
         finally:
             for fd in stdio or ():
                 os.close(fd)
-        if code == 0 and sandbox.meta.get("disk") and not sandbox.cgroup.widen_cpus():
+        if code == 0 and sandbox.meta.disk and not sandbox.cgroup.widen_cpus():
             log.warning("sandbox %s: its cpuset could not be widened", sandbox.id)
         if ours is None or code != 0:
             for fd in ours or ():
@@ -252,7 +254,7 @@ class Lifecycle(Core):
         holds `sandbox.lock` and marks the sandbox failed when this fails."""
         self.reaper.ensure()
         if network.stack_of(sandbox.meta) == netstack.NETSTACK:
-            slot = network.Slot.from_meta(sandbox.id, sandbox.meta["net"])
+            slot = network.Slot.from_meta(sandbox.id, sandbox.meta.net)
             try:
                 await asyncio.to_thread(self.networks.readdress, slot)
             except SandboxRuntimeError as exc:
@@ -264,14 +266,14 @@ class Lifecycle(Core):
         sandbox.close_link()
         meta = sandbox.meta
         has_netns = await asyncio.to_thread(os.path.exists, f"/run/netns/{sandbox.id}")
-        if has_netns and not meta.get("net"):  # its record was lost: still run in its namespace
-            meta = {**meta, "id": sandbox.id, "net": {"record": "lost"}}
+        if has_netns and not meta.net:  # its record was lost: still run in its namespace
+            meta = msgspec.structs.replace(meta, id=sandbox.id, net={"record": "lost"})
         kill = self.cli.run("kill", sandbox.id, "KILL", limit_s=KILL_TIMEOUT_S, meta=meta)
         await reap_while(kill)
         await reap_while(self.cli.run("delete", "--force", sandbox.id, limit_s=30, meta=meta))
         hostproc.kill_mentioning(str(sandbox.dir))
         reaper.reap_adopted()
-        if "net" in meta:
+        if meta.net is not None:
             await asyncio.to_thread(self.networks.remove, sandbox.id)
         try:
             await asyncio.to_thread(disk.Disk(sandbox.dir).remove)
@@ -283,7 +285,7 @@ class Lifecycle(Core):
         if not self.starting:  # a start under way filled the parent's cpuset for its own
             cgroups.remove_if_empty(self.store.cgroup_parent)
         shutil.rmtree(sandbox.dir, ignore_errors=True)
-        paused = meta.get("paused") or {}
+        paused = meta.paused or {}
         if paused.get("snapshot"):  # its checkpoint goes with it
             with contextlib.suppress(SnapshotNotFound):
                 shutil.rmtree(self._snapshot_dir(paused["snapshot"]), ignore_errors=True)
@@ -306,12 +308,12 @@ class Lifecycle(Core):
         removed = []
         for directory in self.store.dirs():
             try:
-                meta = _read_json(directory / "sandbox.json")
-            except (OSError, ValueError):
-                meta = {}
-            if self.store.owned_by_live_process(meta):
+                record = SandboxRecord.read(directory / RECORD_FILE)
+            except (OSError, msgspec.DecodeError):
+                record = SandboxRecord()
+            if self.store.owned_by_live_process(record):
                 continue
-            sandbox = self.store.handle(directory.name, meta)
+            sandbox = self.store.handle(directory.name, record)
             self.store.live.pop(sandbox.id, None)
             await self._teardown(sandbox)
             removed.append(sandbox.id)
@@ -320,7 +322,7 @@ class Lifecycle(Core):
             for container in containers or []:
                 cid = container["id"]
                 if cid.startswith(ID_PREFIX) and not self.store.dir_of(cid).exists():
-                    await self._teardown(self.store.handle(cid, {}))
+                    await self._teardown(self.store.handle(cid, SandboxRecord()))
                     removed.append(cid)
         for kind in cgroups.Cgroup(self.store.cgroup_parent).dirs():
             for leftover in kind.glob(f"{ID_PREFIX}*") if kind.is_dir() else []:

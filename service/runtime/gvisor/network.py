@@ -45,6 +45,7 @@ from .. import egress
 from ..egress import Allow, Resolver, parse_allow, parse_entry, system_resolver
 from ..errors import InvalidSpec, SandboxRuntimeError
 from . import netstack
+from .record import SandboxRecord
 
 __all__ = ["Allow", "Networks", "Slot", "parse_allow", "parse_entry", "system_resolver"]
 
@@ -350,9 +351,9 @@ def netns_path(sandbox_id: str) -> str:
     return f"/run/netns/{sandbox_id}"
 
 
-def stack_of(meta: dict[str, Any]) -> str | None:
+def stack_of(record: SandboxRecord) -> str | None:
     """The stack a sandbox's network runs on (netstack.py), None without a network. Records
     from before netstack name none: those sandboxes run on hostinet."""
-    if not meta.get("net"):
+    if not record.net:
         return None
-    return meta.get("net_stack") or netstack.HOSTINET
+    return record.net_stack or netstack.HOSTINET

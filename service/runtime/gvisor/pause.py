@@ -55,16 +55,16 @@ class Pauses(Snapshots):
 
     async def resume(self, sandbox_id: str) -> SandboxInfo:
         sandbox = self.store.load(sandbox_id)
-        if sandbox.meta.get("failure_reason"):
-            raise SandboxFailed(sandbox_id, sandbox.meta["failure_reason"])
-        if not sandbox.meta.get("paused"):
+        if sandbox.meta.failure_reason:
+            raise SandboxFailed(sandbox_id, sandbox.meta.failure_reason)
+        if not sandbox.meta.paused:
             raise SandboxBusy(f"sandbox {sandbox_id} is not paused")
         async with sandbox.lock:
             self.store.adopt(sandbox)
             await asyncio.to_thread(self._rehome_cgroup, sandbox)
-            self.host_memory.admit(sandbox.id, int(sandbox.meta["memory_limit_mib"]))
+            self.host_memory.admit(sandbox.id, int(sandbox.meta.memory_limit_mib))
             self.reaper.ensure()
-            snapshot_id = sandbox.meta["paused"].get("snapshot")
+            snapshot_id = sandbox.meta.paused.get("snapshot")
             # (a sandbox paused by an earlier version has its image in its own directory)
             image = sandbox.dir / LEGACY_DIR
             try:
@@ -78,7 +78,7 @@ class Pauses(Snapshots):
                 self.host_memory.release(sandbox.id)
                 sandbox.mark_failed("resume")
                 raise SandboxFailed(sandbox_id, "resume", out.strip()[-500:])
-            del sandbox.meta["paused"]
+            sandbox.meta.paused = None
             sandbox.save()
             if snapshot_id:
                 await self.delete_snapshot(snapshot_id)
@@ -98,7 +98,7 @@ class Pauses(Snapshots):
         config = json.loads(config_file.read_text())
         config["linux"]["cgroupsPath"] = wanted
         config_file.write_text(json.dumps(config, indent=1))
-        sandbox.cgroup_path = sandbox.meta["cgroup"] = wanted
+        sandbox.cgroup_path = sandbox.meta.cgroup = wanted
         sandbox.save()
 
     async def _checkpoint_and_stop(self, sandbox: Sandbox) -> PauseInfo:
@@ -118,7 +118,7 @@ class Pauses(Snapshots):
         await asyncio.to_thread(sandbox.cgroup.remove)
         self.host_memory.release(sandbox.id)
         size = await asyncio.to_thread(size_of, directory / "image")
-        sandbox.meta["paused"] = {"at": time.time(), "size_bytes": size, "snapshot": snapshot_id}
+        sandbox.meta.paused = {"at": time.time(), "size_bytes": size, "snapshot": snapshot_id}
         sandbox.save()
         return PauseInfo(
             size_bytes=size,

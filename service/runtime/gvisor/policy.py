@@ -35,13 +35,13 @@ class Policy(Core):
             sandbox.spec, network=mode, network_allow=list(allow or []), network_private=grants
         )
         validate(spec)
-        if not sandbox.meta.get("net") or mode == "none":
+        if not sandbox.meta.net or mode == "none":
             raise InvalidSpec(
                 "the network of a sandbox can change between 'allowlist' and 'open' only; "
                 "give the sandbox a network when it is created"
             )
         async with sandbox.lock:
-            slot = network.Slot.from_meta(sandbox.id, sandbox.meta["net"])
+            slot = network.Slot.from_meta(sandbox.id, sandbox.meta.net)
             await asyncio.to_thread(
                 self.networks.apply,
                 slot,
@@ -50,7 +50,7 @@ class Policy(Core):
                 spec.network_allow,
                 spec.network_private,
             )
-            sandbox.meta["spec"] = msgspec.to_builtins(spec)
+            sandbox.meta.spec = spec
             sandbox.save()
         return sandbox.info()
 
@@ -58,7 +58,7 @@ class Policy(Core):
         """Packets the sandbox sent so far that its policy allowed and blocked; None without a
         network (nothing can leave)."""
         sandbox = self.store.load(sandbox_id)
-        if not sandbox.meta.get("net"):
+        if not sandbox.meta.net:
             return None
-        slot = network.Slot.from_meta(sandbox.id, sandbox.meta["net"])
+        slot = network.Slot.from_meta(sandbox.id, sandbox.meta.net)
         return await asyncio.to_thread(self.networks.counters, slot)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import hostproc, netstack, network, reaper
+from .record import SandboxRecord
 
 RUNSC_TIMEOUT_S = 60.0
 KILL_TIMEOUT_S = 10.0
@@ -31,21 +32,21 @@ class Runsc:
         self.root = root
         self.platform = platform
 
-    def command(self, *args: str, meta: dict[str, Any] | None = None) -> list[str]:
+    def command(self, *args: str, meta: SandboxRecord | None = None) -> list[str]:
         """A runsc command line. A sandbox with a network runs in its own namespace, on the
         stack its record names (`net_stack`; hostinet for records older than netstack)."""
-        meta = meta or {}
+        meta = meta or SandboxRecord()
         stack = network.stack_of(meta)
         if stack is None:
             prefix: list[str] = []
             flags: tuple[str, ...] = ("--network=none",)
         else:
             starts = stack == netstack.NETSTACK and bool(args) and args[0] in STARTS
-            prefix = netstack.wrapper(network.netns_path(meta["id"]), starts)
+            prefix = netstack.wrapper(network.netns_path(meta.id), starts)
             flags = netstack.FLAGS[stack]
         # A sandbox whose writable space is on its own disk (disk.py): runsc keeps the root's
         # overlay upper layer in a file on that file system.
-        disk = meta.get("disk")
+        disk = meta.disk
         overlay = (f"--overlay2=root:dir={disk}",) if disk else ()
         return [
             *prefix,
@@ -63,7 +64,7 @@ class Runsc:
         *args: str,
         limit_s: float = RUNSC_TIMEOUT_S,
         log_file: Path | None = None,
-        meta: dict[str, Any] | None = None,
+        meta: SandboxRecord | None = None,
         stdio: tuple[int, int] | None = None,
     ) -> tuple[int, str]:
         """Run a runsc command; returns (exit code, combined output).
@@ -105,7 +106,7 @@ class Runsc:
             text = hostproc.tail(log_file)
         return proc.returncode or 0, text
 
-    async def state(self, sandbox_id: str, meta: dict[str, Any]) -> str | None:
+    async def state(self, sandbox_id: str, meta: SandboxRecord | None) -> str | None:
         code, out = await self.run("state", sandbox_id, limit_s=10, meta=meta)
         if code != 0:
             return None

@@ -188,7 +188,7 @@ class GVisorRuntime(Pauses, Files, Policy):
         """On its disk, /work and the home directory are the image's own directories, owned
         as the image made them: when the sandbox's user is another, they become its (as the
         tmpfs mounted there were)."""
-        if bundle.layout_of(sandbox.meta) != bundle.DISK:
+        if bundle.layout_of(sandbox.meta.writable) != bundle.DISK:
             return
         uid, gid = parse_user(sandbox.spec.user)
         wanted = [d for d in ("/work", bundle.home_of(rootfs)) if d]
@@ -201,10 +201,10 @@ class GVisorRuntime(Pauses, Files, Policy):
 
     async def get(self, sandbox_id: str) -> SandboxInfo:
         sandbox = self.store.load(sandbox_id)
-        if sandbox.meta.get("failure_reason"):
+        if sandbox.meta.failure_reason:
             return sandbox.info()
         self.store.adopt(sandbox)
-        if sandbox.meta.get("paused"):
+        if sandbox.meta.paused:
             return sandbox.info("paused")
         state = await self._state(sandbox_id)
         return sandbox.info("running" if state == "running" else "stopped")
@@ -219,7 +219,7 @@ class GVisorRuntime(Pauses, Files, Policy):
             with contextlib.suppress(SandboxNotFound, KeyError):
                 sandbox = self.store.load(directory.name)
                 status = states.get(sandbox.id)
-                if sandbox.meta.get("paused"):
+                if sandbox.meta.paused:
                     status = "paused"
                 found.append(sandbox.info(status if status in ("running", "paused") else "stopped"))
         return found
@@ -227,11 +227,11 @@ class GVisorRuntime(Pauses, Files, Policy):
     async def stats(self, sandbox_id: str) -> SandboxStats:
         sandbox = self.store.load(sandbox_id)
         if not sandbox.cgroup.exists():
-            raise SandboxFailed(sandbox_id, sandbox.meta.get("failure_reason") or "stopped")
+            raise SandboxFailed(sandbox_id, sandbox.meta.failure_reason or "stopped")
         usage = await asyncio.to_thread(sandbox.cgroup.usage)
         # A sandbox just started has an agent that may not have said hello yet.
         ready = await self.agent_ready(sandbox_id, AGENT_HELLO_S)
-        on_disk = bundle.layout_of(sandbox.meta) == bundle.DISK
+        on_disk = bundle.layout_of(sandbox.meta.writable) == bundle.DISK
         mounts = [] if on_disk else list(bundle.WRITABLE)  # on its disk: processes only
         inside = await sandbox.link.usage(mounts) if ready and sandbox.link else None
         processes = inside.processes if inside is not None else await self._processes(sandbox)

@@ -86,7 +86,7 @@ class Snapshots(Lifecycle, Execs):
             )
         path_env = meta.get("path_env") or bundle.DEFAULT_PATH
         agent = agent_boot.mounted_at(meta.get("agent"))
-        layout = bundle.layout_of(meta)  # restored in the layout it was taken in
+        layout = bundle.layout_of(meta.get("writable"))  # restored in the layout it was taken in
         sandbox = self._new_sandbox(image, spec, path_env, snapshot_id, rootfs, agent, layout)
         self.store.live[sandbox.id] = sandbox
         async with self._undone_on_failure(sandbox):
@@ -178,7 +178,7 @@ class Snapshots(Lifecycle, Execs):
         restored); a record from before it says so is judged by whether the agent is there."""
         if self.keeps_exec_processes:
             return False
-        marked = sandbox.meta.get("runsc_execs")
+        marked = sandbox.meta.runsc_execs
         return bool(marked) if marked is not None else sandbox.agent is None
 
     async def _inside_lines(self, sandbox: Sandbox, script: str) -> list[str]:
@@ -229,15 +229,15 @@ class Snapshots(Lifecycle, Execs):
         return {
             "id": snapshot_id,
             "sandbox_id": sandbox.id,
-            "image": sandbox.meta["image"],
-            "image_digest": sandbox.meta["image_digest"],
-            "spec": sandbox.meta["spec"],
-            "path_env": sandbox.meta.get("path_env"),
-            "rootfs": sandbox.meta.get("rootfs"),
+            "image": sandbox.meta.image,
+            "image_digest": sandbox.meta.image_digest,
+            "spec": msgspec.to_builtins(sandbox.meta.spec),
+            "path_env": sandbox.meta.path_env,
+            "rootfs": sandbox.meta.rootfs,
             "created_at": time.time(),
-            "agent": agent_boot.mounted_at(sandbox.meta.get("agent")),
-            "net_stack": sandbox.meta.get("net_stack"),
-            "writable": bundle.layout_of(sandbox.meta),
+            "agent": agent_boot.mounted_at(sandbox.meta.agent),
+            "net_stack": sandbox.meta.net_stack,
+            "writable": bundle.layout_of(sandbox.meta.writable),
         }
 
     async def _checkpoint_leaving_running(

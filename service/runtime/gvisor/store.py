@@ -1,30 +1,28 @@
 """The sandbox record store: `<root>/sandboxes/<id>/sandbox.json`, and the live handles.
 
-The record (spec, image, owner process, cgroup, network slot, failure reason) is what a
-restarted service finds again; the handle (`Sandbox`) adds what only this process holds:
-running execs, the agent link, the lock and the ready flag a snapshot clears.
+The record (`record.SandboxRecord`: spec, image, owner process, cgroup, network slot, failure
+reason) is what a restarted service finds again; the handle (`Sandbox`) adds what only this
+process holds: running execs, the agent link, the lock and the ready flag a snapshot clears.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
-from .. import records
 from ..errors import SandboxBusy, SandboxFailed, SandboxNotFound
 from ..execution import ExecutionBase
 from ..types import SandboxInfo, SandboxSpec
 from . import cgroups, hostproc
 from .agent_link import AgentLink
+from .record import FILE, SandboxRecord
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +35,7 @@ RUNTIME_NAME = "gvisor"
 class Sandbox:
     id: str
     dir: Path
-    meta: dict[str, Any]
+    meta: SandboxRecord  # what sandbox.json holds
     cgroup_path: str
     execs: dict[str, ExecutionBase] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -66,10 +64,10 @@ class Sandbox:
 
     @property
     def spec(self) -> SandboxSpec:
-        return msgspec.convert(self.meta["spec"], SandboxSpec)
+        return self.meta.spec
 
     def save(self) -> None:
-        records.write_json(self.dir / "sandbox.json", self.meta)
+        self.meta.write(self.dir / FILE)
 
     def close_link(self) -> None:
         if self.link is not None:
@@ -77,24 +75,24 @@ class Sandbox:
             self.link = None
 
     def mark_failed(self, reason: str) -> None:
-        if not self.meta.get("failure_reason"):
+        if not self.meta.failure_reason:
             log.warning("sandbox %s failed: %s", self.id, reason)
-            self.meta["failure_reason"] = reason
+            self.meta.failure_reason = reason
             self.save()
 
     def info(self, state: str = "running") -> SandboxInfo:
         meta = self.meta
-        reason = meta.get("failure_reason")
+        reason = meta.failure_reason
         return SandboxInfo(
             id=self.id,
             runtime=RUNTIME_NAME,
-            image=meta["image"],
-            image_digest=meta["image_digest"],
+            image=meta.image,
+            image_digest=meta.image_digest,
             spec=self.spec,
             state="failed" if reason else state,  # type: ignore[arg-type]
-            created_at=meta["created_at"],
+            created_at=meta.created_at,
             failure_reason=reason,
-            from_snapshot=meta.get("from_snapshot"),
+            from_snapshot=meta.from_snapshot,
         )
 
 
@@ -116,19 +114,20 @@ class Store:
     def cgroup_path(self, sandbox_id: str) -> str:
         return f"{self.cgroup_parent}/{sandbox_id}"
 
-    def cgroup_of(self, sandbox_id: str, meta: dict[str, Any]) -> str:
-        return str(meta.get("cgroup") or self.cgroup_path(sandbox_id))
+    def cgroup_of(self, sandbox_id: str, record: SandboxRecord) -> str:
+        return record.cgroup or self.cgroup_path(sandbox_id)
 
-    def meta_of(self, sandbox_id: str) -> dict[str, Any]:
+    def record_of(self, sandbox_id: str) -> SandboxRecord | None:
         known = self.live.get(sandbox_id)
-        return known.meta if known is not None else {}
+        return known.meta if known is not None else None
 
     def dirs(self) -> list[Path]:
         return sorted(self.directory.glob(f"{ID_PREFIX}*"))
 
-    def handle(self, sandbox_id: str, meta: dict[str, Any]) -> Sandbox:
+    def handle(self, sandbox_id: str, record: SandboxRecord) -> Sandbox:
         """A handle on a record without loading it into the live set (for teardown)."""
-        return Sandbox(sandbox_id, self.dir_of(sandbox_id), meta, self.cgroup_of(sandbox_id, meta))
+        directory = self.dir_of(sandbox_id)
+        return Sandbox(sandbox_id, directory, record, self.cgroup_of(sandbox_id, record))
 
     def load(self, sandbox_id: str) -> Sandbox:
         if sandbox_id in self.live:
@@ -136,18 +135,18 @@ class Store:
         if not SANDBOX_ID.fullmatch(sandbox_id):
             raise SandboxNotFound(sandbox_id)
         try:
-            meta = json.loads((self.dir_of(sandbox_id) / "sandbox.json").read_text())
-        except (OSError, ValueError) as exc:
+            record = SandboxRecord.read(self.dir_of(sandbox_id) / FILE)
+        except (OSError, msgspec.DecodeError) as exc:
             raise SandboxNotFound(sandbox_id) from exc
-        sandbox = self.handle(sandbox_id, meta)
+        sandbox = self.handle(sandbox_id, record)
         self.live[sandbox_id] = sandbox
         return sandbox
 
     def usable(self, sandbox_id: str) -> Sandbox:
         sandbox = self.load(sandbox_id)
-        if sandbox.meta.get("failure_reason"):
-            raise SandboxFailed(sandbox_id, sandbox.meta["failure_reason"])
-        if sandbox.meta.get("paused"):
+        if sandbox.meta.failure_reason:
+            raise SandboxFailed(sandbox_id, sandbox.meta.failure_reason)
+        if sandbox.meta.paused:
             raise SandboxBusy(f"sandbox {sandbox_id} is paused: resume it first")
         self.adopt(sandbox)
         return sandbox
@@ -160,16 +159,16 @@ class Store:
             sandbox = self.usable(sandbox_id)
         return sandbox
 
-    def owned_by_live_process(self, meta: dict[str, Any]) -> bool:
-        owner = meta.get("owner") or {}
+    def owned_by_live_process(self, record: SandboxRecord) -> bool:
+        owner = record.owner or {}
         pid = owner.get("pid")
         return isinstance(pid, int) and hostproc.start_time(pid) == owner.get("start")
 
     def adopt(self, sandbox: Sandbox) -> None:
         """A sandbox of a previous run that this process uses becomes this process's, so
         `reap_orphans` (here or in another process) leaves it alone."""
-        if sandbox.meta.get("owner") != self.owner and not self.owned_by_live_process(sandbox.meta):
-            sandbox.meta["owner"] = self.owner
+        if sandbox.meta.owner != self.owner and not self.owned_by_live_process(sandbox.meta):
+            sandbox.meta.owner = self.owner
             sandbox.save()
 
     def close(self) -> None:
