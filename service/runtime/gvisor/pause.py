@@ -19,6 +19,7 @@ snapshot is); open TCP connections to outside are reset, and the pause names the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import time
@@ -63,21 +64,19 @@ class Pauses(Snapshots):
             self.store.adopt(sandbox)
             await asyncio.to_thread(self._rehome_cgroup, sandbox)
             self.host_memory.admit(sandbox.id, int(sandbox.meta.memory_limit_mib))
-            self.reaper.ensure()
-            snapshot_id = sandbox.meta.paused.get("snapshot")
-            # (a sandbox paused by an earlier version has its image in its own directory)
-            image = sandbox.dir / LEGACY_DIR
-            try:
+            with contextlib.ExitStack() as undo:  # a resume that fails gives the room back
+                undo.callback(self.host_memory.release, sandbox.id)
+                self.reaper.ensure()
+                snapshot_id = sandbox.meta.paused.get("snapshot")
+                # (a sandbox paused by an earlier version has its image in its own directory)
+                image = sandbox.dir / LEGACY_DIR
                 if snapshot_id:
                     image = self._load_snapshot(snapshot_id)[1] / "image"
                 code, out = await self.restore_in_place(sandbox, image)
-            except BaseException:
-                self.host_memory.release(sandbox.id)
-                raise
-            if code != 0:
-                self.host_memory.release(sandbox.id)
-                sandbox.mark_failed("resume")
-                raise SandboxFailed(sandbox_id, "resume", out.strip()[-500:])
+                if code != 0:
+                    sandbox.mark_failed("resume")
+                    raise SandboxFailed(sandbox_id, "resume", out.strip()[-500:])
+                undo.pop_all()
             sandbox.meta.paused = None
             sandbox.save()
             if snapshot_id:
