@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from .gvisor.network import DEFAULT_RANGE
-
 if TYPE_CHECKING:
     from service.settings import Settings
 
 RuntimeName = Literal["auto", "boxlite", "gvisor"]
+# gVisor: where the addresses of sandbox networks come from unless the operator says.
+DEFAULT_RANGE = "10.231.0.0/16"
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from . import apt, oci
 from .errors import ImageBuildFailed
-from .gvisor.network import HOSTS_BASE
-from .images import (
+from .image_store import (
     DEFAULT_IMAGE,
+    HOSTS_BASE,
     IMAGE_PATH,
     INIT_PATH,
     PACKAGES,
@@ -33,13 +33,13 @@ from .images import (
     SHIM_PATH,
     SUITE,
     Progress,
-    _adopt_rootfs,
-    _existing,
-    _install_layout,
-    _locked,
-    _stderr_progress,
+    adopt_rootfs,
     check_name,
+    existing,
     get_image,
+    install_layout,
+    locked,
+    stderr_progress,
 )
 from .types import ImageInfo
 
@@ -306,13 +306,13 @@ def build_default_image(
 
     Instant when an image built from the same inputs exists (unless `force`).
     """
-    progress = progress or _stderr_progress
+    progress = progress or stderr_progress
     state_dir = Path(state_dir)
     check_name(name)
     key = build_key()
-    with _locked(state_dir, f"image-{name}"):
+    with locked(state_dir, f"image-{name}"):
         if not force:
-            current = _existing(state_dir, name)
+            current = existing(state_dir, name)
             if current is not None and current.build_key == key:
                 progress(f"image {name!r} is up to date ({current.digest[:19]}...)")
                 return current
@@ -368,8 +368,8 @@ def _build(state_dir: Path, name: str, key: str, progress: Progress) -> ImageInf
         annotations = {oci.ANNOTATION_REF: name, oci.ANNOTATION_BUILD_KEY: key}
         digest = oci.write_layout(layout_tmp, layer_gz, diff_id, image_config, annotations)
         # The rootfs we just packed is exactly the unpacked image: keep it as the runtime copy.
-        _adopt_rootfs(state_dir, digest, rootfs)
-        _install_layout(state_dir, name, layout_tmp)
+        adopt_rootfs(state_dir, digest, rootfs)
+        install_layout(state_dir, name, layout_tmp)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     info = get_image(state_dir, name)

@@ -8,114 +8,43 @@ filesystem (gVisor) get it from `ensure_rootfs`, unpacked once per manifest dige
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from . import oci
 from .errors import ImageBuildFailed, ImageNotFound, InvalidImage
+from .image_build import build_default_image, build_key
+from .image_store import (
+    DEFAULT_IMAGE,
+    IMAGE_PATH,
+    INIT_PATH,
+    SHIM_PATH,
+    Progress,
+    check_name,
+    get_image,
+    images_dir,
+    install_layout,
+    locked,
+    rootfs_dir,
+)
 from .types import ImageInfo
 
-Progress = Callable[[str], None]
-
-DEFAULT_IMAGE = "default"
-SUITE = "bookworm"
-PACKAGES = ("python3", "python3-venv", "python3-pip", "git", "ca-certificates", "procps")
-PYTEST_REQUIREMENT = "pytest==9.2.0"
-SANDBOX_UID = 1000
-IMAGE_PATH = "/opt/venv/bin:/usr/local/bin:/usr/bin:/bin"
-INIT_PATH = "/sbin/airlock-init"
-SHIM_PATH = "/usr/local/lib/libairlock-statx.so"
-RECIPE_VERSION = "5"  # bump when the steps in image_build.py change meaning
-_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-
-
-def _stderr_progress(line: str) -> None:
-    print(f"[image] {line}", file=sys.stderr, flush=True)
-
-
-def images_dir(state_dir: Path) -> Path:
-    return Path(state_dir) / "images"
-
-
-def check_name(name: str) -> str:
-    if not _NAME.match(name):
-        raise ImageNotFound(name)
-    return name
-
-
-@contextlib.contextmanager
-def _locked(state_dir: Path, what: str) -> Iterator[None]:
-    lock_dir = Path(state_dir) / "locks"
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    with (lock_dir / f"{what}.lock").open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def build_default_image(
-    state_dir: Path,
-    progress: Progress | None = None,
-    name: str = DEFAULT_IMAGE,
-    force: bool = False,
-) -> ImageInfo:
-    """Build the default image from Debian packages (see `image_build`); instant when an
-    image built from the same inputs exists, unless `force`."""
-    from .image_build import build_default_image as build
-
-    return build(state_dir, progress, name, force)
-
-
-def build_key() -> str:
-    """Hash of everything that determines the default image's content."""
-    from .image_build import build_key as key
-
-    return key()
-
-
-def _install_layout(state_dir: Path, name: str, layout: Path) -> None:
-    target = images_dir(state_dir) / name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    old = target.with_name(f".old-{name}-{os.getpid()}")
-    if target.exists():
-        target.rename(old)
-    shutil.move(str(layout), target)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def _existing(state_dir: Path, name: str) -> ImageInfo | None:
-    try:
-        return get_image(state_dir, name)
-    except (ImageNotFound, InvalidImage):
-        return None
-
-
-def _info(name: str, layout: oci.Layout) -> ImageInfo:
-    created = (layout.path / "index.json").stat().st_mtime
-    return ImageInfo(
-        name=name,
-        digest=layout.manifest_digest,
-        size_bytes=layout.size_bytes,
-        created_at=created,
-        path=str(layout.path),
-        build_key=layout.annotations.get(oci.ANNOTATION_BUILD_KEY),
-        config=dict(layout.config.get("config") or {}),
-    )
-
-
-def get_image(state_dir: Path, name: str) -> ImageInfo:
-    path = images_dir(state_dir) / check_name(name)
-    if not (path / "index.json").is_file():
-        raise ImageNotFound(name)
-    return _info(name, oci.read_layout(path))
+__all__ = [
+    "DEFAULT_IMAGE",
+    "IMAGE_PATH",
+    "INIT_PATH",
+    "SHIM_PATH",
+    "Progress",
+    "build_default_image",
+    "build_key",
+    "check_name",
+    "get_image",
+    "images_dir",
+    "rootfs_dir",
+]
 
 
 def list_images(state_dir: Path) -> list[ImageInfo]:
@@ -137,7 +66,7 @@ def import_image(state_dir: Path, path: Path, name: str | None = None) -> ImageI
     name = name or layout.annotations.get(oci.ANNOTATION_REF) or source.name
     name = name.split(":")[-1] if "/" in name or ":" in name else name
     check_name(name)
-    with _locked(state_dir, f"image-{name}"):
+    with locked(state_dir, f"image-{name}"):
         tmp_root = Path(state_dir) / "tmp"
         tmp_root.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix="import-", dir=tmp_root))
@@ -150,25 +79,10 @@ def import_image(state_dir: Path, path: Path, name: str | None = None) -> ImageI
             blobs.mkdir(parents=True)
             for blob in (source / "blobs" / "sha256").iterdir():
                 shutil.copy2(blob, blobs / blob.name)
-            _install_layout(state_dir, name, copy)
+            install_layout(state_dir, name, copy)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return get_image(state_dir, name)
-
-
-def rootfs_dir(state_dir: Path, digest: str) -> Path:
-    return Path(state_dir) / "rootfs" / digest.split(":", 1)[1]
-
-
-def _adopt_rootfs(state_dir: Path, digest: str, rootfs: Path) -> None:
-    target = rootfs_dir(state_dir, digest)
-    if (target.parent / f"{target.name}.complete").exists():
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.move(str(rootfs), target)
-    (target.parent / f"{target.name}.complete").touch()
 
 
 def _unpacked(target: Path) -> bool:
@@ -189,7 +103,7 @@ def ensure_rootfs(state_dir: Path, image: str) -> tuple[ImageInfo, Path]:
     if _unpacked(shared):
         return info, shared
     marker = target.parent / f"{target.name}.complete"
-    with _locked(state_dir, f"rootfs-{target.name[:16]}"):
+    with locked(state_dir, f"rootfs-{target.name[:16]}"):
         if marker.exists():
             return info, target
         staging = target.with_name(f".unpack-{target.name[:16]}-{os.getpid()}")
@@ -208,7 +122,7 @@ def ensure_rootfs(state_dir: Path, image: str) -> tuple[ImageInfo, Path]:
 def remove_image(state_dir: Path, name: str) -> None:
     """Forget an image layout. Its unpacked rootfs stays while sandboxes may use it."""
     target = images_dir(state_dir) / check_name(name)
-    with _locked(state_dir, f"image-{name}"):
+    with locked(state_dir, f"image-{name}"):
         if not target.exists():
             raise ImageNotFound(name)
         shutil.rmtree(target)

@@ -42,8 +42,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import egress
+from ..config import DEFAULT_RANGE
 from ..egress import Allow, Resolver, parse_allow, parse_entry, system_resolver
 from ..errors import InvalidSpec, SandboxRuntimeError
+from ..image_store import HOSTS_BASE
 from . import netstack
 from .record import SandboxRecord
 
@@ -51,10 +53,8 @@ __all__ = ["Allow", "Networks", "Slot", "parse_allow", "parse_entry", "system_re
 
 log = logging.getLogger(__name__)
 
-DEFAULT_RANGE = "10.231.0.0/16"
 LOCK_FILE = Path("/run/lock/airlock-network.lock")
 RESOLV_CONF = "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
-HOSTS_BASE = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 
 
 @dataclass(frozen=True)
