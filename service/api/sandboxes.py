@@ -23,7 +23,7 @@ from service.deps import (
 from service.errors import Unprocessable
 from service.flows import create, fork, pause, resume
 from service.pagination import DEFAULT_LIMIT, cursor_parameter, id_pattern
-from service.sandboxes import service
+from service.sandboxes import service, updates
 from service.sandboxes.schemas import (
     LABEL_FILTER_PATTERN,
     Sandbox,
@@ -176,7 +176,7 @@ class SandboxController(Controller):
         sandbox_id: FromPath[str],
         data: JSONBody[SandboxUpdate],
     ) -> Sandbox:
-        return await service.update_sandbox(db, runtimes, principal, audit_ctx, sandbox_id, data)
+        return await updates.update_sandbox(db, runtimes, principal, audit_ctx, sandbox_id, data)
 
     @delete(
         "/{sandbox_id:str}",
