@@ -34,6 +34,8 @@ from service.sandboxes.schemas import (
 )
 from service.sandboxes.service import (
     Db,
+    RequestKey,
+    TemplateRef,
     check_network,
     get_row,
     repository,
@@ -117,18 +119,20 @@ async def create_sandbox(
             starter.check_policy(recipe, quotas if own else None)
         if template is not None and data.preset is not None:
             raise Unprocessable("sandboxes from templates take no preset: the build fixes caps")
-        check_quotas(quotas, data.ttl_s, await repo.active_usage(), Caps(cpus, memory, disk))
+        caps = Caps(cpus, memory, disk)
+        check_quotas(quotas, data.ttl_s, await repo.active_usage(), caps)
         await node.check_room(session, (float(cpus), memory, disk))
         now = utcnow()
         row = service.new_row(
             principal.tenant_id,
             data,
             image=image,
-            caps=(size, cpus, memory, disk),
+            size=size,
+            caps=caps,
             network=network,
-            template=(template.name, template.id, version.version) if template else None,
+            template=TemplateRef(template.name, template.id, version.version) if template else None,
             started_from=("snapshot" if version.snapshot_id else "image") if template else "image",
-            request=(idempotency_key, req_hash),
+            request=RequestKey(idempotency_key, req_hash),
             now=now,
             node_id=node.id,
         )

@@ -139,13 +139,12 @@ async def _record_child(
             tenant_id,
             wanted,
             image=parent.image,
-            caps=(parent.size, parent.cpus, parent.memory_mib, parent.disk_mib),
+            size=parent.size,
+            caps=Caps(parent.cpus, parent.memory_mib, parent.disk_mib),
             network=msgspec.convert(parent.network, SandboxNetwork),
-            template=(parent.template, parent.template_id, parent.template_version)
-            if parent.template and parent.template_id and parent.template_version
-            else None,
+            template=_template_of(parent),
             started_from="fork",
-            request=(None, service.request_hash(data)),
+            request=service.RequestKey(None, service.request_hash(data)),
             now=utcnow(),
             node_id=asked.node.id,
         )
@@ -165,6 +164,13 @@ async def _record_child(
             await session.flush()  # the child's row before the rows that name it
             await secrets.copy(session, tenant_id, parent.id, row.id)
         return row.id, list(quotas.network_private_cidrs)
+
+
+def _template_of(parent: SandboxRow) -> service.TemplateRef | None:
+    """The template build the parent started from, which its child started from too."""
+    if parent.template and parent.template_id and parent.template_version:
+        return service.TemplateRef(parent.template, parent.template_id, parent.template_version)
+    return None
 
 
 async def _start_child(

@@ -34,6 +34,7 @@ from service.db.pg import is_postgres
 from service.pool import claim_pg, claim_sqlite, metrics
 from service.pool.service import WarmPool, label
 from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
+from service.sandboxes.service import RequestKey
 
 
 async def claim(
@@ -53,8 +54,8 @@ async def claim(
         return None  # any policy, valid or not, is the general path's (it checks and refuses)
     form = claim_pg if is_postgres(engine) else claim_sqlite
     try:
-        key_and_hash = (idempotency_key, request_hash)
-        claimed = await form.claim(engine, pool, tenant_id, ctx, data, key_and_hash)
+        request = RequestKey(idempotency_key, request_hash)
+        claimed = await form.claim(engine, pool, tenant_id, ctx, data, request)
     except IntegrityError:
         return None  # the same Idempotency-Key raced in: the general path replays it
     if claimed is None:

@@ -25,7 +25,7 @@ from service.pool.repository import FAIR_SHARE_WINDOW
 from service.pool.service import WarmPool
 from service.sandboxes.quotas import Usage
 from service.sandboxes.schemas import SandboxCreate
-from service.sandboxes.service import create_details
+from service.sandboxes.service import RequestKey, create_details
 from service.templates.repository import OPERATOR_OWNER
 
 ATTEMPTS = 3
@@ -118,7 +118,7 @@ async def claim(
     tenant_id: str,
     ctx: AuditContext,
     data: SandboxCreate,
-    key_and_hash: tuple[str | None, str],
+    request: RequestKey,
 ) -> tuple[Sandbox, ClaimFacts] | None:
     # The tenant's chain is this claim's while it reads the head and appends to it: the
     # tenant's exec records in this process take turns with it instead of racing its
@@ -132,11 +132,11 @@ async def claim(
                 data.template,
                 OPERATOR_OWNER,
                 now - FAIR_SHARE_WINDOW,
-                key_and_hash[0],
+                request.idempotency_key,
                 ACTIVE_STATES,
             )
             facts = _facts(found)
-            row = planned(facts, tenant_id, data, key_and_hash, now, pool.node_id)
+            row = planned(facts, tenant_id, data, request, now, pool.node_id)
             if row is None or facts is None:
                 return None
             if facts.head is None:

@@ -18,7 +18,7 @@ from service.pool.repository import FAIR_SHARE_WINDOW
 from service.pool.service import WarmPool
 from service.sandboxes.quotas import Usage
 from service.sandboxes.schemas import SandboxCreate
-from service.sandboxes.service import create_details
+from service.sandboxes.service import RequestKey, create_details
 from service.templates.repository import OPERATOR_OWNER
 
 _ACTIVE = ", ".join(f"'{state}'" for state in ACTIVE_STATES)  # fixed names
@@ -89,13 +89,13 @@ async def claim(
     tenant_id: str,
     ctx: AuditContext,
     data: SandboxCreate,
-    key_and_hash: tuple[str | None, str],
+    request: RequestKey,
 ) -> tuple[Sandbox, ClaimFacts] | None:
     try:
         async with sqlite.direct(engine).write() as conn:
             now = utcnow()
-            facts = _read(conn, tenant_id, data, key_and_hash[0], now)
-            row = planned(facts, tenant_id, data, key_and_hash, now, pool.node_id)
+            facts = _read(conn, tenant_id, data, request.idempotency_key, now)
+            row = planned(facts, tenant_id, data, request, now, pool.node_id)
             if row is None or facts is None:
                 return None
             if not _write(conn, pool, facts, row, ctx, now):

@@ -11,7 +11,7 @@ from service.errors import AppError
 from service.pool.service import fair_share
 from service.sandboxes.quotas import Caps, Usage, check_quotas, idle_timeout
 from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
-from service.sandboxes.service import new_row
+from service.sandboxes.service import RequestKey, TemplateRef, new_row
 from service.sandboxes.sizes import asks_other_caps
 from service.sandboxes.states import ACTIVE, State
 from service.tenants.service import quotas_from
@@ -73,7 +73,7 @@ def planned(
     facts: ClaimFacts | None,
     tenant_id: str,
     data: SandboxCreate,
-    key_and_hash: tuple[str | None, str],
+    request: RequestKey,
     now: datetime,
     node_id: str | None,
 ) -> Sandbox | None:
@@ -85,22 +85,24 @@ def planned(
     size, cpus, memory, disk = facts.size, facts.cpus, facts.memory_mib, facts.disk_mib
     if asks_other_caps(data, size, (cpus, memory, disk)):
         return None
+    caps = Caps(cpus, memory, disk)
     row = new_row(
         tenant_id,
         data,
         image=facts.image,
-        caps=(size, cpus, memory, disk),
+        size=size,
+        caps=caps,
         network=SandboxNetwork(),
-        template=(facts.template_name, facts.template_id, facts.version),
+        template=TemplateRef(facts.template_name, facts.template_id, facts.version),
         started_from="pool",
-        request=key_and_hash,
+        request=request,
         now=now,
     )
     row.state = State.RUNNING.value
     row.node_id = node_id
     quotas = quotas_from(facts.quotas)
     try:
-        check_quotas(quotas, data.ttl_s, facts.usage, Caps(cpus, memory, disk))
+        check_quotas(quotas, data.ttl_s, facts.usage, caps)
         row.idle_timeout_s = idle_timeout(quotas, data.idle_timeout_s)
     except AppError:
         return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,6 +32,7 @@ from service.runtime import SandboxRuntime, egress
 from service.runtime.errors import InvalidSpec
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes.lifecycle import transition
+from service.sandboxes.quotas import Caps
 from service.sandboxes.repository import SandboxRepository
 from service.sandboxes.schemas import (
     Sandbox,
@@ -75,45 +77,58 @@ def to_schema(row: SandboxRow) -> Sandbox:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class TemplateRef:
+    """The template build a new sandbox starts from."""
+
+    name: str
+    id: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestKey:
+    """What a create is replayed by: its Idempotency-Key, if it had one, and its hash."""
+
+    idempotency_key: str | None
+    request_hash: str
+
+
 def new_row(
     tenant_id: str,
     data: SandboxCreate,
     *,
     image: str,
-    caps: tuple[str, int, int, int],
+    size: str,
+    caps: Caps,
     network: SandboxNetwork,
-    template: tuple[str, str, int] | None,
+    template: TemplateRef | None,
     started_from: str,
-    request: tuple[str | None, str],
+    request: RequestKey,
     now: datetime,
     node_id: str | None = None,
 ) -> SandboxRow:
-    """A new sandbox's row before its first transition: `caps` (size, cpus, memory, disk),
-    `template` (name, id, version), `request` (Idempotency-Key, request hash), `node_id` (the
-    node that runs it)."""
-    size, cpus, memory, disk = caps
-    name, template_id, version = template or (None, None, None)
-    idempotency_key, request_hash = request
+    """A new sandbox's row before its first transition; `node_id`: the node that runs it."""
     return SandboxRow(
         id=new_id("sbx"),
         tenant_id=tenant_id,
         node_id=node_id,
         state=None,
         image=image,
-        template=name,
-        template_id=template_id,
-        template_version=version,
+        template=template.name if template else None,
+        template_id=template.id if template else None,
+        template_version=template.version if template else None,
         started_from=started_from,
         size=size,
-        cpus=cpus,
-        memory_mib=memory,
-        disk_mib=disk,
+        cpus=caps.cpus,
+        memory_mib=caps.memory_mib,
+        disk_mib=caps.disk_mib,
         network=msgspec.to_builtins(network),
         env=dict(data.env),
         labels=dict(data.labels),
         ttl_s=data.ttl_s,
-        idempotency_key=idempotency_key,
-        request_hash=request_hash,
+        idempotency_key=request.idempotency_key,
+        request_hash=request.request_hash,
         created_at=now,
         updated_at=now,
         expires_at=now + timedelta(seconds=data.ttl_s),
