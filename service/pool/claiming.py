@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, Protocol
 
 from service.db.models import Sandbox
 from service.errors import AppError
@@ -13,41 +14,19 @@ from service.sandboxes.quotas import Caps, Usage, check_quotas, idle_timeout
 from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
 from service.sandboxes.service import RequestKey, TemplateRef, new_row
 from service.sandboxes.sizes import asks_other_caps
-from service.sandboxes.states import ACTIVE, State
+from service.sandboxes.states import State
 from service.tenants.service import quotas_from
 
-# The columns of the new sandbox's row a claim writes (with the member's runtime and its id).
-SANDBOX_COLUMNS = (
-    "id",
-    "tenant_id",
-    "node_id",
-    "state",
-    "image",
-    "template",
-    "template_id",
-    "template_version",
-    "started_from",
-    "size",
-    "cpus",
-    "memory_mib",
-    "disk_mib",
-    "network",
-    "env",
-    "labels",
-    "ttl_s",
-    "idempotency_key",
-    "request_hash",
-    "created_at",
-    "updated_at",
-    "expires_at",
-    "idle_timeout_s",
-    "last_activity_at",
-)
-ACTIVE_STATES = [s.value for s in ACTIVE]
+
+class Named(Protocol):
+    """A row read by column name: asyncpg's Record, sqlite3's Row."""
+
+    def __getitem__(self, name: str, /) -> Any: ...
 
 
-class ClaimFacts(NamedTuple):
-    """What a claim is decided on, read in one statement."""
+@dataclass(frozen=True, slots=True)
+class ClaimFacts:
+    """What a claim is decided on, read in one statement (queries.PG_READ, SQLITE_READ)."""
 
     template_id: str
     owner: str
@@ -67,6 +46,18 @@ class ClaimFacts(NamedTuple):
     usage: Usage
     replay_id: str | None  # the sandbox already made with the request's Idempotency-Key
     head: tuple[int, str] | None  # the tenant's audit chain head (PostgreSQL's swap)
+
+    @classmethod
+    def read(cls, found: Named, quotas: dict[str, Any], head: tuple[int, str] | None) -> ClaimFacts:
+        """The facts of a read's row, by column name, with its quotas and chain head decoded
+        by the caller (each database has its own way)."""
+        named = {f.name: found[f.name] for f in fields(cls) if f.name not in _NOT_COLUMNS}
+        usage = Usage(*(found[f"used_{name}"] for name in Usage._fields))
+        return cls(**named, quotas=quotas, usage=usage, head=head)
+
+
+# The facts that are not one column of the read each.
+_NOT_COLUMNS = frozenset({"quotas", "usage", "head"})
 
 
 def planned(

@@ -3,6 +3,7 @@ of pools of templates they can see (checked by the caller)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select, update
@@ -13,6 +14,14 @@ from service.db.models import PoolMember, PoolRequest, PoolTarget, Template
 
 FAIR_SHARE_WINDOW = timedelta(seconds=60)
 STATS_WINDOW = timedelta(days=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A member taken for a sandbox: its runtime sandbox and the runtime that runs it."""
+
+    runtime_id: str
+    runtime: str | None
 
 
 class PoolRepository:
@@ -30,12 +39,12 @@ class PoolRepository:
             .join(Template, Template.id == PoolTarget.template_id)
             .order_by(Template.name, PoolTarget.size)
         )
-        return [(t, tpl) for t, tpl in rows]
+        return [(row.PoolTarget, row.Template) for row in rows]
 
     async def claim(
         self, pool_id: str, version_id: str, host: str, sandbox_id: str
-    ) -> tuple[str, str | None] | None:
-        """Take one ready member atomically; (runtime id, runtime name) or None when empty.
+    ) -> Claim | None:
+        """Take one ready member atomically; None when empty.
 
         On PostgreSQL concurrent claims skip each other's locked rows instead of waiting or
         taking the same one; SQLite transactions here hold the write lock from their start.
@@ -61,9 +70,9 @@ class PoolRepository:
                 .returning(PoolMember.runtime_id, PoolMember.runtime)
             )
         ).one_or_none()
-        if row is None or row[0] is None:
+        if row is None or row.runtime_id is None:
             return None
-        return row[0], row[1]
+        return Claim(runtime_id=row.runtime_id, runtime=row.runtime)
 
     async def recent_asks(self, pool_id: str, tenant_id: str) -> tuple[int, int]:
         """(tenants that asked this pool in the last minute, counting this one; this tenant's
@@ -109,7 +118,7 @@ class PoolRepository:
     ) -> dict[tuple[str, str], int]:
         """Every node's members of the version: (node, state) -> how many."""
         rows = await self.session.execute(
-            select(PoolMember.host, PoolMember.state, func.count(PoolMember.id))
+            select(PoolMember.host, PoolMember.state, func.count(PoolMember.id).label("n"))
             .where(
                 PoolMember.pool_id == pool_id,
                 PoolMember.version_id == (version_id or ""),
@@ -117,15 +126,15 @@ class PoolRepository:
             )
             .group_by(PoolMember.host, PoolMember.state)
         )
-        return {(host, state): int(n) for host, state, n in rows}
+        return {(row.host, row.state): int(row.n) for row in rows}
 
     async def claims_and_misses(self, pool_id: str) -> tuple[int, int]:
         rows = await self.session.execute(
-            select(PoolRequest.claimed, func.count(PoolRequest.id))
+            select(PoolRequest.claimed, func.count(PoolRequest.id).label("n"))
             .where(PoolRequest.pool_id == pool_id, PoolRequest.at >= utcnow() - STATS_WINDOW)
             .group_by(PoolRequest.claimed)
         )
-        counts = {bool(claimed): int(n) for claimed, n in rows}
+        counts = {bool(row.claimed): int(row.n) for row in rows}
         return counts.get(True, 0), counts.get(False, 0)
 
     async def prune(self, now: datetime) -> None:

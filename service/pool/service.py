@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -20,7 +19,7 @@ from service.errors import NotFound, Unprocessable
 from service.ids import new_id
 from service.nodes.local import local_node_id
 from service.pool import metrics
-from service.pool.repository import PoolRepository
+from service.pool.repository import Claim, PoolRepository
 from service.pool.schemas import PoolOverview, PoolStatus, PoolTargetSet
 from service.settings import Settings
 from service.templates.repository import OPERATOR_OWNER, TemplateRepository, ready_version
@@ -78,12 +77,6 @@ class WarmPool:
             )[:1000]
 
 
-@dataclass(frozen=True)
-class Claim:
-    runtime_id: str
-    runtime: str | None
-
-
 def fair_share(target: int, tenants: int) -> int:
     """Claims per minute one tenant may take while `tenants` tenants ask the same pool."""
     return max(1, target // max(1, tenants))
@@ -120,7 +113,7 @@ async def try_claim(
         return None
     metrics.CLAIMS.labels(template_label, size).inc()
     pool.poke_after_claim()
-    return Claim(runtime_id=got[0], runtime=got[1])
+    return got
 
 
 def label(name: str, owner: str) -> str:
