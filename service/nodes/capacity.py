@@ -7,15 +7,10 @@ holding its own row locked (PostgreSQL) so concurrent creates on it count one af
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.db.models import Node
-from service.db.models import Sandbox as SandboxRow
 from service.errors import NODE_FULL_HEADER, NoCapacity
-from service.sandboxes.states import ACTIVE
-
-_ACTIVE = [s.value for s in ACTIVE]
+from service.nodes import queries
 
 
 def promised_memory(runtime: str, memory_mib: int, disk_mib: int) -> int:
@@ -35,22 +30,12 @@ async def check_room(
 ) -> None:
     """`caps`: the sandbox's vCPUs, memory and writable space (MiB)."""
     vcpus, memory_mib, disk_mib = caps
-    query = select(Node.vcpus, Node.memory_mib, Node.runtime).where(Node.id == node_id)
-    if session.bind.dialect.name == "postgresql":
-        query = query.with_for_update()
-    node = (await session.execute(query)).one_or_none()
+    node = await _capacity(session, node_id)
     if node is None:
         return  # not registered yet (its first heartbeat is due): no capacity on record
-    held_vcpus, held_memory, held_disk = (
-        await session.execute(
-            select(
-                func.coalesce(func.sum(SandboxRow.cpus), 0),
-                func.coalesce(func.sum(SandboxRow.memory_mib), 0),
-                func.coalesce(func.sum(SandboxRow.disk_mib), 0),
-            ).where(SandboxRow.node_id == node_id, SandboxRow.state.in_(_ACTIVE))
-        )
-    ).one()
-    held = promised_memory(node.runtime, held_memory, held_disk)
+    on_node = await _held(session, node_id)
+    held_vcpus = on_node.vcpus
+    held = promised_memory(node.runtime, on_node.memory_mib, on_node.disk_mib)
     asked = promised_memory(node.runtime, memory_mib, disk_mib)
     cpu_cap, memory_cap = node.vcpus * overcommit[0], node.memory_mib * overcommit[1]
     if held_vcpus + vcpus > cpu_cap or held + asked > memory_cap:
@@ -60,3 +45,17 @@ async def check_room(
             "promised)",
             headers={NODE_FULL_HEADER: "1"},
         )
+
+
+async def _capacity(session: AsyncSession, node_id: str) -> queries.NodeCapacity | None:
+    """The node's capacity, its row held locked on PostgreSQL until the transaction ends."""
+    query = queries.NODE_CAPACITY
+    if session.bind.dialect.name == "postgresql":
+        query = query.with_for_update()
+    found = (await session.execute(query, {"node_id": node_id})).one_or_none()
+    return None if found is None else queries.NodeCapacity(**found._mapping)
+
+
+async def _held(session: AsyncSession, node_id: str) -> queries.Held:
+    found = (await session.execute(queries.HELD_ON_NODE, {"node_id": node_id})).one()
+    return queries.Held.read(found)

@@ -8,18 +8,14 @@ from __future__ import annotations
 import random
 import weakref
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from sqlalchemy import func, select
+from sqlalchemy import Row
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.db.models import Node as NodeRow
-from service.db.models import Sandbox as SandboxRow
+from service.nodes import queries
 from service.nodes.capacity import promised_memory
 from service.nodes.leases import READY, db_now
-from service.sandboxes.states import ACTIVE
-
-_ACTIVE = [s.value for s in ACTIVE]
 
 # Placement looks at this many nodes with room, picked at random, and takes the freest: close
 # to the best choice at a fraction of the contention of everyone picking the same node.
@@ -78,48 +74,25 @@ def place(
 
 async def node_views(engine: AsyncEngine) -> list[NodeView]:
     """Every node with what its live sandboxes hold, as the database has it now."""
-    held = (
-        select(
-            SandboxRow.node_id,
-            func.coalesce(func.sum(SandboxRow.cpus), 0).label("cpus"),
-            func.coalesce(func.sum(SandboxRow.memory_mib), 0).label("memory"),
-            func.coalesce(func.sum(SandboxRow.disk_mib), 0).label("disk"),
-        )
-        .where(SandboxRow.state.in_(_ACTIVE), SandboxRow.node_id.is_not(None))
-        .group_by(SandboxRow.node_id)
-        .subquery()
-    )
-    query = select(
-        NodeRow.id,
-        NodeRow.address,
-        NodeRow.state,
-        NodeRow.lease_expires_at > db_now(engine),
-        NodeRow.vcpus,
-        NodeRow.memory_mib,
-        held.c.cpus,
-        held.c.memory,
-        held.c.disk,
-        NodeRow.runtime,
-        NodeRow.platform,
-    ).outerjoin(held, held.c.node_id == NodeRow.id)
     async with engine.connect() as conn:
-        rows = (await conn.execute(query)).all()
-    views = [
-        NodeView(
-            id=r[0],
-            address=r[1],
-            state=r[2],
-            live=bool(r[3]),
-            runtime=r[9],
-            platform=r[10],
-            vcpus=float(r[4]),
-            memory_mib=int(r[5]),
-            held_vcpus=float(r[6] or 0),
-            held_memory_mib=promised_memory(r[9], int(r[7] or 0), int(r[8] or 0)),
-        )
-        for r in rows
-    ]
-    return views
+        rows = (await conn.execute(queries.nodes_and_held(db_now(engine)))).all()
+    return [_view(row) for row in rows]
+
+
+def _view(row: Row[Any]) -> NodeView:
+    held = queries.Held.read(row)
+    return NodeView(
+        id=row.id,
+        address=row.address,
+        state=row.state,
+        live=bool(row.live),
+        runtime=row.runtime,
+        platform=row.platform,
+        vcpus=float(row.vcpus),
+        memory_mib=int(row.memory_mib),
+        held_vcpus=held.vcpus,
+        held_memory_mib=promised_memory(row.runtime, held.memory_mib, held.disk_mib),
+    )
 
 
 @dataclass(frozen=True, slots=True)
