@@ -24,7 +24,8 @@ from service.pool import claim as pool_claim
 from service.pool.service import WarmPool, label, try_claim
 from service.runtime import SandboxRuntime, SandboxRuntimeError, SandboxSpec
 from service.runtime.holder import RuntimeHolder
-from service.sandboxes import service
+from service.sandboxes import births, service
+from service.sandboxes.births import RequestKey, TemplateRef, request_hash
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.quotas import Caps, check_quotas, idle_timeout
 from service.sandboxes.schemas import (
@@ -34,12 +35,9 @@ from service.sandboxes.schemas import (
 )
 from service.sandboxes.service import (
     Db,
-    RequestKey,
-    TemplateRef,
     check_network,
     get_row,
     repository,
-    request_hash,
     stop_sandbox,
     to_schema,
 )
@@ -123,7 +121,7 @@ async def create_sandbox(
         check_quotas(quotas, data.ttl_s, await repo.active_usage(), caps)
         await node.check_room(session, (float(cpus), memory, disk))
         now = utcnow()
-        row = service.new_row(
+        row = births.new_row(
             principal.tenant_id,
             data,
             image=image,
@@ -167,7 +165,7 @@ async def create_sandbox(
             chain=principal.tenant_id,
             action="sandbox.create",
             target=row.id,
-            details=service.create_details(row, data.preset),
+            details=births.create_details(row, data.preset),
         )
         sandbox_id = row.id
         if claim is not None:

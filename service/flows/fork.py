@@ -35,7 +35,7 @@ from service.nodes.local import LocalNode
 from service.runtime import SandboxBusy, SandboxInfo, SandboxRuntime, SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
 from service.runtime.types import SnapshotInfo
-from service.sandboxes import service
+from service.sandboxes import births, service
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.quotas import Caps, check_quotas, idle_timeout
 from service.sandboxes.schemas import Sandbox, SandboxCreate, SandboxFork, SandboxNetwork
@@ -135,7 +135,7 @@ async def _record_child(
             env=dict(parent.env),
             labels=dict(data.labels if data.labels is not None else parent.labels),
         )
-        row = service.new_row(
+        row = births.new_row(
             tenant_id,
             wanted,
             image=parent.image,
@@ -144,7 +144,7 @@ async def _record_child(
             network=msgspec.convert(parent.network, SandboxNetwork),
             template=_template_of(parent),
             started_from="fork",
-            request=service.RequestKey(None, service.request_hash(data)),
+            request=births.RequestKey(None, births.request_hash(data)),
             now=utcnow(),
             node_id=asked.node.id,
         )
@@ -152,7 +152,7 @@ async def _record_child(
         row.pause_cut = parent.pause_cut = cut
         repository(session, asked.principal).add(row)
         await transition(session, row, State.CREATING, f"forked from {parent.id}")
-        details = {**service.create_details(row, None), "forked_from": parent.id}
+        details = {**births.create_details(row, None), "forked_from": parent.id}
         await record(
             session, ctx, chain=tenant_id, action="sandbox.fork", target=parent.id,
             details={"child": row.id, "connections_cut": cut},
@@ -166,10 +166,10 @@ async def _record_child(
         return row.id, list(quotas.network_private_cidrs)
 
 
-def _template_of(parent: SandboxRow) -> service.TemplateRef | None:
+def _template_of(parent: SandboxRow) -> births.TemplateRef | None:
     """The template build the parent started from, which its child started from too."""
     if parent.template and parent.template_id and parent.template_version:
-        return service.TemplateRef(parent.template, parent.template_id, parent.template_version)
+        return births.TemplateRef(parent.template, parent.template_id, parent.template_version)
     return None
 
 

@@ -33,8 +33,8 @@ from service.db.models import Sandbox
 from service.db.pg import is_postgres
 from service.pool import claim_pg, claim_sqlite, metrics
 from service.pool.service import WarmPool, label
+from service.sandboxes.births import RequestKey
 from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
-from service.sandboxes.service import RequestKey
 
 
 async def claim(

@@ -16,8 +16,8 @@ from service.pool import queries
 from service.pool.claiming import ClaimFacts, planned
 from service.pool.repository import FAIR_SHARE_WINDOW
 from service.pool.service import WarmPool
+from service.sandboxes.births import RequestKey, create_details
 from service.sandboxes.schemas import SandboxCreate
-from service.sandboxes.service import RequestKey, create_details
 from service.templates.repository import OPERATOR_OWNER
 
 ATTEMPTS = 3

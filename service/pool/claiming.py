@@ -10,9 +10,9 @@ from typing import Any, Protocol
 from service.db.models import Sandbox
 from service.errors import AppError
 from service.pool.service import fair_share
+from service.sandboxes.births import RequestKey, TemplateRef, new_row
 from service.sandboxes.quotas import Caps, Usage, check_quotas, idle_timeout
 from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
-from service.sandboxes.service import RequestKey, TemplateRef, new_row
 from service.sandboxes.sizes import asks_other_caps
 from service.sandboxes.states import State
 from service.tenants.service import quotas_from
