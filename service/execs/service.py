@@ -33,6 +33,7 @@ from service.pagination import decode_cursor, page_of
 from service.runtime import ExecNotFound, TtySize
 from service.sandboxes import service as sandboxes
 from service.sandboxes.activity import following, touch
+from service.sandboxes.births import request_hash
 
 POLL_S = 0.25
 # How often a running event stream asks whether its credential still holds.
@@ -127,7 +128,7 @@ async def create_exec(
     """Start an exec; with `wait`, return it finished. Returns it and whether it is final."""
     assert principal.tenant_id is not None
     # Secret values never reach the record, not even hashed: a retry is judged by names.
-    judged = sandboxes.request_hash(
+    judged = request_hash(
         msgspec.structs.replace(data, secrets=dict.fromkeys(sorted(data.secrets), ""))
     )
     start = ExecStart(
