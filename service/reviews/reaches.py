@@ -128,11 +128,30 @@ def findings(sources: list[Source]) -> list[str]:
     return found
 
 
+# CPython 3.11 keeps the AST constructor's recursion count per interpreter, not per thread:
+# a tree built while another thread builds one (a traceback being formatted parses its source
+# lines) can fail its balance check with a SystemError, though the source is fine
+# (python/cpython#106905). The count starts afresh with each parse, so the parse is tried again.
+PARSE_ATTEMPTS = 3
+
+
+def _parse(text: bytes) -> ast.Module:
+    """The module's tree (bytes: the file's own coding declaration applies)."""
+    attempt = 1
+    while True:
+        try:
+            return ast.parse(text)
+        except SystemError as exc:
+            if "recursion depth mismatch" not in str(exc) or attempt >= PARSE_ATTEMPTS:
+                raise
+            attempt += 1
+
+
 def _reaches(text: bytes | None, test: bool) -> Counter[tuple[str, str]] | None:
     if text is None:
         return Counter()
     try:
-        tree = ast.parse(text)  # bytes: the file's own coding declaration applies
+        tree = _parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     found: Counter[tuple[str, str]] = Counter()

@@ -3,12 +3,13 @@ stat and the prompt's framing of untrusted data."""
 
 from __future__ import annotations
 
+import ast
 import json
 
 import pytest
 
 from service.errors import Forbidden, Unprocessable
-from service.reviews import gate, model, results
+from service.reviews import gate, model, reaches, results
 from service.reviews.inside import parse_numstat
 from service.reviews.source import check_ref, parse, pin_addresses, remote_ref
 from service.reviews.verdict import APPROVE, COMMENT, REQUEST_CHANGES, Run, decide
@@ -289,3 +290,29 @@ def test_only_test_sections_of_shared_config_files_count() -> None:
         "setup.cfg [tool:pytest]"
     ]
     assert gate.infrastructure(["setup.cfg"], {"setup.cfg": None}) == ["setup.cfg [unreadable]"]
+
+
+def test_a_file_is_read_again_when_cpythons_ast_constructor_trips_on_another_threads_tree(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CPython 3.11's SystemError "AST constructor recursion depth mismatch" (a tree built while
+    another thread built one; seen once in a corpus review) is met by parsing again, not by an
+    internal error; a file that keeps failing so still fails the review's step."""
+    head = b"import _pytest.reports\n_pytest.reports.TestReport.from_item_and_call = None\n"
+    source = reaches.Source("pkg/mod.py", b"x = 1\n", head)
+    clean = reaches.findings([source])
+    assert clean and "from_item_and_call" in clean[0]
+    real = ast.parse
+    trips = {"left": 1}
+
+    def tripping(text: bytes) -> ast.Module:
+        if trips["left"]:
+            trips["left"] -= 1
+            raise SystemError("AST constructor recursion depth mismatch (before=66, after=26)")
+        return real(text)
+
+    monkeypatch.setattr(reaches.ast, "parse", tripping)
+    assert reaches.findings([source]) == clean
+    trips["left"] = reaches.PARSE_ATTEMPTS
+    with pytest.raises(SystemError):
+        reaches.findings([source])
