@@ -179,7 +179,6 @@ def create_app(
             "authenticator": Authenticator(engine, codec, secrets.operator_key, auth_cache),
             "auth_listener": auth_listener,
             "runtimes": runtimes,
-            "node": node,
             "wake": wake,
             "node_credentials": node_credentials,
             "exec_runner": exec_runner,

@@ -5,8 +5,7 @@ from typing import Annotated, Any
 from litestar import Controller, Request, Response, delete, get, post
 from litestar.params import FromPath, JSONBody, QueryParameter
 
-from service.deps import AppSettings, Audit, CurrentPrincipal, Db, DbSession, Runtimes
-from service.nodes.local import local_node_id
+from service.deps import Audit, CurrentPrincipal, Db, DbSession, Runtimes, ThisNode
 from service.templates import service
 from service.templates.schemas import Template, TemplateCreate, TemplatePage
 
@@ -73,7 +72,7 @@ class TemplateController(Controller):
         principal: CurrentPrincipal,
         audit_ctx: Audit,
         request: Request[Any, Any, Any],
-        settings: AppSettings,
+        node: ThisNode,
         name: FromPath[str],
         force: Force = False,
     ) -> None:
@@ -86,5 +85,5 @@ class TemplateController(Controller):
             name,
             force=force,
             credentials=state.node_credentials,
-            local_node=local_node_id(settings) if settings.runs_node else None,
+            local_node=node.id,
         )

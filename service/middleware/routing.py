@@ -84,7 +84,7 @@ class RoutingMiddleware:
                 checked = True
 
         if routed == "create":
-            if router.local is not None:  # this process's node takes its own creates
+            if router.node.id is not None:  # this process's node takes its own creates
                 await self.app(scope, receive, send)
                 return
             await check()
@@ -98,12 +98,12 @@ class RoutingMiddleware:
             body = await _whole_if_small(scope, receive)
         for _ in range(MOVES_FOLLOWED):
             found, node = await router.owners.lookup(principal.tenant_id, sandbox_id)
-            if not found and router.local is None:
+            if not found and router.node.id is None:
                 # A replica has no runtime to answer with: what is not the tenant's is a 404
                 # here, before a handler asks for one (once the token may ask at all).
                 await check()
                 raise NotFound(f"no sandbox {sandbox_id}")
-            if node is None or node == router.local:
+            if node is None or node == router.node.id:
                 if await self._here(scope, receive, send, body) is None:
                     return
                 router.owners.forget(sandbox_id)
@@ -164,10 +164,10 @@ class RoutingMiddleware:
         router = self.router
         assert principal.tenant_id is not None
         owner = await router.owners.owner(principal.tenant_id, sandbox_id)
-        if owner is not None and owner != router.local:
+        if owner is not None and owner != router.node.id:
             router.owners.forget(sandbox_id)  # read again: a cached owner may be the stale one
             owner = await router.owners.owner(principal.tenant_id, sandbox_id)
-            if owner is not None and owner != router.local:
+            if owner is not None and owner != router.node.id:
                 raise SandboxMoved(sandbox_id, owner)
 
 

@@ -52,9 +52,8 @@ class NodeRouter:
         # What a create asks of placement, from its body (service.flows.placing).
         self.asked = asked
         self.engine: AsyncEngine = db.kw["bind"]
+        # What this process is; its node's id is None on an API replica.
         self.node = node
-        # This process's node; None on an API replica.
-        self.local = node.id
         # The embedded database serves one process: every sandbox in it is this node's.
         self.alone = node.role == Role.ALL and not is_postgres(self.engine)
         self.owners = Owners(self.engine)
