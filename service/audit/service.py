@@ -9,6 +9,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.audit.chain import GENESIS, checkpoint_mac, row_hash
+from service.audit.queries import ChainHead
 from service.audit.recorder import OPERATOR_CHAIN, PURGE_ACTION
 from service.audit.repository import AuditRepository
 from service.audit.schemas import AuditEventOut, AuditPage, AuditVerification, BrokenLink
@@ -61,7 +62,7 @@ class _Walk:
     keyed_from: int
     checked: int = 0
     first_seq: int | None = None
-    prev: tuple[int, str] | None = None
+    prev: ChainHead | None = None
     anchored: bool = False
     from_checkpoint: int | None = None
 
@@ -71,7 +72,7 @@ class _Walk:
             valid=broken is None,
             events_checked=self.checked,
             first_seq=self.first_seq,
-            last_seq=self.prev[0] if self.prev else None,
+            last_seq=self.prev.seq if self.prev else None,
             anchored_after_purge=self.anchored,
             broken=broken,
             checked_from_seq=self.from_checkpoint,
@@ -105,7 +106,7 @@ async def verify_chain(
         return failed
     if head is not None and head.seq > 0:
         if walk.prev != (head.seq, head.hash):
-            after = walk.prev[0] + 1 if walk.prev else 1
+            after = walk.prev.seq + 1 if walk.prev else 1
             return walk.broken(after, None, "events at the end of the chain are missing")
         seq, hash_at_seq = walk.prev
         await repo.save_verified(
@@ -128,7 +129,7 @@ async def _start_at_checkpoint(
         return None
     if row.hash != hash_at_seq or not walk.content_matches(row):
         return walk.broken(seq, row.id, "event content does not match its hash")
-    walk.prev = (row.seq, row.hash)
+    walk.prev = ChainHead(row.seq, row.hash)
     walk.from_checkpoint = row.seq
     return None
 
@@ -139,7 +140,7 @@ async def _walk_events(
     # Where recorded purges ended: a chain may start only right after one of them.
     purged_through: set[int] = set()
     # Up to the head read first: events appended meanwhile are for the next verify.
-    async for row in repo.stream(after=walk.prev[0] if walk.prev else 0, through=through):
+    async for row in repo.stream(after=walk.prev.seq if walk.prev else 0, through=through):
         if walk.prev is None:
             walk.first_seq = row.seq
             if row.seq == 1 and row.prev_hash != GENESIS:
@@ -147,16 +148,16 @@ async def _walk_events(
             # Events before this one were removed by the retention purge; this one anchors.
             walk.anchored = row.seq != 1
         else:
-            if row.seq != walk.prev[0] + 1:
-                return walk.broken(walk.prev[0] + 1, None, "event missing from the chain")
-            if row.prev_hash != walk.prev[1]:
+            if row.seq != walk.prev.seq + 1:
+                return walk.broken(walk.prev.seq + 1, None, "event missing from the chain")
+            if row.prev_hash != walk.prev.hash:
                 return walk.broken(row.seq, row.id, "link to the previous event does not match")
         if not walk.content_matches(row):
             return walk.broken(row.seq, row.id, "event content does not match its hash")
         if row.action == PURGE_ACTION and isinstance(row.details.get("purged_through_seq"), int):
             purged_through.add(row.details["purged_through_seq"])
         walk.checked += 1
-        walk.prev = (row.seq, row.hash)
+        walk.prev = ChainHead(row.seq, row.hash)
     first = walk.first_seq
     if walk.anchored and first is not None and first - 1 not in purged_through:
         return walk.broken(

@@ -10,7 +10,7 @@ compare-and-swap (service.audit.recorder.pg_append_sql): every write in it happe
 
 from __future__ import annotations
 
-from service.audit.recorder import pg_append_sql, pg_casts, pg_params
+from service.audit.queries import pg_append_sql, pg_casts, pg_params
 from service.db.models import Exec as ExecTable
 from service.execs.quotas import QUOTA_RULES
 from service.execs.recording import FINISH_COLUMNS, START_COLUMNS
