@@ -5,21 +5,28 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import sqlite3
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from service.auth.cache import AuthCache
 from service.auth.principal import OPERATOR, Principal, PrincipalKind
+from service.auth.queries import (
+    LITE_API_KEY,
+    LITE_API_KEY_CODEC,
+    LITE_TOUCH_API_KEY,
+    PG_API_KEY,
+    PG_TOUCH_API_KEY,
+    ApiKeyFacts,
+)
 from service.auth.tokens import TokenClaims, TokenCodec
 from service.db import sqlite
 from service.db.base import utcnow
 from service.db.models import ApiKey, RevokedToken, Tenant
 from service.db.pg import driver_connection, is_postgres
-from service.db.sqlite import Codec
 from service.errors import Unauthenticated
 
 API_KEY_PREFIX = "alk_"
@@ -27,15 +34,6 @@ API_KEY_PREFIX = "alk_"
 # cached key is looked up again every TTL_S of service/auth/cache.py: it is at most the sum of
 # the two behind).
 LAST_USED_RESOLUTION = timedelta(seconds=30)
-
-
-_API_KEY_SQL = """
-SELECT k.id, k.tenant_id, k.scopes, k.revoked_at, k.last_used_at, t.status
-FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.key_hash = $1
-"""
-_API_KEY_SQLITE = _API_KEY_SQL.replace("$1", "?")
-# How SQLite gives the columns that are not text (service.db.sqlite.Codec).
-_API_KEY_CODEC = Codec(ApiKey.__table__, ("scopes", "revoked_at", "last_used_at"))
 
 
 def hash_api_key(key: str) -> str:
@@ -118,27 +116,26 @@ class Authenticator:
 
     async def _from_api_key(self, credential: str) -> Principal:
         digest = hash_api_key(credential)
-        if self.postgres:  # fixed SQL on the driver: this runs on every request
+        if self.postgres:  # fixed SQL on the driver (service.auth.queries): every request
             async with driver_connection(self.engine) as conn:
-                principal, touch = _api_key_principal(await conn.fetchrow(_API_KEY_SQL, digest))
+                found = await conn.fetchrow(PG_API_KEY, digest)
+                key = None if found is None else ApiKeyFacts.read(found)
+                principal, touch = _api_key_principal(key)
                 if touch is not None:
-                    await conn.execute(
-                        "UPDATE api_keys SET last_used_at = $2 WHERE id = $1",
-                        principal.key_id,
-                        touch,
-                    )
+                    await conn.execute(PG_TOUCH_API_KEY, principal.key_id, touch)
                 return principal
         # SQLite: fixed SQL on the database's reader and writer (service.db.sqlite.Direct).
         direct = sqlite.direct(self.engine)
-        row = direct.reader.execute(_API_KEY_SQLITE, (digest,)).fetchone()
-        if row is not None:
-            row = (*row[:2], *_API_KEY_CODEC.row(row[2:5]), row[5])
-        principal, touch = _api_key_principal(row)
+        cursor = direct.reader.cursor()
+        cursor.row_factory = sqlite3.Row
+        row = cursor.execute(LITE_API_KEY, (digest,)).fetchone()
+        facts = None if row is None else ApiKeyFacts.read(row, LITE_API_KEY_CODEC)
+        principal, touch = _api_key_principal(facts)
         if touch is not None:
             async with direct.write() as conn:
                 conn.execute(
-                    "UPDATE api_keys SET last_used_at = ? WHERE id = ?",
-                    (_API_KEY_CODEC.one("last_used_at", touch), principal.key_id),
+                    LITE_TOUCH_API_KEY,
+                    (LITE_API_KEY_CODEC.one("last_used_at", touch), principal.key_id),
                 )
         return principal
 
@@ -193,23 +190,22 @@ def bearer_credential(authorization: str | None) -> str:
     return credential
 
 
-def _api_key_principal(row: Any) -> tuple[Principal, datetime | None]:
-    """The principal of an API key row (id, tenant id, scopes, revoked at, last used at, tenant
-    status), and the time to record as its last use when the stored one is stale (else None)."""
-    if row is None:
+def _api_key_principal(key: ApiKeyFacts | None) -> tuple[Principal, datetime | None]:
+    """The principal of an API key, and the time to record as its last use when the stored
+    one is stale (else None)."""
+    if key is None:
         raise Unauthenticated("unknown API key")
-    key_id, tenant_id, scopes, revoked_at, last_used_at, status = row
-    if revoked_at is not None:
+    if key.revoked_at is not None:
         raise Unauthenticated("API key revoked")
-    if status != "active":
+    if key.status != "active":
         raise Unauthenticated("tenant suspended")
     now = utcnow()
-    touch = now if last_used_at is None or now - last_used_at > LAST_USED_RESOLUTION else None
+    stale = key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION
     principal = Principal(
         kind=PrincipalKind.API_KEY,
-        actor=key_id,
-        tenant_id=tenant_id,
-        scopes=frozenset(scopes),
-        key_id=key_id,
+        actor=key.id,
+        tenant_id=key.tenant_id,
+        scopes=frozenset(key.scopes),
+        key_id=key.id,
     )
-    return principal, touch
+    return principal, now if stale else None

@@ -4,7 +4,7 @@
 rows are read by it.
 
 On PostgreSQL a start and a finish are each one statement appending to the audit chain by
-compare-and-swap (service.audit.recorder.pg_append_sql): every write in it happens only
+compare-and-swap (service.audit.queries.pg_append_sql): every write in it happens only
 `WHERE EXISTS (SELECT 1 FROM head)`, that is exactly when the event is appended.
 """
 
