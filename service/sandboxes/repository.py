@@ -2,32 +2,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Select, select, text
+from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.models import Sandbox, SandboxTransition
+from service.sandboxes.queries import (
+    HELD_BY_SANDBOXES,
+    held_by_builds,  # noqa: F401 (service.pool.queries takes it from here)
+    held_by_builds_besides,
+    held_by_sandboxes,  # noqa: F401 (service.pool.queries takes it from here)
+)
 from service.sandboxes.quotas import Usage
-from service.sandboxes.states import ACTIVE
-
-_ACTIVE = ", ".join(sorted(f"'{state.value}'" for state in ACTIVE))  # fixed names
-
-
-def held_by_sandboxes(tenant: str) -> str:
-    """What the tenant's active sandboxes hold, as SQL of one row (sandboxes, cpus, memory_mib,
-    disk_mib), `tenant` being the tenant's parameter: written once, for `active_usage` and for
-    the warm pool's claim, which reads it within its own one statement."""
-    return f"""SELECT count(*) AS sandboxes, coalesce(sum(s.cpus), 0) AS cpus,
-    coalesce(sum(s.memory_mib), 0) AS memory_mib, coalesce(sum(s.disk_mib), 0) AS disk_mib
-  FROM sandboxes s WHERE s.tenant_id = {tenant} AND s.state IN ({_ACTIVE})"""  # noqa: S608
-
-
-def held_by_builds(tenant: str) -> str:
-    """What the sandboxes of the tenant's running template builds hold, as `held_by_sandboxes`
-    has it."""
-    return f"""SELECT count(*) AS sandboxes, coalesce(sum(v.cpus), 0) AS cpus,
-    coalesce(sum(v.memory_mib), 0) AS memory_mib, coalesce(sum(v.disk_mib), 0) AS disk_mib
-  FROM template_versions v JOIN templates bt ON bt.id = v.template_id
-  WHERE bt.owner = {tenant} AND v.state = 'building'"""  # noqa: S608
 
 
 class SandboxRepository:
@@ -77,13 +62,13 @@ class SandboxRepository:
     async def active_usage(self, except_build: str | None = None) -> Usage:
         """What the tenant's active sandboxes and the sandboxes of its running template builds
         (other than `except_build`) hold together."""
-        builds, params = held_by_builds(":tenant"), {"tenant": self.tenant_id}
+        params = {"tenant": self.tenant_id}
         if except_build is not None:
-            builds += " AND v.id <> :except_build"
             params["except_build"] = except_build
-        held = (await self.session.execute(text(held_by_sandboxes(":tenant")), params)).one()
-        building = (await self.session.execute(text(builds), params)).one()
-        return Usage(*(int(held._mapping[k]) + int(building._mapping[k]) for k in Usage._fields))
+        held = (await self.session.execute(HELD_BY_SANDBOXES, params)).one()._mapping
+        builds = held_by_builds_besides(except_build)
+        building = (await self.session.execute(builds, params)).one()._mapping
+        return Usage(*(int(held[k]) + int(building[k]) for k in Usage._fields))
 
     async def transitions(self, sandbox_id: str) -> list[SandboxTransition]:
         stmt = (
