@@ -21,11 +21,12 @@ from __future__ import annotations
 import hashlib
 import logging
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from service.db.models import Node, NodeSnapshot, Sandbox
-from service.nodes.leases import LOST, READY, db_now
+from service.db.models import Sandbox
+from service.jobs.queries import nodes_and_leases, paused_short_of_copies, snapshot_holders
+from service.nodes.leases import READY, db_now
 from service.nodes.moves import ensure_digest
 from service.nodes.snapshots import SnapshotFetcher, forget_unused
 from service.periodic import PeriodicJob
@@ -112,68 +113,26 @@ class PausedCopies(PeriodicJob):
     async def _to_fetch(self) -> list[tuple[str, str]]:
         """The paused sandboxes of other nodes with fewer copies than wanted whose checkpoint
         this node is among the first (by rank) to copy."""
-        copies = (
-            select(func.count())
-            .select_from(NodeSnapshot)
-            .join(Node, Node.id == NodeSnapshot.node_id)
-            .where(
-                NodeSnapshot.snapshot_id == Sandbox.pause_snapshot_id,
-                NodeSnapshot.digest == Sandbox.pause_digest,
-                NodeSnapshot.node_id != Sandbox.pause_node_id,
-                Node.state != LOST,
-            )
-            .scalar_subquery()
-        )
-        mine = (
-            select(NodeSnapshot.node_id)
-            .where(
-                NodeSnapshot.snapshot_id == Sandbox.pause_snapshot_id,
-                NodeSnapshot.node_id == self.node_id,
-            )
-            .exists()
-        )
         async with self.db() as session:
             short = (
-                await session.execute(
-                    select(Sandbox.id, Sandbox.pause_node_id, Sandbox.pause_snapshot_id, copies)
-                    .where(
-                        Sandbox.state == State.PAUSED.value,
-                        Sandbox.pause_digest.is_not(None),
-                        Sandbox.pause_node_id != self.node_id,
-                        copies < self.copies,
-                        ~mine,
-                    )
-                    .order_by(Sandbox.id)
-                    .limit(BATCH)
-                )
+                await session.execute(paused_short_of_copies(self.node_id, self.copies, BATCH))
             ).all()
             if not short:  # the usual pass: nothing more to read
                 return []
-            views = {
-                r.id: r
-                for r in await session.execute(
-                    select(
-                        Node.id,
-                        Node.state,
-                        (Node.lease_expires_at > db_now(session)).label("live"),
-                        Node.runtime,
-                        Node.platform,
-                    )
-                )
-            }
+            views = {r.id: r for r in await session.execute(nodes_and_leases(db_now(session)))}
             me = views.get(self.node_id)
             if me is None or me.state != READY or not me.live:
                 return []
             holders = {
-                (r[0], r[1])
+                (r.snapshot_id, r.node_id)
                 for r in await session.execute(
-                    select(NodeSnapshot.snapshot_id, NodeSnapshot.node_id).where(
-                        NodeSnapshot.snapshot_id.in_([r[2] for r in short])
-                    )
+                    snapshot_holders([r.pause_snapshot_id for r in short])
                 )
             }
         wanted = []
-        for sandbox_id, origin, snapshot_id, have in short:
+        for row in short:
+            sandbox_id, snapshot_id = row.id, row.pause_snapshot_id
+            origin, have = row.pause_node_id, row.copies
             source = views.get(origin)
             # Nodes that could restore it (same runtime and platform as the one that took it)
             # and hold no copy yet, in the sandbox's own order.

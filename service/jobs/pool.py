@@ -29,10 +29,11 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.base import utcnow
-from service.db.models import Node, PoolMember, Tenant
+from service.db.models import PoolMember, Tenant
 from service.db.session import Db
 from service.errors import AppError
 from service.ids import new_id
+from service.jobs.queries import nodes_and_leases, pool_members
 from service.nodes.leases import READY, db_now
 from service.periodic import PeriodicJob
 from service.pool import metrics
@@ -84,15 +85,11 @@ async def _startable_nodes(session: AsyncSession, node_id: str) -> dict[str, str
     """The nodes that may hold pool members now, with their runtimes: ready with a running
     lease. This node counts until its first registration is in the record (a fresh start
     refills at once; its runtime is not known then)."""
-    rows = (
-        await session.execute(
-            select(Node.id, Node.state, Node.lease_expires_at > db_now(session), Node.runtime)
-        )
-    ).all()
+    rows = (await session.execute(nodes_and_leases(db_now(session)))).all()
     ready: dict[str, str | None] = {
-        node: runtime for node, state, live, runtime in rows if state == READY and live
+        row.id: row.runtime for row in rows if row.state == READY and row.live
     }
-    if node_id not in {row[0] for row in rows}:
+    if node_id not in {row.id for row in rows}:
         ready[node_id] = None
     return ready
 
@@ -212,20 +209,8 @@ class PoolRefiller(PeriodicJob):
 
     async def _members(self, pool_id: str) -> list[Member]:
         async with self.db() as session:
-            rows = await session.execute(
-                select(
-                    PoolMember.id,
-                    PoolMember.version_id,
-                    PoolMember.state,
-                    PoolMember.runtime_id,
-                    PoolMember.ready_at,
-                ).where(
-                    PoolMember.pool_id == pool_id,
-                    PoolMember.host == self.pool.host,
-                    PoolMember.state.in_(["starting", "ready"]),
-                )
-            )
-            return [Member(*row) for row in rows]
+            rows = await session.execute(pool_members(pool_id, self.pool.host))
+            return [Member(**row._mapping) for row in rows]
 
     async def _refill(self, runtime: SandboxRuntime, pool: Pool, check_health: bool) -> None:
         members = await self._members(pool.id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select, text
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -23,6 +23,7 @@ from service.db.pg import only_one
 from service.execs import stored
 from service.execs.recording import rate_second
 from service.jobs.output_retention import purge_outputs
+from service.jobs.queries import AUDIT_PURGE_ON
 from service.periodic import PeriodicJob
 from service.settings import Settings
 from service.tenants.service import quotas_of
@@ -45,7 +46,7 @@ async def purge_once(session: AsyncSession, default_days: int | None = None) -> 
     # it to, whatever this host's clock says.
     floor = None
     if postgres:
-        await session.execute(text("SET LOCAL airlock.audit_purge = 'on'"))
+        await session.execute(AUDIT_PURGE_ON)
         db_now = await session.scalar(select(func.now()))
         floor = db_now - timedelta(days=1, minutes=5)
     purged: dict[str, int] = {}

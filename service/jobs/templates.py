@@ -23,6 +23,7 @@ from service.db.models import Sandbox, Template, TemplateVersion, Tenant
 from service.db.reads import finds_a_row
 from service.db.session import Db
 from service.errors import AppError, Conflict, QuotaExceeded, ServiceUnavailable
+from service.jobs.queries import ANY_QUEUED_BUILD
 from service.nodes.snapshots import digest_of, record_copy
 from service.periodic import PeriodicJob
 from service.pool.service import WarmPool
@@ -70,13 +71,10 @@ class Claimed:
     source: tuple[str, str] | None = None
 
 
-_ANY_QUEUED = "SELECT 1 FROM template_versions WHERE state = 'queued' LIMIT 1"
-
-
 async def claim_next(db: Db, node_id: str | None = None) -> Claimed | None:
     """The next build in fair order across owners (service.sandboxes.queues), marked building on
     `node_id`."""
-    if not await finds_a_row(db.kw["bind"], _ANY_QUEUED):
+    if not await finds_a_row(db.kw["bind"], ANY_QUEUED_BUILD):
         return None
     async with db() as session, session.begin():
         # Builds queued beside a suspension are not run: they fail, saying why.

@@ -1,0 +1,92 @@
+"""The jobs' own statements, by name, each read by column: the builder's look at its queue, the
+retention purge's permission, what the pool refiller and the paused copies read of nodes,
+members and checkpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, func, select, text
+
+from service.db.models import Node, NodeSnapshot, PoolMember, Sandbox
+from service.nodes.leases import LOST
+from service.sandboxes.states import State
+
+# Whether any template version waits to be built (a cheap look before a claim's transaction).
+ANY_QUEUED_BUILD = "SELECT 1 FROM template_versions WHERE state = 'queued' LIMIT 1"
+
+# The audit purge's permission for the rest of the transaction (PostgreSQL's trigger refuses
+# to delete events without it).
+AUDIT_PURGE_ON = text("SET LOCAL airlock.audit_purge = 'on'")
+
+
+def nodes_and_leases(now: ColumnElement[object]) -> Select[Any]:
+    """Every node: `id`, `state`, whether its lease still runs at `now` (`live`), `runtime`
+    and `platform`."""
+    return select(
+        Node.id,
+        Node.state,
+        (Node.lease_expires_at > now).label("live"),
+        Node.runtime,
+        Node.platform,
+    )
+
+
+def pool_members(pool_id: str, host: str) -> Select[Any]:
+    """A pool's members on `host` that start or are ready, as `jobs.pool.Member` has them."""
+    return select(
+        PoolMember.id,
+        PoolMember.version_id,
+        PoolMember.state,
+        PoolMember.runtime_id,
+        PoolMember.ready_at,
+    ).where(
+        PoolMember.pool_id == pool_id,
+        PoolMember.host == host,
+        PoolMember.state.in_(["starting", "ready"]),
+    )
+
+
+def paused_short_of_copies(node_id: str, copies: int, batch: int) -> Select[Any]:
+    """Paused sandboxes of other nodes whose checkpoint has fewer than `copies` copies on live
+    nodes besides its own and none on `node_id`: `id`, `pause_node_id`, `pause_snapshot_id`
+    and `copies` (how many it has)."""
+    held = (
+        select(func.count())
+        .select_from(NodeSnapshot)
+        .join(Node, Node.id == NodeSnapshot.node_id)
+        .where(
+            NodeSnapshot.snapshot_id == Sandbox.pause_snapshot_id,
+            NodeSnapshot.digest == Sandbox.pause_digest,
+            NodeSnapshot.node_id != Sandbox.pause_node_id,
+            Node.state != LOST,
+        )
+        .scalar_subquery()
+    )
+    mine = (
+        select(NodeSnapshot.node_id)
+        .where(
+            NodeSnapshot.snapshot_id == Sandbox.pause_snapshot_id,
+            NodeSnapshot.node_id == node_id,
+        )
+        .exists()
+    )
+    return (
+        select(Sandbox.id, Sandbox.pause_node_id, Sandbox.pause_snapshot_id, held.label("copies"))
+        .where(
+            Sandbox.state == State.PAUSED.value,
+            Sandbox.pause_digest.is_not(None),
+            Sandbox.pause_node_id != node_id,
+            held < copies,
+            ~mine,
+        )
+        .order_by(Sandbox.id)
+        .limit(batch)
+    )
+
+
+def snapshot_holders(snapshot_ids: list[str]) -> Select[Any]:
+    """The nodes holding a copy of these checkpoints: `snapshot_id`, `node_id`."""
+    return select(NodeSnapshot.snapshot_id, NodeSnapshot.node_id).where(
+        NodeSnapshot.snapshot_id.in_(snapshot_ids)
+    )
