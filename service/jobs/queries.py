@@ -6,14 +6,58 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, func, select, text
+from sqlalchemy import ColumnElement, Select, func, or_, select, text, true
+from sqlalchemy.orm import aliased
 
-from service.db.models import Node, NodeSnapshot, PoolMember, Sandbox
+from service.db.base import on_node
+from service.db.models import Node, NodeSnapshot, PoolMember, Sandbox, Template, TemplateVersion
 from service.nodes.leases import LOST
+from service.sandboxes.queues import fair_order, owner_turns
 from service.sandboxes.states import State
 
 # Whether any template version waits to be built (a cheap look before a claim's transaction).
 ANY_QUEUED_BUILD = "SELECT 1 FROM template_versions WHERE state = 'queued' LIMIT 1"
+
+
+def next_build(node_id: str | None) -> Select[Any]:
+    """The id of the queued template version whose owner's turn it is (the fewest building,
+    then the longest since its last start, then the oldest); one made from a sandbox only
+    where that sandbox is (on `node_id`, when given)."""
+    past, past_template = aliased(TemplateVersion), aliased(Template)
+    waiting = (
+        select(Template.owner)
+        .join(TemplateVersion, TemplateVersion.template_id == Template.id)
+        .where(TemplateVersion.state == "queued")
+        .distinct()
+    )
+    turns = owner_turns(
+        select()
+        .select_from(past)
+        .join(past_template, past_template.id == past.template_id)
+        .where(past_template.owner.in_(waiting)),
+        past_template.owner,
+        past.state,
+        past.started_at,
+        "building",
+    )
+    here = select(Sandbox.id).where(
+        Sandbox.id == TemplateVersion.source_sandbox_id,
+        on_node(Sandbox.node_id, node_id),
+    )
+    return (
+        select(TemplateVersion.id)
+        .join(Template, Template.id == TemplateVersion.template_id)
+        .join(turns, turns.c.owner == Template.owner)
+        .where(TemplateVersion.state == "queued")
+        .where(
+            or_(TemplateVersion.source_sandbox_id.is_(None), here.exists())
+            if node_id is not None
+            else true()
+        )
+        .order_by(*fair_order(turns, TemplateVersion.created_at))
+        .limit(1)
+    )
+
 
 # The audit purge's permission for the rest of the transaction (PostgreSQL's trigger refuses
 # to delete events without it).

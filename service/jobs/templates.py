@@ -13,24 +13,23 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
-from sqlalchemy import or_, select, true, update
+from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
 
 from service.audit.recorder import AuditContext, record
 from service.db.base import on_node, utcnow
-from service.db.models import Sandbox, Template, TemplateVersion, Tenant
+from service.db.models import Template, TemplateVersion, Tenant
 from service.db.reads import finds_a_row
 from service.db.session import Db
 from service.errors import AppError, Conflict, QuotaExceeded, ServiceUnavailable
-from service.jobs.queries import ANY_QUEUED_BUILD
+from service.jobs.claims import take_first
+from service.jobs.queries import ANY_QUEUED_BUILD, next_build
 from service.nodes.snapshots import digest_of, record_copy
 from service.periodic import PeriodicJob
 from service.pool.service import WarmPool
 from service.runtime import SandboxRuntimeError, SnapshotInfo
 from service.runtime.egress import OPERATOR_GRANTS
 from service.runtime.holder import RuntimeHolder
-from service.sandboxes.queues import fair_order, owner_turns
 from service.sandboxes.quotas import Caps, check_room
 from service.sandboxes.repository import SandboxRepository
 from service.sandboxes.waking import Wake
@@ -79,53 +78,8 @@ async def claim_next(db: Db, node_id: str | None = None) -> Claimed | None:
     async with db() as session, session.begin():
         # Builds queued beside a suspension are not run: they fail, saying why.
         await cancel_queued_builds(session, SYSTEM, suspended_tenants())
-        past, past_template = aliased(TemplateVersion), aliased(Template)
-        waiting = (
-            select(Template.owner)
-            .join(TemplateVersion, TemplateVersion.template_id == Template.id)
-            .where(TemplateVersion.state == "queued")
-            .distinct()
-        )
-        turns = owner_turns(
-            select()
-            .select_from(past)
-            .join(past_template, past_template.id == past.template_id)
-            .where(past_template.owner.in_(waiting)),
-            past_template.owner,
-            past.state,
-            past.started_at,
-            "building",
-        )
-        # A version made from a sandbox is built where that sandbox is.
-        here = select(Sandbox.id).where(
-            Sandbox.id == TemplateVersion.source_sandbox_id,
-            on_node(Sandbox.node_id, node_id),
-        )
-        pick = (
-            select(TemplateVersion.id)
-            .join(Template, Template.id == TemplateVersion.template_id)
-            .join(turns, turns.c.owner == Template.owner)
-            .where(TemplateVersion.state == "queued")
-            .where(
-                or_(TemplateVersion.source_sandbox_id.is_(None), here.exists())
-                if node_id is not None
-                else true()
-            )
-            .order_by(*fair_order(turns, TemplateVersion.created_at))
-            .limit(1)
-        )
-        if session.bind.dialect.name == "postgresql":
-            pick = pick.with_for_update(of=TemplateVersion, skip_locked=True)
-        version_id = await session.scalar(
-            update(TemplateVersion)
-            .where(TemplateVersion.id == pick.scalar_subquery())
-            .values(
-                state="building",
-                started_at=utcnow(),
-                attempts=TemplateVersion.attempts + 1,
-                node_id=node_id,
-            )
-            .returning(TemplateVersion.id)
+        version_id = await take_first(
+            session, TemplateVersion, next_build(node_id), "building", node_id
         )
         if version_id is None:
             return None

@@ -12,18 +12,18 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
 
 from service.audit.recorder import AuditContext, record
 from service.db.base import on_node, utcnow
 from service.db.models import Review
 from service.db.reads import finds_a_row
-from service.nodes.local import local_node_id
+from service.jobs.claims import take_first
+from service.nodes.local import LocalNode
 from service.periodic import PeriodicJob
 from service.reviews.pipeline import Db, Deps, run_review
-from service.sandboxes.queues import fair_order, owner_turns
+from service.reviews.queries import ANY_QUEUED_REVIEW, next_review
 from service.tenants.suspension import (
     REASON,
     cancel_queued_reviews,
@@ -51,45 +51,14 @@ REPORT_FIELDS = (
 SYSTEM = AuditContext(actor="system:review-runner", request_id=None, client=None)
 
 
-_ANY_QUEUED = "SELECT 1 FROM reviews WHERE state = 'queued' LIMIT 1"
-
-
 async def claim_next(db: Db, node_id: str | None = None) -> str | None:
     """The next review in fair order (service.sandboxes.queues), marked running on `node_id`."""
-    if not await finds_a_row(db.kw["bind"], _ANY_QUEUED):
+    if not await finds_a_row(db.kw["bind"], ANY_QUEUED_REVIEW):
         return None
     async with db() as session, session.begin():
         # Reviews queued beside a suspension are not run: they fail, saying why.
         await cancel_queued_reviews(session, SYSTEM, suspended_tenants())
-        past = aliased(Review)
-        waiting = select(Review.tenant_id).where(Review.state == "queued").distinct()
-        turns = owner_turns(
-            select().select_from(past).where(past.tenant_id.in_(waiting)),
-            past.tenant_id,
-            past.state,
-            past.started_at,
-            "running",
-        )
-        pick = (
-            select(Review.id)
-            .join(turns, turns.c.owner == Review.tenant_id)
-            .where(Review.state == "queued")
-            .order_by(*fair_order(turns, Review.created_at))
-            .limit(1)
-        )
-        if session.bind.dialect.name == "postgresql":
-            pick = pick.with_for_update(of=Review, skip_locked=True)
-        return await session.scalar(
-            update(Review)
-            .where(Review.id == pick.scalar_subquery())
-            .values(
-                state="running",
-                started_at=utcnow(),
-                attempts=Review.attempts + 1,
-                node_id=node_id,
-            )
-            .returning(Review.id)
-        )
+        return await take_first(session, Review, next_review(), "running", node_id)
 
 
 async def requeue_interrupted(
@@ -143,7 +112,16 @@ async def _stop(db: Db, review_id: str) -> str:
 class ReviewRunner(PeriodicJob):
     name = "review-runner"
 
-    def __init__(self, deps: Deps, interval_s: float = 1.0, concurrency: int = CONCURRENCY) -> None:
+    def __init__(
+        self,
+        deps: Deps,
+        interval_s: float = 1.0,
+        concurrency: int = CONCURRENCY,
+        *,
+        node: LocalNode | None = None,
+    ) -> None:
+        """`node`: this process's node, as `create_app` builds it (without one, the node
+        the settings name)."""
         super().__init__(interval_s)
         self.deps = deps
         self.concurrency = concurrency
@@ -152,7 +130,7 @@ class ReviewRunner(PeriodicJob):
         self.tasks: dict[str, asyncio.Task[str]] = {}
         self.stopped: set[str] = set()
         self._recovered = False
-        self.node_id = local_node_id(deps.settings)
+        self.node_id = (node or LocalNode.unchecked(deps.settings)).id
 
     async def run_once(self) -> bool:
         if not self._recovered:
