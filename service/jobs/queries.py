@@ -4,9 +4,10 @@ members and checkpoints."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, func, or_, select, text, true
+from sqlalchemy import ColumnElement, Select, and_, func, or_, select, text, true
 from sqlalchemy.orm import aliased
 
 from service.db.base import on_node
@@ -56,6 +57,39 @@ def next_build(node_id: str | None) -> Select[Any]:
         )
         .order_by(*fair_order(turns, TemplateVersion.created_at))
         .limit(1)
+    )
+
+
+# The states a sandbox stops from when its TTL runs out.
+_EXPIRING = (State.RUNNING, State.FAILED, State.PAUSED)
+# A sandbox left `stopping` this long (by a crash) is stopped again.
+STUCK_STOPPING = timedelta(seconds=60)
+
+
+def expired_sandboxes(now: datetime, node_id: str | None, batch: int) -> Select[Any]:
+    """The sandboxes on `node_id` (every node's when None) past `expires_at`, paused ones past
+    `pause_expires_at`, and those stuck stopping, soonest expired first; rows other passes
+    hold are skipped."""
+    return (
+        select(Sandbox)
+        .where(
+            or_(
+                and_(
+                    Sandbox.state.in_([s.value for s in _EXPIRING]),
+                    Sandbox.expires_at < now,
+                ),
+                # A paused sandbox also ends after the tenant's max_paused_s.
+                and_(Sandbox.state == State.PAUSED.value, Sandbox.pause_expires_at < now),
+                and_(
+                    Sandbox.state == State.STOPPING.value,
+                    Sandbox.updated_at < now - STUCK_STOPPING,
+                ),
+            )
+        )
+        .where(on_node(Sandbox.node_id, node_id))
+        .order_by(Sandbox.expires_at)
+        .limit(batch)
+        .with_for_update(skip_locked=True)
     )
 
 

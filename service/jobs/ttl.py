@@ -8,15 +8,13 @@ same sandbox twice; a sandbox left `stopping` by a crash is picked up again afte
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
-from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext, record
-from service.db.base import on_node, utcnow
-from service.db.models import Sandbox
-from service.periodic import PeriodicJob
+from service.db.base import utcnow
+from service.jobs.passes import SandboxPass
+from service.jobs.queries import expired_sandboxes
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes.lifecycle import transition
 from service.sandboxes.service import stop_sandbox
@@ -25,7 +23,6 @@ from service.sandboxes.states import State
 log = logging.getLogger("airlock.jobs.ttl")
 
 SYSTEM = AuditContext(actor="system:ttl", request_id=None, client=None)
-STUCK_STOPPING = timedelta(seconds=60)
 BATCH = 20
 
 
@@ -37,31 +34,7 @@ async def reap_expired(
     now = utcnow()
     claimed: list[tuple[str, str]] = []
     async with db() as session, session.begin():
-        rows = (
-            await session.scalars(
-                select(Sandbox)
-                .where(
-                    or_(
-                        and_(
-                            Sandbox.state.in_(
-                                [State.RUNNING.value, State.FAILED.value, State.PAUSED.value]
-                            ),
-                            Sandbox.expires_at < now,
-                        ),
-                        # A paused sandbox also ends after the tenant's max_paused_s.
-                        and_(Sandbox.state == State.PAUSED.value, Sandbox.pause_expires_at < now),
-                        and_(
-                            Sandbox.state == State.STOPPING.value,
-                            Sandbox.updated_at < now - STUCK_STOPPING,
-                        ),
-                    )
-                )
-                .where(on_node(Sandbox.node_id, node_id))
-                .order_by(Sandbox.expires_at)
-                .limit(BATCH)
-                .with_for_update(skip_locked=True)
-            )
-        ).all()
+        rows = (await session.scalars(expired_sandboxes(now, node_id, BATCH))).all()
         for row in rows:
             if row.state != State.STOPPING:
                 paused_out = row.expires_at >= now  # then it is its pause that ran out
@@ -94,23 +67,10 @@ async def reap_expired(
     return [sandbox_id for sandbox_id, _ in claimed]
 
 
-class TtlReaper(PeriodicJob):
+class TtlReaper(SandboxPass):
     name = "ttl-reaper"
+    acted = "stopped expired sandboxes"
+    log = log
 
-    def __init__(
-        self,
-        db: async_sessionmaker[AsyncSession],
-        holder: RuntimeHolder,
-        interval_s: float,
-        node_id: str | None = None,
-    ) -> None:
-        super().__init__(interval_s)
-        self.db = db
-        self.holder = holder
-        self.node_id = node_id
-
-    async def run_once(self) -> bool:
-        stopped = await reap_expired(self.db, self.holder, self.node_id)
-        if stopped:
-            log.info("stopped expired sandboxes: %s", ", ".join(stopped))
-        return False
+    async def one_pass(self) -> list[str]:
+        return await reap_expired(self.db, self.holder, self.node_id)
