@@ -42,7 +42,7 @@ class ExecRow:
     runtime_exec_id: str
 
     def values(self) -> dict[str, Any]:
-        """The row by column, as `RecordTx.insert_started` takes it."""
+        """The row by column name."""
         return {c: getattr(self, c) for c in START_COLUMNS}
 
 
@@ -63,7 +63,7 @@ class ExecEnd:
     stored_bytes: int
 
     def values(self) -> dict[str, Any]:
-        """The columns by name, as `RecordTx.finish` takes them."""
+        """The columns it sets, by name."""
         return {c: getattr(self, c) for c in FINISH_COLUMNS}
 
 
@@ -165,14 +165,14 @@ class RecordTx:
         """The exec started with this Idempotency-Key."""
         raise NotImplementedError
 
-    async def insert_started(self, values: dict[str, Any], event: Event) -> None:
+    async def insert_started(self, row: ExecRow, event: Event) -> None:
         raise NotImplementedError
 
     async def facts_and_start(
         self,
         facts: Lookup,
         limits: Limits,
-        values: dict[str, Any],
+        row: ExecRow,
         event: Event,
     ) -> tuple[SandboxFacts | None, bool]:
         """`facts(*facts)`, and the start written at once when the sandbox runs and the
@@ -186,8 +186,8 @@ class RecordTx:
     # is a refusal, and no start is to be inserted after it).
     decides_start = False
 
-    async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> int | None:
-        """Write the end of a running exec (a finished one is left as it is) and its event,
+    async def finish(self, exec_id: str, end: ExecEnd, event: Event) -> int | None:
+        """Write the `end` of a running exec (a finished one is left as it is) and its event,
         and add its `stored_bytes` to its tenant's stored output. Returns the tenant's stored
         output after, when this exec added to it."""
         raise NotImplementedError

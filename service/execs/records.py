@@ -20,11 +20,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from service.audit.recorder import CHAIN_HEADS, ChainHeads
 from service.db import sqlite
 from service.db.pg import driver_connection, is_postgres
-from service.execs.recording import Event, RecordTx, SandboxFacts
+from service.execs.recording import Event, ExecEnd, ExecRow, RecordTx, SandboxFacts
 from service.execs.records_pg import PgTx
 from service.execs.records_sqlite import LiteTx
 
-__all__ = ["Event", "ExecRecords", "RecordTx", "SandboxFacts"]
+__all__ = ["Event", "ExecEnd", "ExecRecords", "ExecRow", "RecordTx", "SandboxFacts"]
 
 
 class ExecRecords:

@@ -28,8 +28,9 @@ from service.execs.queries import (
 from service.execs.quotas import QUOTA_RULES
 from service.execs.recording import (
     FINISH_COLUMNS,
-    START_COLUMNS,
     Event,
+    ExecEnd,
+    ExecRow,
     Limits,
     Lookup,
     RecordTx,
@@ -95,12 +96,12 @@ class PgTx(RecordTx):
         self.heads[event.chain] = (values["seq"], values["hash"])
         return row
 
-    async def insert_started(self, values: dict[str, Any], event: Event) -> None:
-        params = [*_start_params(values), rate_second(values["created_at"])]
+    async def insert_started(self, row: ExecRow, event: Event) -> None:
+        params = [*_start_params(row), rate_second(row.created_at)]
         await self._append(event, PG_START, params)
 
     async def facts_and_start(
-        self, facts: Lookup, limits: Limits, values: dict[str, Any], event: Event
+        self, facts: Lookup, limits: Limits, row: ExecRow, event: Event
     ) -> tuple[SandboxFacts | None, bool]:
         tenant_id, sandbox_id, only_sandbox, since = facts
         limits = Limits(*limits)
@@ -108,7 +109,7 @@ class PgTx(RecordTx):
         # each quota's default, the start's rate bucket, the start row.
         params = [tenant_id, sandbox_id, rate_second(since), only_sandbox, limits.timeout_s]
         params += [getattr(limits, rule.quota) for rule in QUOTA_RULES]
-        params += [rate_second(values["created_at"]), *_start_params(values)]
+        params += [rate_second(row.created_at), *_start_params(row)]
         async with self.heads.turn(event.chain):
             return await self._start_in_turn(tenant_id, event, params)
 
@@ -148,8 +149,8 @@ class PgTx(RecordTx):
             return _sandbox_facts(row), True
         return self._facts_of(tenant_id, row), False
 
-    async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> int | None:
-        params = [exec_id, *(values[c] for c in FINISH_COLUMNS)]
+    async def finish(self, exec_id: str, end: ExecEnd, event: Event) -> int | None:
+        params = [exec_id, *(getattr(end, c) for c in FINISH_COLUMNS)]
         row = await self._append(event, PG_FINISH, params)
         return row["stored_output_bytes"]
 
@@ -187,8 +188,9 @@ def _sandbox_facts(row: Any) -> SandboxFacts:
     )
 
 
-def _start_params(values: dict[str, Any]) -> list[Any]:
-    return [dumps(values[c]) if c in _JSON_COLUMNS else values[c] for c in START_COLUMNS]
+def _start_params(row: ExecRow) -> list[Any]:
+    """The start row's values in the order of START_COLUMNS, JSON ones encoded."""
+    return [dumps(v) if c in _JSON_COLUMNS else v for c, v in row.values().items()]
 
 
 def _event_values(event: Event, head: tuple[int, str]) -> dict[str, Any]:

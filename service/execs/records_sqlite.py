@@ -29,6 +29,8 @@ from service.execs.recording import (
     FINISH_COLUMNS,
     START_COLUMNS,
     Event,
+    ExecEnd,
+    ExecRow,
     RecordTx,
     Replay,
     SandboxFacts,
@@ -88,16 +90,16 @@ class LiteTx(RecordTx):
         row = _one(self.conn, LITE_REPLAY, (tenant_id, sandbox_id, key))
         return None if row is None else Replay(row["id"], row["request_hash"])
 
-    async def insert_started(self, values: dict[str, Any], event: Event) -> None:
-        self.conn.execute(LITE_INSERT_START, _START.params(values))
-        bucket = rate_second(values["created_at"])
-        self.conn.execute(LITE_COUNT_START, (values["tenant_id"], bucket))
+    async def insert_started(self, row: ExecRow, event: Event) -> None:
+        self.conn.execute(LITE_INSERT_START, _START.params(row.values()))
+        bucket = rate_second(row.created_at)
+        self.conn.execute(LITE_COUNT_START, (row.tenant_id, bucket))
         sqlite_append(self.conn, event.ctx, event.what())
 
-    async def finish(self, exec_id: str, values: dict[str, Any], event: Event) -> int | None:
-        ended = self.conn.execute(LITE_UPDATE_FINISH, [*_FINISH.params(values), exec_id])
+    async def finish(self, exec_id: str, end: ExecEnd, event: Event) -> int | None:
+        ended = self.conn.execute(LITE_UPDATE_FINISH, [*_FINISH.params(end.values()), exec_id])
         sqlite_append(self.conn, event.ctx, event.what())
-        added = values["stored_bytes"]
+        added = end.stored_bytes
         if not ended.rowcount or not added:
             return None
         usage = _one(self.conn, LITE_COUNT_FINISH, (event.chain, added))

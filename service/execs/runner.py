@@ -129,7 +129,7 @@ class ExecRunner:
                 replay = await _replay(tx, start)
                 if replay is not None:
                     return replay
-            sandbox, started = await tx.facts_and_start(facts, limits, row.values(), event)
+            sandbox, started = await tx.facts_and_start(facts, limits, row, event)
             if sandbox is None:
                 raise NotFound(f"no sandbox {sandbox_id}")
             if not started:
@@ -138,7 +138,7 @@ class ExecRunner:
                 # Checked and written as one statement where the form can (PostgreSQL):
                 # never inserted after checks made apart from it.
                 assert not tx.decides_start, "the start's statement and its checks disagree"
-                await tx.insert_started(row.values(), event)
+                await tx.insert_started(row, event)
             await tx.insert_secret_values(sealed)
         # Recorded, so the sandbox is the caller's: from now on its every exec masks these too.
         await self.secrets.settle(tenant_id, sandbox_id, sandbox.runtime_id)

@@ -188,7 +188,7 @@ class Runs:
         )
         end = _end_of(sink, outcome)
         async with self.records.unit() as tx:
-            total = await tx.finish(row.id, end.values(), _finish_event(task, end, outcome.net))
+            total = await tx.finish(row.id, end, _finish_event(task, end, outcome.net))
         self.notify(row.id)
         if total is not None and total > task.output_cap:
             self.trims.soon(row.tenant_id, task.output_cap)

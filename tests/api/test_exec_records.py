@@ -20,7 +20,7 @@ from service.audit.recorder import AuditContext, ChainHeads, record
 from service.db import models
 from service.db.pg import driver_connection
 from service.db.session import make_engine
-from service.execs.records import Event, ExecRecords
+from service.execs.records import Event, ExecEnd, ExecRecords, ExecRow
 from service.ids import new_id
 from service.jobs.retention import purge_once
 from tests.conftest import Api, SandboxRecorder, Tenant, database_kind
@@ -107,7 +107,7 @@ async def test_start_chunks_finish_write_rows_and_a_chain_that_verifies(
         assert facts is not None
         assert (facts.id, facts.state, facts.recent_execs) == (sandbox_id, "stopped", 0)
         assert isinstance(facts.quotas, dict) and facts.network == {"mode": "none"}
-        await tx.insert_started(values, event(tenant.id, "exec.start", values["id"]))
+        await tx.insert_started(ExecRow(**values), event(tenant.id, "exec.start", values["id"]))
     async with records.unit() as tx:
         await tx.insert_chunks(
             [
@@ -116,12 +116,14 @@ async def test_start_chunks_finish_write_rows_and_a_chain_that_verifies(
             ]
         )
     async with records.unit() as tx:
-        await tx.finish(values["id"], finish_values(), event(tenant.id, "exec.finish", "x"))
+        await tx.finish(
+            values["id"], ExecEnd(**finish_values()), event(tenant.id, "exec.finish", "x")
+        )
     # A second finish (a late kill, a reconciler) leaves the finished record as it was.
     async with records.unit() as tx:
         await tx.finish(
             values["id"],
-            finish_values(state="interrupted", exit_code=None, outcome=None),
+            ExecEnd(**finish_values(state="interrupted", exit_code=None, outcome=None)),
             event(tenant.id, "exec.finish", "y"),
         )
 
@@ -177,7 +179,7 @@ async def test_a_start_counts_against_the_rate_for_a_whole_minute_and_no_longer(
     for ago in (200, 30, 0, 0):
         values = {**start_values(tenant.id, sandbox_id), "created_at": now - timedelta(0, ago)}
         async with records.unit() as tx:
-            await tx.insert_started(values, event(tenant.id, "exec.start", values["id"]))
+            await tx.insert_started(ExecRow(**values), event(tenant.id, "exec.start", values["id"]))
 
     async def counted(at: datetime) -> tuple[int, datetime | None]:
         async with records.unit() as tx:
@@ -232,14 +234,14 @@ async def test_an_idempotency_key_replays_and_cannot_be_inserted_twice(
     records = ExecRecords(engine, ChainHeads())
     first = start_values(tenant.id, sandbox_id, key="k-1")
     async with records.unit() as tx:
-        await tx.insert_started(first, event(tenant.id, "exec.start", first["id"]))
+        await tx.insert_started(ExecRow(**first), event(tenant.id, "exec.start", first["id"]))
     async with records.unit() as tx:
         assert await tx.replay_of(tenant.id, sandbox_id, "k-1") == (first["id"], "h1")
         assert await tx.replay_of(tenant.id, sandbox_id, "k-2") is None
     second = start_values(tenant.id, sandbox_id, key="k-1")
     with pytest.raises(IntegrityError):
         async with records.unit() as tx:
-            await tx.insert_started(second, event(tenant.id, "exec.start", second["id"]))
+            await tx.insert_started(ExecRow(**second), event(tenant.id, "exec.start", second["id"]))
     # Nothing of the refused start was kept, the audit event included.
     async with records.unit() as tx:
         assert await tx.replay_of(tenant.id, sandbox_id, "k-1") == (first["id"], "h1")
@@ -285,9 +287,11 @@ async def test_concurrent_appends_to_one_chain_all_land_and_the_chain_verifies(
     async def start(records: ExecRecords) -> str:
         values = start_values(tenant.id, sandbox_id)
         async with records.unit() as tx:
-            await tx.insert_started(values, event(tenant.id, "exec.start", values["id"]))
+            await tx.insert_started(ExecRow(**values), event(tenant.id, "exec.start", values["id"]))
         async with records.unit() as tx:
-            await tx.finish(values["id"], finish_values(), event(tenant.id, "exec.finish", "f"))
+            await tx.finish(
+                values["id"], ExecEnd(**finish_values()), event(tenant.id, "exec.finish", "f")
+            )
         return values["id"]
 
     async def locked_append(n: int) -> None:
@@ -348,7 +352,7 @@ async def test_facts_and_start_write_only_what_the_checks_allow(
             facts, started = await tx.facts_and_start(
                 (tenant.id, sandbox_id, None, since),
                 (timeout_s, 120, 300.0, 16),
-                values,
+                ExecRow(**values),
                 event(tenant.id, "exec.start", values["id"]),
             )
         assert facts is not None
@@ -366,7 +370,7 @@ async def test_facts_and_start_write_only_what_the_checks_allow(
     if not postgres:
         values = start_values(tenant.id, running)
         async with records.unit() as tx:
-            await tx.insert_started(values, event(tenant.id, "exec.start", values["id"]))
+            await tx.insert_started(ExecRow(**values), event(tenant.id, "exec.start", values["id"]))
     started, second = await attempt(running, 5)
     assert started is postgres and await exists(second) is postgres
     for sandbox_id, timeout_s in ((stopped, 5), (running, 31)):

@@ -17,7 +17,7 @@ from service.audit.recorder import AuditContext, ChainHeads
 from service.db import models
 from service.db.session import make_engine
 from service.execs import stored
-from service.execs.records import Event, ExecRecords
+from service.execs.records import Event, ExecEnd, ExecRecords, ExecRow
 from service.ids import new_id
 from service.jobs.output_retention import purge_outputs
 from service.jobs.retention import purge_once
@@ -68,7 +68,7 @@ async def finished_exec(
         "runtime_exec_id": None,
     }
     async with records.unit() as tx:
-        await tx.insert_started(values, event(tenant_id, "exec.start", exec_id))
+        await tx.insert_started(ExecRow(**values), event(tenant_id, "exec.start", exec_id))
     half = len(output) // 2
     async with records.unit() as tx:
         await tx.insert_chunks(
@@ -91,7 +91,9 @@ async def finished_exec(
         "stored_bytes": len(output),
     }
     async with records.unit() as tx:
-        total = await tx.finish(exec_id, finish, event(tenant_id, "exec.finish", exec_id))
+        total = await tx.finish(
+            exec_id, ExecEnd(**finish), event(tenant_id, "exec.finish", exec_id)
+        )
     return exec_id, total
 
 
