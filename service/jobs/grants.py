@@ -129,18 +129,19 @@ class NarrowedGrants(PeriodicJob):
             ).all()
         verified: dict[str, Grants] = {}
         quotas_of: dict[str, Quotas] = {}
-        for sandbox_id, tenant_id, runtime_id, network, stored in rows:
-            if runtime_id is None or (network or {}).get("mode", "none") == "none":
+        for row in rows:
+            sandbox_id, tenant_id, runtime_id = row.id, row.tenant_id, row.runtime_id
+            if runtime_id is None or (row.network or {}).get("mode", "none") == "none":
                 continue
             quotas = quotas_of.get(tenant_id) or quotas_of.setdefault(
-                tenant_id, quotas_from(stored)
+                tenant_id, quotas_from(row.quotas)
             )
             grants, seen = Grants.of(quotas), self._verified.get(sandbox_id)
             if seen is None or not seen.within(grants):
                 # Not seen running here before (new, resumed, moved here), or its tenant's
                 # grants narrowed since.
                 try:
-                    await self._bring_under(tenant_id, sandbox_id, runtime_id, network, quotas)
+                    await self._bring_under(tenant_id, sandbox_id, runtime_id, row.network, quotas)
                 except Exception:  # the next pass tries again
                     log.exception("bringing sandbox %s under its grants failed", sandbox_id)
                     continue

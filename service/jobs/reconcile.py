@@ -84,8 +84,8 @@ async def reconcile(
                 )
             )
         ).all()
-    for sandbox_id, tenant_id in stopping:
-        await stop_sandbox(db, runtime, sandbox_id, tenant_id, reason="finished after restart")
+    for row in stopping:
+        await stop_sandbox(db, runtime, row.id, row.tenant_id, reason="finished after restart")
         counts["stopped"] += 1
 
     keep: set[str] = set()
@@ -208,9 +208,10 @@ async def _pool_members(
         ).all()
     keep: set[str] = set()
     dropped = []
-    for member_id, state, runtime_id in members:
+    for member in members:
+        member_id, runtime_id = member.id, member.runtime_id
         alive = False
-        if state == "ready" and runtime_id is not None:
+        if member.state == "ready" and runtime_id is not None:
             with contextlib.suppress(SandboxRuntimeError):
                 alive = (await runtime.get(runtime_id)).state == "running"
         if alive:

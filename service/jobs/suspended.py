@@ -13,9 +13,9 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
-from sqlalchemy import select
+from sqlalchemy import Row, select
 
 from service.audit.recorder import AuditContext, record
 from service.db.models import Exec, Sandbox
@@ -79,16 +79,12 @@ class SuspendedExecs:
                 )
             )  # fmt: skip
             doomed = found.all()
-        await asyncio.gather(*(self._kill(*row) for row in doomed))
+        await asyncio.gather(*(self._kill(row) for row in doomed))
 
-    async def _kill(
-        self,
-        exec_id: str,
-        tenant_id: str,
-        sandbox_id: str,
-        runtime_exec_id: str | None,
-        runtime_id: str | None,
-    ) -> None:
+    async def _kill(self, row: Row[Any]) -> None:
+        """Kill a running exec of a row read above, by its columns."""
+        exec_id, tenant_id, sandbox_id = row.id, row.tenant_id, row.sandbox_id
+        runtime_exec_id, runtime_id = row.runtime_exec_id, row.runtime_id
         async with self.db() as session, session.begin():
             await record(
                 session, SYSTEM, chain=tenant_id, action="exec.kill", target=exec_id,

@@ -131,8 +131,9 @@ class UsageSampler(PeriodicJob):
                 )
             ).all()
         tenants: dict[str, TenantUsage] = {}
-        for tenant_id, runtime_id in rows:
-            usage = tenants.setdefault(tenant_id, TenantUsage())
+        for row in rows:
+            runtime_id = row.runtime_id
+            usage = tenants.setdefault(row.tenant_id, TenantUsage())
             usage.sandboxes += 1
             try:
                 stats = await asyncio.wait_for(runtime.stats(runtime_id), PER_SANDBOX_TIMEOUT_S)
