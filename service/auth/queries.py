@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -28,21 +28,17 @@ class ApiKeyFacts:
     def read(cls, row: Any, codec: Codec | None = None) -> ApiKeyFacts:
         """From a row of `PG_API_KEY` or `LITE_API_KEY`, by column name; `codec` turns SQLite's
         stored values into what SQLAlchemy's types read."""
-        stored = [row[name] for name in _STORED]
-        scopes, revoked_at, last_used_at = codec.row(stored) if codec is not None else stored
-        return cls(
-            id=row["id"],
-            tenant_id=row["tenant_id"],
-            scopes=scopes,
-            revoked_at=revoked_at,
-            last_used_at=last_used_at,
-            status=row["status"],
-        )
+        values = {name: row[name] for name in _COLUMNS}
+        if codec is not None:
+            stored = codec.row([values[name] for name in codec.names])
+            values.update(zip(codec.names, stored, strict=True))
+        return cls(**values)
 
 
-# The key's columns SQLite stores other than as SQLAlchemy reads them, and how it gives them.
-_STORED = ("scopes", "revoked_at", "last_used_at")
-LITE_API_KEY_CODEC = Codec(ApiKey.__table__, _STORED)
+_COLUMNS = tuple(f.name for f in fields(ApiKeyFacts))
+
+# How SQLite gives the key's columns it stores other than as SQLAlchemy reads them.
+LITE_API_KEY_CODEC = Codec(ApiKey.__table__, ("scopes", "revoked_at", "last_used_at"))
 
 # The key of a hash, with its tenant's status: $1 the key's hash.
 PG_API_KEY = """
