@@ -211,11 +211,11 @@ async def test_a_checkpoint_restored_in_place_keeps_policy_and_memory(
     async with sandbox.lock:  # as a pause does: new work waits until the sandbox runs again
         sandbox.ready.clear()
         try:
-            await runtime._check_quiet(sandbox)
-            code, out = await runtime.checkpoint_to_dir(sandbox, image)
+            await runtime.snapshots.check_quiet(sandbox)
+            code, out = await runtime.lifecycle.checkpoint_to_dir(sandbox, image)
             assert code == 0, out
-            assert await runtime._state(info.id) is None  # stopped: its container is gone
-            code, out = await runtime.restore_in_place(sandbox, image)
+            assert await runtime.execs.state(info.id) is None  # stopped: its container is gone
+            code, out = await runtime.lifecycle.restore_in_place(sandbox, image)
             assert code == 0, out
         finally:
             sandbox.ready.set()

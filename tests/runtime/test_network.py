@@ -411,7 +411,7 @@ async def test_reaping_a_dead_owners_sandbox_removes_its_network(
     meta["owner"] = {"pid": 999_999_999, "start": 1}  # a process that is gone
     del meta["net"]
     record.write_text(json.dumps(meta))
-    gvisor._sandboxes.pop(info.id, None)
+    gvisor.store.live.pop(info.id, None)
     assert tag(info.id) in host_state()
     assert info.id in await gvisor.reap_orphans()
     assert [line for line in host_state().splitlines() if tag(info.id) in line] == []

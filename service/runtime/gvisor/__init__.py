@@ -2,13 +2,15 @@
 
 | module | part |
 | --- | --- |
-| `runtime.py` | `GVisorRuntime`, assembled from the parts; `destroy_left` (a state dir emptied) |
+| `core.py`, `runtime.py` | what the parts share; `GVisorRuntime`, composed of the parts |
+| `leftovers.py` | `destroy_left` (a state dir emptied) |
 | `runsc.py` | runsc command lines, running them, reaping its helpers |
 | `platform.py` | the platform (systrap where a probe works, else ptrace) and why |
 | `record.py`, `store.py` | a sandbox's record (`sandbox.json`); the store and the live handles |
 | `bundle.py` | the OCI bundle (`config.json`) and exec process documents |
 | `lifecycle.py` | launch, teardown, orphans of a previous run |
-| `execs.py`, `files.py` | execs (agent or `runsc exec`); files in, out and between sandboxes |
+| `execs.py`, `outcomes.py` | execs (agent or `runsc exec`); how one that failed ended |
+| `files.py`, `usage.py` | files in, out and between sandboxes; a sandbox's usage |
 | `snapshots.py`, `pause.py` | snapshots (checkpoint/restore); pause and resume in place |
 | `policy.py` | a running sandbox's network policy |
 | `network.py`, `netstack.py` | namespaces, veth pairs, iptables chains; netstack or hostinet |
@@ -23,7 +25,8 @@
 | `inside.py` | scripts run inside a sandbox (kill a tree, find held pipes) |
 """
 
+from .leftovers import destroy_left
 from .platform import PlatformChoice, choose_platform
-from .runtime import GVisorRuntime, destroy_left
+from .runtime import GVisorRuntime
 
 __all__ = ["GVisorRuntime", "PlatformChoice", "choose_platform", "destroy_left"]

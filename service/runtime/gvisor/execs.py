@@ -20,6 +20,7 @@ import re
 import secrets
 import time
 from collections.abc import AsyncIterable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import ExecNotFound, InvalidSpec, SandboxNotFound, TtyUnsupported
@@ -30,10 +31,11 @@ from ..types import ExecRequest, ExecResult, Outcome, TtySize, new_exec_id
 from . import bundle, reaper
 from .agent_execution import AgentExecution
 from .agent_link import AgentLost
-from .core import Core
+from .core import HELPER_ENV
 from .inside import KILL_SCRIPT
-from .runsc import KILL_TIMEOUT_S
-from .store import Sandbox
+from .outcomes import exec_end
+from .runsc import KILL_TIMEOUT_S, Runsc
+from .store import Sandbox, Store
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +48,13 @@ HELLO_WAIT_S = 10.0
 OOM_AFTERMATH_S = 30.0
 
 
-class Execs(Core):
+@dataclass
+class Execs:
+    """Execs in the store's sandboxes, through their agent or the runsc driver."""
+
+    store: Store
+    cli: Runsc
+
     async def agent_ready(self, sandbox_id: str, timeout_s: float = 10.0) -> bool:
         """Whether execs in this sandbox go through its exec agent, waiting up to `timeout_s`
         for a freshly started agent to say hello (until then execs use `runsc exec`)."""
@@ -69,7 +77,7 @@ class Execs(Core):
         if request.tty is not None:
             await self.tty_available(sandbox_id)  # a fresh agent says hello first
         sandbox = await self.store.ready(sandbox_id)
-        return await self._start_exec(
+        return await self.start_exec(
             sandbox,
             list(request.argv),
             cwd=request.cwd,
@@ -98,9 +106,9 @@ class Execs(Core):
         if not EXEC_ID.fullmatch(exec_id) or not pid_file.exists():
             raise ExecNotFound(exec_id)
         await self._kill_tree(sandbox, exec_id)
-        self._exec_done(sandbox, exec_id)
+        self.exec_done(sandbox, exec_id)
 
-    async def _spawn_exec(
+    async def spawn_exec(
         self, sandbox: Sandbox, exec_id: str, process: dict[str, Any], with_stdin: bool
     ) -> Spawned:
         base = sandbox.dir / "exec" / exec_id
@@ -127,7 +135,7 @@ class Execs(Core):
         env.update(extra)
         return bundle.env_list(env)
 
-    async def _start_exec(
+    async def start_exec(
         self,
         sandbox: Sandbox,
         argv: list[str],
@@ -156,7 +164,7 @@ class Execs(Core):
         process = bundle.exec_process(
             argv=argv,
             cwd=sandbox_path(cwd),
-            env=self.HELPER_ENV if helper else self._exec_env(sandbox, env or {}),
+            env=HELPER_ENV if helper else self._exec_env(sandbox, env or {}),
             uid=uid,
             gid=gid,
         )
@@ -165,7 +173,7 @@ class Execs(Core):
             raise TtyUnsupported("this sandbox has no exec agent to give the exec a terminal")
         if sandbox.agent is not None:
             try:
-                return await self._agent_exec(
+                return await self.agent_exec(
                     sandbox,
                     process,
                     exec_id=exec_id,
@@ -180,7 +188,7 @@ class Execs(Core):
                     raise TtyUnsupported("the sandbox's exec agent was lost") from None
         if not helper:
             _note_runsc_exec(sandbox)
-        spawned = await self._spawn_exec(sandbox, exec_id, process, stdin is not None)
+        spawned = await self.spawn_exec(sandbox, exec_id, process, stdin is not None)
         kill_tree, classify, on_done = self._hooks(sandbox, exec_id)
         return self._track(
             sandbox,
@@ -206,7 +214,7 @@ class Execs(Core):
             if not await link.wait_ready(HELLO_WAIT_S):
                 link.close("the agent did not say hello")
 
-    async def _agent_exec(
+    async def agent_exec(
         self,
         sandbox: Sandbox,
         process: dict[str, Any],
@@ -265,14 +273,14 @@ class Execs(Core):
         return (
             functools.partial(self._kill_tree, sandbox, exec_id),
             functools.partial(self._classify, sandbox, sandbox.cgroup.oom_kills()),
-            lambda execution: self._exec_done(sandbox, execution.id),
+            lambda execution: self.exec_done(sandbox, execution.id),
         )
 
     def _track(self, sandbox: Sandbox, execution: _E) -> _E:
         sandbox.execs[execution.id] = execution
         return execution
 
-    def _exec_done(self, sandbox: Sandbox, exec_id: str) -> None:
+    def exec_done(self, sandbox: Sandbox, exec_id: str) -> None:
         sandbox.execs.pop(exec_id, None)
         base = sandbox.dir / "exec" / exec_id
         for suffix in (".json", ".pid"):
@@ -291,11 +299,11 @@ class Execs(Core):
         if not pid:
             log.warning("sandbox %s: no pid for exec %s, cannot kill its tree", sandbox.id, exec_id)
             return
-        await self._root_helper(
+        await self.root_helper(
             sandbox, "kill", ["/bin/sh", "-c", KILL_SCRIPT, "sh", str(pid)], "CAP_KILL"
         )
 
-    async def _root_helper(
+    async def root_helper(
         self, sandbox: Sandbox, kind: str, argv: list[str], capability: str
     ) -> int | None:
         """Run a short root process inside the sandbox holding just `capability`; its exit
@@ -303,13 +311,13 @@ class Execs(Core):
         process = bundle.exec_process(
             argv=argv,
             cwd="/",
-            env=self.HELPER_ENV,
+            env=HELPER_ENV,
             uid=0,
             gid=0,
             caps=[capability],
         )
         helper_id = f"{kind}-{secrets.token_hex(8)}"
-        spawned = await self._spawn_exec(sandbox, helper_id, process, with_stdin=False)
+        spawned = await self.spawn_exec(sandbox, helper_id, process, with_stdin=False)
         try:
             return await asyncio.wait_for(spawned.proc.wait(), KILL_TIMEOUT_S)
         except TimeoutError:
@@ -318,7 +326,7 @@ class Execs(Core):
             return None
         finally:
             spawned.close()
-            self._exec_done(sandbox, helper_id)
+            self.exec_done(sandbox, helper_id)
 
     async def _classify(
         self, sandbox: Sandbox, oom_kills_before: int | None, code: int | None
@@ -340,7 +348,7 @@ class Execs(Core):
         if oom_killed:
             sandbox.oom_seen_at = now
         agent_lost = sandbox.link is not None and sandbox.link.broken is not None
-        ended = (oom_killed and agent_lost) or await self._state(sandbox.id) != "running"
+        ended = (oom_killed and agent_lost) or await self.state(sandbox.id) != "running"
         outcome, reason = exec_end(
             code,
             oom_killed,
@@ -352,35 +360,9 @@ class Execs(Core):
             sandbox.mark_failed(reason)
         return outcome
 
-    async def _state(self, sandbox_id: str) -> str | None:
+    async def state(self, sandbox_id: str) -> str | None:
         """runsc's state of the container (`running`, `stopped`...), None if it has none."""
         return await self.cli.state(sandbox_id, self.store.record_of(sandbox_id))
-
-
-def exec_end(
-    code: int | None,
-    oom_killed: bool,
-    *,
-    sandbox_ended: bool,
-    recent_oom: bool,
-    pids_hit: bool,
-) -> tuple[Outcome, str | None]:
-    """An exec that did not succeed: its outcome, and why the sandbox failed if it ended
-    with it. `oom_killed`: the memory cgroup counted an OOM kill while the exec ran;
-    `recent_oom`: an exec saw one within OOM_AFTERMATH_S before this one ended.
-
-    The OOM killer striking means `oom`; under systrap it takes only the address space that
-    grew (its process ends, no message) and the sandbox lives on, so counting from each
-    exec's own start keeps later execs from being called OOM too. The sandbox may still die
-    of it a moment later, with no second kill counted: the next exec to find it gone is
-    `killed` (it did not ask for the memory) and the sandbox failed `oom`."""
-    if oom_killed:
-        return "oom", "oom" if sandbox_ended else None
-    if (code is None or code >= 128) and sandbox_ended:
-        if pids_hit:
-            return "killed", "pids"
-        return "killed", "oom" if recent_oom else "crashed"
-    return "exited", None
 
 
 def _check_size(size: TtySize) -> None:

@@ -12,6 +12,7 @@ import contextlib
 import secrets
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable
+from dataclasses import dataclass
 
 from .. import files as scripts
 from .. import transfers
@@ -22,9 +23,9 @@ from ..types import FileEntry
 from . import bundle
 from .agent_execution import AgentExecution
 from .agent_link import AgentLost
-from .core import TRANSFER_TIMEOUT_S
+from .core import HELPER_ENV, TRANSFER_TIMEOUT_S
 from .execs import Execs
-from .store import Sandbox
+from .store import Sandbox, Store
 
 # What a sandbox wrote in its work, home and scratch directories; `copy_files` moves it with
 # tar inside both sandboxes. The directories themselves are not in the archive, so the
@@ -44,7 +45,13 @@ UNPACK_SCRIPT = "cd / && tar -xpf - --no-overwrite-dir && exec cat >/dev/null"
 Finish = Callable[[int | None, bytes], None]
 
 
-class Files(Execs):
+@dataclass
+class Files:
+    """Files of the store's sandboxes, moved by scripts run inside them through `execs`."""
+
+    store: Store
+    execs: Execs
+
     async def write_file(
         self,
         sandbox_id: str,
@@ -60,7 +67,7 @@ class Files(Execs):
             raise InvalidSpec("mode must be between 0 and 0o7777")
         upload = transfers.Counted(data)
         token = secrets.token_hex(8)
-        execution = await self._start_exec(
+        execution = await self.execs.start_exec(
             sandbox,
             transfers.write_argv(target, mode, token),
             user=user,
@@ -72,7 +79,7 @@ class Files(Execs):
         result = await execution.wait()
         if execution.feed_error is not None or result.outcome != "exited":
             with contextlib.suppress(SandboxRuntimeError):
-                cleanup = await self._start_exec(
+                cleanup = await self.execs.start_exec(
                     sandbox,
                     ["rm", "-f", "--", scripts.upload_temp_path(target, token)],
                     user=user,
@@ -106,7 +113,7 @@ class Files(Execs):
     ) -> list[FileEntry]:
         target = sandbox_path(path)
         sandbox = await self.store.ready(sandbox_id)
-        execution = await self._start_exec(
+        execution = await self.execs.start_exec(
             sandbox,
             transfers.list_argv(target),
             user=user,
@@ -143,7 +150,7 @@ class Files(Execs):
                 moved += len(chunk)
                 yield chunk
 
-        execution = await self._start_exec(
+        execution = await self.execs.start_exec(
             target,
             ["/bin/sh", "-c", UNPACK_SCRIPT],
             stdin=packed(),
@@ -167,10 +174,10 @@ class Files(Execs):
         """The stdout of `argv` run in the sandbox, as it comes; `finish(exit code, stderr)`
         raises for a failed end once the output is read."""
         uid, gid = parse_user(user or sandbox.spec.user)
-        process = bundle.exec_process(argv=argv, cwd="/", env=self.HELPER_ENV, uid=uid, gid=gid)
+        process = bundle.exec_process(argv=argv, cwd="/", env=HELPER_ENV, uid=uid, gid=gid)
         if sandbox.agent is not None:
             try:
-                execution = await self._agent_exec(
+                execution = await self.execs.agent_exec(
                     sandbox,
                     process,
                     stdin=None,
@@ -186,7 +193,7 @@ class Files(Execs):
                     yield chunk
                 return
         read_id = "read-" + secrets.token_hex(8)
-        spawned = await self._spawn_exec(sandbox, read_id, process, with_stdin=False)
+        spawned = await self.execs.spawn_exec(sandbox, read_id, process, with_stdin=False)
         errors = asyncio.create_task(spawned.stderr.read(64 * 1024))
         try:
             while chunk := await spawned.stdout.read(256 * 1024):
@@ -200,7 +207,7 @@ class Files(Execs):
                     spawned.proc.kill()
                 await spawned.proc.wait()
             spawned.close()
-            self._exec_done(sandbox, read_id)
+            self.execs.exec_done(sandbox, read_id)
 
 
 async def _read_through_agent(

@@ -23,12 +23,16 @@ import contextlib
 import json
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import records
 from ..errors import SandboxBusy, SandboxFailed, SandboxRuntimeError
 from ..types import PauseInfo, SandboxInfo
-from .snapshots import Snapshots
+from .core import Core
+from .execs import Execs
+from .lifecycle import Lifecycle
+from .snapshots import Snapshots, snapshot_meta
 from .store import Sandbox
 
 LEGACY_DIR = "paused"
@@ -38,10 +42,18 @@ def size_of(directory: Path) -> int:
     return sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
 
 
-class Pauses(Snapshots):
+@dataclass
+class Pauses:
+    """Pause and resume of `core`'s sandboxes: a checkpoint into a snapshot of their own."""
+
+    core: Core
+    lifecycle: Lifecycle
+    snapshots: Snapshots
+    execs: Execs
+
     async def pause(self, sandbox_id: str) -> PauseInfo:
-        sandbox = self.store.usable(sandbox_id)
-        if not self.can_checkpoint(sandbox):
+        sandbox = self.core.store.usable(sandbox_id)
+        if not self.lifecycle.can_checkpoint(sandbox):
             raise SandboxBusy(
                 f"sandbox {sandbox_id} has a network on the host stack of its namespace, "
                 "which this runsc cannot checkpoint"
@@ -49,30 +61,30 @@ class Pauses(Snapshots):
         async with sandbox.lock:
             sandbox.ready.clear()
             try:
-                await self._check_quiet(sandbox)
+                await self.snapshots.check_quiet(sandbox)
                 return await self._checkpoint_and_stop(sandbox)
             finally:
                 sandbox.ready.set()
 
     async def resume(self, sandbox_id: str) -> SandboxInfo:
-        sandbox = self.store.load(sandbox_id)
+        sandbox = self.core.store.load(sandbox_id)
         if sandbox.meta.failure_reason:
             raise SandboxFailed(sandbox_id, sandbox.meta.failure_reason)
         if not sandbox.meta.paused:
             raise SandboxBusy(f"sandbox {sandbox_id} is not paused")
         async with sandbox.lock:
-            self.store.adopt(sandbox)
+            self.core.store.adopt(sandbox)
             await asyncio.to_thread(self._rehome_cgroup, sandbox)
-            self.host_memory.admit(sandbox.id, int(sandbox.meta.memory_limit_mib))
+            self.core.host_memory.admit(sandbox.id, int(sandbox.meta.memory_limit_mib))
             with contextlib.ExitStack() as undo:  # a resume that fails gives the room back
-                undo.callback(self.host_memory.release, sandbox.id)
-                self.reaper.ensure()
+                undo.callback(self.core.host_memory.release, sandbox.id)
+                self.core.reaper.ensure()
                 snapshot_id = sandbox.meta.paused.get("snapshot")
                 # (a sandbox paused by an earlier version has its image in its own directory)
                 image = sandbox.dir / LEGACY_DIR
                 if snapshot_id:
-                    image = self._load_snapshot(snapshot_id)[1] / "image"
-                code, out = await self.restore_in_place(sandbox, image)
+                    image = self.snapshots.load_snapshot(snapshot_id)[1] / "image"
+                code, out = await self.lifecycle.restore_in_place(sandbox, image)
                 if code != 0:
                     sandbox.mark_failed("resume")
                     raise SandboxFailed(sandbox_id, "resume", out.strip()[-500:])
@@ -80,7 +92,7 @@ class Pauses(Snapshots):
             sandbox.meta.paused = None
             sandbox.save()
             if snapshot_id:
-                await self.delete_snapshot(snapshot_id)
+                await self.snapshots.delete_snapshot(snapshot_id)
             else:
                 await asyncio.to_thread(shutil.rmtree, image, True)
             return sandbox.info()
@@ -90,7 +102,7 @@ class Pauses(Snapshots):
         sandboxes. With AIRLOCK_CGROUP_PARENT=self that is below this process's own cgroup,
         which a node started again in a new pod or container does not share with the one
         that paused it."""
-        wanted = self.store.cgroup_path(sandbox.id)
+        wanted = self.core.store.cgroup_path(sandbox.id)
         if sandbox.cgroup_path == wanted:
             return
         config_file = sandbox.bundle / "config.json"
@@ -102,20 +114,20 @@ class Pauses(Snapshots):
 
     async def _checkpoint_and_stop(self, sandbox: Sandbox) -> PauseInfo:
         started = time.monotonic()
-        cut = await self._connections_cut(sandbox)
+        cut = await self.snapshots.connections_cut(sandbox)
         snapshot_id = records.new_snapshot_id()
-        directory = self._snapshot_dir(snapshot_id)
+        directory = self.core.snapshot_dir(snapshot_id)
         (directory / "image").mkdir(parents=True)
-        code, out = await self.checkpoint_to_dir(sandbox, directory / "image")
+        code, out = await self.lifecycle.checkpoint_to_dir(sandbox, directory / "image")
         if code != 0:
             await asyncio.to_thread(shutil.rmtree, directory, True)
-            if await self._state(sandbox.id) != "running":
+            if await self.execs.state(sandbox.id) != "running":
                 sandbox.mark_failed("pause")
                 raise SandboxFailed(sandbox.id, "pause", out.strip()[-500:])
             raise SandboxRuntimeError(f"checkpoint of {sandbox.id} failed: {out.strip()}")
-        records.write_json(directory / "snapshot.json", self._snapshot_meta(sandbox, snapshot_id))
+        records.write_json(directory / "snapshot.json", snapshot_meta(sandbox, snapshot_id))
         await asyncio.to_thread(sandbox.cgroup.remove)
-        self.host_memory.release(sandbox.id)
+        self.core.host_memory.release(sandbox.id)
         size = await asyncio.to_thread(size_of, directory / "image")
         sandbox.meta.paused = {"at": time.time(), "size_bytes": size, "snapshot": snapshot_id}
         sandbox.save()

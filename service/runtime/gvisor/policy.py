@@ -7,6 +7,7 @@ runtime's side of them.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 import msgspec
 
@@ -14,10 +15,17 @@ from ..errors import InvalidSpec
 from ..specs import validate
 from ..types import SandboxInfo
 from . import network
-from .core import Core
+from .network import Networks
+from .store import Store
 
 
-class Policy(Core):
+@dataclass
+class Policy:
+    """The network policy of the store's sandboxes, applied through `networks`."""
+
+    store: Store
+    networks: Networks
+
     async def update_network(
         self,
         sandbox_id: str,

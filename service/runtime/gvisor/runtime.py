@@ -1,9 +1,10 @@
 """`GVisorRuntime`: the SandboxRuntime on gVisor, one `runsc` sandbox per Airlock sandbox.
 
-The class is assembled from parts by responsibility: lifecycle.py (launch, teardown,
-orphans), execs.py, files.py, snapshots.py, policy.py (a running sandbox's network); it holds
-the collaborators core.py declares: the runsc command line (runsc.py), the record store
-(store.py), the network (network.py) and the host memory budget (host_memory.py).
+The runtime composes parts by responsibility, each an object given only what it uses:
+lifecycle.py (launch, teardown, orphans), execs.py, files.py, snapshots.py, pause.py,
+policy.py (a running sandbox's network). What they share is its `Core` (core.py): the runsc
+command line (runsc.py), the record store (store.py), the network (network.py), the host
+memory budget (host_memory.py) and what opening the runtime learned.
 
 State under `<state_dir>/gvisor/`: `runsc/` (runsc's --root), `sandboxes/<id>/` (bundle,
 record, exec process files), `snapshots/<id>/` (checkpoint images). See README.md.
@@ -14,29 +15,44 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import resource
 import shutil
-from collections.abc import Awaitable
+from collections.abc import AsyncIterable, AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import images
-from ..errors import NotSupported, RuntimeUnavailable, SandboxFailed, SandboxNotFound
+from ..errors import NotSupported, RuntimeUnavailable, SandboxNotFound
+from ..execution import ExecutionBase
 from ..protocol import Capability, PortConnection
 from ..specs import parse_user, validate
-from ..types import SandboxInfo, SandboxSpec, SandboxStats
-from . import agent_boot, agent_link, bundle, cgroups, disk, network, reaper, sandbox_cgroups
+from ..types import (
+    ExecRequest,
+    ExecResult,
+    FileEntry,
+    PauseInfo,
+    SandboxInfo,
+    SandboxSpec,
+    SandboxStats,
+    SnapshotInfo,
+    TtySize,
+)
+from . import agent_boot, agent_link, bundle, cgroups, network, reaper, sandbox_cgroups
+from .core import NAME, Core
+from .execs import Execs
 from .files import Files
 from .host_memory import HostMemory, default_budget_mib
+from .lifecycle import Birth, Lifecycle
 from .pause import Pauses
 from .platform import PlatformChoice, choose_platform
 from .platform import version as platform_version
 from .policy import Policy
-from .runsc import BackgroundReaper, Runsc
+from .runsc import Runsc
+from .snapshots import Snapshots
 from .store import Sandbox, Store
+from .usage import AGENT_HELLO_S, Usage
 
 if TYPE_CHECKING:
     from ..config import RuntimeConfig
@@ -46,18 +62,45 @@ log = logging.getLogger(__name__)
 CGROUP_PARENT = sandbox_cgroups.DEFAULT
 
 
-# How long metrics wait for a just-started sandbox's agent (else they do without it).
-AGENT_HELLO_S = 2.0
+class InCore:
+    """An attribute of the runtime that is its core's, where every part reads the same one
+    (tests and the service read it on the runtime; some tests change it)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, runtime: GVisorRuntime | None, owner: type | None = None) -> Any:
+        return self if runtime is None else getattr(runtime.core, self.name)
+
+    def __set__(self, runtime: GVisorRuntime, value: object) -> None:
+        setattr(runtime.core, self.name, value)
 
 
-class GVisorRuntime(Pauses, Files, Policy):
-    """`SandboxRuntime` on gVisor. Build with `GVisorRuntime.open(state_dir, platform=None)`."""
+class GVisorRuntime:
+    """`SandboxRuntime` on gVisor. Build with `GVisorRuntime.open(state_dir, platform=None)`.
 
-    name = "gvisor"
+    Its parts are objects of their own, each given what it uses: `execs`, `files`, `policy`
+    (a running sandbox's network), `lifecycle` (launch, teardown, orphans), `snapshots` and
+    `pauses`; `core` holds what they share. The protocol's methods are the parts'."""
+
+    name = NAME
     snapshots_memory = True
     capabilities: frozenset[Capability] = frozenset(
         {"snapshots", "copy_files", "update_network", "move_snapshots", "pause", "ports"}
     )
+    state_dir = InCore()
+    root = InCore()
+    use_agent = InCore()
+    cli = InCore()
+    store = InCore()
+    reaper = InCore()
+    networks = InCore()
+    host_memory = InCore()
+    platform_choice = InCore()
+    runsc_version = InCore()
+    exact_nproc = InCore()
+    keeps_exec_processes = InCore()
+    checkpoint_leaves_running = InCore()
 
     def __init__(
         self,
@@ -69,25 +112,30 @@ class GVisorRuntime(Pauses, Files, Policy):
         host_memory_mib: int | None = None,
         cgroups_under: str = CGROUP_PARENT,
     ) -> None:
-        self.state_dir = Path(state_dir).resolve()
-        self.use_agent = use_agent
-        self.root = self.state_dir / "gvisor"
+        state_dir = Path(state_dir).resolve()
+        root = state_dir / "gvisor"
         self.runsc = runsc
         self.platform = platform
-        self.platform_choice = PlatformChoice(platform, "given")
-        self.runsc_version = "unknown"
-        self.cli = Runsc(runsc, self.root / "runsc", platform)
         # Sandboxes of this state dir live under their own cgroup, so reaping leftovers here
         # never touches another state dir's (another service or test run on the same host).
         # `cgroups_under`: the absolute cgroup all of them go below (sandbox_cgroups.resolve).
-        key = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:12]
-        self.store = Store(self.root / "sandboxes", f"{cgroups_under}/{key}")
-        self._sandboxes = self.store.live
-        self.reaper = BackgroundReaper()
-        self.networks = network.Networks(network_range or network.DEFAULT_RANGE)
-        self.host_memory = HostMemory(host_memory_mib or default_budget_mib())
-        self.exact_nproc = True  # sandboxes count ceil(vcpus) CPUs (bundle.boot_cpus)
-        self.starting = 0
+        key = hashlib.sha256(str(state_dir).encode()).hexdigest()[:12]
+        self.core = core = Core(
+            state_dir=state_dir,
+            cli=Runsc(runsc, root / "runsc", platform),
+            store=Store(root / "sandboxes", f"{cgroups_under}/{key}"),
+            networks=network.Networks(network_range or network.DEFAULT_RANGE),
+            host_memory=HostMemory(host_memory_mib or default_budget_mib()),
+            platform_choice=PlatformChoice(platform, "given"),
+            use_agent=use_agent,
+        )
+        self.execs = Execs(core.store, core.cli)
+        self.files = Files(core.store, self.execs)
+        self.policy = Policy(core.store, core.networks)
+        self.lifecycle = Lifecycle(core)
+        self.snapshots = Snapshots(core, self.lifecycle, self.execs)
+        self.pauses = Pauses(core, self.lifecycle, self.snapshots, self.execs)
+        self.usage = Usage(core.store, core.cli, self.execs)
 
     @property
     def cgroup_parent(self) -> str:
@@ -173,14 +221,8 @@ class GVisorRuntime(Pauses, Files, Policy):
             bundle.DEFAULT_PATH,
         )
         agent = agent_boot.IN_SANDBOX if self.use_agent and agent_boot.available(rootfs) else None
-        sandbox = self._new_sandbox(info, spec, str(path_env), None, rootfs, agent)
-        self.store.live[sandbox.id] = sandbox
-        async with self._undone_on_failure(sandbox):
-            if spec.network != "none":
-                await self._make_network(sandbox, spec)
-            await self._make_disk(sandbox)
-            bundle.write(sandbox, rootfs, exact_nproc=self.exact_nproc)
-            await self._start(sandbox, "run")
+        birth = Birth(info, spec, str(path_env), rootfs, agent)
+        async with self.lifecycle.launched(birth, "run") as sandbox:
             await self._own_writable_dirs(sandbox, rootfs)
         return sandbox.info()
 
@@ -195,7 +237,7 @@ class GVisorRuntime(Pauses, Files, Policy):
         if all(_owned(rootfs / d.lstrip("/"), uid, gid) for d in wanted):
             return
         script = f"mkdir -p {' '.join(wanted)} && chown {uid}:{gid} {' '.join(wanted)}"
-        code = await self._root_helper(sandbox, "own", ["/bin/sh", "-c", script], "CAP_CHOWN")
+        code = await self.execs.root_helper(sandbox, "own", ["/bin/sh", "-c", script], "CAP_CHOWN")
         if code != 0:
             log.warning("sandbox %s: /work is not its user's (exit %s)", sandbox.id, code)
 
@@ -206,7 +248,7 @@ class GVisorRuntime(Pauses, Files, Policy):
         self.store.adopt(sandbox)
         if sandbox.meta.paused:
             return sandbox.info("paused")
-        state = await self._state(sandbox_id)
+        state = await self.execs.state(sandbox_id)
         return sandbox.info("running" if state == "running" else "stopped")
 
     async def list_sandboxes(self) -> list[SandboxInfo]:
@@ -225,49 +267,7 @@ class GVisorRuntime(Pauses, Files, Policy):
         return found
 
     async def stats(self, sandbox_id: str) -> SandboxStats:
-        sandbox = self.store.load(sandbox_id)
-        if not sandbox.cgroup.exists():
-            raise SandboxFailed(sandbox_id, sandbox.meta.failure_reason or "stopped")
-        usage = await asyncio.to_thread(sandbox.cgroup.usage)
-        # A sandbox just started has an agent that may not have said hello yet.
-        ready = await self.agent_ready(sandbox_id, AGENT_HELLO_S)
-        on_disk = bundle.layout_of(sandbox.meta.writable) == bundle.DISK
-        mounts = [] if on_disk else list(bundle.WRITABLE)  # on its disk: processes only
-        inside = await sandbox.link.usage(mounts) if ready and sandbox.link else None
-        processes = inside.processes if inside is not None else await self._processes(sandbox)
-        used: int | None = None
-        size: int | None = None
-        if on_disk:  # the node's view of the sandbox's own file system (disk.py)
-            space = await asyncio.to_thread(disk.Disk(sandbox.dir).usage)
-            if space is not None:
-                used, size = space[0], sandbox.spec.disk_mib << 20
-        elif inside is not None:
-            used = sum(u for u, _ in inside.mounts.values())
-            size = sum(s for _, s in inside.mounts.values())
-        return SandboxStats(
-            cpu_seconds=usage.cpu_seconds,
-            memory_bytes=usage.memory_bytes,
-            memory_limit_bytes=usage.memory_limit_bytes,
-            pids=usage.pids,
-            pids_limit=usage.pids_limit,
-            processes=processes,
-            processes_limit=sandbox.spec.pids,
-            writable_bytes=used if size else None,
-            writable_limit_bytes=size or None,
-        )
-
-    async def _processes(self, sandbox: Sandbox) -> int | None:
-        """Without the agent: the sandbox's processes as `runsc ps` lists them, but its init."""
-        code, out = await self.cli.run(
-            "ps", "--format=json", sandbox.id, limit_s=10, meta=sandbox.meta
-        )
-        if code != 0:
-            return None
-        try:
-            listed = json.loads(out) or []
-        except ValueError:
-            return None
-        return max(0, len(listed) - 1)
+        return await self.usage.stats(sandbox_id)
 
     async def open_port(self, sandbox_id: str, port: int) -> PortConnection:
         """Through the exec agent's link (agent_ports.py): the agent connects from inside."""
@@ -284,40 +284,91 @@ class GVisorRuntime(Pauses, Files, Policy):
         await self.reaper.close()
         self.store.close()
 
+    async def agent_ready(self, sandbox_id: str, timeout_s: float = 10.0) -> bool:
+        return await self.execs.agent_ready(sandbox_id, timeout_s)
 
-async def destroy_left(state_dir: Path, *, snapshots: bool = False, strict: bool = False) -> int:
-    """Destroy every sandbox a stopped server left in `state_dir` (sandboxes and pool members
-    outlive a server by design), and with `snapshots` every snapshot too; returns how many
-    sandboxes were destroyed. Nothing where gVisor cannot run: no sandbox can have been made
-    there. One that will not go is logged and the rest still are; with `strict` (tests) the
-    first such failure is raised once all were tried."""
-    try:
-        runtime = await GVisorRuntime.open(state_dir)
-    except RuntimeUnavailable:
-        return 0
-    failures: list[Exception] = []
-    destroyed = 0
+    async def tty_available(self, sandbox_id: str) -> bool:
+        return await self.execs.tty_available(sandbox_id)
 
-    async def attempt(what: str, step: Awaitable[None]) -> bool:
-        try:
-            await step
-            return True
-        except Exception as exc:
-            log.exception("%s left in %s could not be removed", what, state_dir)
-            failures.append(exc)
-            return False
+    async def resize_exec(self, sandbox_id: str, exec_id: str, size: TtySize) -> None:
+        await self.execs.resize_exec(sandbox_id, exec_id, size)
 
-    try:
-        for info in await runtime.list_sandboxes():
-            destroyed += await attempt(f"sandbox {info.id}", runtime.destroy(info.id))
-        if snapshots:
-            for snapshot in await runtime.list_snapshots():
-                await attempt(f"snapshot {snapshot.id}", runtime.delete_snapshot(snapshot.id))
-    finally:
-        await runtime.close()
-    if strict and failures:
-        raise failures[0]
-    return destroyed
+    async def exec(self, sandbox_id: str, request: ExecRequest) -> ExecutionBase:
+        return await self.execs.exec(sandbox_id, request)
+
+    async def run(self, sandbox_id: str, request: ExecRequest) -> ExecResult:
+        return await self.execs.run(sandbox_id, request)
+
+    async def kill_exec(self, sandbox_id: str, exec_id: str) -> None:
+        await self.execs.kill_exec(sandbox_id, exec_id)
+
+    async def write_file(
+        self,
+        sandbox_id: str,
+        path: str,
+        data: bytes | AsyncIterable[bytes],
+        *,
+        mode: int = 0o644,
+        user: str | None = None,
+    ) -> int:
+        return await self.files.write_file(sandbox_id, path, data, mode=mode, user=user)
+
+    def read_file(
+        self, sandbox_id: str, path: str, *, user: str | None = None, max_bytes: int | None = None
+    ) -> AsyncIterator[bytes]:
+        return self.files.read_file(sandbox_id, path, user=user, max_bytes=max_bytes)
+
+    async def list_files(
+        self, sandbox_id: str, path: str, *, user: str | None = None
+    ) -> list[FileEntry]:
+        return await self.files.list_files(sandbox_id, path, user=user)
+
+    async def copy_files(self, source_id: str, target_id: str) -> int:
+        return await self.files.copy_files(source_id, target_id)
+
+    async def update_network(
+        self,
+        sandbox_id: str,
+        mode: str,
+        allow: list[str] | None = None,
+        private: list[str] | None = None,
+    ) -> SandboxInfo:
+        return await self.policy.update_network(sandbox_id, mode, allow, private)
+
+    async def network_counters(self, sandbox_id: str) -> dict[str, int] | None:
+        return await self.policy.network_counters(sandbox_id)
+
+    async def snapshot(self, sandbox_id: str) -> SnapshotInfo:
+        return await self.snapshots.snapshot(sandbox_id)
+
+    async def create_from_snapshot(
+        self, snapshot_id: str, private: list[str] | None = None
+    ) -> SandboxInfo:
+        return await self.snapshots.create_from_snapshot(snapshot_id, private)
+
+    async def list_snapshots(self) -> list[SnapshotInfo]:
+        return await self.snapshots.list_snapshots()
+
+    async def delete_snapshot(self, snapshot_id: str) -> None:
+        await self.snapshots.delete_snapshot(snapshot_id)
+
+    def export_snapshot(self, snapshot_id: str) -> AsyncIterator[bytes]:
+        return self.snapshots.export_snapshot(snapshot_id)
+
+    async def import_snapshot(self, snapshot_id: str, data: AsyncIterable[bytes]) -> SnapshotInfo:
+        return await self.snapshots.import_snapshot(snapshot_id, data)
+
+    async def pause(self, sandbox_id: str) -> PauseInfo:
+        return await self.pauses.pause(sandbox_id)
+
+    async def resume(self, sandbox_id: str) -> SandboxInfo:
+        return await self.pauses.resume(sandbox_id)
+
+    async def destroy(self, sandbox_id: str) -> None:
+        await self.lifecycle.destroy(sandbox_id)
+
+    async def reap_orphans(self) -> list[str]:
+        return await self.lifecycle.reap_orphans()
 
 
 def _raise_open_files_limit() -> None:

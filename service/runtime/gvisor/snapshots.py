@@ -16,6 +16,7 @@ import logging
 import shutil
 import time
 from collections.abc import AsyncIterable, AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,19 +29,27 @@ from ..specs import validate
 from ..types import SandboxInfo, SandboxSpec, SnapshotInfo
 from . import agent_boot, bundle, connections, netstack
 from .agent_execution import AgentExecution
+from .core import NAME, Core
 from .execs import Execs
 from .inside import HELD_PIPES_SCRIPT, LIVE_PROCESSES_SCRIPT
-from .lifecycle import Lifecycle
+from .lifecycle import Birth, Lifecycle
 from .store import Sandbox
 
 log = logging.getLogger(__name__)
 
 
-class Snapshots(Lifecycle, Execs):
+@dataclass
+class Snapshots:
+    """Snapshots of `core`'s sandboxes: taken through `lifecycle`, checked through `execs`."""
+
+    core: Core
+    lifecycle: Lifecycle
+    execs: Execs
+
     async def snapshot(self, sandbox_id: str) -> SnapshotInfo:
         """Checkpoint the sandbox; it keeps running (left running, or restored in place)."""
-        sandbox = self.store.usable(sandbox_id)
-        if not self.can_checkpoint(sandbox):
+        sandbox = self.core.store.usable(sandbox_id)
+        if not self.lifecycle.can_checkpoint(sandbox):
             # runsc: "checkpoint not supported when using hostinet" (see README.md).
             raise InvalidSpec(
                 "this gVisor sandbox with a network cannot be snapshotted: it runs on the "
@@ -50,7 +59,7 @@ class Snapshots(Lifecycle, Execs):
             # New work waits from here until the sandbox runs again.
             sandbox.ready.clear()
             try:
-                await self._check_quiet(sandbox)
+                await self.check_quiet(sandbox)
                 return await self._checkpoint_and_resume(sandbox)
             finally:
                 sandbox.ready.set()
@@ -58,16 +67,16 @@ class Snapshots(Lifecycle, Execs):
     async def create_from_snapshot(
         self, snapshot_id: str, private: list[str] | None = None
     ) -> SandboxInfo:
-        meta, directory = self._load_snapshot(snapshot_id)
+        meta, directory = self.load_snapshot(snapshot_id)
         # Restore on the very root filesystem the checkpoint was taken on, when it is this
         # state dir's (a snapshot from another node names that node's: this node's unpacking
         # of the same image digest is used).
-        own = images.rootfs_dir(self.state_dir, meta["image_digest"])
+        own = images.rootfs_dir(self.core.state_dir, meta["image_digest"])
         taken = meta.get("rootfs")
-        rootfs = Path(taken) if taken and Path(taken).is_relative_to(self.state_dir) else own
+        rootfs = Path(taken) if taken and Path(taken).is_relative_to(self.core.state_dir) else own
         if not (rootfs.parent / f"{rootfs.name}.complete").exists():
             info, rootfs = await asyncio.to_thread(
-                images.ensure_rootfs, self.state_dir, meta["image"]
+                images.ensure_rootfs, self.core.state_dir, meta["image"]
             )
             if info.digest != meta["image_digest"]:
                 raise SnapshotNotFound(f"{snapshot_id} (its image {meta['image']} changed)")
@@ -79,48 +88,43 @@ class Snapshots(Lifecycle, Execs):
             # Grants the tenant lost since the snapshot was taken do not come back with it.
             spec = msgspec.structs.replace(spec, network_private=list(private))
             validate(spec)
-        if spec.network != "none" and self.platform_choice.net_stack != netstack.NETSTACK:
+        if spec.network != "none" and self.core.platform_choice.net_stack != netstack.NETSTACK:
             raise InvalidSpec(
                 f"snapshot {snapshot_id} has a network, and networked sandboxes run on the "
-                f"host stack here ({self.platform_choice.network}): it cannot be restored"
+                f"host stack here ({self.core.platform_choice.network}): it cannot be restored"
             )
         path_env = meta.get("path_env") or bundle.DEFAULT_PATH
         agent = agent_boot.mounted_at(meta.get("agent"))
         layout = bundle.layout_of(meta.get("writable"))  # restored in the layout it was taken in
-        sandbox = self._new_sandbox(image, spec, path_env, snapshot_id, rootfs, agent, layout)
-        self.store.live[sandbox.id] = sandbox
-        async with self._undone_on_failure(sandbox):
-            if spec.network != "none":
-                await self._make_network(sandbox, spec)
-            await self._make_disk(sandbox)
-            bundle.write(sandbox, rootfs, exact_nproc=self.exact_nproc)
-            await self._start(sandbox, "restore", f"--image-path={directory / 'image'}")
+        birth = Birth(image, spec, path_env, rootfs, agent, snapshot_id, layout)
+        image_path = f"--image-path={directory / 'image'}"
+        async with self.lifecycle.launched(birth, "restore", image_path) as sandbox:
             await self._set_hostname(sandbox)
         return sandbox.info()
 
     async def list_snapshots(self) -> list[SnapshotInfo]:
         found = []
-        for directory in sorted(self._snapshots.glob(f"{records.SNAPSHOT_PREFIX}*")):
+        for directory in sorted(self.core.snapshots.glob(f"{records.SNAPSHOT_PREFIX}*")):
             with contextlib.suppress(SnapshotNotFound, KeyError, OSError):
-                meta, _ = self._load_snapshot(directory.name)
+                meta, _ = self.load_snapshot(directory.name)
                 found.append(self._snapshot_info(meta, directory))
         return found
 
     async def delete_snapshot(self, snapshot_id: str) -> None:
-        directory = self._snapshot_dir(snapshot_id)
+        directory = self.core.snapshot_dir(snapshot_id)
         await asyncio.to_thread(shutil.rmtree, directory, True)
 
     async def export_snapshot(self, snapshot_id: str) -> AsyncIterator[bytes]:
-        _, directory = self._load_snapshot(snapshot_id)
+        _, directory = self.load_snapshot(snapshot_id)
         async for chunk in snapshot_files.tar_stream(directory):
             yield chunk
 
     async def import_snapshot(self, snapshot_id: str, data: AsyncIterable[bytes]) -> SnapshotInfo:
-        directory = self._snapshot_dir(snapshot_id)
+        directory = self.core.snapshot_dir(snapshot_id)
         directory.parent.mkdir(parents=True, exist_ok=True)
         await snapshot_files.receive(data, directory)
         try:
-            meta, _ = self._load_snapshot(snapshot_id)
+            meta, _ = self.load_snapshot(snapshot_id)
             if meta.get("id") != snapshot_id or not (directory / "image").is_dir():
                 raise SandboxRuntimeError(f"what arrived is not snapshot {snapshot_id}")
         except SandboxRuntimeError:
@@ -130,13 +134,13 @@ class Snapshots(Lifecycle, Execs):
 
     def _snapshot_info(self, meta: dict[str, Any], directory: Path) -> SnapshotInfo:
         size = sum(f.stat().st_size for f in (directory / "image").rglob("*") if f.is_file())
-        return records.snapshot_info(meta, self.name, size)
+        return records.snapshot_info(meta, NAME, size)
 
-    def _load_snapshot(self, snapshot_id: str) -> tuple[dict[str, Any], Path]:
-        directory = self._snapshot_dir(snapshot_id)
+    def load_snapshot(self, snapshot_id: str) -> tuple[dict[str, Any], Path]:
+        directory = self.core.snapshot_dir(snapshot_id)
         return records.read_snapshot(directory / "snapshot.json", snapshot_id), directory
 
-    async def _check_quiet(self, sandbox: Sandbox) -> None:
+    async def check_quiet(self, sandbox: Sandbox) -> None:
         """Refuse a checkpoint that would lose something: an exec it cannot carry over (one
         started through `runsc exec`, or through an agent too old to hold its link), an open
         port connection, a process holding an exec's host pipe, or (on a runsc that ends
@@ -166,7 +170,7 @@ class Snapshots(Lifecycle, Execs):
                 raise SandboxBusy(
                     f"sandbox {sandbox.id}: processes run ({', '.join(running)}) and execs "
                     "went through runsc exec since it started (without its exec agent), whose "
-                    f"processes this runsc ({self.runsc_version}) does not restore: end them "
+                    f"processes this runsc ({self.core.runsc_version}) does not restore: end them "
                     "to snapshot, or use an image with python3 (its exec agent starts "
                     "processes that a snapshot keeps)"
                 )
@@ -176,18 +180,18 @@ class Snapshots(Lifecycle, Execs):
         (runsc kills every process whose ancestry began in an exec once it restored). The
         record says whether any exec went that way since the sandbox started (or was last
         restored); a record from before it says so is judged by whether the agent is there."""
-        if self.keeps_exec_processes:
+        if self.core.keeps_exec_processes:
             return False
         marked = sandbox.meta.runsc_execs
         return bool(marked) if marked is not None else sandbox.agent is None
 
     async def _inside_lines(self, sandbox: Sandbox, script: str) -> list[str]:
-        check = await self._start_exec(
+        check = await self.execs.start_exec(
             sandbox, ["/bin/sh", "-c", script], user="0:0", timeout_s=30, helper=True
         )
         return [line for line in (await check.wait()).stdout.decode().split("\n") if line]
 
-    async def _connections_cut(self, sandbox: Sandbox) -> list[str]:
+    async def connections_cut(self, sandbox: Sandbox) -> list[str]:
         """The TCP connections with peers outside the sandbox that a checkpoint now would
         reset (connections.py); none without a network (every peer is the sandbox)."""
         if sandbox.spec.network == "none":
@@ -197,57 +201,39 @@ class Snapshots(Lifecycle, Execs):
 
     async def _checkpoint_and_resume(self, sandbox: Sandbox) -> SnapshotInfo:
         sandbox_id = sandbox.id
-        cut = await self._connections_cut(sandbox)
+        cut = await self.connections_cut(sandbox)
         snapshot_id = records.new_snapshot_id()
-        directory = self._snapshot_dir(snapshot_id)
+        directory = self.core.snapshot_dir(snapshot_id)
         (directory / "image").mkdir(parents=True)
-        leaves_running = self.checkpoint_leaves_running
+        leaves_running = self.core.checkpoint_leaves_running
         if leaves_running:
             code, out = await self._checkpoint_leaving_running(sandbox, directory / "image")
         else:
-            code, out = await self.checkpoint_to_dir(sandbox, directory / "image")
+            code, out = await self.lifecycle.checkpoint_to_dir(sandbox, directory / "image")
         if code != 0:
             shutil.rmtree(directory, ignore_errors=True)
-            if await self._state(sandbox.id) != "running":
+            if await self.execs.state(sandbox.id) != "running":
                 sandbox.mark_failed("checkpoint")
             raise SandboxRuntimeError(f"checkpoint of {sandbox_id} failed: {out.strip()}")
-        meta = self._snapshot_meta(sandbox, snapshot_id)
+        meta = snapshot_meta(sandbox, snapshot_id)
         records.write_json(directory / "snapshot.json", meta)
         taken = msgspec.structs.replace(self._snapshot_info(meta, directory), connections_cut=cut)
         if leaves_running:
             return taken
-        code, out = await self.restore_in_place(sandbox, directory / "image")
+        code, out = await self.lifecycle.restore_in_place(sandbox, directory / "image")
         if code != 0:
             sandbox.mark_failed("restore")
             raise SandboxFailed(sandbox_id, "restore", out.strip()[-500:])
         return taken
-
-    @staticmethod
-    def _snapshot_meta(sandbox: Sandbox, snapshot_id: str) -> dict[str, Any]:
-        """What `create_from_snapshot` needs besides the image: the source's spec, image,
-        root filesystem and agent."""
-        return {
-            "id": snapshot_id,
-            "sandbox_id": sandbox.id,
-            "image": sandbox.meta.image,
-            "image_digest": sandbox.meta.image_digest,
-            "spec": msgspec.to_builtins(sandbox.meta.spec),
-            "path_env": sandbox.meta.path_env,
-            "rootfs": sandbox.meta.rootfs,
-            "created_at": time.time(),
-            "agent": agent_boot.mounted_at(sandbox.meta.agent),
-            "net_stack": sandbox.meta.net_stack,
-            "writable": bundle.layout_of(sandbox.meta.writable),
-        }
 
     async def _checkpoint_leaving_running(
         self, sandbox: Sandbox, image_dir: Path
     ) -> tuple[int, str]:
         """`runsc checkpoint --leave-running`: the sandbox is paused for the save and goes on
         (its connected TCP endpoints are aborted all the same)."""
-        await self._hold_link(sandbox)  # so the image's agent starts clean on new pipes
+        await self.lifecycle.hold_link(sandbox)  # so the image's agent starts clean on new pipes
         try:
-            return await self.cli.run(
+            return await self.core.cli.run(
                 "checkpoint",
                 "--leave-running",
                 f"--image-path={image_dir}",
@@ -255,13 +241,15 @@ class Snapshots(Lifecycle, Execs):
                 meta=sandbox.meta,
             )
         finally:
-            self._release_link(sandbox)
+            self.lifecycle.release_link(sandbox)
 
     async def _set_hostname(self, sandbox: Sandbox) -> None:
         """A restored sandbox comes back with the hostname it was checkpointed under: give it
         its own, through a root helper that holds only CAP_SYS_ADMIN for the call."""
         name = bundle.hostname_for(sandbox.id)
-        code = await self._root_helper(sandbox, "host", ["/bin/hostname", name], "CAP_SYS_ADMIN")
+        code = await self.execs.root_helper(
+            sandbox, "host", ["/bin/hostname", name], "CAP_SYS_ADMIN"
+        )
         if code != 0:
             log.warning("sandbox %s: could not set its hostname (exit %s)", sandbox.id, code)
 
@@ -276,3 +264,21 @@ def _carried(sandbox: Sandbox, execution: ExecutionBase) -> bool:
         and isinstance(execution, AgentExecution)
         and execution.rides(link)
     )
+
+
+def snapshot_meta(sandbox: Sandbox, snapshot_id: str) -> dict[str, Any]:
+    """What `create_from_snapshot` needs besides the image: the source's spec, image,
+    root filesystem and agent."""
+    return {
+        "id": snapshot_id,
+        "sandbox_id": sandbox.id,
+        "image": sandbox.meta.image,
+        "image_digest": sandbox.meta.image_digest,
+        "spec": msgspec.to_builtins(sandbox.meta.spec),
+        "path_env": sandbox.meta.path_env,
+        "rootfs": sandbox.meta.rootfs,
+        "created_at": time.time(),
+        "agent": agent_boot.mounted_at(sandbox.meta.agent),
+        "net_stack": sandbox.meta.net_stack,
+        "writable": bundle.layout_of(sandbox.meta.writable),
+    }
