@@ -19,6 +19,7 @@ from litestar.openapi.plugins import JsonRenderPlugin
 from opentelemetry.sdk.trace import SpanProcessor
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from service import VERSION
 from service.api.apikeys import ApiKeyController
 from service.api.audit import AuditController
 from service.api.execs import ExecController
@@ -47,7 +48,7 @@ from service.errors import EXCEPTION_HANDLERS, ServiceUnavailable
 from service.execs.runner import ExecRunner
 from service.flows import placing
 from service.flows.idle import IdleSleeper
-from service.flows.resume import add_woke_header, waker
+from service.flows.resume import Resumes, add_woke_header
 from service.inputs import DEFAULT_BODY_LIMIT, InputPolicy
 from service.jobs import templates as builds
 from service.jobs.grants import NarrowedGrants
@@ -111,8 +112,6 @@ log = logging.getLogger("airlock")
 # What a lost node was running that goes back in a queue for another: template builds, reviews.
 LOST_NODE_REQUEUES = (builds.requeue_interrupted, review_queue.requeue_interrupted)
 
-VERSION = "0.1.0"
-
 
 def create_app(
     settings: Settings,
@@ -145,7 +144,8 @@ def create_app(
     router = NodeRouter(
         sessionmaker, node, node_credentials, asked=functools.partial(placing.asked, sessionmaker)
     )
-    wake = waker(sessionmaker, runtimes, node)
+    resumes = Resumes(sessionmaker, runtimes, node, router.owners)
+    wake = resumes.wake
     exec_runner = ExecRunner(sessionmaker, engine, runtimes, settings.secrets_key_path, wake=wake)
     pool = WarmPool(settings)
     # Tracing costs a span per request: only when something receives the spans.
@@ -255,6 +255,7 @@ def create_app(
             "runtimes": Provide(lambda: runtimes, sync_to_thread=False),
             "exec_runner": Provide(lambda: exec_runner, sync_to_thread=False),
             "wake": Provide(lambda: wake, sync_to_thread=False),
+            "resumes": Provide(lambda: resumes, sync_to_thread=False),
             "node": Provide(lambda: node, sync_to_thread=False),
             "pool": Provide(lambda: pool, sync_to_thread=False),
             "settings": Provide(lambda: settings, sync_to_thread=False),

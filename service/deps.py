@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.audit.recorder import AuditContext
 from service.auth.principal import Principal
 from service.execs.runner import ExecRunner
+from service.flows.resume import Resumes
 from service.nodes.local import LocalNode
 from service.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from service.runtime.holder import RuntimeHolder
@@ -24,8 +25,10 @@ Db = NamedDependency[async_sessionmaker[AsyncSession]]
 Runtimes = NamedDependency[RuntimeHolder]
 # What this process is, and its node's id and ratios when it runs one.
 ThisNode = NamedDependency[LocalNode]
-# Resumes a paused sandbox before a call that needs it running (service.flows.resume.wake).
+# Resumes a paused sandbox before a call that needs it running (service.flows.resume.Resumes.wake).
 Waker = NamedDependency[Wake]
+# Resumes a paused sandbox on request (service.flows.resume).
+ResumesDep = NamedDependency[Resumes]
 ExecRunnerDep = NamedDependency[ExecRunner]
 CurrentPrincipal = NamedDependency[Principal]
 Audit = NamedDependency[AuditContext]

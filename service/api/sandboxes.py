@@ -16,6 +16,7 @@ from service.deps import (
     ExecRunnerDep,
     IdempotencyKey,
     Limit,
+    ResumesDep,
     Runtimes,
     ThisNode,
     Waker,
@@ -238,22 +239,14 @@ class SandboxController(Controller):
     )
     async def resume_sandbox(
         self,
-        db: Db,
-        runtimes: Runtimes,
+        resumes: ResumesDep,
         principal: CurrentPrincipal,
         audit_ctx: Audit,
-        node: ThisNode,
         sandbox_id: FromPath[str],
     ) -> Sandbox:
         assert principal.tenant_id is not None
-        sandbox, took = await resume.resume_sandbox(
-            db,
-            runtimes,
-            node,
-            principal.tenant_id,
-            principal.sandbox_id,
-            audit_ctx,
-            sandbox_id,
+        sandbox, took = await resumes.resume(
+            principal.tenant_id, principal.sandbox_id, audit_ctx, sandbox_id
         )
         if took is not None:
             resume.woke_ms.set(took)

@@ -2,7 +2,8 @@
 long (no exec starting or ending, nobody following a running one, no file call, no resume:
 service.sandboxes.activity) is paused, with its background processes and the running execs
 nobody follows, which go on when it wakes. Each node pauses its own sandboxes (the checkpoint
-goes to its disk); the next exec or file call wakes the sandbox (service.flows.resume.wake)."""
+goes to its disk); the next exec or file call wakes the sandbox
+(service.flows.resume.Resumes.wake)."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ from service.openapi.parameters import document_parameters
 from service.openapi.structs import exact_struct_schemas
 
 # A route that takes one of these needs the sandbox runtime.
-RUNTIME_DEPENDENCIES = frozenset({"runtimes", "exec_runner", "pool"})
+RUNTIME_DEPENDENCIES = frozenset({"runtimes", "exec_runner", "pool", "resumes"})
 
 PROBLEM_SCHEMA = Schema(
     type="object",
@@ -194,6 +194,7 @@ _INJECTED = frozenset(
         "runtimes",
         "exec_runner",
         "pool",
+        "resumes",
         "state",
     }
 )

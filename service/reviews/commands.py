@@ -85,8 +85,9 @@ async def _run(settings: Settings, tenant_name: str, data: Any, *, as_json: bool
     from service.db.session import make_engine, make_sessionmaker
     from service.errors import AppError
     from service.execs.runner import ExecRunner
-    from service.flows.resume import waker
+    from service.flows.resume import Resumes
     from service.nodes.local import LocalNode
+    from service.nodes.owners import Owners
     from service.reviews import service
     from service.reviews.pipeline import Deps, run_review
     from service.runtime.config import RuntimeConfig
@@ -98,7 +99,8 @@ async def _run(settings: Settings, tenant_name: str, data: Any, *, as_json: bool
     engine = make_engine(settings.effective_database_url, settings.database_pool_size)
     db = make_sessionmaker(engine)
     holder = RuntimeHolder(lambda: open_runtime(RuntimeConfig.from_settings(settings)))
-    wake = waker(db, holder, LocalNode())  # no node of its own: starts check no room
+    # No node of its own: starts check no room.
+    wake = Resumes(db, holder, LocalNode(), Owners(engine)).wake
     runner = ExecRunner(db, engine, holder, settings.secrets_key_path, wake=wake)
     ctx = AuditContext(actor="cli", request_id=None, client=None)
     try:
