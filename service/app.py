@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import functools
-import logging
-import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,7 +15,6 @@ from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from opentelemetry.sdk.trace import SpanProcessor
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service import VERSION
 from service.api.apikeys import ApiKeyController
@@ -39,26 +36,17 @@ from service.auth.authenticate import Authenticator
 from service.auth.cache import AuthCache, AuthListener
 from service.auth.keyring import KeyRing
 from service.auth.tokens import TokenCodec
+from service.background import Parts, role_jobs
 from service.bootstrap import prepare
 from service.context import provide_audit_context, provide_principal
 from service.db.migrate import ensure_migrated
 from service.db.pg import is_postgres
 from service.db.session import dispose, make_engine, make_sessionmaker, provide_db_session
-from service.errors import EXCEPTION_HANDLERS, ServiceUnavailable
+from service.errors import EXCEPTION_HANDLERS
 from service.execs.runner import ExecRunner
 from service.flows import placing
-from service.flows.idle import IdleSleeper
 from service.flows.resume import Resumes, add_woke_header
 from service.inputs import DEFAULT_BODY_LIMIT, InputPolicy
-from service.jobs import templates as builds
-from service.jobs.grants import NarrowedGrants
-from service.jobs.paused_copies import PausedCopies
-from service.jobs.pool import PoolRefiller
-from service.jobs.reconcile import drop_orphans, reconcile
-from service.jobs.retention import RetentionJob
-from service.jobs.suspended import SuspendedExecs, SuspendedWork
-from service.jobs.templates import TemplateBuilder
-from service.jobs.ttl import TtlReaper
 from service.mcp import McpEndpoint
 from service.middleware.auth import (
     PUBLIC_PATHS,
@@ -68,14 +56,10 @@ from service.middleware.auth import (
 )
 from service.middleware.routing import RoutingMiddleware
 from service.nodes.credentials import NodeCredentials
-from service.nodes.leases import Leases
 from service.nodes.local import LocalNode
-from service.nodes.local import heartbeat as node_heartbeat
 from service.nodes.offload import ProxyHeaders
-from service.nodes.placement import forget_owners
 from service.nodes.routing import NodeRouter
 from service.nodes.snapshots import FetchingRuntime, SnapshotFetcher
-from service.nodes.sweep import NodeSweep
 from service.openapi import correct_allow_header, document_problems
 from service.pool.service import WarmPool
 from service.ports.hosts import PreviewHosts
@@ -88,16 +72,11 @@ from service.ratelimit.limiter import (
 from service.ratelimit.rates import TenantRates
 from service.ratelimit.running import RunningWork, RunningWorkMiddleware
 from service.requestid import add_request_id_header
-from service.reviews import job as review_queue
-from service.reviews.job import ReviewRunner
-from service.reviews.pipeline import Deps as ReviewDeps
 from service.runtime import RuntimeUnavailable, SandboxRuntime, SandboxRuntimeError
 from service.runtime.config import RuntimeConfig
 from service.runtime.holder import RuntimeHolder
 from service.runtime.problems import runtime_error_handler
 from service.runtime.select import open_runtime
-from service.sandboxes.usage import UsageSampler
-from service.sandboxes.waking import Wake
 from service.settings import Role, Settings
 from service.telemetry import (
     MetricsController,
@@ -106,11 +85,6 @@ from service.telemetry import (
     tracer_provider,
     use_tracer,
 )
-
-log = logging.getLogger("airlock")
-
-# What a lost node was running that goes back in a queue for another: template builds, reviews.
-LOST_NODE_REQUEUES = (builds.requeue_interrupted, review_queue.requeue_interrupted)
 
 
 def create_app(
@@ -197,9 +171,10 @@ def create_app(
             await ensure_migrated(engine, settings.effective_database_url)
         jobs: Sequence[Any] = []
         if run_jobs:
-            jobs = await _jobs(
+            parts = Parts(
                 settings, sessionmaker, runtimes, wake, pool, exec_runner, local_node, fetcher
             )
+            jobs = await role_jobs(parts)
         for job in jobs:
             job.start()
         if auth_listener is not None:
@@ -309,77 +284,10 @@ def create_app(
     return app
 
 
-async def _jobs(
-    settings: Settings,
-    sessionmaker: async_sessionmaker[AsyncSession],
-    runtimes: RuntimeHolder,
-    wake: Wake,
-    pool: WarmPool,
-    exec_runner: ExecRunner,
-    local_node: str | None,
-    fetcher: SnapshotFetcher | None,
-) -> list[Any]:
-    """The background work of this process's role. A node's jobs touch only its own
-    sandboxes; the record-keeping ones (retention) run where the API does."""
-    leases = Leases(sessionmaker, settings.node_lease_s)
-    sweep = NodeSweep(
-        sessionmaker, leases, settings.node_heartbeat_s, local_node, requeues=LOST_NODE_REQUEUES
-    )
-    jobs: list[Any] = [sweep]
-    if settings.role != Role.NODE:
-        jobs.append(RetentionJob(sessionmaker, settings))
-    if local_node is not None:
-
-        async def rejoined() -> None:
-            """Back after being lost: what the sweep failed (or moved) meanwhile goes."""
-            forget_owners()
-            registered = time.time()
-            runtime = await runtimes.get()
-            dropped = await drop_orphans(sessionmaker, runtime, local_node, pool.host, registered)
-            log.warning("node %s registered again after it was lost: %d sandboxes destroyed",
-                        local_node, dropped)  # fmt: skip
-
-        await _reconcile(sessionmaker, runtimes, pool.host, local_node)
-        builder = TemplateBuilder(sessionmaker, runtimes, pool, node_id=local_node, wake=wake)
-        reviews = ReviewRunner(ReviewDeps(sessionmaker, runtimes, exec_runner, settings))
-        execs = SuspendedExecs(sessionmaker, exec_runner)
-        jobs += [
-            TtlReaper(sessionmaker, runtimes, settings.ttl_reaper_interval_s, local_node),
-            IdleSleeper(sessionmaker, runtimes, settings.idle_check_interval_s, local_node),
-            builder,
-            PoolRefiller(sessionmaker, runtimes, pool, settings.pool_refill_interval_s),
-            UsageSampler(sessionmaker, runtimes, settings.usage_sample_interval_s, local_node),
-            reviews,
-            SuspendedWork([builder, reviews, execs]),
-            NarrowedGrants(sessionmaker, runtimes, local_node),
-            node_heartbeat(settings, sessionmaker, runtimes, VERSION, on_return=rejoined),
-        ]
-        if fetcher is not None and is_postgres(sessionmaker.kw["bind"]):  # more than one node
-            copies = settings.pause_copies, settings.pause_copies_interval_s
-            jobs.append(PausedCopies(sessionmaker, runtimes, fetcher, local_node, *copies))
-    return jobs
-
-
 async def _no_runtime_on_replicas() -> SandboxRuntime:
     raise RuntimeUnavailable(
         "none", "this process is an API replica (AIRLOCK_ROLE=api): sandboxes run on the nodes"
     )
-
-
-async def _reconcile(
-    sessionmaker: async_sessionmaker[AsyncSession],
-    runtimes: RuntimeHolder,
-    pool_host: str,
-    node_id: str,
-) -> None:
-    try:
-        runtime = await runtimes.get()
-    except ServiceUnavailable as exc:
-        log.warning("sandboxes unavailable: %s", exc.detail)
-        return
-    counts = await reconcile(sessionmaker, runtime, node_id, pool_host)
-    if any(counts.values()):
-        log.warning("start-up reconciliation: %s", counts)
 
 
 def _security_scheme(config: AppConfig) -> AppConfig:

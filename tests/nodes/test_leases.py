@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from service.app import LOST_NODE_REQUEUES
+from service.background import LOST_NODE_REQUEUES
 from service.db import models
 from service.db.models import Node
 from service.errors import ConfigurationError

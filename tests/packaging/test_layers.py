@@ -36,7 +36,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("flows", frozenset({"flows"})),
     ("features", frozenset({"reviews"})),
     ("edge", frozenset({
-        "api", "middleware", "deps", "context", "openapi", "mcp", "ratelimit", "app",
+        "api", "middleware", "deps", "context", "openapi", "mcp", "ratelimit", "background",
+        "app",
     })),
     ("entry", frozenset({"__main__"})),
 )  # fmt: skip
