@@ -58,6 +58,7 @@ from service.middleware.routing import RoutingMiddleware
 from service.nodes.credentials import NodeCredentials
 from service.nodes.local import LocalNode
 from service.nodes.offload import ProxyHeaders
+from service.nodes.owners import Owners
 from service.nodes.routing import NodeRouter
 from service.nodes.snapshots import FetchingRuntime, SnapshotFetcher
 from service.openapi import correct_allow_header, document_problems
@@ -115,10 +116,11 @@ def create_app(
             return FetchingRuntime(opened, fetcher)  # type: ignore[return-value]
 
         runtimes = RuntimeHolder(open_node_runtime)
-    router = NodeRouter(
-        sessionmaker, node, node_credentials, asked=functools.partial(placing.asked, sessionmaker)
-    )
-    resumes = Resumes(sessionmaker, runtimes, node, router.owners)
+    # Which node holds a sandbox: one cache, told by the flow that moves sandboxes.
+    owners = Owners(engine)
+    asked = functools.partial(placing.asked, sessionmaker)
+    router = NodeRouter(sessionmaker, node, node_credentials, asked=asked, owners=owners)
+    resumes = Resumes(sessionmaker, runtimes, node, owners)
     wake = resumes.wake
     exec_runner = ExecRunner(sessionmaker, engine, runtimes, settings.secrets_key_path, wake=wake)
     pool = WarmPool(settings)
@@ -172,8 +174,9 @@ def create_app(
         jobs: Sequence[Any] = []
         if run_jobs:
             parts = Parts(
-                settings, sessionmaker, runtimes, wake, pool, exec_runner, local_node, fetcher
-            )
+                settings, sessionmaker, runtimes, wake, pool, exec_runner, local_node, fetcher,
+                owners,
+            )  # fmt: skip
             jobs = await role_jobs(parts)
         for job in jobs:
             job.start()

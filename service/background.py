@@ -29,7 +29,7 @@ from service.jobs.templates import TemplateBuilder
 from service.jobs.ttl import TtlReaper
 from service.nodes.leases import Leases
 from service.nodes.local import heartbeat as node_heartbeat
-from service.nodes.placement import forget_owners
+from service.nodes.owners import Owners
 from service.nodes.snapshots import SnapshotFetcher
 from service.nodes.sweep import NodeSweep
 from service.pool.service import WarmPool
@@ -60,6 +60,8 @@ class Parts:
     # This process's node (None on an API replica) and what fetches snapshots for it.
     node_id: str | None
     fetcher: SnapshotFetcher | None
+    # Which node holds a sandbox: forgotten when the node registers again after it was lost.
+    owners: Owners
 
 
 async def role_jobs(parts: Parts) -> list[Any]:
@@ -110,7 +112,7 @@ class _Rejoined:
     node_id: str
 
     async def __call__(self) -> None:
-        forget_owners()
+        self.parts.owners.forget_all()
         registered = time.time()
         parts = self.parts
         runtime = await parts.runtimes.get()

@@ -134,6 +134,7 @@ class Resumes:
             f"no room on node {node.id} to resume it",
         )  # fmt: skip
         if moved_to is not None:
+            self.owners.forget(sandbox_id)
             raise SandboxMoved(sandbox_id, moved_to)
 
     async def _begin(

@@ -82,7 +82,7 @@ async def move_paused(
 ) -> str | None:
     """Give the paused sandbox to another ready node with room for it (of the same runtime
     and platform, which can restore its checkpoint); the node it is on now, or None when no
-    node can take it (it stays here, paused)."""
+    node can take it (it stays here, paused). The caller tells its owner cache."""
     if not runtime.supports("move_snapshots"):
         return None
     async with db() as session:
@@ -113,7 +113,6 @@ async def move_paused(
         order.sort(key=lambda n: n.id not in holding)
         target = order[0].id
         await record_move(session, row, target, ctx, why)
-    placement.forget_owner(sandbox_id)
     log.info("paused sandbox %s moved from node %s to %s: %s", sandbox_id, from_node, target, why)
     return target
 

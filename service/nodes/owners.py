@@ -1,8 +1,9 @@
 """Which node holds a tenant's sandbox, as the record says, kept until it may have moved.
 
-A sandbox's node changes only while it is paused (service.nodes.moves): what moves one makes
-every cache of this process forget it (service.nodes.placement.forget_owner), and a node that
-says a sandbox is no longer its own makes the router forget it.
+A sandbox's node changes only while it is paused (service.nodes.moves): one `Owners` is built
+per app and handed to the router and to the flow that moves sandboxes (service.flows.resume),
+which tells it what it moved; a node that says a sandbox is no longer its own makes the router
+forget it, and a node that registers again after it was lost forgets them all.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.db.models import Sandbox as SandboxRow
 from service.db.pg import driver_connection, is_postgres
-from service.nodes import placement
 
 OWNERS_MAX = 65536
 # One read on the hot path of every routed call: asyncpg's own connection on PostgreSQL.
@@ -23,7 +23,6 @@ class Owners:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._owners: dict[str, str | None] = {}
-        placement.remember(self)
 
     async def lookup(self, tenant_id: str, sandbox_id: str) -> tuple[bool, str | None]:
         """Whether the tenant has this sandbox, and its node (None for one with no node

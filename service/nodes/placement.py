@@ -1,14 +1,12 @@
-"""Where sandboxes go and where they are: the nodes as the database has them, placement of a
-sandbox on the freest of a few nodes with room, and the owner caches of this process's
-routers (forgotten when a sandbox moves: service.nodes.moves).
+"""Where sandboxes go: the nodes as the database has them, and placement of a sandbox on the
+freest of a few nodes with room.
 """
 
 from __future__ import annotations
 
 import random
-import weakref
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import Row
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -106,29 +104,3 @@ class Ask:
     warm: frozenset[str] = frozenset()
     holding: frozenset[str] = frozenset()
     runtime: str | None = None
-
-
-class OwnerCache(Protocol):
-    def forget(self, sandbox_id: str) -> None: ...
-
-    def forget_all(self) -> None: ...
-
-
-_caches: weakref.WeakSet[OwnerCache] = weakref.WeakSet()
-
-
-def remember(cache: OwnerCache) -> None:
-    _caches.add(cache)
-
-
-def forget_owner(sandbox_id: str) -> None:
-    """This process moved the sandbox to another node: no router here keeps its old owner."""
-    for cache in list(_caches):
-        cache.forget(sandbox_id)
-
-
-def forget_owners() -> None:
-    """This process's node was lost and registers again: other processes may have moved its
-    sandboxes meanwhile, so every owner is read again."""
-    for cache in list(_caches):
-        cache.forget_all()

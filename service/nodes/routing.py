@@ -48,6 +48,7 @@ class NodeRouter:
         credentials: NodeCredentials,
         *,
         asked: Asked,
+        owners: Owners,
     ) -> None:
         # What a create asks of placement, from its body (service.flows.placing).
         self.asked = asked
@@ -56,7 +57,8 @@ class NodeRouter:
         self.node = node
         # The embedded database serves one process: every sandbox in it is this node's.
         self.alone = node.role == Role.ALL and not is_postgres(self.engine)
-        self.owners = Owners(self.engine)
+        # Which node holds a sandbox: the app's one cache, told of moves by the resume flow.
+        self.owners = owners
         self.addresses = Addresses(self.engine)
         self.proxy = NodeProxy(credentials, self.addresses, self.owners.forget)
 
