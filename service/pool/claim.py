@@ -28,34 +28,25 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
-from service.audit.recorder import AuditContext
 from service.db.models import Sandbox
 from service.db.pg import is_postgres
 from service.pool import claim_pg, claim_sqlite, metrics
+from service.pool.claiming import ClaimAsk
 from service.pool.service import WarmPool, label
-from service.sandboxes.births import RequestKey
-from service.sandboxes.schemas import SandboxCreate, SandboxNetwork
+from service.sandboxes.schemas import SandboxNetwork
+from service.sandboxes.sizes import network_of
 
 
-async def claim(
-    engine: Any,
-    pool: WarmPool,
-    tenant_id: str,
-    ctx: AuditContext,
-    data: SandboxCreate,
-    idempotency_key: str | None,
-    request_hash: str,
-    network: SandboxNetwork,
-) -> Sandbox | None:
+async def claim(engine: Any, pool: WarmPool, ask: ClaimAsk) -> Sandbox | None:
     """The new sandbox's row, made from a pool member; None to take the general path."""
+    data = ask.data
     if data.template is None or data.image is not None or data.preset is not None:
         return None
-    if network != SandboxNetwork():
+    if network_of(data) != SandboxNetwork():
         return None  # any policy, valid or not, is the general path's (it checks and refuses)
     form = claim_pg if is_postgres(engine) else claim_sqlite
     try:
-        request = RequestKey(idempotency_key, request_hash)
-        claimed = await form.claim(engine, pool, tenant_id, ctx, data, request)
+        claimed = await form.claim(engine, pool, ask)
     except IntegrityError:
         return None  # the same Idempotency-Key raced in: the general path replays it
     if claimed is None:

@@ -3,7 +3,6 @@ the write appending to the tenant's audit chain by compare-and-swap."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -13,11 +12,10 @@ from service.db.base import utcnow
 from service.db.models import Sandbox
 from service.db.pg import driver_connection, dumps
 from service.pool import queries
-from service.pool.claiming import ClaimFacts, planned
+from service.pool.claiming import ClaimAsk, ClaimFacts, planned
 from service.pool.repository import FAIR_SHARE_WINDOW
 from service.pool.service import WarmPool
-from service.sandboxes.births import RequestKey, create_details
-from service.sandboxes.schemas import SandboxCreate
+from service.sandboxes.births import create_details
 from service.templates.repository import OPERATOR_OWNER
 
 ATTEMPTS = 3
@@ -25,35 +23,28 @@ ATTEMPTS = 3
 _JSON_COLUMNS = frozenset({"network", "env", "labels"})
 
 
-async def claim(
-    engine: Any,
-    pool: WarmPool,
-    tenant_id: str,
-    ctx: AuditContext,
-    data: SandboxCreate,
-    request: RequestKey,
-) -> tuple[Sandbox, ClaimFacts] | None:
+async def claim(engine: Any, pool: WarmPool, ask: ClaimAsk) -> tuple[Sandbox, ClaimFacts] | None:
     # The tenant's chain is this claim's while it reads the head and appends to it: the
     # tenant's exec records in this process take turns with it instead of racing its
     # compare-and-swap.
-    async with CHAIN_HEADS.turn(tenant_id), driver_connection(engine) as conn:
+    async with CHAIN_HEADS.turn(ask.tenant_id), driver_connection(engine) as conn:
         for _ in range(ATTEMPTS):
             now = utcnow()
             found = await conn.fetchrow(
                 queries.PG_READ,
-                tenant_id,
-                data.template,
+                ask.tenant_id,
+                ask.data.template,
                 OPERATOR_OWNER,
                 now - FAIR_SHARE_WINDOW,
-                request.idempotency_key,
+                ask.request.idempotency_key,
             )
             facts = _facts(found)
-            row = planned(facts, tenant_id, data, request, now, pool.node_id)
+            row = planned(facts, ask, now, pool.node_id)
             if row is None or facts is None:
                 return None
             if facts.head is None:
                 return None  # a tenant's first event: the general path makes its chain
-            outcome = await _write(conn, pool, facts, row, ctx, facts.head, now)
+            outcome = await _write(conn, pool.host, facts, row, ask.ctx)
             if outcome == "claimed":
                 return row, facts
             if outcome == "empty":
@@ -68,16 +59,12 @@ def _facts(found: asyncpg.Record | None) -> ClaimFacts | None:
     return ClaimFacts.read(found, found["quotas"], head)
 
 
-async def _write(
-    conn: Any,
-    pool: WarmPool,
-    facts: ClaimFacts,
-    row: Sandbox,
-    ctx: AuditContext,
-    head: tuple[int, str],
-    now: datetime,
-) -> str:
-    """ "claimed", "empty" (no ready member) or "moved" (the chain's head moved: read again)."""
+async def _write(conn: Any, host: str, facts: ClaimFacts, row: Sandbox, ctx: AuditContext) -> str:
+    """Claim a ready member of this host for the planned row (made at the claim's moment,
+    `created_at`) and record it, appending to the chain from the head the read saw:
+    "claimed", "empty" (no ready member) or "moved" (the chain's head moved: read again)."""
+    assert facts.head is not None
+    head, now = facts.head, row.created_at
     event = next_event(
         ctx,
         chain=row.tenant_id,
@@ -98,7 +85,7 @@ async def _write(
             queries.PG_WRITE,
             facts.pool_id,
             facts.version_id,
-            pool.host,
+            host,
             now,
             *sandbox_values,
             *event_values,

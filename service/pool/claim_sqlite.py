@@ -14,11 +14,10 @@ from service.db.base import utcnow
 from service.db.models import PoolMember, PoolRequest, Sandbox, SandboxTransition, Tenant
 from service.db.sqlite import Codec
 from service.pool import queries
-from service.pool.claiming import ClaimFacts, planned
+from service.pool.claiming import ClaimAsk, ClaimFacts, planned
 from service.pool.repository import FAIR_SHARE_WINDOW
 from service.pool.service import WarmPool
-from service.sandboxes.births import RequestKey, create_details
-from service.sandboxes.schemas import SandboxCreate
+from service.sandboxes.births import create_details
 from service.templates.repository import OPERATOR_OWNER
 
 _QUOTAS = Codec(Tenant.__table__, ("quotas",))
@@ -32,44 +31,31 @@ class _Unclaimable(Exception):
     """The member taken has no runtime sandbox: its claim is rolled back."""
 
 
-async def claim(
-    engine: Any,
-    pool: WarmPool,
-    tenant_id: str,
-    ctx: AuditContext,
-    data: SandboxCreate,
-    request: RequestKey,
-) -> tuple[Sandbox, ClaimFacts] | None:
+async def claim(engine: Any, pool: WarmPool, ask: ClaimAsk) -> tuple[Sandbox, ClaimFacts] | None:
     try:
         async with sqlite.direct(engine).write() as conn:
             now = utcnow()
-            facts = _read(conn, tenant_id, data, request.idempotency_key, now)
-            row = planned(facts, tenant_id, data, request, now, pool.node_id)
+            facts = _read(conn, ask, now)
+            row = planned(facts, ask, now, pool.node_id)
             if row is None or facts is None:
                 return None
-            if not _write(conn, pool, facts, row, ctx, now):
+            if not _write(conn, pool.host, facts, row, ask.ctx):
                 return None
             return row, facts
     except _Unclaimable:
         return None
 
 
-def _read(
-    conn: sqlite3.Connection,
-    tenant_id: str,
-    data: SandboxCreate,
-    key: str | None,
-    now: datetime,
-) -> ClaimFacts | None:
+def _read(conn: sqlite3.Connection, ask: ClaimAsk, now: datetime) -> ClaimFacts | None:
     since = _REQUEST_AT.one("at", now - FAIR_SHARE_WINDOW)
     read = conn.execute(
         queries.SQLITE_READ,
         {
-            "tenant": tenant_id,
-            "name": data.template,
+            "tenant": ask.tenant_id,
+            "name": ask.data.template,
             "operator": OPERATOR_OWNER,
             "since": since,
-            "key": key,
+            "key": ask.request.idempotency_key,
         },
     )
     read.row_factory = sqlite3.Row
@@ -81,17 +67,14 @@ def _read(
 
 
 def _write(
-    conn: sqlite3.Connection,
-    pool: WarmPool,
-    facts: ClaimFacts,
-    row: Sandbox,
-    ctx: AuditContext,
-    now: datetime,
+    conn: sqlite3.Connection, host: str, facts: ClaimFacts, row: Sandbox, ctx: AuditContext
 ) -> bool:
-    """Whether a ready member was there and is now the caller's sandbox, recorded."""
+    """Whether a ready member of this host was there and is now the caller's sandbox,
+    recorded at the claim's moment (the planned row's `created_at`)."""
+    now = row.created_at
     claimed_at = _CLAIMED_AT.one("claimed_at", now)
     taken = conn.execute(
-        queries.SQLITE_MEMBER, (claimed_at, row.id, facts.pool_id, facts.version_id, pool.host)
+        queries.SQLITE_MEMBER, (claimed_at, row.id, facts.pool_id, facts.version_id, host)
     )
     taken.row_factory = sqlite3.Row
     member = taken.fetchone()

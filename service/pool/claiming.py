@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Protocol
 
+from service.audit.recorder import AuditContext
 from service.db.models import Sandbox
 from service.errors import AppError
 from service.pool.service import fair_share
@@ -22,6 +23,17 @@ class Named(Protocol):
     """A row read by column name: asyncpg's Record, sqlite3's Row."""
 
     def __getitem__(self, name: str, /) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimAsk:
+    """A create that may take a warm pool member: the tenant, its request, who asks, and what
+    replays it (its Idempotency-Key and the request's hash)."""
+
+    tenant_id: str
+    data: SandboxCreate
+    ctx: AuditContext
+    request: RequestKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,14 +73,10 @@ _NOT_COLUMNS = frozenset({"quotas", "usage", "head"})
 
 
 def planned(
-    facts: ClaimFacts | None,
-    tenant_id: str,
-    data: SandboxCreate,
-    request: RequestKey,
-    now: datetime,
-    node_id: str | None,
+    facts: ClaimFacts | None, ask: ClaimAsk, now: datetime, node_id: str | None
 ) -> Sandbox | None:
     """The new sandbox's row when the claim is the plain case, else None."""
+    data = ask.data
     if facts is None or facts.pool_id is None or not facts.target or facts.target <= 0:
         return None  # no such template or build visible, or no pool for its size
     if facts.replay_id is not None:
@@ -78,7 +86,7 @@ def planned(
         return None
     caps = Caps(cpus, memory, disk)
     row = new_row(
-        tenant_id,
+        ask.tenant_id,
         data,
         image=facts.image,
         size=size,
@@ -86,7 +94,7 @@ def planned(
         network=SandboxNetwork(),
         template=TemplateRef(facts.template_name, facts.template_id, facts.version),
         started_from="pool",
-        request=request,
+        request=ask.request,
         now=now,
     )
     row.state = State.RUNNING.value

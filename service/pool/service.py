@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.audit.recorder import OPERATOR_CHAIN, AuditContext, record
 from service.db.base import utcnow
-from service.db.models import PoolTarget, TemplateVersion, Tenant
+from service.db.models import PoolTarget, Sandbox, Template, TemplateVersion, Tenant
 from service.errors import NotFound, Unprocessable
 from service.ids import new_id
 from service.nodes.local import local_node_id
@@ -85,26 +85,25 @@ def fair_share(target: int, tenants: int) -> int:
 async def try_claim(
     session: AsyncSession,
     pool: WarmPool,
-    *,
-    tenant_id: str,
-    template_id: str,
-    template_label: str,
-    version_id: str,
-    size: str,
-    sandbox_id: str,
+    sandbox: Sandbox,
+    template: Template,
+    build: TemplateVersion,
 ) -> Claim | None:
-    """In the create's transaction: take a member for this tenant, or None (a cold start).
+    """In the create's transaction: take a member of the template's pool for the sandbox being
+    recorded (of the build's size), or None (a cold start).
 
     Records the ask either way, for fair shares and the claim/miss figures."""
+    tenant_id, size = sandbox.tenant_id, sandbox.size
+    template_label = label(template.name, template.owner)
     repo = PoolRepository(session)
-    target = await repo.find(template_id, size)
+    target = await repo.find(template.id, size)
     if target is None or target.target <= 0:
         return None
     tenants, mine = await repo.recent_asks(target.id, tenant_id)
     got = None
     reason = "fair_share"
     if mine < fair_share(target.target, tenants):
-        got = await repo.claim(target.id, version_id, pool.host, sandbox_id)
+        got = await repo.claim(target.id, build.id, pool.host, sandbox.id)
         reason = "empty"
     repo.add_request(target.id, tenant_id, got is not None)
     if got is None:
