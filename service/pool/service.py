@@ -17,7 +17,7 @@ from service.db.base import utcnow
 from service.db.models import PoolTarget, Sandbox, Template, TemplateVersion, Tenant
 from service.errors import NotFound, Unprocessable
 from service.ids import new_id
-from service.nodes.local import local_node_id
+from service.nodes.local import LocalNode, local_node_id
 from service.pool import metrics
 from service.pool.repository import Claim, PoolRepository
 from service.pool.schemas import PoolOverview, PoolStatus, PoolTargetSet
@@ -26,11 +26,14 @@ from service.templates.repository import OPERATOR_OWNER, TemplateRepository, rea
 
 
 class WarmPool:
-    """Process-wide pool state: this host's id, the snapshot finding, and the refiller's bell."""
+    """Process-wide pool state: this node's id (from the `LocalNode` the app hands in), the
+    snapshot finding, and the refiller's bell."""
 
-    def __init__(self, settings: Settings) -> None:
-        # Pool members live in one node's runtime: only that node claims and refills them.
-        self.node_id = local_node_id(settings)
+    def __init__(self, settings: Settings, node: LocalNode) -> None:
+        # Pool members live in one node's runtime: only that node claims and refills them. An
+        # API replica has no node and runs no pool; its overview names its host as a node's
+        # id would.
+        self.node_id = node.id if node.id is not None else local_node_id(settings)
         self.host = self.node_id
         self.snapshots_enabled = settings.template_snapshots != "off"
         self.snapshots = "unknown" if self.snapshots_enabled else "disabled"
