@@ -18,7 +18,7 @@ from service.db.base import on_node, utcnow
 from service.db.models import Exec, Sandbox
 from service.errors import AppError
 from service.flows.pause import pause_sandbox
-from service.periodic import PeriodicJob
+from service.jobs.passes import SandboxPass
 from service.runtime import SandboxRuntimeError
 from service.runtime.holder import RuntimeHolder
 from service.sandboxes.states import State
@@ -44,22 +44,27 @@ async def pause_idle(
         sandboxes = (await session.execute(candidates)).all()
         if not sandboxes:
             return []
-        execs = {
-            row[0]: row[1:]
+        last_execs = {
+            row.sandbox_id: row
             for row in await session.execute(
-                select(Exec.sandbox_id, func.max(Exec.created_at), func.max(Exec.finished_at))
-                .where(Exec.sandbox_id.in_([s[0] for s in sandboxes]))
+                select(
+                    Exec.sandbox_id,
+                    func.max(Exec.created_at).label("started"),
+                    func.max(Exec.finished_at).label("ended"),
+                )
+                .where(Exec.sandbox_id.in_([s.id for s in sandboxes]))
                 .group_by(Exec.sandbox_id)
             )
         }
-    rows = [(*s, *execs.get(s[0], (None, None))) for s in sandboxes]
     idle: list[tuple[str, str]] = []
-    for sandbox_id, tenant_id, timeout_s, stored, started, ended in rows:
-        last = max((t for t in (stored, started, ended) if t is not None), default=None)
-        if last is not None and (stored is None or last > stored):
-            await _note(db, sandbox_id, last)
-        if last is None or now - last >= timedelta(seconds=timeout_s):
-            idle.append((sandbox_id, tenant_id))
+    for s in sandboxes:
+        execs = last_execs.get(s.id)
+        times = (s.last_activity_at, *((execs.started, execs.ended) if execs else ()))
+        last = max((t for t in times if t is not None), default=None)
+        if last is not None and (s.last_activity_at is None or last > s.last_activity_at):
+            await _note(db, s.id, last)
+        if last is None or now - last >= timedelta(seconds=s.idle_timeout_s):
+            idle.append((s.id, s.tenant_id))
     paused = []
     for sandbox_id, tenant_id in idle:
         try:
@@ -81,23 +86,10 @@ async def _note(db: async_sessionmaker[AsyncSession], sandbox_id: str, at: datet
         )
 
 
-class IdleSleeper(PeriodicJob):
+class IdleSleeper(SandboxPass):
     name = "idle-sleeper"
+    acted = "paused idle sandboxes"
+    log = log
 
-    def __init__(
-        self,
-        db: async_sessionmaker[AsyncSession],
-        holder: RuntimeHolder,
-        interval_s: float,
-        node_id: str | None = None,
-    ) -> None:
-        super().__init__(interval_s)
-        self.db = db
-        self.holder = holder
-        self.node_id = node_id
-
-    async def run_once(self) -> bool:
-        paused = await pause_idle(self.db, self.holder, self.node_id)
-        if paused:
-            log.info("paused idle sandboxes: %s", ", ".join(paused))
-        return False
+    async def one_pass(self) -> list[str]:
+        return await pause_idle(self.db, self.holder, self.node_id)
