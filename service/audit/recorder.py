@@ -30,10 +30,6 @@ from service.audit.queries import (
     move_head,
     pg_append_sql,
 )
-
-# Named in service.audit.queries; service.pool.queries still takes them from here.
-from service.audit.queries import pg_casts as pg_casts
-from service.audit.queries import pg_params as pg_params
 from service.db.base import utcnow
 from service.db.pg import dumps
 

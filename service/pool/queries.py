@@ -4,9 +4,9 @@ one transaction. A tenant's usage is counted as `SandboxRepository.active_usage`
 
 from __future__ import annotations
 
-from service.audit.recorder import pg_append_sql, pg_casts, pg_params
+from service.audit.queries import pg_append_sql, pg_casts, pg_params
 from service.db.models import Sandbox, SandboxTransition
-from service.sandboxes.repository import held_by_builds, held_by_sandboxes
+from service.sandboxes.queries import held_by_builds, held_by_sandboxes
 
 # The columns of the new sandbox's row a claim writes (with the member's runtime and its id).
 SANDBOX_COLUMNS = (

@@ -8,9 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from service.db.models import Sandbox, SandboxTransition
 from service.sandboxes.queries import (
     HELD_BY_SANDBOXES,
-    held_by_builds,  # noqa: F401 (service.pool.queries takes it from here)
     held_by_builds_besides,
-    held_by_sandboxes,  # noqa: F401 (service.pool.queries takes it from here)
 )
 from service.sandboxes.quotas import Usage
 
