@@ -71,7 +71,7 @@ class ExecRunner:
         wake: Wake,
     ) -> None:
         self.db = db
-        # What an exec call does first when its sandbox is paused (service.flows.resume.wake).
+        # What an exec call does first when its sandbox is paused (flows.resume.Resumes.wake).
         self.wake = wake
         # No ORM sessions on the exec path: they cost more per statement than the database
         # does (see service.execs.records).

@@ -251,7 +251,7 @@ class TemplateBuilder(PeriodicJob):
         super().__init__(interval_s)
         self.db = db
         self.holder = holder
-        # A version made from a paused sandbox resumes it first (service.flows.resume.wake).
+        # A version made from a paused sandbox resumes it first (service.flows.resume.Resumes.wake).
         self.wake = wake
         self.pool = pool
         self.node_id = node_id

@@ -1,6 +1,7 @@
 """What execs, files, ports and template builds need of pause and resume: a paused sandbox
-resumed before a call that needs it running. The flow that does it (service.flows.resume.wake)
-sits above them; the app hands it to them bound to its database and runtime."""
+resumed before a call that needs it running. The flow that does it
+(service.flows.resume.Resumes.wake) sits above them; the app hands it to them bound to its
+database and runtime."""
 
 from __future__ import annotations
 
