@@ -29,6 +29,8 @@ class AppError(Exception):
     status = 500
     code = "internal_error"
     title = "Internal server error"
+    # Seconds a caller should wait before trying again (a Retry-After header), if it should.
+    retry_after_s: int | None = None
 
     def __init__(
         self,
@@ -36,11 +38,15 @@ class AppError(Exception):
         *,
         headers: dict[str, str] | None = None,
         extra: dict[str, Any] | None = None,
+        retry_after_s: int | None = None,
     ) -> None:
         super().__init__(detail or self.title)
         self.detail = detail or self.title
         self.headers = headers or {}
         self.extra = extra or {}
+        retry_after_s = self.retry_after_s if retry_after_s is None else retry_after_s
+        if retry_after_s is not None:
+            self.headers["Retry-After"] = str(max(1, int(retry_after_s)))
 
 
 class BadRequest(AppError):
@@ -89,10 +95,7 @@ class IdempotencyKeyReused(Unprocessable):
 
 class QuotaExceeded(AppError):
     status, code, title = 429, "quota_exceeded", "A tenant quota was exceeded"
-
-    def __init__(self, detail: str | None = None, *, retry_after_s: int = 1, **kw: Any) -> None:
-        super().__init__(detail, **kw)
-        self.headers["Retry-After"] = str(max(1, int(retry_after_s)))
+    retry_after_s = 1
 
 
 class ServiceUnavailable(AppError):
@@ -106,10 +109,7 @@ NODE_FULL_HEADER = "Airlock-Node-Full"
 
 class NoCapacity(ServiceUnavailable):
     code, title = "no_capacity", "No node has room for this sandbox now"
-
-    def __init__(self, detail: str | None = None, *, retry_after_s: int = 5, **kw: Any) -> None:
-        super().__init__(detail, **kw)
-        self.headers["Retry-After"] = str(max(1, int(retry_after_s)))
+    retry_after_s = 5
 
 
 MOVED_HEADER = "Airlock-Sandbox-Node"
@@ -124,19 +124,15 @@ class SandboxMoved(ServiceUnavailable):
     def __init__(self, sandbox_id: str, node_id: str) -> None:
         super().__init__(
             f"sandbox {sandbox_id} is on node {node_id} now: retry",
-            headers={MOVED_HEADER: node_id},
+            headers={MOVED_HEADER: node_id, "Retry-After": "0"},
             extra={"node_id": node_id},
         )
-        self.headers["Retry-After"] = "0"
         self.node_id = node_id
 
 
 class NodeUnavailable(ServiceUnavailable):
     code, title = "node_unavailable", "The node that holds this sandbox cannot be reached"
-
-    def __init__(self, detail: str | None = None, *, retry_after_s: int = 5, **kw: Any) -> None:
-        super().__init__(detail, **kw)
-        self.headers["Retry-After"] = str(max(1, int(retry_after_s)))
+    retry_after_s = 5
 
 
 def problem_body(
