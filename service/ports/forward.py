@@ -7,8 +7,6 @@ with its code. The node does the rest (the connection into the sandbox, the audi
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from typing import Any
 
 import aiohttp
@@ -16,7 +14,7 @@ import aiohttp
 from service.errors import NodeUnavailable
 from service.ports.links import PreviewLinks
 from service.ports.upstream import link_cookie
-from service.ports.websocket import MAX_MESSAGE
+from service.ports.websocket import MAX_MESSAGE, both_ways, subprotocols
 
 # Passed from the caller to the node; the handshake's own headers are aiohttp's to make.
 _KEPT = frozenset({b"cookie", b"origin", b"user-agent", b"x-airlock-preview-host"})
@@ -35,16 +33,13 @@ async def relay(
     headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"] if k in _KEPT}
     headers.update(extra)
     headers["Authorization"] = f"Bearer {token}"
-    protocols = [
-        p.strip()
-        for k, v in scope["headers"]
-        if k == b"sec-websocket-protocol"
-        for p in v.decode("latin-1").split(",")
-        if p.strip()
-    ]
     try:
         node = await session.ws_connect(
-            url, headers=headers, protocols=protocols, max_msg_size=MAX_MESSAGE, autoping=True
+            url,
+            headers=headers,
+            protocols=subprotocols(scope),
+            max_msg_size=MAX_MESSAGE,
+            autoping=True,
         )
     except aiohttp.WSServerHandshakeError as exc:
         # The node refused (a 404, 409, 502...): the caller's handshake is refused too.
@@ -63,15 +58,7 @@ async def relay(
                 "headers": [(b"set-cookie", cookie)] if cookie else [],
             }
         )
-        inbound = asyncio.ensure_future(_from_caller(node, receive))
-        outbound = asyncio.ensure_future(_from_node(node, send))
-        try:
-            await asyncio.wait({inbound, outbound}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (inbound, outbound):
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
+        await both_ways(_from_caller(node, receive), _from_node(node, send))
 
 
 async def _from_caller(node: aiohttp.ClientWebSocketResponse, receive: Any) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
 from typing import Any
 
 from websockets.client import ClientProtocol
@@ -31,16 +32,9 @@ class SocketRelay:
     def __init__(self, connection: PortConnection, upstream: Upstream, scope: Any) -> None:
         self.connection = connection
         self.upstream = upstream
-        protocols = [
-            p.strip()
-            for k, v in scope["headers"]
-            if k == b"sec-websocket-protocol"
-            for p in v.decode("latin-1").split(",")
-            if p.strip()
-        ]
         self.protocol = ClientProtocol(
             parse_uri("ws://sandbox" + upstream.target.decode("latin-1")),
-            subprotocols=protocols or None,  # type: ignore[arg-type]
+            subprotocols=subprotocols(scope) or None,  # type: ignore[arg-type]
             max_size=MAX_MESSAGE,
         )
         self._parts: list[bytes] = []
@@ -54,6 +48,15 @@ class SocketRelay:
             else:
                 await self.connection.write_eof()
 
+    async def _receive(self) -> tuple[bytes, list[Any]]:
+        """What the sandbox's side sent next (b"" once it closed), and the events it makes."""
+        data = await self.connection.read()
+        if data:
+            self.protocol.receive_data(data)
+        else:
+            self.protocol.receive_eof()
+        return data, self.protocol.events_received()
+
     async def handshake(self) -> str | None:
         """Open the WebSocket in the sandbox; its subprotocol. BadUpstream when it refuses."""
         request = self.protocol.connect()
@@ -66,12 +69,8 @@ class SocketRelay:
         await self._flush()
         async with asyncio.timeout(HANDSHAKE_TIMEOUT_S):
             while True:
-                data = await self.connection.read()
-                if data:
-                    self.protocol.receive_data(data)
-                else:
-                    self.protocol.receive_eof()
-                for event in self.protocol.events_received():
+                data, events = await self._receive()
+                for event in events:
                     if isinstance(event, Response):
                         error = self.protocol.handshake_exc
                         if error is not None:
@@ -83,15 +82,9 @@ class SocketRelay:
 
     async def run(self, receive: Any, send: Any) -> None:
         """Relay until either side closes."""
-        inbound = asyncio.ensure_future(self._from_caller(receive))
-        outbound = asyncio.ensure_future(self._from_sandbox(send))
         try:
-            await asyncio.wait({inbound, outbound}, return_when=asyncio.FIRST_COMPLETED)
+            await both_ways(self._from_caller(receive), self._from_sandbox(send))
         finally:
-            for task in (inbound, outbound):
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
             await self.connection.close()
 
     async def _from_caller(self, receive: Any) -> None:
@@ -113,12 +106,8 @@ class SocketRelay:
         for frame in self._pending:
             await self._pass(frame, send)
         while True:
-            data = await self.connection.read()
-            if data:
-                self.protocol.receive_data(data)
-            else:
-                self.protocol.receive_eof()
-            for event in self.protocol.events_received():
+            data, events = await self._receive()
+            for event in events:
                 if await self._pass(event, send):
                     return
             await self._flush()  # pongs, the answer to a close
@@ -147,6 +136,29 @@ class SocketRelay:
             else:
                 await send({"type": "websocket.send", "bytes": data})
         return False
+
+
+def subprotocols(scope: Any) -> list[str]:
+    """The subprotocols the caller's handshake asks for, in its order."""
+    return [
+        p.strip()
+        for k, v in scope["headers"]
+        if k == b"sec-websocket-protocol"
+        for p in v.decode("latin-1").split(",")
+        if p.strip()
+    ]
+
+
+async def both_ways(inbound: Awaitable[None], outbound: Awaitable[None]) -> None:
+    """Relays both directions at once until either ends, then stops the other."""
+    tasks = (asyncio.ensure_future(inbound), asyncio.ensure_future(outbound))
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
 
 
 def _sendable(code: int) -> bool:
