@@ -79,37 +79,30 @@ def check_quotas(quotas: Quotas, ttl_s: int, usage: Usage, caps: Caps) -> None:
     check_room(quotas, usage, caps)
 
 
+class _Room(NamedTuple):
+    quota: str  # the Quotas field
+    held: str  # the Usage field (and the Caps field one more sandbox adds to it, if any)
+    detail: str  # formatted with `more`, `limit` and `in_use`
+
+
+# Each room a tenant's sandboxes share, checked in this order.
+_ROOMS = (
+    _Room("max_sandboxes", "sandboxes", "the tenant has {in_use} of {limit} sandboxes"),
+    _Room("max_vcpus", "cpus", "{more} more vCPUs would exceed the tenant's {limit}"),
+    _Room("max_memory_mib", "memory_mib", "{more} MiB more would exceed the tenant's {limit} MiB"),
+    _Room("max_disk_mib", "disk_mib", "{more} MiB more disk would exceed the tenant's {limit} MiB"),
+)
+
+
 def check_room(quotas: Quotas, usage: Usage, caps: Caps) -> None:
     """Raise unless one more sandbox of these caps fits beside `usage` (a template build's
     sandbox is checked with this too: it has no TTL of the tenant's)."""
-    if usage.sandboxes + 1 > quotas.max_sandboxes:
-        raise over(
-            "max_sandboxes",
-            quotas.max_sandboxes,
-            usage.sandboxes,
-            f"the tenant has {usage.sandboxes} of {quotas.max_sandboxes} sandboxes",
-        )
-    if usage.cpus + caps.cpus > quotas.max_vcpus:
-        raise over(
-            "max_vcpus",
-            quotas.max_vcpus,
-            usage.cpus,
-            f"{caps.cpus} more vCPUs would exceed the tenant's {quotas.max_vcpus}",
-        )
-    if usage.memory_mib + caps.memory_mib > quotas.max_memory_mib:
-        raise over(
-            "max_memory_mib",
-            quotas.max_memory_mib,
-            usage.memory_mib,
-            f"{caps.memory_mib} MiB more would exceed the tenant's {quotas.max_memory_mib} MiB",
-        )
-    if usage.disk_mib + caps.disk_mib > quotas.max_disk_mib:
-        raise over(
-            "max_disk_mib",
-            quotas.max_disk_mib,
-            usage.disk_mib,
-            f"{caps.disk_mib} MiB more disk would exceed the tenant's {quotas.max_disk_mib} MiB",
-        )
+    for room in _ROOMS:
+        limit, in_use = getattr(quotas, room.quota), getattr(usage, room.held)
+        more = getattr(caps, room.held) if room.held in Caps._fields else 1
+        if in_use + more > limit:
+            detail = room.detail.format(more=more, limit=limit, in_use=in_use)
+            raise over(room.quota, limit, in_use, detail)
 
 
 def idle_timeout(quotas: Quotas, asked: int | None) -> int | None:
