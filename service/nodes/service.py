@@ -14,6 +14,8 @@ from service.nodes.schemas import Capacity, Node, NodeCapacity, NodeList
 from service.sandboxes.states import ACTIVE
 
 _ACTIVE = [s.value for s in ACTIVE]
+# The audit action of putting a node in each state.
+_ACTIONS = {DRAINING: "node.drain", READY: "node.ready"}
 
 
 async def list_nodes(session: AsyncSession, only: str | None = None) -> NodeList:
@@ -48,28 +50,28 @@ async def list_nodes(session: AsyncSession, only: str | None = None) -> NodeList
 
 async def drain(session: AsyncSession, ctx: AuditContext, node_id: str) -> Node:
     """No new sandboxes are placed on the node; the ones it holds stay."""
-    row = await session.scalar(select(NodeRow).where(NodeRow.id == node_id).with_for_update())
-    if row is None:
-        raise NotFound(f"no node {node_id}")
-    if row.state == LOST:
-        raise Conflict(f"node {node_id} is lost: it is drained once it registers again")
-    if row.state != DRAINING:
-        row.state = DRAINING
-        await record(session, ctx, chain=OPERATOR_CHAIN, action="node.drain", target=node_id)
-    await session.flush()
-    return (await list_nodes(session, only=node_id)).items[0]
+    return await _mark(session, ctx, node_id, DRAINING, "it is drained once it registers again")
 
 
 async def undrain(session: AsyncSession, ctx: AuditContext, node_id: str) -> Node:
     """A drained node takes new sandboxes again."""
+    return await _mark(session, ctx, node_id, READY, "it is ready again once it registers")
+
+
+async def _mark(
+    session: AsyncSession, ctx: AuditContext, node_id: str, state: str, when_lost: str
+) -> Node:
+    """The node (ready or draining) put in `state`, audited if that changed it; a lost node is
+    a 409 (`when_lost`: what becomes of it once it registers again)."""
     row = await session.scalar(select(NodeRow).where(NodeRow.id == node_id).with_for_update())
     if row is None:
         raise NotFound(f"no node {node_id}")
     if row.state == LOST:
-        raise Conflict(f"node {node_id} is lost: it is ready again once it registers")
-    if row.state == DRAINING:
-        row.state = READY
-        await record(session, ctx, chain=OPERATOR_CHAIN, action="node.ready", target=node_id)
+        raise Conflict(f"node {node_id} is lost: {when_lost}")
+    if row.state != state:
+        row.state = state
+        action = _ACTIONS[state]
+        await record(session, ctx, chain=OPERATOR_CHAIN, action=action, target=node_id)
     await session.flush()
     return (await list_nodes(session, only=node_id)).items[0]
 
