@@ -69,52 +69,57 @@ def kvm_info() -> tuple[bool, str]:
 
 async def _gvisor_works(state_dir: Path, platform: str | None) -> tuple[bool, str]:
     started = time.monotonic()
-    try:
-        runtime = await GVisorRuntime.open(state_dir, platform)
-    except SandboxRuntimeError as exc:
-        return False, str(exc)
-    try:
-        box = await runtime.create(images.DEFAULT_IMAGE, SandboxSpec(memory_mib=128, disk_mib=16))
-        try:
-            result = await runtime.run(box.id, ExecRequest(argv=["true"], timeout_s=30))
-        finally:
-            await runtime.destroy(box.id)
+
+    async def run_true(runtime: GVisorRuntime, box_id: str) -> tuple[bool, str]:
+        result = await runtime.run(box_id, ExecRequest(argv=["true"], timeout_s=30))
         if result.exit_code != 0:
             return False, f"`true` in a test sandbox ended {result.outcome} {result.exit_code}"
         return True, f"a test sandbox ran `true` ({time.monotonic() - started:.1f} s end to end)"
-    except SandboxRuntimeError as exc:
-        return False, f"{type(exc).__name__}: {exc}"
-    finally:
-        await runtime.close()
+
+    return await _in_test_sandbox(state_dir, platform, run_true)
 
 
 async def _gvisor_snapshots(state_dir: Path, platform: str | None) -> tuple[bool, str]:
     """Checkpoint a test sandbox and restore it into a new one (what template builds and the
     warm pool rely on)."""
-    try:
-        runtime = await GVisorRuntime.open(state_dir, platform)
-    except SandboxRuntimeError as exc:
-        return False, str(exc)
-    try:
-        box = await runtime.create(images.DEFAULT_IMAGE, SandboxSpec(memory_mib=128, disk_mib=16))
-        snapshot = None
+
+    async def restore(runtime: GVisorRuntime, box_id: str) -> tuple[bool, str]:
+        snapshot = await runtime.snapshot(box_id)
         try:
-            snapshot = await runtime.snapshot(box.id)
             clone = await runtime.create_from_snapshot(snapshot.id)
             try:
                 result = await runtime.run(clone.id, ExecRequest(argv=["true"], timeout_s=30))
             finally:
                 await runtime.destroy(clone.id)
         finally:
-            await runtime.destroy(box.id)
-            if snapshot is not None:
-                await runtime.delete_snapshot(snapshot.id)
+            await runtime.delete_snapshot(snapshot.id)
         if result.exit_code != 0:
             return False, f"`true` in a restored sandbox ended {result.outcome} {result.exit_code}"
         return True, (
             f"checkpoint + restore work ({snapshot.size_bytes / 1e6:.1f} MB image); templates "
             "are snapshotted and the warm pool restores members from them"
         )
+
+    return await _in_test_sandbox(state_dir, platform, restore)
+
+
+async def _in_test_sandbox(
+    state_dir: Path,
+    platform: str | None,
+    check: Callable[[GVisorRuntime, str], Awaitable[tuple[bool, str]]],
+) -> tuple[bool, str]:
+    """`check` run on a small test sandbox of the default image, destroyed after it; a
+    runtime that fails to open or errs is the check's failure."""
+    try:
+        runtime = await GVisorRuntime.open(state_dir, platform)
+    except SandboxRuntimeError as exc:
+        return False, str(exc)
+    try:
+        box = await runtime.create(images.DEFAULT_IMAGE, SandboxSpec(memory_mib=128, disk_mib=16))
+        try:
+            return await check(runtime, box.id)
+        finally:
+            await runtime.destroy(box.id)
     except SandboxRuntimeError as exc:
         return False, f"{type(exc).__name__}: {exc}"
     finally:
