@@ -67,15 +67,19 @@ class TokenCodec:
         }
         if sandbox_id is not None:
             claims["sbx"] = sandbox_id
-        key = self.keyring.signer()
-        token = jwt.encode(claims, key.private, algorithm=ALGORITHM, headers={"kid": key.kid})
-        return IssuedToken(token=token, jti=jti, expires_at=exp)
+        return IssuedToken(token=sign(self.keyring, claims), jti=jti, expires_at=exp)
 
     def verify(self, token: str) -> TokenClaims:
         """Check signature and claims; the caller checks revocation and the tenant."""
         return _typed_claims(
             decode_signed(self.keyring, token, issuer=self.issuer, audience=self.audience)
         )
+
+
+def sign(keyring: KeyRing, claims: dict[str, Any]) -> str:
+    """`claims` as a token signed with the keyring's current key, named by its `kid`."""
+    key = keyring.signer()
+    return jwt.encode(claims, key.private, algorithm=ALGORITHM, headers={"kid": key.kid})
 
 
 def decode_signed(

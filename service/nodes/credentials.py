@@ -21,7 +21,7 @@ import jwt
 
 from service.auth.keyring import KeyRing
 from service.auth.principal import Principal, PrincipalKind
-from service.auth.tokens import ALGORITHM, decode_signed
+from service.auth.tokens import decode_signed, sign
 from service.errors import Unauthenticated
 
 NODE_AUDIENCE = "airlock-node"
@@ -74,8 +74,7 @@ class NodeCredentials:
             "cli": client,
             "nod": node,
         }
-        key = self.keyring.signer()
-        token = jwt.encode(claims, key.private, algorithm=ALGORITHM, headers={"kid": key.kid})
+        token = sign(self.keyring, claims)
         if len(self._minted) >= CACHE_MAX:
             self._minted.clear()
         self._minted[(principal, client, node)] = (token, float(exp))

@@ -15,10 +15,8 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-import jwt
-
 from service.auth.keyring import KeyRing
-from service.auth.tokens import ALGORITHM, TokenClaims, decode_signed
+from service.auth.tokens import TokenClaims, decode_signed, sign
 from service.errors import Unauthenticated
 from service.redaction import PREVIEW_PARAM
 
@@ -88,8 +86,7 @@ class PreviewLinks:
         }
         if minted_by is not None:
             claims["via"] = minted_by
-        key = self.keyring.signer()
-        token = jwt.encode(claims, key.private, algorithm=ALGORITHM, headers={"kid": key.kid})
+        token = sign(self.keyring, claims)
         return Link(token, jti, tenant_id, key_id, sandbox_id, port, expires, minted_by)
 
     def verify(self, token: str) -> Link:
