@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    Float,
-    Index,
-    Integer,
-    String,
-)
+import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db.base import Base, UTCDateTime
@@ -26,20 +19,20 @@ class Node(Base):
     new sandboxes are placed there), `lost` (the lease ran out)."""
 
     __tablename__ = "nodes"
-    __table_args__ = (Index("ix_nodes_state_lease_expires_at", "state", "lease_expires_at"),)
+    __table_args__ = (sa.Index("ix_nodes_state_lease_expires_at", "state", "lease_expires_at"),)
 
-    id: Mapped[str] = mapped_column(String(200), primary_key=True)
-    address: Mapped[str] = mapped_column(String(500), nullable=False)
-    runtime: Mapped[str] = mapped_column(String(16), nullable=False)
-    platform: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    vcpus: Mapped[float] = mapped_column(Float, nullable=False)
-    memory_mib: Mapped[int] = mapped_column(Integer, nullable=False)
-    disk_mib: Mapped[int] = mapped_column(Integer, nullable=False)
-    pids: Mapped[int] = mapped_column(Integer, nullable=False)
-    labels: Mapped[dict[str, str]] = mapped_column(JSON, nullable=False)
-    version: Mapped[str] = mapped_column(String(64), nullable=False)
-    state: Mapped[str] = mapped_column(String(16), nullable=False)
-    incarnation: Mapped[str] = mapped_column(String(40), nullable=False)
+    id: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
+    address: Mapped[str] = mapped_column(sa.String(500), nullable=False)
+    runtime: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    platform: Mapped[str | None] = mapped_column(sa.String(32), nullable=True)
+    vcpus: Mapped[float] = mapped_column(sa.Float, nullable=False)
+    memory_mib: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    disk_mib: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    pids: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    labels: Mapped[dict[str, str]] = mapped_column(sa.JSON, nullable=False)
+    version: Mapped[str] = mapped_column(sa.String(64), nullable=False)
+    state: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    incarnation: Mapped[str] = mapped_column(sa.String(40), nullable=False)
     registered_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
     lease_expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
 
@@ -49,10 +42,10 @@ class NodeSnapshot(Base):
     fetched it from another and checked its digest)."""
 
     __tablename__ = "node_snapshots"
-    __table_args__ = (Index("ix_node_snapshots_snapshot_id", "snapshot_id"),)
+    __table_args__ = (sa.Index("ix_node_snapshots_snapshot_id", "snapshot_id"),)
 
-    node_id: Mapped[str] = mapped_column(String(200), primary_key=True)
-    snapshot_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    digest: Mapped[str] = mapped_column(String(80), nullable=False)
-    size_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    node_id: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
+    snapshot_id: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    digest: Mapped[str] = mapped_column(sa.String(80), nullable=False)
+    size_bytes: Mapped[int] = mapped_column(sa.BigInteger, nullable=False)
     stored_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

@@ -6,17 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    ForeignKey,
-    Index,
-    Integer,
-    LargeBinary,
-    String,
-    UniqueConstraint,
-    text,
-)
+import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db.base import Base, UTCDateTime, utcnow
@@ -27,37 +17,37 @@ class Sandbox(Base):
 
     __tablename__ = "sandboxes"
     __table_args__ = (
-        Index("ix_sandboxes_tenant_id_id", "tenant_id", "id"),
-        Index("ix_sandboxes_state_expires_at", "state", "expires_at"),
-        UniqueConstraint("tenant_id", "idempotency_key", name="uq_sandboxes_tenant_idempotency"),
+        sa.Index("ix_sandboxes_tenant_id_id", "tenant_id", "id"),
+        sa.Index("ix_sandboxes_state_expires_at", "state", "expires_at"),
+        sa.UniqueConstraint("tenant_id", "idempotency_key", name="uq_sandboxes_tenant_idempotency"),
     )
 
-    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    id: Mapped[str] = mapped_column(sa.String(40), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(
-        String(40), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+        sa.String(40), sa.ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
     )
-    state: Mapped[str] = mapped_column(String(16), nullable=False)
-    failure_reason: Mapped[str | None] = mapped_column(String(500), nullable=True)
-    runtime: Mapped[str | None] = mapped_column(String(16), nullable=True)
-    runtime_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    state: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    failure_reason: Mapped[str | None] = mapped_column(sa.String(500), nullable=True)
+    runtime: Mapped[str | None] = mapped_column(sa.String(16), nullable=True)
+    runtime_id: Mapped[str | None] = mapped_column(sa.String(64), nullable=True, index=True)
     # The node that holds it (None: made before nodes were recorded, or never placed).
-    node_id: Mapped[str | None] = mapped_column(String(200), nullable=True, index=True)
-    image: Mapped[str] = mapped_column(String(200), nullable=False)
-    template: Mapped[str | None] = mapped_column(String(100), nullable=True)
-    size: Mapped[str] = mapped_column(String(16), nullable=False)
-    cpus: Mapped[int] = mapped_column(Integer, nullable=False)
-    memory_mib: Mapped[int] = mapped_column(Integer, nullable=False)
-    disk_mib: Mapped[int] = mapped_column(Integer, nullable=False)
-    network: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
-    env: Mapped[dict[str, str]] = mapped_column(JSON, nullable=False)
-    labels: Mapped[dict[str, str]] = mapped_column(JSON, nullable=False)
+    node_id: Mapped[str | None] = mapped_column(sa.String(200), nullable=True, index=True)
+    image: Mapped[str] = mapped_column(sa.String(200), nullable=False)
+    template: Mapped[str | None] = mapped_column(sa.String(100), nullable=True)
+    size: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    cpus: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    memory_mib: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    disk_mib: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    network: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
+    env: Mapped[dict[str, str]] = mapped_column(sa.JSON, nullable=False)
+    labels: Mapped[dict[str, str]] = mapped_column(sa.JSON, nullable=False)
     # The template build it started from, and how: "image", "snapshot" or "pool".
-    template_id: Mapped[str | None] = mapped_column(String(40), nullable=True, index=True)
-    template_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    started_from: Mapped[str | None] = mapped_column(String(16), nullable=True)
-    ttl_s: Mapped[int] = mapped_column(Integer, nullable=False)
-    idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
-    request_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    template_id: Mapped[str | None] = mapped_column(sa.String(40), nullable=True, index=True)
+    template_version: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    started_from: Mapped[str | None] = mapped_column(sa.String(16), nullable=True)
+    ttl_s: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    idempotency_key: Mapped[str | None] = mapped_column(sa.String(200), nullable=True)
+    request_hash: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
@@ -65,19 +55,19 @@ class Sandbox(Base):
     # Paused: since when, its checkpoint's size on the node's disk, and when it ends if it is
     # not resumed by then (the tenant's max_paused_s; `expires_at` stays the hard end).
     paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
-    pause_bytes: Mapped[int | None] = mapped_column(BigInteger(), nullable=True)
+    pause_bytes: Mapped[int | None] = mapped_column(sa.BigInteger(), nullable=True)
     pause_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # The TCP connections to outside that its last checkpoint (a pause, a fork) cut (`local ->
     # remote`): kept after the resume, so its answer says what was lost, until the next.
-    pause_cut: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    pause_cut: Mapped[list[str] | None] = mapped_column(sa.JSON, nullable=True)
     # The checkpoint as a snapshot another node can start it from, the node whose runtime took
     # it (and holds the paused runtime sandbox: `node_id` differs once it moved), and its
     # digest once that node read it through (copies are `node_snapshots` rows).
-    pause_snapshot_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    pause_node_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
-    pause_digest: Mapped[str | None] = mapped_column(String(80), nullable=True)
+    pause_snapshot_id: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
+    pause_node_id: Mapped[str | None] = mapped_column(sa.String(200), nullable=True)
+    pause_digest: Mapped[str | None] = mapped_column(sa.String(80), nullable=True)
     # Paused after this long without activity (None: never); the last activity seen.
-    idle_timeout_s: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    idle_timeout_s: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
     last_activity_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
@@ -87,14 +77,14 @@ class SandboxTransition(Base):
     __tablename__ = "sandbox_transitions"
 
     id: Mapped[int] = mapped_column(
-        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+        sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True, autoincrement=True
     )
     sandbox_id: Mapped[str] = mapped_column(
-        String(40), ForeignKey("sandboxes.id", ondelete="CASCADE"), nullable=False, index=True
+        sa.String(40), sa.ForeignKey("sandboxes.id", ondelete="CASCADE"), nullable=False, index=True
     )
-    from_state: Mapped[str | None] = mapped_column(String(16), nullable=True)
-    to_state: Mapped[str] = mapped_column(String(16), nullable=False)
-    reason: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    from_state: Mapped[str | None] = mapped_column(sa.String(16), nullable=True)
+    to_state: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    reason: Mapped[str | None] = mapped_column(sa.String(500), nullable=True)
     at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
 
 
@@ -105,11 +95,11 @@ class TenantUsage(Base):
     __tablename__ = "tenant_usage"
 
     tenant_id: Mapped[str] = mapped_column(
-        String(40), ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
+        sa.String(40), sa.ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
     )
     # The sum of `execs.stored_bytes`: finished execs' output in `exec_chunks`.
     stored_output_bytes: Mapped[int] = mapped_column(
-        BigInteger, nullable=False, default=0, server_default=text("0")
+        sa.BigInteger, nullable=False, default=0, server_default=sa.text("0")
     )
 
 
@@ -122,13 +112,13 @@ class SandboxSecretValue(Base):
     __tablename__ = "sandbox_secret_values"
 
     id: Mapped[int] = mapped_column(
-        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+        sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True, autoincrement=True
     )
     sandbox_id: Mapped[str] = mapped_column(
-        String(40), ForeignKey("sandboxes.id", ondelete="CASCADE"), nullable=False, index=True
+        sa.String(40), sa.ForeignKey("sandboxes.id", ondelete="CASCADE"), nullable=False, index=True
     )
-    tenant_id: Mapped[str] = mapped_column(String(40), nullable=False)
-    key_id: Mapped[str] = mapped_column(String(16), nullable=False)
-    nonce: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
-    ciphertext: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    tenant_id: Mapped[str] = mapped_column(sa.String(40), nullable=False)
+    key_id: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    nonce: Mapped[bytes] = mapped_column(sa.LargeBinary, nullable=False)
+    ciphertext: Mapped[bytes] = mapped_column(sa.LargeBinary, nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)

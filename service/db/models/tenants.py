@@ -5,17 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    Float,
-    ForeignKey,
-    Index,
-    Integer,
-    LargeBinary,
-    String,
-    UniqueConstraint,
-)
+import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db.base import Base, Timestamped, UTCDateTime, utcnow
@@ -24,10 +14,10 @@ from service.db.base import Base, Timestamped, UTCDateTime, utcnow
 class Tenant(Timestamped, Base):
     __tablename__ = "tenants"
 
-    id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    name: Mapped[str] = mapped_column(String(100), nullable=False, unique=True)
-    status: Mapped[str] = mapped_column(String(16), nullable=False, default="active")
-    quotas: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
+    id: Mapped[str] = mapped_column(sa.String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String(100), nullable=False, unique=True)
+    status: Mapped[str] = mapped_column(sa.String(16), nullable=False, default="active")
+    quotas: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False, default=dict)
     updated_at: Mapped[datetime] = mapped_column(
         UTCDateTime(), nullable=False, default=utcnow, onupdate=utcnow
     )
@@ -35,18 +25,18 @@ class Tenant(Timestamped, Base):
 
 class ApiKey(Timestamped, Base):
     __tablename__ = "api_keys"
-    __table_args__ = (Index("ix_api_keys_tenant_id_id", "tenant_id", "id"),)
+    __table_args__ = (sa.Index("ix_api_keys_tenant_id_id", "tenant_id", "id"),)
 
-    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    id: Mapped[str] = mapped_column(sa.String(40), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(
-        String(40), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+        sa.String(40), sa.ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
     )
-    name: Mapped[str] = mapped_column(String(100), nullable=False)
+    name: Mapped[str] = mapped_column(sa.String(100), nullable=False)
     # SHA-256 of the whole key; keys carry 256 random bits, so a fast hash is the right one.
-    key_hash: Mapped[str] = mapped_column(String(64), nullable=False, unique=True)
-    prefix: Mapped[str] = mapped_column(String(16), nullable=False)
-    scopes: Mapped[list[str]] = mapped_column(JSON, nullable=False)
-    created_by: Mapped[str] = mapped_column(String(64), nullable=False)
+    key_hash: Mapped[str] = mapped_column(sa.String(64), nullable=False, unique=True)
+    prefix: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    scopes: Mapped[list[str]] = mapped_column(sa.JSON, nullable=False)
+    created_by: Mapped[str] = mapped_column(sa.String(64), nullable=False)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
@@ -54,13 +44,13 @@ class ApiKey(Timestamped, Base):
 class RevokedToken(Base):
     __tablename__ = "revoked_tokens"
 
-    jti: Mapped[str] = mapped_column(String(64), primary_key=True)
+    jti: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(
-        String(40), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False, index=True
+        sa.String(40), sa.ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False, index=True
     )
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, index=True)
     revoked_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
-    revoked_by: Mapped[str] = mapped_column(String(64), nullable=False)
+    revoked_by: Mapped[str] = mapped_column(sa.String(64), nullable=False)
 
 
 class TenantSecret(Base):
@@ -69,20 +59,20 @@ class TenantSecret(Base):
 
     __tablename__ = "tenant_secrets"
     __table_args__ = (
-        UniqueConstraint("tenant_id", "name", name="uq_tenant_secrets_tenant_id_name"),
+        sa.UniqueConstraint("tenant_id", "name", name="uq_tenant_secrets_tenant_id_name"),
     )
 
-    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    id: Mapped[str] = mapped_column(sa.String(40), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(
-        String(40), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+        sa.String(40), sa.ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
     )
-    name: Mapped[str] = mapped_column(String(100), nullable=False)
-    key_id: Mapped[str] = mapped_column(String(16), nullable=False)
-    nonce: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
-    ciphertext: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    name: Mapped[str] = mapped_column(sa.String(100), nullable=False)
+    key_id: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    nonce: Mapped[bytes] = mapped_column(sa.LargeBinary, nullable=False)
+    ciphertext: Mapped[bytes] = mapped_column(sa.LargeBinary, nullable=False)
     # The hosts the value may be sent to (`service.secrets.hosts`); none: sent nowhere.
-    allowed_hosts: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
-    created_by: Mapped[str] = mapped_column(String(64), nullable=False)
+    allowed_hosts: Mapped[list[str]] = mapped_column(sa.JSON, nullable=False, default=list)
+    created_by: Mapped[str] = mapped_column(sa.String(64), nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False, default=utcnow)
 
@@ -94,10 +84,10 @@ class RequestBucket(Base):
 
     __tablename__ = "request_buckets"
 
-    key: Mapped[str] = mapped_column(String(120), primary_key=True)
-    tokens: Mapped[float] = mapped_column(Float, nullable=False)
-    refilled_at: Mapped[float] = mapped_column(Float, nullable=False)
-    granted: Mapped[int] = mapped_column(Integer, nullable=False)
+    key: Mapped[str] = mapped_column(sa.String(120), primary_key=True)
+    tokens: Mapped[float] = mapped_column(sa.Float, nullable=False)
+    refilled_at: Mapped[float] = mapped_column(sa.Float, nullable=False)
+    granted: Mapped[int] = mapped_column(sa.Integer, nullable=False)
 
 
 class RunningSlot(Base):
@@ -108,10 +98,10 @@ class RunningSlot(Base):
     process counts in memory, unused."""
 
     __tablename__ = "running_slots"
-    __table_args__ = (Index("ix_running_slots_tenant_id_kind", "tenant_id", "kind"),)
+    __table_args__ = (sa.Index("ix_running_slots_tenant_id_kind", "tenant_id", "kind"),)
 
-    holder: Mapped[str] = mapped_column(String(32), primary_key=True)
-    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
-    tenant_id: Mapped[str] = mapped_column(String(40), nullable=False)
-    kind: Mapped[str] = mapped_column(String(32), nullable=False)
+    holder: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    seq: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
+    tenant_id: Mapped[str] = mapped_column(sa.String(40), nullable=False)
+    kind: Mapped[str] = mapped_column(sa.String(32), nullable=False)
     lease_until: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
