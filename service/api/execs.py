@@ -9,13 +9,10 @@ from litestar.params import FromPath, HeaderParameter, JSONBody, QueryParameter
 from litestar.response import ServerSentEvent
 
 from service.auth.principal import Principal
-from service.context import audit_context
+from service.context import EXEC_CALL, OnExec, audit_context
 from service.deps import (
-    Audit,
     CurrentPrincipal,
-    Db,
     DbSession,
-    ExecRunnerDep,
     IdempotencyKey,
     Limit,
 )
@@ -57,6 +54,7 @@ class ExecController(Controller):
     path = "/v1/sandboxes/{sandbox_id:str}/execs"
     tags = ["execs"]
     opt = {"bound_token": "sandbox"}
+    dependencies = EXEC_CALL
 
     @post(
         "/",
@@ -131,14 +129,8 @@ class ExecController(Controller):
         summary="Get an exec with its output so far",
         opt={"scope": "exec"},
     )
-    async def get_exec(
-        self,
-        db: Db,
-        principal: CurrentPrincipal,
-        sandbox_id: FromPath[str],
-        exec_id: FromPath[str],
-    ) -> Exec:
-        return await service.get_exec(db, principal, sandbox_id, exec_id)
+    async def get_exec(self, exec_call: OnExec) -> Exec:
+        return await service.get_exec(exec_call)
 
     @get(
         "/{exec_id:str}/events",
@@ -148,33 +140,23 @@ class ExecController(Controller):
         "Reconnect with `Last-Event-ID` (or `?after=`) to resume without loss. The credential "
         "is checked again every few seconds: once it is revoked or expired, or the tenant "
         'suspended, the stream ends with an `unauthenticated` event (`{"code", "detail"}`).',
-        opt={"routed": "sandbox", "scope": "exec"},
+        opt={"routed": "sandbox", "scope": "exec", "runtime": True},
     )
     async def stream_exec_events(
         self,
         request: Request[Any, Any, Any],
-        db: Db,
-        exec_runner: ExecRunnerDep,
-        principal: CurrentPrincipal,
-        sandbox_id: FromPath[str],
-        exec_id: FromPath[str],
+        exec_call: OnExec,
         last_event_id: LastEventId = None,
         after: AfterParam = None,
     ) -> ServerSentEvent | Response[None]:
         start = after if after is not None else _event_id(last_event_id)
-        if await service.stream_ended(db, principal, sandbox_id, exec_id, start):
+        if await service.stream_ended(exec_call, start):
             # The reader has everything, `exit` included: 204 tells EventSource to stop.
             return Response(None, status_code=204)
         authenticator = request.app.state.authenticator
         return ServerSentEvent(
             service.events(
-                db,
-                exec_runner,
-                principal,
-                sandbox_id,
-                exec_id,
-                start,
-                refusal=lambda: authenticator.refusal(principal),
+                exec_call, start, refusal=lambda: authenticator.refusal(exec_call.principal)
             )
         )
 
@@ -182,19 +164,11 @@ class ExecController(Controller):
         "/{exec_id:str}/kill",
         operation_id="kill_exec",
         summary="Kill a running exec and its processes",
-        opt={"routed": "sandbox", "scope": "exec"},
+        opt={"routed": "sandbox", "scope": "exec", "runtime": True},
         status_code=200,
     )
-    async def kill_exec(
-        self,
-        db: Db,
-        exec_runner: ExecRunnerDep,
-        principal: CurrentPrincipal,
-        audit_ctx: Audit,
-        sandbox_id: FromPath[str],
-        exec_id: FromPath[str],
-    ) -> Exec:
-        return await service.kill_exec(db, exec_runner, principal, audit_ctx, sandbox_id, exec_id)
+    async def kill_exec(self, exec_call: OnExec) -> Exec:
+        return await service.kill_exec(exec_call)
 
     @post(
         "/{exec_id:str}/stdin",
@@ -211,6 +185,7 @@ class ExecController(Controller):
         opt={
             "routed": "sandbox",
             "scope": "exec",
+            "runtime": True,
             "raw_body": True,
             "problems": {
                 409: "The sandbox is not running, or the exec was started without "
@@ -226,18 +201,11 @@ class ExecController(Controller):
     async def write_exec_stdin(
         self,
         request: Request[Any, Any, Any],
-        db: Db,
-        exec_runner: ExecRunnerDep,
-        principal: CurrentPrincipal,
-        audit_ctx: Audit,
-        sandbox_id: FromPath[str],
-        exec_id: FromPath[str],
+        exec_call: OnExec,
         close: CloseParam = False,
     ) -> StdinWritten:
         data = await request.body()
-        return await service.write_stdin(
-            db, exec_runner, principal, audit_ctx, sandbox_id, exec_id, data, close=close
-        )
+        return await service.write_stdin(exec_call, data, close=close)
 
     @post(
         "/{exec_id:str}/resize",
@@ -249,6 +217,7 @@ class ExecController(Controller):
         opt={
             "routed": "sandbox",
             "scope": "exec",
+            "runtime": True,
             "problems": {
                 409: "The exec has no terminal (`tty_not_enabled`) or has ended "
                 "(`exec_not_running`), or the sandbox is not running"
@@ -257,18 +226,9 @@ class ExecController(Controller):
         status_code=200,
     )
     async def resize_exec_tty(
-        self,
-        db: Db,
-        exec_runner: ExecRunnerDep,
-        principal: CurrentPrincipal,
-        audit_ctx: Audit,
-        sandbox_id: FromPath[str],
-        exec_id: FromPath[str],
-        data: JSONBody[TerminalSize],
+        self, exec_call: OnExec, data: JSONBody[TerminalSize]
     ) -> TerminalSize:
-        return await service.resize_tty(
-            db, exec_runner, principal, audit_ctx, sandbox_id, exec_id, data
-        )
+        return await service.resize_tty(exec_call, data)
 
 
 def _event_id(value: str | None) -> int:

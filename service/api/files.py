@@ -7,7 +7,7 @@ from urllib.parse import quote
 from litestar import Controller, Request, get, put
 from litestar.params import FromPath, QueryParameter
 
-from service.deps import Audit, CurrentPrincipal, Db, Runtimes, Waker
+from service.context import CALL, Call
 from service.errors import Unprocessable
 from service.files import archives, service
 from service.files.schemas import ABSOLUTE_PATH_PATTERN, ArchiveWritten, FileList, FileWritten
@@ -66,7 +66,9 @@ def _attachment(download: service.Download, media_type: str) -> ClosingStream:
 class FileController(Controller):
     path = "/v1/sandboxes/{sandbox_id:str}"
     tags = ["files"]
-    opt = {"bound_token": "sandbox"}
+    # Every route is a call on the sandbox of its path, through the runtime.
+    opt = {"bound_token": "sandbox", "runtime": True}
+    dependencies = CALL
 
     @put(
         "/files/{path:path}",
@@ -84,26 +86,12 @@ class FileController(Controller):
     async def upload_file(
         self,
         request: Request[Any, Any, Any],
-        db: Db,
-        runtimes: Runtimes,
-        wake: Waker,
-        principal: CurrentPrincipal,
-        audit_ctx: Audit,
-        sandbox_id: FromPath[str],
+        call: Call,
         path: FromPath[str],
         mode: ModeParam = None,
     ) -> FileWritten:
-        return await service.upload_file(
-            db,
-            runtimes,
-            wake,
-            principal,
-            audit_ctx,
-            sandbox_id,
-            path,
-            request.stream(),
-            content_length=request.content_length,
-            mode=_mode(mode),
+        return await service.upload(
+            call, path, request.stream(), content_length=request.content_length, mode=_mode(mode)
         )
 
     @get(
@@ -128,18 +116,11 @@ class FileController(Controller):
     )
     async def download_file(
         self,
-        db: Db,
-        runtimes: Runtimes,
-        wake: Waker,
-        principal: CurrentPrincipal,
-        audit_ctx: Audit,
-        sandbox_id: FromPath[str],
+        call: Call,
         path: FromPath[str],
         max_bytes: MaxBytesParam = None,
     ) -> ClosingStream:
-        download = await service.download_file(
-            db, runtimes, wake, principal, audit_ctx, sandbox_id, path, max_bytes
-        )
+        download = await service.download_file(call, path, max_bytes)
         return _attachment(download, "application/octet-stream")
 
     @get(
@@ -150,14 +131,10 @@ class FileController(Controller):
     )
     async def list_files(
         self,
-        db: Db,
-        runtimes: Runtimes,
-        wake: Waker,
-        principal: CurrentPrincipal,
-        sandbox_id: FromPath[str],
+        call: Call,
         directory: DirParam = service.DEFAULT_DIR,
     ) -> FileList:
-        return await service.list_files(db, runtimes, wake, principal, sandbox_id, directory)
+        return await service.list_files(call, directory)
 
     @put(
         "/archive",
@@ -174,24 +151,11 @@ class FileController(Controller):
     async def upload_archive(
         self,
         request: Request[Any, Any, Any],
-        db: Db,
-        runtimes: Runtimes,
-        wake: Waker,
-        principal: CurrentPrincipal,
-        audit_ctx: Audit,
-        sandbox_id: FromPath[str],
+        call: Call,
         directory: DirParam = service.DEFAULT_DIR,
     ) -> ArchiveWritten:
         return await archives.upload_archive(
-            db,
-            runtimes,
-            wake,
-            principal,
-            audit_ctx,
-            sandbox_id,
-            directory,
-            request.stream(),
-            content_length=request.content_length,
+            call, directory, request.stream(), content_length=request.content_length
         )
 
     @get(
@@ -204,15 +168,8 @@ class FileController(Controller):
     )
     async def download_archive(
         self,
-        db: Db,
-        runtimes: Runtimes,
-        wake: Waker,
-        principal: CurrentPrincipal,
-        audit_ctx: Audit,
-        sandbox_id: FromPath[str],
+        call: Call,
         directory: DirParam = service.DEFAULT_DIR,
     ) -> ClosingStream:
-        download = await archives.download_archive(
-            db, runtimes, wake, principal, audit_ctx, sandbox_id, directory
-        )
+        download = await archives.download_archive(call, directory)
         return _attachment(download, "application/x-tar")

@@ -13,8 +13,9 @@ from litestar import Controller, Request, WebSocket, post, route, websocket
 from litestar.params import FromPath, JSONBody
 from litestar.types import ASGIApp
 
-from service.context import audit_context
-from service.deps import AppSettings, Audit, CurrentPrincipal, Db, DbSession, Runtimes, Waker
+from service.context import CALL, Call, audit_context
+from service.deps import AppSettings, Audit, CurrentPrincipal, DbSession
+from service.files.target import SandboxCall
 from service.ports import service
 from service.ports.http import HttpProxy
 from service.ports.landing import landing
@@ -74,26 +75,18 @@ class PortLinkController(Controller):
     opt=PROXY,
     tags=["ports"],
     request_max_body_size=None,  # streamed to the sandbox's server, which decides
+    dependencies=CALL,
 )
 async def proxy_port(
-    request: Request[Any, Any, Any],
-    db: Db,
-    runtimes: Runtimes,
-    wake: Waker,
-    settings: AppSettings,
-    principal: CurrentPrincipal,
-    audit_ctx: Audit,
-    sandbox_id: FromPath[str],
-    port: FromPath[str],
+    request: Request[Any, Any, Any], call: Call, settings: AppSettings, port: FromPath[str]
 ) -> ASGIApp:
-    host = service.upstream_host(sandbox_id, service.parse_port(port), settings.preview_domain)
+    port_number = service.parse_port(port)
+    host = service.upstream_host(call.sandbox_id, port_number, settings.preview_domain)
     target = upstream(request.scope, host, request.app.state.preview_links)
     moved = landing(request.scope, target)
     if moved is not None:  # a browser: the page again, without the link in its address
         return moved
-    opened = await service.open_port(
-        db, runtimes, wake, principal, audit_ctx, sandbox_id, port, "http"
-    )
+    opened = await service.open_port(call, port, "http")
     return HttpProxy(opened.connection, target)
 
 
@@ -106,16 +99,10 @@ async def proxy_port_socket(socket: WebSocket[Any, Any, Any]) -> None:
     )
     target = upstream(socket.scope, host, state.preview_links)
     context = audit_context(socket)  # type: ignore[arg-type]
-    opened = await service.open_port(
-        state.sessionmaker,
-        state.runtimes,
-        state.wake,
-        socket.user,
-        context,
-        sandbox_id,
-        port,
-        "websocket",
+    call = SandboxCall(
+        state.sessionmaker, state.runtimes, state.wake, socket.user, context, sandbox_id
     )
+    opened = await service.open_port(call, port, "websocket")
     try:
         relay = SocketRelay(opened.connection, target, socket.scope)
         subprotocol = await relay.handshake()

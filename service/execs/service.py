@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 
 import msgspec
 from litestar.response import ServerSentEventMessage
@@ -39,6 +40,22 @@ POLL_S = 0.25
 # How often a running event stream asks whether its credential still holds.
 RECHECK_S = 2.0
 REPLAY_GRACE_S = 5.0  # beyond the exec's own deadline, for its record to be finished
+
+
+@dataclass(frozen=True, slots=True)
+class ExecCall:
+    """A call on one exec of a sandbox as a request makes it: the caller and its audit
+    context, the exec it names, and what reaches it (the database, the exec runner)."""
+
+    db: Db
+    runner: ExecRunner
+    principal: Principal
+    ctx: AuditContext
+    sandbox_id: str
+    exec_id: str
+
+    def missing(self) -> NotFound:
+        return NotFound(f"no exec {self.exec_id} in sandbox {self.sandbox_id}")
 
 
 def repository(session: AsyncSession, principal: Principal) -> ExecRepository:
@@ -104,15 +121,15 @@ def summary(row: ExecRow) -> ExecSummary:
     )
 
 
-async def get_exec(db: Db, principal: Principal, sandbox_id: str, exec_id: str) -> Exec:
-    async with db() as session:
-        repo = repository(session, principal)
-        row = await repo.get(sandbox_id, exec_id)
+async def get_exec(call: ExecCall) -> Exec:
+    async with call.db() as session:
+        repo = repository(session, call.principal)
+        row = await repo.get(call.sandbox_id, call.exec_id)
         if row is None:
-            raise NotFound(f"no exec {exec_id} in sandbox {sandbox_id}")
-        found = to_schema(row, await _output(repo, exec_id))
+            raise call.missing()
+        found = to_schema(row, await _output(repo, call.exec_id))
     if found.state == "running":  # someone follows it: its sandbox is not idle
-        await touch(db, sandbox_id)
+        await touch(call.db, call.sandbox_id)
     return found
 
 
@@ -140,34 +157,28 @@ async def create_exec(
         await runner.wake(principal.tenant_id, principal.sandbox_id, ctx, sandbox_id, why="exec")
         started = await runner.start(start)
     await touch(runner.db, sandbox_id)
+    call = ExecCall(db, runner, principal, ctx, sandbox_id, started.exec_id)
     if not data.wait:
-        result = await get_exec(db, principal, sandbox_id, started.exec_id)
+        result = await get_exec(call)
         return result, result.state != "running"
     async with following(runner.db, sandbox_id):
-        return await _wait_for(db, runner, principal, sandbox_id, data, started)
+        return await _wait_for(call, data, started)
 
 
-async def _wait_for(
-    db: Db,
-    runner: ExecRunner,
-    principal: Principal,
-    sandbox_id: str,
-    data: ExecCreate,
-    started: Started,
-) -> tuple[Exec, bool]:
+async def _wait_for(call: ExecCall, data: ExecCreate, started: Started) -> tuple[Exec, bool]:
     """The exec once finished (or its deadline passed). A retry (the same Idempotency-Key)
     waits for the first request's exec as that one does, also when it is not running in this
     process yet or runs in another."""
     until = time.monotonic() + data.timeout_s + REPLAY_GRACE_S
     while True:
-        finished = await runner.wait(started.exec_id)
+        finished = await call.runner.wait(started.exec_id)
         if finished is not None:
             return finished, True
-        result = await get_exec(db, principal, sandbox_id, started.exec_id)
+        result = await get_exec(call)
         final = result.state != "running"
         if final or started.created or time.monotonic() >= until:
             return result, final
-        await runner.wait_change(started.exec_id, POLL_S)
+        await call.runner.wait_change(started.exec_id, POLL_S)
 
 
 async def list_execs(
@@ -181,25 +192,19 @@ async def list_execs(
     return ExecPage(items=[summary(r) for r in items], next_cursor=next_cursor)
 
 
-async def kill_exec(
-    db: Db,
-    runner: ExecRunner,
-    principal: Principal,
-    ctx: AuditContext,
-    sandbox_id: str,
-    exec_id: str,
-) -> Exec:
+async def kill_exec(call: ExecCall) -> Exec:
+    principal, sandbox_id, exec_id = call.principal, call.sandbox_id, call.exec_id
     assert principal.tenant_id is not None
-    async with db() as session, session.begin():
+    async with call.db() as session, session.begin():
         row = await repository(session, principal).get(sandbox_id, exec_id)
         if row is None:
-            raise NotFound(f"no exec {exec_id} in sandbox {sandbox_id}")
+            raise call.missing()
         sandbox = await sandboxes.get_row(session, principal, sandbox_id)
         if row.state != "running":
             raise Conflict(f"exec {exec_id} is {row.state}", extra={"state": row.state})
         await record(
             session,
-            ctx,
+            call.ctx,
             chain=principal.tenant_id,
             action="exec.kill",
             target=exec_id,
@@ -207,64 +212,38 @@ async def kill_exec(
         )
         runtime_exec_id, runtime_id = row.runtime_exec_id, sandbox.runtime_id
     if runtime_exec_id is not None and runtime_id is not None:
-        await _woken(runner, principal, ctx, sandbox_id, "exec kill")
-        await runner.kill(exec_id, runtime_id, runtime_exec_id)
-    await runner.wait(exec_id)
-    return await get_exec(db, principal, sandbox_id, exec_id)
+        await _woken(call, "exec kill")
+        await call.runner.kill(exec_id, runtime_id, runtime_exec_id)
+    await call.runner.wait(exec_id)
+    return await get_exec(call)
 
 
-async def write_stdin(
-    db: Db,
-    runner: ExecRunner,
-    principal: Principal,
-    ctx: AuditContext,
-    sandbox_id: str,
-    exec_id: str,
-    data: bytes,
-    *,
-    close: bool,
-) -> StdinWritten:
+async def write_stdin(call: ExecCall, data: bytes, *, close: bool) -> StdinWritten:
     """More stdin for a running exec started with `stdin_open` (recorded: its size, not its
     bytes)."""
-    assert principal.tenant_id is not None
-    async with db() as session:
-        row = await repository(session, principal).get(sandbox_id, exec_id)
+    exec_id = call.exec_id
+    async with call.db() as session:
+        row = await repository(session, call.principal).get(call.sandbox_id, exec_id)
         if row is None:
-            raise NotFound(f"no exec {exec_id} in sandbox {sandbox_id}")
+            raise call.missing()
         if row.state != "running":
             raise Conflict(f"exec {exec_id} is {row.state}", extra={"state": row.state})
     # Written before it is recorded: a write may wait for the process to read, and no
     # transaction stays open meanwhile; a refused write is not recorded.
-    await _woken(runner, principal, ctx, sandbox_id, "exec stdin")
-    await runner.write_stdin(exec_id, data, close=close)
-    async with db() as session, session.begin():
-        await record(
-            session,
-            ctx,
-            chain=principal.tenant_id,
-            action="exec.stdin",
-            target=exec_id,
-            details={"sandbox_id": sandbox_id, "bytes": len(data), "close": close},
-        )
+    await _woken(call, "exec stdin")
+    await call.runner.write_stdin(exec_id, data, close=close)
+    await _record(call, "exec.stdin", bytes=len(data), close=close)
     return StdinWritten(written=len(data), closed=close)
 
 
-async def resize_tty(
-    db: Db,
-    runner: ExecRunner,
-    principal: Principal,
-    ctx: AuditContext,
-    sandbox_id: str,
-    exec_id: str,
-    size: TerminalSize,
-) -> TerminalSize:
+async def resize_tty(call: ExecCall, size: TerminalSize) -> TerminalSize:
     """A new window for the terminal of a running exec started with `tty` (recorded)."""
-    assert principal.tenant_id is not None
-    async with db() as session:
-        row = await repository(session, principal).get(sandbox_id, exec_id)
+    exec_id = call.exec_id
+    async with call.db() as session:
+        row = await repository(session, call.principal).get(call.sandbox_id, exec_id)
         if row is None:
-            raise NotFound(f"no exec {exec_id} in sandbox {sandbox_id}")
-        sandbox = await sandboxes.get_row(session, principal, sandbox_id)
+            raise call.missing()
+        sandbox = await sandboxes.get_row(session, call.principal, call.sandbox_id)
         if not row.tty:
             raise TtyNotEnabled(f"exec {exec_id} was not started with tty")
         if row.state != "running":
@@ -272,60 +251,58 @@ async def resize_tty(
         runtime_exec_id, runtime_id = row.runtime_exec_id, sandbox.runtime_id
     if runtime_exec_id is None or runtime_id is None:  # its sandbox has no runtime any more
         raise ExecNotRunning(f"exec {exec_id} has no process to resize")
-    await _woken(runner, principal, ctx, sandbox_id, "exec resize")
+    await _woken(call, "exec resize")
     try:
-        await runner.resize(exec_id, runtime_id, runtime_exec_id, TtySize(**_size(size)))
+        await call.runner.resize(exec_id, runtime_id, runtime_exec_id, TtySize(**_size(size)))
     except ExecNotFound:  # it ended meanwhile
         raise ExecNotRunning(f"exec {exec_id} has ended", extra={"state": "finished"}) from None
-    async with db() as session, session.begin():
-        await record(
-            session,
-            ctx,
-            chain=principal.tenant_id,
-            action="exec.resize",
-            target=exec_id,
-            details={"sandbox_id": sandbox_id, **_size(size)},
-        )
+    await _record(call, "exec.resize", **_size(size))
     return size
 
 
-async def _woken(
-    runner: ExecRunner, principal: Principal, ctx: AuditContext, sandbox_id: str, why: str
-) -> None:
+async def _woken(call: ExecCall, why: str) -> None:
     """A running exec of a paused sandbox (a pause keeps them) is reached once it is resumed."""
+    principal = call.principal
     assert principal.tenant_id is not None
-    await runner.wake(principal.tenant_id, principal.sandbox_id, ctx, sandbox_id, why=why)
+    await call.runner.wake(
+        principal.tenant_id, principal.sandbox_id, call.ctx, call.sandbox_id, why=why
+    )
+
+
+async def _record(call: ExecCall, action: str, **details: object) -> None:
+    """The audit event of a call on the exec, in a transaction of its own."""
+    assert call.principal.tenant_id is not None
+    async with call.db() as session, session.begin():
+        await record(
+            session,
+            call.ctx,
+            chain=call.principal.tenant_id,
+            action=action,
+            target=call.exec_id,
+            details={"sandbox_id": call.sandbox_id, **details},
+        )
 
 
 def _size(size: TerminalSize) -> dict[str, int]:
     return {"rows": size.rows, "cols": size.cols}
 
 
-async def stream_ended(
-    db: Db, principal: Principal, sandbox_id: str, exec_id: str, after: int
-) -> bool:
+async def stream_ended(call: ExecCall, after: int) -> bool:
     """Whether a reader resuming after event `after` has already seen the `exit` event."""
-    async with db() as session:
-        repo = repository(session, principal)
-        row = await repo.get(sandbox_id, exec_id)
+    async with call.db() as session:
+        row = await repository(session, call.principal).get(call.sandbox_id, call.exec_id)
         if row is None:
-            raise NotFound(f"no exec {exec_id} in sandbox {sandbox_id}")
+            raise call.missing()
         if row.state == "running":
             return False
         last = await session.scalar(
-            select(func.max(ExecChunk.seq)).where(ExecChunk.exec_id == exec_id)
+            select(func.max(ExecChunk.seq)).where(ExecChunk.exec_id == call.exec_id)
         )
     return after > (last or 0)
 
 
 async def events(
-    db: Db,
-    runner: ExecRunner,
-    principal: Principal,
-    sandbox_id: str,
-    exec_id: str,
-    last_event_id: int,
-    refusal: Callable[[], Awaitable[str | None]],
+    call: ExecCall, last_event_id: int, refusal: Callable[[], Awaitable[str | None]]
 ) -> AsyncIterator[ServerSentEventMessage]:
     """Output chunks as events (`id` = chunk sequence), then one `exit` event.
 
@@ -334,6 +311,7 @@ async def events(
     The credential is asked again every RECHECK_S (`refusal`): once it is revoked, expired or
     its tenant suspended, the stream ends with an `unauthenticated` event.
     """
+    db, sandbox_id, exec_id = call.db, call.sandbox_id, call.exec_id
     seq = last_event_id
     recheck_at = time.monotonic() + RECHECK_S
     while True:
@@ -347,7 +325,7 @@ async def events(
                 return
             recheck_at = time.monotonic() + RECHECK_S
         async with db() as session:
-            repo = repository(session, principal)
+            repo = repository(session, call.principal)
             row = await repo.get(sandbox_id, exec_id)
             if row is None:
                 return
@@ -382,4 +360,4 @@ async def events(
                 ),
             )
             return
-        await runner.wait_change(exec_id, POLL_S)
+        await call.runner.wait_change(exec_id, POLL_S)

@@ -11,21 +11,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable
 
-from service.audit.recorder import AuditContext
-from service.auth.principal import Principal
 from service.errors import SandboxNotUsable
 from service.files import service as files
 from service.files.errors import ArchiveFailed, ArchiveRejected, PayloadTooLarge
 from service.files.schemas import ArchiveWritten
-from service.files.target import absolute_path, audit, resolve, while_running
+from service.files.target import SandboxCall, absolute_path, audit, while_running
 from service.runtime import (
     ExecResult,
     PathNotAllowed,
     PathNotFound,
     SandboxRuntimeError,
 )
-from service.runtime.holder import RuntimeHolder
-from service.sandboxes.waking import Wake
 from service.streaming import Body
 
 TEMP_DIR = "/work"
@@ -59,20 +55,12 @@ def _tar_stderr(result: ExecResult) -> str:
 
 
 async def upload_archive(
-    db: files.Db,
-    holder: RuntimeHolder,
-    wake: Wake,
-    principal: Principal,
-    ctx: AuditContext,
-    sandbox_id: str,
-    directory: str,
-    body: AsyncIterable[bytes],
-    *,
-    content_length: int | None,
+    call: SandboxCall, directory: str, body: AsyncIterable[bytes], *, content_length: int | None
 ) -> ArchiveWritten:
     dest = absolute_path(directory, "dir")
-    runtime = await holder.get()
-    target = await resolve(db, principal, sandbox_id, wake, ctx)
+    runtime = await call.holder.get()
+    target = await call.target()
+    db, ctx = call.db, call.ctx
     files.refuse_declared(content_length, target.upload_limit)
     capped = files.CappedBody(body, target.upload_limit)
     temp = files.temp_name(TEMP_DIR) + ".tar"
@@ -101,18 +89,11 @@ async def upload_archive(
     return ArchiveWritten(dir=dest, size=size)
 
 
-async def download_archive(
-    db: files.Db,
-    holder: RuntimeHolder,
-    wake: Wake,
-    principal: Principal,
-    ctx: AuditContext,
-    sandbox_id: str,
-    directory: str,
-) -> files.Download:
+async def download_archive(call: SandboxCall, directory: str) -> files.Download:
     source = absolute_path(directory, "dir")
-    runtime = await holder.get()
-    target = await resolve(db, principal, sandbox_id, wake, ctx)
+    runtime = await call.holder.get()
+    target = await call.target()
+    db, ctx = call.db, call.ctx
     temp = files.temp_name(TEMP_DIR) + ".tar"
     async with while_running(db, target, ArchiveFailed):
         result = await files.sh(runtime, target, PACK_SCRIPT, temp, source, timeout_s=TIMEOUT_S)

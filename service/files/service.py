@@ -23,7 +23,14 @@ from service.db.session import Db
 from service.errors import SandboxNotUsable
 from service.files.errors import PayloadTooLarge
 from service.files.schemas import FileInfo, FileList, FileWritten
-from service.files.target import Target, absolute_path, audit, resolve, while_running
+from service.files.target import (
+    SandboxCall,
+    Target,
+    absolute_path,
+    audit,
+    resolve,
+    while_running,
+)
 from service.runtime import (
     ExecRequest,
     ExecResult,
@@ -159,11 +166,25 @@ async def upload_file(
     content_length: int | None,
     mode: int,
 ) -> FileWritten:
+    """`upload` for a caller that holds the call's parts one by one."""
+    call = SandboxCall(db, holder, wake, principal, ctx, sandbox_id)
+    return await upload(call, path, body, content_length=content_length, mode=mode)
+
+
+async def upload(
+    call: SandboxCall,
+    path: str,
+    body: AsyncIterable[bytes],
+    *,
+    content_length: int | None,
+    mode: int,
+) -> FileWritten:
     dest = absolute_path(path)
     if dest == "/":
         raise InvalidPath(path, "names the root directory, not a file")
-    runtime = await holder.get()
-    target = await resolve(db, principal, sandbox_id, wake, ctx)
+    runtime = await call.holder.get()
+    target = await call.target()
+    db, ctx = call.db, call.ctx
     refuse_declared(content_length, target.upload_limit)
     capped = CappedBody(body, target.upload_limit)
     temp = temp_name(posixpath.dirname(dest))
@@ -215,26 +236,18 @@ class Download:
         return posixpath.basename(self.path) or "download"
 
 
-async def download_file(
-    db: Db,
-    holder: RuntimeHolder,
-    wake: Wake,
-    principal: Principal,
-    ctx: AuditContext,
-    sandbox_id: str,
-    path: str,
-    max_bytes: int | None = None,
-) -> Download:
+async def download_file(call: SandboxCall, path: str, max_bytes: int | None = None) -> Download:
     """The file as a stream; with `max_bytes`, read whole first (FileTooLarge, a 413, past it)."""
     source = absolute_path(path)
-    runtime = await holder.get()
-    target = await resolve(db, principal, sandbox_id, wake, ctx)
+    runtime = await call.holder.get()
+    target = await call.target()
+    db, ctx = call.db, call.ctx
     if max_bytes is not None:
         return await _download_whole(db, runtime, ctx, target, source, max_bytes)
     chunks = runtime.read_file(target.runtime_id, source)
     # The span covers opening the file; its bytes stream after the request's handler returns.
     with telemetry.span(
-        "airlock.files.read", {"airlock.sandbox_id": sandbox_id, "airlock.path": source}
+        "airlock.files.read", {"airlock.sandbox_id": call.sandbox_id, "airlock.path": source}
     ):
         async with while_running(db, target):
             first = await first_chunk(chunks)
@@ -269,18 +282,12 @@ async def _held(parts: list[bytes]) -> AsyncIterator[bytes]:
         yield part
 
 
-async def list_files(
-    db: Db,
-    holder: RuntimeHolder,
-    wake: Wake,
-    principal: Principal,
-    sandbox_id: str,
-    directory: str,
-) -> FileList:
+async def list_files(call: SandboxCall, directory: str) -> FileList:
     where = absolute_path(directory, "dir")
-    runtime = await holder.get()
-    target = await resolve(db, principal, sandbox_id, wake)
-    async with while_running(db, target):
+    runtime = await call.holder.get()
+    # Not an audited call: a wake it needs is audited without the request's context.
+    target = await resolve(call.db, call.principal, call.sandbox_id, call.wake)
+    async with while_running(call.db, target):
         entries = await runtime.list_files(target.runtime_id, where)
     return FileList(
         dir=where,

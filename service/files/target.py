@@ -20,6 +20,7 @@ from service.runtime import (
     SandboxNotFound,
     SandboxRuntimeError,
 )
+from service.runtime.holder import RuntimeHolder
 from service.runtime.paths import sandbox_path
 from service.sandboxes import service as sandboxes
 from service.sandboxes.activity import touch
@@ -37,6 +38,23 @@ class Target:
     sandbox_id: str
     runtime_id: str
     upload_limit: int  # bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxCall:
+    """A call on one sandbox as a request makes it: the caller and its audit context, the
+    sandbox it names, and what reaches it (the database, the runtime, a wake when paused)."""
+
+    db: Db
+    holder: RuntimeHolder
+    wake: Wake
+    principal: Principal
+    ctx: AuditContext
+    sandbox_id: str
+
+    async def target(self) -> Target:
+        """The sandbox, looked up for the caller and running (`resolve`)."""
+        return await resolve(self.db, self.principal, self.sandbox_id, self.wake, self.ctx)
 
 
 def absolute_path(path: str, what: str = "path") -> str:

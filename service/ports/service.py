@@ -19,14 +19,12 @@ from service.auth.principal import Principal, PrincipalKind
 from service.db.base import utcnow
 from service.db.session import Db
 from service.errors import AppError, Conflict, NotFound, Unprocessable
-from service.files.target import audit, resolve
+from service.files.target import SandboxCall, audit
 from service.ports.links import LINK_ACTION, PARAM, SCOPE, PreviewLinks
 from service.ports.schemas import PreviewLink, PreviewLinkCreate
 from service.runtime import NotSupported, PortConnection, PortNotListening
-from service.runtime.holder import RuntimeHolder
 from service.sandboxes import activity
 from service.sandboxes.repository import SandboxRepository
-from service.sandboxes.waking import Wake
 from service.tenants.service import get_tenant, quotas_of
 
 OPEN_ACTION = "port.open"
@@ -64,22 +62,15 @@ def upstream_host(sandbox_id: str, port: int, domain: str) -> str:
     return f"{port}-{sandbox_id}.{domain}" if domain else f"{sandbox_id}:{port}"
 
 
-async def open_port(
-    db: Db,
-    holder: RuntimeHolder,
-    wake: Wake,
-    principal: Principal,
-    ctx: AuditContext,
-    sandbox_id: str,
-    port_text: str,
-    protocol: str,
-) -> Opened:
+async def open_port(call: SandboxCall, port_text: str, protocol: str) -> Opened:
     port = parse_port(port_text)
     # The operator has no sandboxes; a principal without the scope never reaches a port.
+    principal, sandbox_id = call.principal, call.sandbox_id
     if principal.tenant_id is None or not principal.has_scope(SCOPE):
         raise NotFound(f"no sandbox {sandbox_id}")
-    target = await resolve(db, principal, sandbox_id, wake, ctx)
-    runtime = await holder.get()
+    target = await call.target()
+    runtime = await call.holder.get()
+    db, ctx = call.db, call.ctx
     if not runtime.supports("ports"):
         raise PortsUnsupported(f"the {runtime.name} runtime cannot reach ports inside sandboxes")
     try:
