@@ -18,7 +18,7 @@ import contextlib
 import dataclasses
 import logging
 import shlex
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,23 +184,29 @@ async def prepare(
     policy = recipe.network if network is None else network
     if policy != NO_NETWORK:
         log_out.add(f"network: {describe(policy)}\n")
-    info = await runtime.create(recipe.image, recipe.spec(policy))
-    try:
-        await run_setup(runtime, info.id, recipe.setup, log_out)
-    except BaseException:
-        with contextlib.suppress(SandboxRuntimeError):
-            await runtime.destroy(info.id)
-        raise
-    return info
+    return await _created(
+        runtime, recipe, policy, lambda box: run_setup(runtime, box, recipe.setup, log_out)
+    )
 
 
 async def carry(
     runtime: SandboxRuntime, recipe: Recipe, source_id: str, network: Policy
 ) -> SandboxInfo:
     """A new sandbox from the image with `network`, holding the files `source_id` wrote."""
+    return await _created(runtime, recipe, network, lambda box: runtime.copy_files(source_id, box))
+
+
+async def _created(
+    runtime: SandboxRuntime,
+    recipe: Recipe,
+    network: Policy,
+    then: Callable[[str], Awaitable[object]],
+) -> SandboxInfo:
+    """A new sandbox from the image with `network`, once `then` is done with it (given its
+    id); destroyed again if that fails."""
     info = await runtime.create(recipe.image, recipe.spec(network))
     try:
-        await runtime.copy_files(source_id, info.id)
+        await then(info.id)
     except BaseException:
         with contextlib.suppress(SandboxRuntimeError):
             await runtime.destroy(info.id)
