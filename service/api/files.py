@@ -63,6 +63,17 @@ def _attachment(download: service.Download, media_type: str) -> ClosingStream:
     return ClosingStream(download.chunks, media_type=media_type, headers=headers)
 
 
+def _upload(media_type: str) -> dict[str, Any]:
+    """What an upload route declares: its body, documented as `media_type`, is streamed into
+    the sandbox under the tenant's limit whatever its content type."""
+    return {
+        "opt": {"routed": "sandbox", "scope": "files:write", "streamed_body": True},
+        "status_code": 201,
+        "request_max_body_size": None,
+        "operation_class": binary_body_operation(media_type),
+    }
+
+
 class FileController(Controller):
     path = "/v1/sandboxes/{sandbox_id:str}"
     tags = ["files"]
@@ -77,11 +88,7 @@ class FileController(Controller):
         description="The raw body is the file's content, streamed into the sandbox and limited "
         "by the tenant's `max_upload_mib` (413 beyond it, leaving nothing behind). Parent "
         "directories are made; an existing file is replaced.",
-        # The body is the file, streamed under the tenant's limit whatever its content type.
-        opt={"routed": "sandbox", "scope": "files:write", "streamed_body": True},
-        status_code=201,
-        request_max_body_size=None,
-        operation_class=binary_body_operation("application/octet-stream"),
+        **_upload("application/octet-stream"),
     )
     async def upload_file(
         self,
@@ -143,10 +150,7 @@ class FileController(Controller):
         description="The body is a tar (`application/x-tar`), streamed into the sandbox and "
         "unpacked there by the sandbox's user; the directory is made if missing. A tar that "
         "cannot be unpacked is a 422 with tar's own message.",
-        opt={"routed": "sandbox", "scope": "files:write", "streamed_body": True},
-        status_code=201,
-        request_max_body_size=None,
-        operation_class=binary_body_operation("application/x-tar"),
+        **_upload("application/x-tar"),
     )
     async def upload_archive(
         self,
