@@ -48,9 +48,9 @@ def provide_sandbox_call(
     return SandboxCall(db, runtimes, wake, principal, audit_ctx, sandbox_id)
 
 
-# For a controller whose routes are calls on the sandbox of their path: `dependencies=CALL`.
-Call = NamedDependency[SandboxCall]
-CALL = {"call": Provide(provide_sandbox_call, sync_to_thread=False)}
+# For a controller whose routes are calls on the sandbox of their path: `dependencies=SANDBOX_CALL`.
+SandboxCallDep = NamedDependency[SandboxCall]
+SANDBOX_CALL = {"call": Provide(provide_sandbox_call, sync_to_thread=False)}
 
 
 def provide_exec_call(
@@ -65,5 +65,5 @@ def provide_exec_call(
 
 
 # For a route on the exec of its path: `dependencies=EXEC_CALL`.
-OnExec = NamedDependency[ExecCall]
+ExecCallDep = NamedDependency[ExecCall]
 EXEC_CALL = {"exec_call": Provide(provide_exec_call, sync_to_thread=False)}

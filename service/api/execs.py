@@ -9,7 +9,7 @@ from litestar.params import FromPath, HeaderParameter, JSONBody, QueryParameter
 from litestar.response import ServerSentEvent
 
 from service.auth.principal import Principal
-from service.context import EXEC_CALL, OnExec, audit_context
+from service.context import EXEC_CALL, ExecCallDep, audit_context
 from service.deps import (
     CurrentPrincipal,
     DbSession,
@@ -129,7 +129,7 @@ class ExecController(Controller):
         summary="Get an exec with its output so far",
         opt={"scope": "exec"},
     )
-    async def get_exec(self, exec_call: OnExec) -> Exec:
+    async def get_exec(self, exec_call: ExecCallDep) -> Exec:
         return await service.get_exec(exec_call)
 
     @get(
@@ -145,7 +145,7 @@ class ExecController(Controller):
     async def stream_exec_events(
         self,
         request: Request[Any, Any, Any],
-        exec_call: OnExec,
+        exec_call: ExecCallDep,
         last_event_id: LastEventId = None,
         after: AfterParam = None,
     ) -> ServerSentEvent | Response[None]:
@@ -167,7 +167,7 @@ class ExecController(Controller):
         opt={"routed": "sandbox", "scope": "exec", "runtime": True},
         status_code=200,
     )
-    async def kill_exec(self, exec_call: OnExec) -> Exec:
+    async def kill_exec(self, exec_call: ExecCallDep) -> Exec:
         return await service.kill_exec(exec_call)
 
     @post(
@@ -201,7 +201,7 @@ class ExecController(Controller):
     async def write_exec_stdin(
         self,
         request: Request[Any, Any, Any],
-        exec_call: OnExec,
+        exec_call: ExecCallDep,
         close: CloseParam = False,
     ) -> StdinWritten:
         data = await request.body()
@@ -226,7 +226,7 @@ class ExecController(Controller):
         status_code=200,
     )
     async def resize_exec_tty(
-        self, exec_call: OnExec, data: JSONBody[TerminalSize]
+        self, exec_call: ExecCallDep, data: JSONBody[TerminalSize]
     ) -> TerminalSize:
         return await service.resize_tty(exec_call, data)
 

@@ -7,7 +7,7 @@ from urllib.parse import quote
 from litestar import Controller, Request, get, put
 from litestar.params import FromPath, QueryParameter
 
-from service.context import CALL, Call
+from service.context import SANDBOX_CALL, SandboxCallDep
 from service.errors import Unprocessable
 from service.files import archives, service
 from service.files.schemas import ABSOLUTE_PATH_PATTERN, ArchiveWritten, FileList, FileWritten
@@ -79,7 +79,7 @@ class FileController(Controller):
     tags = ["files"]
     # Every route is a call on the sandbox of its path, through the runtime.
     opt = {"bound_token": "sandbox", "runtime": True}
-    dependencies = CALL
+    dependencies = SANDBOX_CALL
 
     @put(
         "/files/{path:path}",
@@ -93,7 +93,7 @@ class FileController(Controller):
     async def upload_file(
         self,
         request: Request[Any, Any, Any],
-        call: Call,
+        call: SandboxCallDep,
         path: FromPath[str],
         mode: ModeParam = None,
     ) -> FileWritten:
@@ -123,7 +123,7 @@ class FileController(Controller):
     )
     async def download_file(
         self,
-        call: Call,
+        call: SandboxCallDep,
         path: FromPath[str],
         max_bytes: MaxBytesParam = None,
     ) -> ClosingStream:
@@ -138,7 +138,7 @@ class FileController(Controller):
     )
     async def list_files(
         self,
-        call: Call,
+        call: SandboxCallDep,
         directory: DirParam = service.DEFAULT_DIR,
     ) -> FileList:
         return await service.list_files(call, directory)
@@ -155,7 +155,7 @@ class FileController(Controller):
     async def upload_archive(
         self,
         request: Request[Any, Any, Any],
-        call: Call,
+        call: SandboxCallDep,
         directory: DirParam = service.DEFAULT_DIR,
     ) -> ArchiveWritten:
         return await archives.upload_archive(
@@ -172,7 +172,7 @@ class FileController(Controller):
     )
     async def download_archive(
         self,
-        call: Call,
+        call: SandboxCallDep,
         directory: DirParam = service.DEFAULT_DIR,
     ) -> ClosingStream:
         download = await archives.download_archive(call, directory)

@@ -13,7 +13,7 @@ from litestar import Controller, Request, WebSocket, post, route, websocket
 from litestar.params import FromPath, JSONBody
 from litestar.types import ASGIApp
 
-from service.context import CALL, Call, audit_context
+from service.context import SANDBOX_CALL, SandboxCallDep, audit_context
 from service.deps import AppSettings, Audit, CurrentPrincipal, DbSession
 from service.files.target import SandboxCall
 from service.ports import service
@@ -75,10 +75,13 @@ class PortLinkController(Controller):
     opt=PROXY,
     tags=["ports"],
     request_max_body_size=None,  # streamed to the sandbox's server, which decides
-    dependencies=CALL,
+    dependencies=SANDBOX_CALL,
 )
 async def proxy_port(
-    request: Request[Any, Any, Any], call: Call, settings: AppSettings, port: FromPath[str]
+    request: Request[Any, Any, Any],
+    call: SandboxCallDep,
+    settings: AppSettings,
+    port: FromPath[str],
 ) -> ASGIApp:
     port_number = service.parse_port(port)
     host = service.upstream_host(call.sandbox_id, port_number, settings.preview_domain)

@@ -166,7 +166,8 @@ async def upload_file(
     content_length: int | None,
     mode: int,
 ) -> FileWritten:
-    """`upload` for a caller that holds the call's parts one by one."""
+    """`upload` for a caller outside a request (the review pipeline), which holds the
+    call's parts one by one."""
     call = SandboxCall(db, holder, wake, principal, ctx, sandbox_id)
     return await upload(call, path, body, content_length=content_length, mode=mode)
 
