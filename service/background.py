@@ -85,7 +85,7 @@ def _node_jobs(parts: Parts, node_id: str) -> list[Any]:
     """The jobs of the node this process runs: its sandboxes, builds, reviews and lease."""
     settings, db, runtimes, pool = parts.settings, parts.db, parts.runtimes, parts.pool
     builder = TemplateBuilder(db, runtimes, pool, node_id=node_id, wake=parts.wake)
-    reviews = ReviewRunner(ReviewDeps(db, runtimes, parts.exec_runner, settings))
+    reviews = ReviewRunner(ReviewDeps(db, runtimes, parts.exec_runner, settings), node_id=node_id)
     execs = SuspendedExecs(db, parts.exec_runner)
     jobs: list[Any] = [
         TtlReaper(db, runtimes, settings.ttl_reaper_interval_s, node_id),

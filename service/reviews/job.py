@@ -20,7 +20,6 @@ from service.db.base import on_node, utcnow
 from service.db.models import Review
 from service.db.reads import finds_a_row
 from service.jobs.claims import take_first
-from service.nodes.local import LocalNode
 from service.periodic import PeriodicJob
 from service.reviews.pipeline import Db, Deps, run_review
 from service.reviews.queries import ANY_QUEUED_REVIEW, next_review
@@ -118,10 +117,9 @@ class ReviewRunner(PeriodicJob):
         interval_s: float = 1.0,
         concurrency: int = CONCURRENCY,
         *,
-        node: LocalNode | None = None,
+        node_id: str,
     ) -> None:
-        """`node`: this process's node, as `create_app` builds it (without one, the node
-        the settings name)."""
+        """`node_id`: the node this process runs, whose interrupted reviews it takes back."""
         super().__init__(interval_s)
         self.deps = deps
         self.concurrency = concurrency
@@ -130,7 +128,7 @@ class ReviewRunner(PeriodicJob):
         self.tasks: dict[str, asyncio.Task[str]] = {}
         self.stopped: set[str] = set()
         self._recovered = False
-        self.node_id = (node or LocalNode.unchecked(deps.settings)).id
+        self.node_id = node_id
 
     async def run_once(self) -> bool:
         if not self._recovered:
