@@ -84,8 +84,8 @@ async def reconcile(
                 )
             )
         ).all()
-    for row in stopping:
-        await stop_sandbox(db, runtime, row.id, row.tenant_id, reason="finished after restart")
+    for left in stopping:
+        await stop_sandbox(db, runtime, left.id, left.tenant_id, reason="finished after restart")
         counts["stopped"] += 1
 
     keep: set[str] = set()

@@ -9,7 +9,7 @@ import pytest
 
 from service.runtime import ExecRequest, SandboxSpec
 from service.runtime.gvisor import GVisorRuntime, cgroups
-from service.runtime.gvisor.execs import exec_end
+from service.runtime.gvisor.outcomes import exec_end
 
 from .helpers import MEMORY_HOG
 
