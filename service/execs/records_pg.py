@@ -27,7 +27,6 @@ from service.execs.queries import (
 )
 from service.execs.quotas import QUOTA_RULES
 from service.execs.recording import (
-    FINISH_COLUMNS,
     Event,
     ExecEnd,
     ExecRow,
@@ -150,7 +149,7 @@ class PgTx(RecordTx):
         return self._facts_of(tenant_id, row), False
 
     async def finish(self, exec_id: str, end: ExecEnd, event: Event) -> int | None:
-        params = [exec_id, *(getattr(end, c) for c in FINISH_COLUMNS)]
+        params = [exec_id, *end.values().values()]
         row = await self._append(event, PG_FINISH, params)
         return row["stored_output_bytes"]
 
