@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace import SpanProcessor
 from service import VERSION
 from service.api.apikeys import ApiKeyController
 from service.api.audit import AuditController
+from service.api.contexts import ContextController
 from service.api.execs import ExecController
 from service.api.files import FileController
 from service.api.health import healthz, readyz
@@ -39,6 +40,7 @@ from service.auth.tokens import TokenCodec
 from service.background import Parts, role_jobs
 from service.bootstrap import prepare
 from service.context import provide_audit_context, provide_principal
+from service.contexts.service import Contexts
 from service.db.migrate import ensure_migrated
 from service.db.pg import is_postgres
 from service.db.session import dispose, make_engine, make_sessionmaker, provide_db_session
@@ -123,6 +125,7 @@ def create_app(
     resumes = Resumes(sessionmaker, runtimes, node, owners)
     wake = resumes.wake
     exec_runner = ExecRunner(sessionmaker, engine, runtimes, settings.secrets_key_path, wake=wake)
+    contexts = Contexts(runtimes)
     pool = WarmPool(settings, node)
     # Tracing costs a span per request: only when something receives the spans.
     provider = (
@@ -190,6 +193,7 @@ def create_app(
             for job in jobs:
                 await job.stop()
             await exec_runner.shutdown()
+            await contexts.shutdown()
             await router.close()
             await runtimes.close()
             await dispose(engine)
@@ -205,6 +209,7 @@ def create_app(
             SandboxController,
             ExecController,
             FileController,
+            ContextController,
             TemplateController,
             PoolController,
             ReviewController,
@@ -232,6 +237,7 @@ def create_app(
             "db": Provide(lambda: sessionmaker, sync_to_thread=False),
             "runtimes": Provide(lambda: runtimes, sync_to_thread=False),
             "exec_runner": Provide(lambda: exec_runner, sync_to_thread=False),
+            "contexts": Provide(lambda: contexts, sync_to_thread=False),
             "wake": Provide(lambda: wake, sync_to_thread=False),
             "resumes": Provide(lambda: resumes, sync_to_thread=False),
             "node": Provide(lambda: node, sync_to_thread=False),

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.audit.recorder import AuditContext
 from service.auth.principal import Principal
+from service.contexts.service import Contexts
 from service.execs.runner import ExecRunner
 from service.flows.resume import Resumes
 from service.nodes.local import LocalNode
@@ -30,6 +31,8 @@ Waker = NamedDependency[Wake]
 # Resumes a paused sandbox on request (service.flows.resume).
 ResumesDep = NamedDependency[Resumes]
 ExecRunnerDep = NamedDependency[ExecRunner]
+# The execution contexts this process holds (service.contexts).
+ContextsDep = NamedDependency[Contexts]
 CurrentPrincipal = NamedDependency[Principal]
 Audit = NamedDependency[AuditContext]
 Limit = Annotated[

@@ -38,6 +38,7 @@ class Target:
     sandbox_id: str
     runtime_id: str
     upload_limit: int  # bytes
+    max_exec_timeout_s: int  # the tenant's, for what runs code (an interpreter's runs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,7 @@ async def _running(db: Db, principal: Principal, sandbox_id: str) -> Target:
             sandbox_id=row.id,
             runtime_id=row.runtime_id,
             upload_limit=quotas_of(tenant).max_upload_mib * MIB,
+            max_exec_timeout_s=quotas_of(tenant).max_exec_timeout_s,
         )
 
 

@@ -69,6 +69,10 @@ class ExecRequest(msgspec.Struct, frozen=True, kw_only=True):
     # Run under a pseudo-terminal of this size: it is the process's stdin, stdout and stderr,
     # and its controlling terminal (stderr arrives merged into stdout). None: plain pipes.
     tty: TtySize | None = None
+    # Output flows to the reader of `output()` as it is read, none of it kept and no cap: for a
+    # command that lives long and talks on its pipes (an interpreter), whose reader never stops
+    # reading. A runtime that cannot stream keeps it up to `output_cap` as for any exec.
+    stream: bool = False
 
 
 def new_exec_id() -> str:

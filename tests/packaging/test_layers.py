@@ -31,7 +31,9 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("records", frozenset({
         "audit", "auth", "apikeys", "tenants", "secrets", "sandboxes", "bootstrap",
     })),
-    ("resources", frozenset({"nodes", "templates", "pool", "execs", "files", "ports", "tokens"})),
+    ("resources", frozenset({
+        "nodes", "templates", "pool", "execs", "files", "ports", "tokens", "contexts",
+    })),
     ("jobs", frozenset({"jobs"})),
     ("flows", frozenset({"flows"})),
     ("features", frozenset({"reviews"})),

@@ -89,6 +89,7 @@ class Execs:
             output_cap=request.output_cap,
             exec_id=request.exec_id,
             tty=request.tty,
+            stream=request.stream,
         )
 
     async def run(self, sandbox_id: str, request: ExecRequest) -> ExecResult:
@@ -149,6 +150,7 @@ class Execs:
         helper: bool = False,
         exec_id: str | None = None,
         tty: TtySize | None = None,
+        stream: bool = False,
     ) -> ExecutionBase:
         requested = time.monotonic()
         if not argv or not all(isinstance(a, str) and "\x00" not in a for a in argv):
@@ -182,6 +184,7 @@ class Execs:
                     output_cap=output_cap,
                     requested=requested,
                     tty=tty,
+                    stream=stream,
                 )
             except AgentLost:  # lost on the way: `runsc exec` takes over, without a terminal
                 if tty is not None:
