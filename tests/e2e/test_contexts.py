@@ -58,11 +58,12 @@ async def test_a_context_keeps_its_state_and_answers_as_data(
         rich = await run(http, box.id, ctx["id"], "class Shown:\n"
                          "    def _repr_html_(self): return '<b>hi</b>'\n"
                          "    def _repr_json_(self): return {'a': 1}\n"
+                         "    def _repr_png_(self): return b'\\x89PNG\\r\\n'\n"
                          "    def __repr__(self): return 'Shown()'\n"
                          "Shown()")  # fmt: skip
         assert rich["results"] == [
             {"data": {"text/plain": "Shown()", "text/html": "<b>hi</b>",
-                      "application/json": {"a": 1}}}
+                      "application/json": {"a": 1}, "image/png": "iVBORw0K"}}
         ], rich  # fmt: skip
 
         failed = await run(http, box.id, ctx["id"], "def f():\n    return 1 / 0\nf()")
