@@ -8,13 +8,69 @@ non-zero is not an error: it is an `ExecResult` with its `exit_code`.
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 
+@dataclass(frozen=True)
+class FieldError:
+    """One refused value of a request: `field` is its path (`ttl_s`, `network.allow`; None when
+    the request as a whole was refused), `message` the rule it broke, `source` where it was
+    (`body`, `query`, `path`)."""
+
+    field: str | None
+    message: str
+    source: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}" if self.field else self.message
+
+
+# The bounds a validation message states, said as a rule (the message as it came otherwise).
+_BOUNDS = (
+    (re.compile(r"^Expected `[^`]+` <= (\S+)$"), "must be at most {}"),
+    (re.compile(r"^Expected `[^`]+` >= (\S+)$"), "must be at least {}"),
+    (re.compile(r"^Expected `[^`]+` < (\S+)$"), "must be less than {}"),
+    (re.compile(r"^Expected `[^`]+` > (\S+)$"), "must be more than {}"),
+    (re.compile(r"^Expected `[^`]+` of length <= (\S+)$"), "must be at most {} long"),
+    (re.compile(r"^Expected `[^`]+` of length >= (\S+)$"), "must be at least {} long"),
+)
+
+
+def _rule(message: str) -> str:
+    for pattern, rule in _BOUNDS:
+        found = pattern.match(message)
+        if found:
+            return rule.format(found.group(1).removesuffix(".0"))
+    return message
+
+
+def field_errors(problem: dict[str, Any]) -> list[FieldError]:
+    """The refused values a problem document lists (its `errors`), each with its rule."""
+    found = problem.get("errors")
+    if not isinstance(found, list):
+        return []
+    fields = []
+    for item in found:
+        if not isinstance(item, dict) or not item.get("message"):
+            continue
+        key, source = item.get("key"), item.get("source")
+        fields.append(
+            FieldError(
+                field=str(key) if key else None,
+                message=_rule(str(item["message"])),
+                source=str(source) if source else None,
+            )
+        )
+    return fields
+
+
 class AirlockError(Exception):
-    """An answer the API gave as a problem, or a call that never got an answer."""
+    """An answer the API gave as a problem, or a call that never got an answer. `errors` lists
+    the refused values of a request the API found invalid (`timeout_s: must be at most 86400`)."""
 
     status: int | None = None
     code: str = "error"
@@ -28,8 +84,10 @@ class AirlockError(Exception):
         title: str | None = None,
         problem: dict[str, Any] | None = None,
         retry_after: float | None = None,
+        errors: list[FieldError] | None = None,
     ) -> None:
-        super().__init__(detail)
+        self.errors = list(errors or [])
+        super().__init__(_with_fields(detail, self.errors))
         self.detail = detail
         if status is not None:
             self.status = status
@@ -41,7 +99,11 @@ class AirlockError(Exception):
 
     def __str__(self) -> str:
         where = f"{self.status} " if self.status else ""
-        return f"{where}{self.code}: {self.detail}"
+        return f"{where}{self.code}: {_with_fields(self.detail, self.errors)}"
+
+
+def _with_fields(detail: str, fields: list[FieldError]) -> str:
+    return "; ".join([detail, *map(str, fields)]) if fields else detail
 
 
 class TransportError(AirlockError):
@@ -226,6 +288,7 @@ def from_answer(status: int, body: bytes, headers: httpx.Headers | dict[str, str
         title=problem.get("title"),
         problem=problem,
         retry_after=retry_after,
+        errors=field_errors(problem),
     )
 
 
