@@ -1,14 +1,17 @@
 """`AsyncSandbox`: `Sandbox` for asyncio, the same methods awaited.
 
-async with await AsyncSandbox.create(ttl=600) as sandbox:
+async with AsyncSandbox.create(ttl=600) as sandbox:      # deleted when the block ends
     result = await sandbox.run("echo hi")
+
+sandbox = await AsyncSandbox.create(ttl=600)             # or kept, and deleted when one says
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any, TypeVar
 
 import httpx
@@ -59,6 +62,29 @@ async def _retry(call: Callable[[], Awaitable[T]]) -> T:
     raise AssertionError("unreachable")
 
 
+class Creating(Awaitable["AsyncSandbox"]):
+    """A sandbox on its way: awaited, the new `AsyncSandbox`; opened with `async with`, the
+    same, deleted when the block ends (as `with Sandbox.create(...)` does). Nothing is sent
+    before one of the two."""
+
+    def __init__(self, make: Callable[[], Awaitable[AsyncSandbox]]) -> None:
+        self._make = make
+        self._sandbox: AsyncSandbox | None = None
+
+    def __await__(self) -> Generator[Any, None, AsyncSandbox]:
+        return self._make().__await__()
+
+    async def __aenter__(self) -> AsyncSandbox:
+        self._sandbox = await self._make()
+        return await self._sandbox.__aenter__()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._sandbox is not None:
+            await self._sandbox.__aexit__(kind, exc, tb)
+
+
 class AsyncSandbox:
     def __init__(self, info: SandboxInfo, client: AuthenticatedClient, *, owned: bool = False) -> None:
         self.info = info
@@ -69,7 +95,7 @@ class AsyncSandbox:
         self.files = AsyncFiles(self)
 
     @classmethod
-    async def create(
+    def create(
         cls,
         *,
         template: str | None = None,
@@ -83,23 +109,29 @@ class AsyncSandbox:
         api_key: str | None = None,
         timeout: float | None = None,
         idempotency_key: str | None = None,
-    ) -> AsyncSandbox:
-        client = common.client_for(Config.resolve(url, api_key), timeout)
-        body = common.sandbox_body(
-            template=template, size=size, ttl=ttl, network=network, env=env, labels=labels, image=image
-        )
-        key = idempotency_key or common.new_key()
+    ) -> Creating:
+        """A new running sandbox: `await` it, or open it with `async with` to have it deleted
+        when the block ends. The options are `Sandbox.create`'s."""
 
-        async def call() -> SandboxInfo:
-            answer = await create_sandbox.asyncio_detailed(client=client, body=body, idempotency_key=key)
-            return common.unwrap(answer)
+        async def make() -> AsyncSandbox:
+            client = common.client_for(Config.resolve(url, api_key), timeout)
+            body = common.sandbox_body(
+                template=template, size=size, ttl=ttl, network=network, env=env, labels=labels, image=image
+            )
+            key = idempotency_key or common.new_key()
 
-        try:
-            info = await _retry(call)
-        except BaseException:
-            await client.get_async_httpx_client().aclose()
-            raise
-        return cls(info, client, owned=True)
+            async def call() -> SandboxInfo:
+                answer = await create_sandbox.asyncio_detailed(client=client, body=body, idempotency_key=key)
+                return common.unwrap(answer)
+
+            try:
+                info = await _retry(call)
+            except BaseException:
+                await client.get_async_httpx_client().aclose()
+                raise
+            return cls(info, client, owned=True)
+
+        return Creating(make)
 
     @classmethod
     async def connect(
