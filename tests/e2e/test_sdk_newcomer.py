@@ -11,10 +11,11 @@ import subprocess
 import sys
 
 import pytest
-from airlock_sdk import Sandbox, errors
+from airlock_sdk import AsyncSandbox, Sandbox, errors
 
 from tests.e2e.conftest import REPO, Airlock, Tenant
 from tests.e2e.test_sbx import bash
+from tests.e2e.test_sdk_resilience import Cut, proxy_for
 
 CLIENT_README = REPO / "clients/python/README.md"
 MAIN_README = REPO / "README.md"
@@ -66,3 +67,38 @@ async def test_the_readme_async_example_runs_and_deletes_its_sandbox(
     async with airlock.http(tenant.key) as http:
         listed = (await http.get("/v1/sandboxes")).json()["items"]
     assert [s["state"] for s in listed] == ["stopped"]  # deleted when its block ended
+
+
+async def test_an_output_stream_resumes_after_every_one_of_many_drops(
+    airlock: Airlock, tenant: Tenant
+) -> None:
+    proxy = proxy_for(airlock)
+    ticks = 20
+    program = (
+        f"import time\nfor i in range({ticks}):\n"
+        "    print('tick', i, flush=True)\n    time.sleep(0.15)\n"
+    )
+    want = "".join(f"tick {i}\n" for i in range(ticks))
+    async with proxy.running() as url:
+        sandbox = await AsyncSandbox.create(url=url, api_key=tenant.key, ttl=600)
+        tenant.sandboxes.append(sandbox.id)
+        try:
+            await sandbox.files.write("ticks.py", program)
+            cut = Cut(request=b"/events HTTP", marker=b"tick", count=2, times=5)
+            proxy.cuts.append(cut)
+            pieces: list[str] = []
+            result = await sandbox.run(["python3", "ticks.py"], on_stdout=pieces.append)
+            assert cut.done >= 4, cut  # each broken mid-stream, each resumed
+            assert "".join(pieces) == want and result.stdout == want and result.ok
+
+            again = Cut(request=b"/events HTTP", marker=b"tick", count=2, times=5)
+            proxy.cuts[:] = [again]
+
+            def run_synchronously() -> str:
+                with Sandbox.connect(sandbox.id, url=url, api_key=tenant.key) as same:
+                    return same.run(["python3", "ticks.py"], on_stdout=lambda _: None).stdout
+
+            assert await asyncio.to_thread(run_synchronously) == want
+            assert again.done >= 4, again
+        finally:
+            await sandbox.close()

@@ -200,6 +200,8 @@ class EventCursor:
     def __init__(self, sandbox_id: str, exec_id: str) -> None:
         self.url = f"/v1/sandboxes/{sandbox_id}/execs/{exec_id}/events"
         self.last_id: str | None = None
+        # Drops in a row: a resumed stream that delivers an event starts the count again, so
+        # only a stream that cannot be resumed at all gives up.
         self.drops = 0
 
     def headers(self) -> dict[str, str]:
@@ -212,6 +214,8 @@ class EventCursor:
         """The event to hand on (None for ones a reader does not see)."""
         if event_id:
             self.last_id = event_id
+        if event in ("stdout", "stderr", "exit"):
+            self.drops = 0
         if event in ("stdout", "stderr"):
             return OutputEvent(event, text=json.loads(data).get("text", ""))
         if event == "exit":
