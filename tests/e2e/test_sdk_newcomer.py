@@ -5,14 +5,18 @@ output stream that outlives many drops, and a token honoured a few seconds past 
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 from airlock_sdk import AsyncSandbox, Sandbox, errors
 
+from service.auth.tokens import LEEWAY_S
 from tests.e2e.conftest import REPO, Airlock, Tenant
 from tests.e2e.test_sbx import bash
 from tests.e2e.test_sdk_resilience import Cut, proxy_for
@@ -102,3 +106,33 @@ async def test_an_output_stream_resumes_after_every_one_of_many_drops(
             assert again.done >= 4, again
         finally:
             await sandbox.close()
+
+
+def expiry_of(token: str) -> float:
+    payload = token.split(".")[1]
+    return float(json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["exp"])
+
+
+async def test_a_token_is_honoured_for_the_documented_leeway_past_its_expiry(
+    airlock: Airlock, tenant: Tenant
+) -> None:
+    for readme in (CLIENT_README, MAIN_README):
+        said = " ".join(readme.read_text().split())
+        assert f"up to {LEEWAY_S} s after its `exp`" in said, readme
+    sandbox = await airlock.sandbox(tenant)
+    mint = f"sbx token --sandbox {sandbox.id} --scope sandboxes:read --ttl 1"
+    minted = await bash(mint, airlock, tenant)
+    assert minted.returncode == 0, minted.stderr
+    token = minted.stdout.strip()
+    expires = expiry_of(token)
+    get = f"sbx --api-key {token} get {sandbox.id} --json"
+
+    await asyncio.sleep(max(0.0, expires + LEEWAY_S - 3 - time.time()))
+    late = await bash(get, airlock, tenant)
+    assert late.returncode == 0, late.stderr  # past `exp`, within the leeway
+    assert json.loads(late.stdout)["id"] == sandbox.id
+
+    await asyncio.sleep(max(0.0, expires + LEEWAY_S + 1.5 - time.time()))
+    refused = await bash(get, airlock, tenant)
+    assert refused.returncode == 1
+    assert "401 unauthenticated: token expired" in refused.stderr, refused.stderr
