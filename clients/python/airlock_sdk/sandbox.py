@@ -208,11 +208,14 @@ class Sandbox:
         tty: bool = False,
         rows: int | None = None,
         cols: int | None = None,
+        max_output_bytes: int | None = None,
     ) -> str:
         """Start `cmd` without waiting; returns the exec's id (follow it with `events`). With
         `stdin_open` its stdin stays open for `write_stdin` until one closes it. With `tty` it
         runs under a terminal of `rows` x `cols` (24 x 80 by default; `resize` changes it),
-        whose output, stderr included, arrives as `stdout`."""
+        whose output, stderr included, arrives as `stdout`. `max_output_bytes` is how much of
+        each of stdout and stderr is kept (1 MiB unless given, at most 8 MiB); past it the
+        output is cut and the exit says so (`stdout_truncated`, `stderr_truncated`)."""
         body = common.exec_body(
             cmd,
             timeout=timeout,
@@ -227,6 +230,8 @@ class Sandbox:
             rows=rows,
             cols=cols,
         )
+        if max_output_bytes is not None:
+            body.max_output_bytes = max_output_bytes
         key = common.new_key()
         started: Exec = _retry(
             lambda: common.unwrap(
@@ -276,6 +281,11 @@ class Sandbox:
         return ExecResult.from_exec(
             _retry(lambda: common.unwrap(get_exec.sync_detailed(self.id, exec_id, client=self.client)))
         )
+
+    def exec_record(self, exec_id: str) -> Exec:
+        """An exec's record as the service keeps it: its command, limits, state, outcome and
+        the output stored so far (also after the sandbox has stopped)."""
+        return _retry(lambda: common.unwrap(get_exec.sync_detailed(self.id, exec_id, client=self.client)))
 
     def history(self, limit: int = 50) -> list[Exec]:
         """The sandbox's execs, newest first."""
