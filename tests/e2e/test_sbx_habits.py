@@ -1,5 +1,5 @@
-"""`sbx` used with a shell's habits (pipes, reading back a past command), run from bash
-against a real server on gVisor, asserting on what the user sees."""
+"""`sbx` used with a shell's habits (pipes, `cp` into directories, reading back a past
+command), run from bash against a real server on gVisor, asserting on what the user sees."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -134,3 +135,60 @@ async def test_output_prints_a_past_commands_output_and_exit(
     assert "err line" in shown.stderr
     assert "sbx: the command timed out after 1 s" in shown.stderr
     assert "not_found" in shown.stderr
+
+
+async def test_cp_into_directories_and_its_errors(
+    airlock: Airlock, tenant: Tenant, tmp_path: Path
+) -> None:
+    sandbox = await airlock.sandbox(tenant)
+    sid = sandbox.id
+    (tmp_path / "note.txt").write_text("note\n")
+    (tmp_path / "sub").mkdir()
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "four").write_text("four")
+    done = await bash(
+        f"cd {tmp_path} && set -e\n"
+        f"sbx exec {sid} -- mkdir /work/dir\n"
+        f"sbx cp note.txt {sid}:/work/\n"  # a trailing slash: into it, under its own name
+        f"sbx cp note.txt {sid}:/work/dir\n"  # an existing directory: the same
+        f"sbx cp note.txt {sid}:/work/renamed.txt\n"
+        f"sbx exec {sid} -- sh -c 'cat /work/note.txt /work/dir/note.txt /work/renamed.txt'\n"
+        f"sbx cp {sid}:/work/note.txt ./sub/\n"
+        f"sbx cp {sid}:/work/dir/note.txt sub/again.txt\n"
+        f"sbx cp {sid}:/work/renamed.txt .\n"
+        f"sbx cp tree {sid}:/work/tree 2>&1\n"
+        f"sbx cp {sid}:/work/tree ./back 2>&1\n",
+        airlock,
+        tenant,
+    )
+    no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:3] == ["note", "note", "note"], done.stdout
+    assert (tmp_path / "sub" / "note.txt").read_text() == "note\n"
+    assert (tmp_path / "sub" / "again.txt").read_text() == "note\n"
+    assert (tmp_path / "renamed.txt").read_text() == "note\n"
+    assert (tmp_path / "back" / "four").read_text() == "four"
+    # The two directions of one directory report the same quantity: the bytes transferred.
+    sent, received = (
+        int(m) for m in re.findall(r": (\d+) bytes", "\n".join(done.stdout.splitlines()[3:]))
+    )
+    assert sent == received, done.stdout
+
+    failures = {
+        f"sbx cp missing.txt {sid}:/work/x": "missing.txt: no such file or directory",
+        f"sbx cp {sid}:/work/missing.txt ./m.txt": f"{sid}:/work/missing.txt: no such file",
+        f"sbx cp note.txt {sid}:/work/nodir/": f"{sid}:/work/nodir/: no such directory",
+        f"sbx cp {sid}:/work/note.txt ./nodir/": "./nodir/: no such directory",
+        f"sbx cp {sid}:/work/note.txt ./a/b/c.txt": "a/b/c.txt: no such file or directory",
+        f"sbx cp note.txt {sid}:/work/note.txt/": f"{sid}:/work/note.txt/: not a directory",
+    }
+    script = "".join(f"cd {tmp_path}; {line}; echo rc=$?\n" for line in failures)
+    done = await bash(script, airlock, tenant)
+    no_traceback(done)
+    assert done.stdout.splitlines() == ["rc=1"] * len(failures), (done.stdout, done.stderr)
+    said = done.stderr.lower().splitlines()
+    assert len(said) == len(failures), done.stderr
+    for line, (command, text) in zip(said, failures.items(), strict=True):
+        assert line.startswith("sbx: ") and text.lower() in line, (command, line)
+    assert not (tmp_path / "m.txt").exists() and not (tmp_path / "nodir").exists()

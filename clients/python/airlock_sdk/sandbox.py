@@ -417,22 +417,26 @@ class Files:
         finally:
             archive.unlink(missing_ok=True)
 
-    def download_dir(self, remote_dir: str, local_dir: str | Path) -> None:
+    def download_dir(self, remote_dir: str, local_dir: str | Path) -> int:
         """Copy `remote_dir`'s content into `local_dir` (made if missing), streamed through a
-        temporary file and unpacked with tarfile's `data` filter."""
+        temporary file and unpacked with tarfile's `data` filter. Returns the archive's size
+        (as `upload_dir` does)."""
         url = f"/v1/sandboxes/{self.sandbox.id}/archive"
         params = {"dir": common.remote_path(remote_dir)}
         archive = common.pack_target()
         try:
 
-            def fetch() -> None:
+            def fetch() -> int:
+                size = 0
                 with self._http.stream("GET", url, params=params) as answer:
                     errors.check(answer)
                     with archive.open("wb") as out:
                         for chunk in answer.iter_bytes(1 << 20):
-                            out.write(chunk)
+                            size += out.write(chunk)
+                return size
 
-            _retry(fetch)
+            size = _retry(fetch)
             common.unpack(archive, local_dir)
+            return size
         finally:
             archive.unlink(missing_ok=True)

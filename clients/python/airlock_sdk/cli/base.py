@@ -32,6 +32,14 @@ class Context:
             click.echo(text, err=True)
 
 
+class Failure(click.ClickException):
+    """An expected failure of a command (a missing file, a wrong target): `sbx: <message>` on
+    stderr and exit status 1, as the API's errors are shown."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"sbx: {self.format_message()}", err=True)
+
+
 def pairs(values: Iterable[str], what: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for item in values:
