@@ -1,4 +1,4 @@
-"""`sbx` used with a shell's habits (pipes, `cp` into directories, reading back a past
+"""`sbx` used with a shell's habits (pipes, `cp` into directories, `ls`, reading back a past
 command), run from bash against a real server on gVisor, asserting on what the user sees."""
 
 from __future__ import annotations
@@ -192,3 +192,24 @@ async def test_cp_into_directories_and_its_errors(
     for line, (command, text) in zip(said, failures.items(), strict=True):
         assert line.startswith("sbx: ") and text.lower() in line, (command, line)
     assert not (tmp_path / "m.txt").exists() and not (tmp_path / "nodir").exists()
+
+
+async def test_ls_shows_live_sandboxes_with_whole_ids(airlock: Airlock, tenant: Tenant) -> None:
+    live = await airlock.sandbox(tenant)
+    gone = await airlock.sandbox(tenant)
+    done = await bash(
+        f"sbx delete {gone.id} --yes 2>/dev/null\n"
+        "sbx ls\necho --\nsbx ls --all\necho --\nsbx ls --json\n",
+        airlock,
+        tenant,
+    )
+    assert done.returncode == 0, done.stderr
+    default, every, as_json = (part.strip().splitlines() for part in done.stdout.split("--\n"))
+    assert [line.split()[0] for line in default[1:]] == [live.id]
+    assert sorted(line.split()[0] for line in every[1:]) == sorted([live.id, gone.id])
+    assert {json.loads(line)["id"] for line in as_json} == {live.id}
+    # The columns line up under their headings, however long the ids.
+    for table in (default, every):
+        at = table[0].index("STATE")
+        for row in table[1:]:
+            assert row[at - 1] == " " and row[at] != " ", table

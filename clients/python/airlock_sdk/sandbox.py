@@ -31,6 +31,7 @@ from airlock_client.api.sandboxes import (
 from airlock_client.api.tokens import create_token
 from airlock_client.models import Exec, FileInfo, TerminalSize, TokenCreate
 from airlock_client.models import Sandbox as SandboxInfo
+from airlock_client.models.state import check_state
 
 from . import _common as common
 from . import errors
@@ -127,16 +128,19 @@ class Sandbox:
         return cls(info, client)
 
     @staticmethod
-    def list(*, url: str | None = None, api_key: str | None = None) -> list[SandboxInfo]:
-        """Every sandbox of the tenant, all pages."""
+    def list(
+        *, url: str | None = None, api_key: str | None = None, states: Sequence[str] | None = None
+    ) -> list[SandboxInfo]:
+        """Every sandbox of the tenant (only those in `states`, if given), all pages."""
         client = common.client_for(Config.resolve(url, api_key), 30.0)
         found: list[SandboxInfo] = []
         cursor: str | None = None
+        only = [check_state(s) for s in states] if states is not None else common.UNSET
         with client:
             while True:
                 page = _retry(
                     lambda c=cursor: common.unwrap(
-                        list_sandboxes.sync_detailed(client=client, cursor=c or common.UNSET, limit=200)
+                        list_sandboxes.sync_detailed(client=client, cursor=c or common.UNSET, limit=200, state=only)
                     )
                 )
                 found.extend(page.items)

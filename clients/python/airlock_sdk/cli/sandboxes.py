@@ -63,21 +63,29 @@ def new(
     sandbox.close()
 
 
+# What `sbx ls` shows unless --all: sandboxes that exist (a stopped or failed one is a record).
+LIVE_STATES = ("creating", "running", "pausing", "paused", "resuming", "stopping")
+
+
 @main.command(name="ls")
+@click.option("--all", "show_all", is_flag=True, help="Stopped and failed sandboxes too.")
 @json_option
 @click.pass_context
-def ls(ctx: click.Context, as_json: bool) -> None:
-    """List the tenant's sandboxes."""
+def ls(ctx: click.Context, show_all: bool, as_json: bool) -> None:
+    """List the tenant's live sandboxes (with --all, the stopped and failed ones too)."""
     c = context_of(ctx, as_json)
-    found = Sandbox.list(url=c.url, api_key=c.api_key)
+    found = Sandbox.list(url=c.url, api_key=c.api_key, states=None if show_all else LIVE_STATES)
     if c.as_json:
         for sandbox in found:
             c.emit(info_of(sandbox))
         return
-    click.echo(f"{'ID':<30} {'STATE':<9} {'SIZE':<7} {'TEMPLATE':<16} EXPIRES")
+    rows = [["ID", "STATE", "SIZE", "TEMPLATE", "EXPIRES"]]
     for sandbox in found:
         template = sandbox.template if isinstance(sandbox.template, str) else "-"
-        click.echo(f"{sandbox.id:<30} {sandbox.state!s:<9} {sandbox.size:<7} {template:<16} {sandbox.expires_at}")
+        rows.append([sandbox.id, str(sandbox.state), str(sandbox.size), template, str(sandbox.expires_at)])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        click.echo(" ".join([*(cell.ljust(width) for cell, width in zip(row, widths)), row[-1]]))
 
 
 @main.command()
