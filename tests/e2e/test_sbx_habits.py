@@ -87,7 +87,8 @@ async def test_exec_says_what_was_cut_and_why_it_ended(airlock: Airlock, tenant:
         f'sbx exec {sandbox.id} -- python3 -c "{big}" > /dev/null; echo "cut=$?"\n'
         f'sbx exec {sandbox.id} {more} -- python3 -c "{big}" 2>/dev/null | wc -c\n'
         f"sbx exec {sandbox.id} --timeout 1.5 -- sleep 30; echo timeout=$?\n"
-        f"sbx exec {sandbox.id} -- sh -c 'kill -9 $$'; echo killed=$?\n",
+        f"sbx exec {sandbox.id} -- sh -c 'kill -9 $$'; echo killed=$?\n"
+        f"sbx exec {sandbox.id} --max-output-bytes {9 * MIB} -- true; echo more=$?\n",
         airlock,
         tenant,
     )
@@ -102,6 +103,7 @@ async def test_exec_says_what_was_cut_and_why_it_ended(airlock: Airlock, tenant:
     assert "timeout=124" in done.stdout
     assert "killed=137" in done.stdout
     assert "ended timeout" not in errors
+    assert "more=2" in done.stdout and f"1<=x<={8 * MIB}" in errors  # refused before it runs
 
 
 async def test_output_prints_a_past_commands_output_and_exit(

@@ -23,7 +23,7 @@ from .base import Context, context_of, json_option, main, pairs
 # How `sbx exec` exits when the command did not exit by itself (as timeout(1) and shells do).
 OUTCOME_EXIT = {"timeout": 124, "killed": 137, "oom": 137, "failed": 125}
 # What the service keeps of each of stdout and stderr unless asked, and the most it keeps.
-DEFAULT_OUTPUT_BYTES = 1 << 20
+DEFAULT_OUTPUT_BYTES, MAX_OUTPUT_BYTES = 1 << 20, 8 << 20
 # One write to the exec's stdin: under the 1 MiB the service takes at once.
 STDIN_CHUNK = 256 << 10
 CUT_HINT = (
@@ -41,7 +41,7 @@ CUT_HINT = (
 @click.option("--user", help="uid[:gid] to run as.")
 @click.option(
     "--max-output-bytes",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_OUTPUT_BYTES),
     default=DEFAULT_OUTPUT_BYTES,
     show_default=True,
     help="How much of stdout, and of stderr, is kept (at most 8 MiB); past it the output is cut.",
