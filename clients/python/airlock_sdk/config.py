@@ -1,11 +1,13 @@
 """Where the service is and which credential to use: arguments first, then the environment
 (`AIRLOCK_URL`, `AIRLOCK_API_KEY`), then a config file (`AIRLOCK_CONFIG`, else
-`~/.config/airlock/config.json`: `{"url": "...", "api_key": "..."}`)."""
+`$XDG_CONFIG_HOME/airlock/config.json` or `~/.config/airlock/config.json`:
+`{"url": "...", "api_key": "..."}`), which `sbx login` writes and `sbx logout` clears."""
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +41,55 @@ class Config:
                 code="no_credential",
             )
         return cls(url=url.rstrip("/"), api_key=api_key)
+
+
+def stored() -> dict[str, str]:
+    """What the config file holds (nothing when there is none)."""
+    return _read_file()
+
+
+def store(url: str, api_key: str) -> Path:
+    """Write the URL and key into the config file, readable by this user only: the file is made
+    with mode 0600 (its directory, when made here, 0700) and replaces the old one whole."""
+    return _write({**_kept(), "url": url, "api_key": api_key})
+
+
+def forget_key() -> Path | None:
+    """Remove the stored key (the URL stays); the file's path, or None when it held no key."""
+    kept = _kept()
+    if "api_key" not in kept:
+        return None
+    del kept["api_key"]
+    return _write(kept)
+
+
+def _kept() -> dict[str, object]:
+    """The config file's entries, to carry over into a rewrite (none from an unreadable one)."""
+    try:
+        data = json.loads(config_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write(data: dict[str, object]) -> Path:
+    path = config_path()
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # mkstemp makes the file 0600 before anything is written into it; the rename makes the
+        # new file appear whole.
+        fd, temp = tempfile.mkstemp(prefix=".config-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as out:
+                json.dump(data, out, indent=2)
+                out.write("\n")
+            os.replace(temp, path)
+        except BaseException:
+            os.unlink(temp)
+            raise
+    except OSError as exc:
+        raise AirlockError(f"cannot write {path}: {exc}", code="bad_config") from exc
+    return path
 
 
 def _read_file() -> dict[str, str]:

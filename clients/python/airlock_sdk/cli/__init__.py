@@ -5,8 +5,8 @@
     sbx delete "$id" --yes
 
 The URL and credential come from `--url`/`--api-key`, `AIRLOCK_URL`/`AIRLOCK_API_KEY`, or the
-config file (`AIRLOCK_CONFIG`, else ~/.config/airlock/config.json). `--json` makes every command
-print JSON, one object per line; progress goes to stderr.
+config file `sbx login` writes (`AIRLOCK_CONFIG`, else ~/.config/airlock/config.json), in that
+order. `--json` makes every command print JSON, one object per line; progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 import click
 
 from .. import errors
-from . import account, execs, files, mcp, sandboxes  # noqa: F401 (they add their commands to `main`)
+from . import account, admin, execs, files, login, mcp, sandboxes  # noqa: F401 (they add their commands to `main`)
 from .base import main
 
 __all__ = ["main", "run"]
