@@ -7,15 +7,26 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import secrets
 import stat
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.e2e.conftest import Airlock, free_port
+from tests.e2e.conftest import REPO, Airlock, free_port
 
 SBX = str(Path(sys.executable).with_name("sbx"))
+README = REPO / "clients/python/README.md"
+
+
+def getting_a_key() -> str:
+    """The shell block of the client README's "Getting a key"."""
+    section = re.search(r"^## Getting a key\n(.*?)^## ", README.read_text(), re.DOTALL | re.M)
+    assert section, f"no 'Getting a key' section in {README}"
+    blocks = re.findall(r"^```sh\n(.*?)^```", section.group(1), re.DOTALL | re.M)
+    assert len(blocks) == 1, blocks
+    return blocks[0]
 
 
 class Shell:
@@ -26,22 +37,28 @@ class Shell:
         self.config = home / "xdg" / "airlock" / "config.json"
 
     async def sbx(
-        self, *args: str, stdin: str | None = None, **env: str
+        self, *args: str, stdin: str = "", **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        # umask 000: the modes seen are the ones the code asks for, not the umask's.
+        return await self.bash('umask 000; exec sbx "$@"', *args, stdin=stdin, **env)
+
+    async def bash(
+        self, script: str, *args: str, stdin: str = "", cwd: Path | None = None, **env: str
     ) -> subprocess.CompletedProcess[str]:
         base = {k: v for k, v in os.environ.items() if not k.startswith("AIRLOCK_")}
         full_env = {
             **base,
+            "PATH": f"{Path(SBX).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
             "HOME": str(self.home),
             "XDG_CONFIG_HOME": str(self.home / "xdg"),
             **env,
         }
-        # umask 000: the modes seen are the ones the code asks for, not the umask's.
-        script = 'umask 000; exec "$SBX" "$@"'
         return await asyncio.to_thread(
             subprocess.run,
             ["bash", "-c", script, "bash", *args],
-            env={**full_env, "SBX": SBX},
-            input=stdin if stdin is not None else "",
+            env=full_env,
+            cwd=cwd,
+            input=stdin,
             capture_output=True,
             text=True,
             timeout=120,
@@ -162,3 +179,23 @@ async def test_login_refuses_what_does_not_work_and_stores_nothing(
         2,
         "'root' is not one of",
     )
+
+
+async def test_the_readme_gets_a_key_as_written(airlock: Airlock, tmp_path: Path) -> None:
+    sh = Shell(tmp_path)
+    clone = tmp_path / "clone"  # where ./scripts/run.sh keeps the operator key
+    (clone / ".airlock").mkdir(parents=True)
+    (clone / ".airlock/operator_key").write_text(airlock.operator_key + "\n")
+    script = getting_a_key()
+    assert "sbx login" in script and "sbx ls" in script
+    name = f"e2e-readme-{secrets.token_hex(4)}"  # one tenant name per database
+    done = await sh.bash(
+        f"set -euo pipefail\n{script.replace(' acme', ' ' + name)}",
+        cwd=clone,
+        AIRLOCK_URL=airlock.server.url,
+    )
+    # Then `sbx ls` ran on the stored key: the script would have stopped on its failure.
+    assert f"logged in to {airlock.server.url} as a tenant's key" in ok(done), done.stdout
+    stored = json.loads(sh.config.read_text())
+    assert stored["url"] == airlock.server.url and stored["api_key"].startswith("alk_")
+    assert stat.S_IMODE(sh.config.stat().st_mode) == 0o600
