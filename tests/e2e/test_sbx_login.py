@@ -149,6 +149,10 @@ async def test_login_refuses_what_does_not_work_and_stores_nothing(
     refused(bad_key, 1, f"sbx: 401 unauthenticated: {url} refused the key")
     unreachable = await sh.sbx("login", "--url", f"http://127.0.0.1:{free_port()}", "--api-key", op)
     refused(unreachable, 1, "sbx: transport_error: cannot reach http://127.0.0.1:")
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    refused(
+        await sh.sbx("--url", nowhere, "--api-key", op, "tenant", "create", "x"), 1, "cannot reach"
+    )
     refused(await sh.sbx("login", "--url", url), 2, "no API key")  # nothing on stdin
     refused(
         await sh.sbx("login", "--url", "127.0.0.1:8080", "--api-key", op),

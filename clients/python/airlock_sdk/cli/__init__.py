@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import NoReturn
 
 import click
+import httpx
 
 from .. import errors
 from . import account, admin, execs, files, login, mcp, sandboxes  # noqa: F401 (they add their commands to `main`)
@@ -34,7 +36,21 @@ def run() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except errors.AirlockError as exc:
-        if "--json" in sys.argv[1:]:
-            click.echo(json.dumps({"event": "error", "status": exc.status, "code": exc.code, "detail": exc.detail}))
-        click.echo(f"sbx: {exc}", err=True)
-        sys.exit(1)
+        fail(exc)
+    except httpx.TransportError as exc:  # a generated client's call that got no answer
+        fail(errors.TransportError(f"cannot reach {_where(exc)}: {exc or type(exc).__name__}"))
+
+
+def fail(exc: errors.AirlockError) -> NoReturn:
+    if "--json" in sys.argv[1:]:
+        click.echo(json.dumps({"event": "error", "status": exc.status, "code": exc.code, "detail": exc.detail}))
+    click.echo(f"sbx: {exc}", err=True)
+    sys.exit(1)
+
+
+def _where(exc: httpx.TransportError) -> str:
+    try:
+        url = exc.request.url
+    except RuntimeError:  # no request attached
+        return "the service"
+    return str(url.copy_with(path="/", query=None)).rstrip("/")
