@@ -135,7 +135,7 @@ async def test_operator_makes_a_tenant_and_a_key_and_the_tenant_logs_in(
     logout = ok(await sh.sbx("logout"))
     assert f"removed the API key from {sh.config}" in logout
     assert json.loads(sh.config.read_text()) == {"url": url}
-    refused(await sh.sbx("ls"), 1, "no credential")
+    refused(await sh.sbx("ls"), 1, "no credential: run `sbx login`")
     assert "no API key stored" in ok(await sh.sbx("logout"))
 
 

@@ -36,8 +36,8 @@ class Config:
         api_key = api_key or os.environ.get("AIRLOCK_API_KEY") or stored.get("api_key")
         if not api_key:
             raise AirlockError(
-                "no credential: set AIRLOCK_API_KEY (an API key or a token), pass api_key=, "
-                f"or write {{'api_key': ...}} into {config_path()}",
+                "no credential: run `sbx login` (it stores a key in "
+                f"{config_path()}), set AIRLOCK_API_KEY (an API key or a token), or pass api_key=",
                 code="no_credential",
             )
         return cls(url=url.rstrip("/"), api_key=api_key)
