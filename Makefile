@@ -18,5 +18,5 @@ migrate:
 client:        ## regenerate clients/openapi.json and clients/python from the code
 	scripts/gen-client.sh
 
-wheels:        ## build the service's and the client's wheels into dist/
+wheels:        ## build the service's, the client's and airlock-agents' wheels into dist/
 	scripts/build-wheels.sh

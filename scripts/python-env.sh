@@ -22,10 +22,11 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
   .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
   echo "$want" > "$stamp"
 fi
-# The generated client (clients/python), for the end-to-end tests; again only when it changed.
-client_want=$(cat clients/python/setup.py clients/python/pyproject.toml | sha256sum | cut -d' ' -f1)
+# The generated client (clients/python) and the Agents SDK client over it (clients/agents), for
+# the end-to-end tests; again only when either changed.
+client_want=$(cat clients/python/setup.py clients/python/pyproject.toml clients/agents/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [[ ! -f .venv/.airlock-client || $(cat .venv/.airlock-client) != "$client_want" ]]; then
-  # With its extras: the API's /mcp serves the client's MCP tools; the agents tests use both.
-  .venv/bin/pip install -q --disable-pip-version-check -e 'clients/python[mcp,agents]'
+  # With its extra: the API's /mcp serves the client's MCP tools.
+  .venv/bin/pip install -q --disable-pip-version-check -e 'clients/python[mcp]' -e clients/agents
   echo "$client_want" > .venv/.airlock-client
 fi

@@ -23,11 +23,10 @@ setup(
         "click >= 8.1, < 9",
         "anyio >= 4, < 5",
     ],
-    # `mcp`: `sbx mcp` and the tools the API mounts at /mcp; `agents`: AirlockSandboxClient
-    # for the OpenAI Agents SDK.
+    # `mcp`: `sbx mcp` and the tools the API mounts at /mcp. The OpenAI Agents SDK's
+    # AirlockSandboxClient is a distribution of its own: airlock-agents (clients/agents).
     extras_require={
         "mcp": ["mcp == 2.3.0", "mcp-types == 2.3.0"],
-        "agents": ["openai-agents == 0.24.0", "pydantic >= 2, < 3"],
     },
     package_data={"airlock_client": ["py.typed"]},
     entry_points={"console_scripts": ["sbx = airlock_sdk.cli:run"]},

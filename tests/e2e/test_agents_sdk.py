@@ -1,4 +1,4 @@
-"""The OpenAI Agents SDK's sandbox interface on Airlock (`airlock_sdk.agents`) against a real
+"""The OpenAI Agents SDK's sandbox interface on Airlock (`airlock_agents`) against a real
 server on gVisor, offline: the SDK's own scripted model drives a `SandboxAgent` whose tools run
 commands and write files in an Airlock sandbox. The run pauses for an approval and is saved as
 JSON; a new Python process resumes it in the same sandbox and finds the files there."""
@@ -18,7 +18,7 @@ from typing import Any
 from agents import RunConfig, Runner, function_tool
 from agents.sandbox import LocalSnapshotSpec, SandboxAgent, SandboxRunConfig
 from agents.testing import ModelCall, ModelStep, ScriptedModel, function_call
-from airlock_sdk.agents import AirlockSandboxClient, AirlockSandboxClientOptions
+from airlock_agents import AirlockSandboxClient, AirlockSandboxClientOptions
 from openai.types.responses import ResponseCustomToolCall
 
 from tests.e2e.conftest import Airlock, Tenant
@@ -32,7 +32,7 @@ import asyncio, json, sys
 from agents import RunConfig, RunState, Runner, function_tool
 from agents.sandbox import SandboxAgent, SandboxRunConfig
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
-from airlock_sdk.agents import AirlockSandboxClient
+from airlock_agents import AirlockSandboxClient
 
 @function_tool(needs_approval=True)
 def publish(summary: str) -> str:
@@ -192,8 +192,8 @@ async def test_a_resume_without_the_sandbox_restores_the_workspace_from_its_tar(
     assert await sandbox_state(airlock, tenant, resumed.state.sandbox_id) in ("stopping", "stopped")
 
 
-def test_without_the_extra_the_import_names_it() -> None:
-    blocked = "import sys; sys.modules['agents'] = None; import airlock_sdk.agents"
+def test_without_the_agents_sdk_the_import_names_it() -> None:
+    blocked = "import sys; sys.modules['agents'] = None; import airlock_agents"
     done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True)
     assert done.returncode == 1
-    assert "pip install 'airlock-client[agents]'" in done.stderr.splitlines()[-1], done.stderr
+    assert "pip install 'openai-agents == 0.24.0'" in done.stderr.splitlines()[-1], done.stderr

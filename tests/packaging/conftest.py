@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 class Wheels:
     service: Path
     client: Path
+    agents: Path
 
     def names(self, wheel: Path) -> set[str]:
         with zipfile.ZipFile(wheel) as archive:
@@ -82,4 +83,5 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Wheels:
     )
     (service,) = out.glob("airlock-*.whl")
     (client,) = out.glob("airlock_client-*.whl")
-    return Wheels(service=service, client=client)
+    (agents,) = out.glob("airlock_agents-*.whl")
+    return Wheels(service=service, client=client, agents=agents)

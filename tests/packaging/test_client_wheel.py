@@ -11,11 +11,12 @@ from .conftest import Wheels, new_venv
 def test_the_wheel_carries_the_sdk(wheels: Wheels) -> None:
     names = wheels.names(wheels.client)
     assert "airlock_client/py.typed" in names
-    assert "airlock_sdk/agents/client.py" in names
     assert "airlock_sdk/cli/__init__.py" in names
+    # The Agents SDK client is a distribution of its own (test_agents_wheel.py).
+    assert not any(n.startswith("airlock_sdk/agents/") for n in names)
 
 
-@pytest.mark.parametrize("extras", ["", "[mcp]", "[agents]"])
+@pytest.mark.parametrize("extras", ["", "[mcp]"])
 def test_installs_from_the_wheel_file_with_its_extras(
     wheels: Wheels, extras: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -25,7 +26,6 @@ def test_installs_from_the_wheel_file_with_its_extras(
     modules = {
         "": "airlock_client, airlock_sdk, airlock_sdk.cli",
         "[mcp]": "airlock_sdk.mcp, mcp",
-        "[agents]": "airlock_sdk.agents, agents",
     }[extras]
     venv.run(venv.bin("python"), "-c", f"import {modules}")
     assert "Usage: sbx" in venv.run(venv.bin("sbx"), "--help")

@@ -12,6 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 DEPTRY = REPO / ".venv/bin/deptry"
 CLIENT = REPO / "clients/python"
+AGENTS = REPO / "clients/agents"
 
 
 def deptry(*args: str, cwd: Path) -> None:
@@ -55,4 +56,16 @@ def test_the_client_imports_only_what_it_declares(tmp_path: Path) -> None:
         "--per-rule-ignores",
         "DEP002=python-dateutil",
         cwd=CLIENT,
+    )
+
+
+def test_the_agents_client_imports_only_what_it_declares() -> None:
+    # Its requirements are its pyproject.toml's; airlock-client brings two import packages.
+    deptry(
+        ".",
+        "--known-first-party",
+        "airlock_agents",
+        "--package-module-name-map",
+        "airlock-client=airlock_client|airlock_sdk,openai-agents=agents",
+        cwd=AGENTS,
     )

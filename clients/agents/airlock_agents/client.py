@@ -12,10 +12,10 @@ from agents.sandbox.session.dependencies import Dependencies
 from agents.sandbox.session.manager import Instrumentation
 from agents.sandbox.session.sandbox_client import BaseSandboxClient
 from agents.sandbox.snapshot import SnapshotBase, SnapshotSpec, resolve_snapshot
+from airlock_sdk import errors
+from airlock_sdk.aio import AsyncSandbox
+from airlock_sdk.config import Config
 
-from .. import errors
-from ..aio import AsyncSandbox
-from ..config import Config
 from .session import AirlockSandboxSession
 from .state import WORKSPACE_ROOT, AirlockSandboxClientOptions, AirlockSandboxSessionState, AirlockSandboxSpec
 

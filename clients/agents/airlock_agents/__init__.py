@@ -4,20 +4,20 @@ run in an Airlock sandbox, and a saved run resumes in it (or in a new one, from 
     from agents import Runner
     from agents.run import RunConfig
     from agents.sandbox import SandboxAgent, SandboxRunConfig
-    from airlock_sdk.agents import AirlockSandboxClient, AirlockSandboxClientOptions
+    from airlock_agents import AirlockSandboxClient, AirlockSandboxClientOptions
 
     sandbox = SandboxRunConfig(client=AirlockSandboxClient(), options=AirlockSandboxClientOptions(ttl=600))
     result = await Runner.run(agent, "…", run_config=RunConfig(sandbox=sandbox))
 
 The client takes the URL and credential from its arguments, else `AIRLOCK_URL` and
 `AIRLOCK_API_KEY` (see `airlock_sdk.config`); they never enter a saved session state.
-Needs the extra: `pip install 'airlock-client[agents]'`.
+The `airlock-agents` distribution (clients/agents), over `airlock-client` (clients/python).
 """
 
 try:
     import agents.sandbox  # noqa: F401
-except ImportError as exc:  # the extra is not installed
-    raise ImportError("airlock_sdk.agents needs the OpenAI Agents SDK: pip install 'airlock-client[agents]'") from exc
+except ImportError as exc:  # installed without its dependencies (pip --no-deps)
+    raise ImportError("airlock_agents needs the OpenAI Agents SDK: pip install 'openai-agents == 0.24.0'") from exc
 
 from .client import AirlockSandboxClient
 from .session import AirlockSandboxSession

@@ -25,12 +25,10 @@ from agents.sandbox.session.pty_types import (
     allocate_pty_process_id,
     process_id_to_prune_from_meta,
 )
-
 from airlock_client.api.execs import kill_exec
-
-from .. import _common as common
-from .. import errors
-from ..aio import AsyncSandbox
+from airlock_sdk import _common as common
+from airlock_sdk import errors
+from airlock_sdk.aio import AsyncSandbox
 
 
 @dataclass

@@ -27,13 +27,12 @@ from agents.sandbox.session.pty_types import PtyExecUpdate, clamp_pty_yield_time
 from agents.sandbox.types import ExecResult, User
 from agents.sandbox.util.tar_utils import UnsafeTarMemberError, validate_tar_bytes
 from agents.sandbox.workspace_paths import sandbox_path_str
-
 from airlock_client.api.files import download_archive, upload_archive
 from airlock_client.types import File
+from airlock_sdk import _common as common
+from airlock_sdk import errors
+from airlock_sdk.aio import AsyncSandbox, _retry
 
-from .. import _common as common
-from .. import errors
-from ..aio import AsyncSandbox, _retry
 from .pty import PtyProcesses
 from .state import WORKSPACE_ROOT, AirlockSandboxSessionState
 
