@@ -24,6 +24,7 @@ from agents.sandbox.errors import (
 )
 from agents.sandbox.session.base_sandbox_session import BaseSandboxSession
 from agents.sandbox.session.pty_types import PtyExecUpdate, clamp_pty_yield_time_ms, resolve_pty_write_yield_time_ms
+from agents.sandbox.session.runtime_helpers import RESOLVE_WORKSPACE_PATH_HELPER, RuntimeHelperScript
 from agents.sandbox.types import ExecResult, User
 from agents.sandbox.util.tar_utils import UnsafeTarMemberError, validate_tar_bytes
 from agents.sandbox.workspace_paths import sandbox_path_str
@@ -179,6 +180,21 @@ class AirlockSandboxSession(BaseSandboxSession):
             raise WorkspaceStartError(path=Path(root), context={"stderr": made.stderr.decode()})
 
     # -- files ---------------------------------------------------------------------------------
+
+    def _runtime_helpers(self) -> tuple[RuntimeHelperScript, ...]:
+        return (RESOLVE_WORKSPACE_PATH_HELPER,)
+
+    def _current_runtime_helper_cache_key(self) -> object | None:
+        return self.state.sandbox_id  # a resume into a new sandbox installs the helper again
+
+    async def _validate_path_access(self, path: Path | str, *, for_write: bool = False) -> Path:
+        """Every file path is resolved where the files are: the SDK's resolve helper runs in the
+        sandbox (an exec), follows each symlink there and refuses a path that leads out of the
+        workspace with `InvalidManifestPathError`, as the SDK's own backends do; the file routes
+        would follow the link anywhere in the sandbox. Between that check and the file call a
+        process in the sandbox could swap a directory for a link; it can only point within the
+        same sandbox, whose whole filesystem that process can already write."""
+        return await self._validate_remote_path_access(path, for_write=for_write)
 
     async def read(self, path: Path | str, *, user: str | User | None = None) -> io.IOBase:
         if user is not None:
