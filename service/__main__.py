@@ -180,6 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         handlers=[handler],
     )
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    # /mcp is stateless: the transport ends its "session" (None) after every request and says
+    # so at INFO. Its warnings and errors (a failed response, a crashed writer) still show.
+    logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
     try:
         settings = Settings.from_env()

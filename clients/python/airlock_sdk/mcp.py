@@ -13,6 +13,7 @@ Needs the `mcp` extra: `pip install 'airlock-client[mcp]'`.
 from __future__ import annotations
 
 import base64
+import difflib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal
@@ -64,9 +65,32 @@ def stdio_connect(config: Config, timeout: float = 300.0) -> Connect:
     return connect
 
 
+class _StrictServer(MCPServer):
+    """Tools that refuse an argument they do not take, where the MCP server would drop it and
+    run with the default (`ttl` for `ttl_s`: a sandbox with the default lifetime)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = next((t for t in await self.list_tools() if t.name == name), None)
+        if tool is not None:
+            taken = list(tool.input_schema.get("properties", {}))
+            unknown = [key for key in arguments if key not in taken]
+            if unknown:
+                raise ToolError(_unknown_arguments(name, unknown, taken))
+        return await super().call_tool(name, arguments, context)
+
+
+def _unknown_arguments(tool: str, unknown: list[str], taken: list[str]) -> str:
+    named = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, taken, n=1, cutoff=0.6)
+        named.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
+    what = "argument" if len(unknown) == 1 else "arguments"
+    return f"Error executing tool {tool}: unknown {what} {', '.join(named)}; it takes {', '.join(taken)}"
+
+
 def build_server(connect: Connect) -> MCPServer:
     """The tools, each calling the REST API through `connect`."""
-    server = MCPServer("airlock", instructions=INSTRUCTIONS)
+    server = _StrictServer("airlock", instructions=INSTRUCTIONS)
 
     @asynccontextmanager
     async def api(ctx: Context) -> AsyncIterator[AuthenticatedClient]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import anyio
 import click
 
@@ -21,4 +23,8 @@ def mcp_command(ctx: click.Context, timeout: float) -> None:
         raise click.ClickException(str(exc)) from exc
     obj: Context = ctx.obj
     server = mcp.build_server(mcp.stdio_connect(obj.config(), timeout))
+    # The MCP server logs at INFO on stderr, where httpx would add a line for every request
+    # a tool makes; its warnings and errors still show.
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     anyio.run(server.run_stdio_async)
