@@ -6,14 +6,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import difflib
 import logging
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from service.errors import ConfigurationError
 from service.redaction import RedactLinks
-from service.settings import Role, Settings
+from service.settings import Role, Settings, variable_names
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -156,6 +158,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# `AIRLOCK_*` names that are not settings of the server but that other parts of the project
+# read, so they may well be in its environment: `sbx`'s, deploy/compose.yaml's .env, the node
+# image's entrypoint, the review runner's, the scripts' and the tests'.
+_NOT_SETTINGS = frozenset(
+    "AIRLOCK_URL AIRLOCK_API_KEY AIRLOCK_CONFIG AIRLOCK_VERSION AIRLOCK_PUBLISH AIRLOCK_KEYS "
+    "AIRLOCK_DATABASE_PASSWORD AIRLOCK_LOOP_DEVICES AIRLOCK_REVIEW_RESULTS AIRLOCK_APT_DIR "
+    "AIRLOCK_SECURITY_MIRROR".split()
+)
+_NOT_SETTINGS_PREFIXES = ("AIRLOCK_TEST_", "AIRLOCK_IMAGES_", "AIRLOCK_LOAD_", "AIRLOCK_FUZZ_")
+
+
+def _unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """What is wrong with each `AIRLOCK_*` variable that names no setting (a misspelling the
+    service would otherwise ignore), with the setting it most likely meant."""
+    settings = variable_names()
+    found = []
+    for name in sorted(environ):
+        known = name in settings or name in _NOT_SETTINGS or name.startswith(_NOT_SETTINGS_PREFIXES)
+        if not name.startswith("AIRLOCK_") or known:
+            continue
+        close = difflib.get_close_matches(name, settings, n=1, cutoff=0.8)
+        meant = f" (did you mean {close[0]}?)" if close else ""
+        found.append(f"{name} is not a setting{meant}; it is ignored")
+    return found
+
+
 # The service's own loggers: `airlock.*` by name, `service.*` by module.
 SERVICE_LOGGERS = ("airlock", "service")
 
@@ -184,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # so at INFO. Its warnings and errors (a failed response, a crashed writer) still show.
     logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
+    for problem in _unknown_variables(os.environ):
+        print(f"airlock: warning: {problem}", file=sys.stderr)
     try:
         settings = Settings.from_env()
         _set_log_level(settings.log_level)

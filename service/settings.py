@@ -216,10 +216,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError("AIRLOCK_ROLE must be one of all, api, node")
         if isinstance(raw.get("database_url"), str):
             raw["database_url"] = database_url_with_driver(raw["database_url"])
-        try:
-            settings = msgspec.convert(raw, cls, strict=False, dec_hook=_decode)
-        except msgspec.ValidationError as exc:
-            raise ConfigurationError(f"invalid AIRLOCK_* setting: {exc}") from exc
+        kinds = {field.name: field.type for field in msgspec.structs.fields(cls)}
+        for name, value in raw.items():
+            try:
+                msgspec.convert(value, kinds[name], strict=False, dec_hook=_decode)
+            except msgspec.ValidationError as exc:
+                wanted = _wanted(kinds[name])
+                raise ConfigurationError(f"{_env_name(name)}: {value!r} is not {wanted}") from exc
+        settings = msgspec.convert(raw, cls, strict=False, dec_hook=_decode)
         settings.validate()
         return settings
 
@@ -267,7 +271,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         if self.pool_refill_interval_s <= 0:
             raise ConfigurationError("AIRLOCK_POOL_REFILL_INTERVAL_S must be positive")
         if not 0 <= self.pause_copies <= 5 or self.pause_copies_interval_s <= 0:
-            raise ValueError(
+            raise ConfigurationError(
                 "AIRLOCK_PAUSE_COPIES must be 0 to 5 and AIRLOCK_PAUSE_COPIES_INTERVAL_S positive"
             )
         if self.usage_sample_interval_s <= 0:
@@ -369,6 +373,26 @@ def database_url_with_driver(url: str) -> str:
         ]
         rest = f"{where}?{'&'.join(params)}"
     return f"{driver}://{rest}"
+
+
+def variable_names() -> list[str]:
+    """The environment variable of each setting."""
+    return [_env_name(field.name) for field in msgspec.structs.fields(Settings)]
+
+
+def _env_name(field: str) -> str:
+    return "OTEL_TRACES_EXPORTER" if field == "otel_traces_exporter" else f"AIRLOCK_{field.upper()}"
+
+
+def _wanted(kind: object) -> str:
+    """What a setting's value must be, for a message."""
+    if isinstance(kind, type) and issubclass(kind, StrEnum):
+        return "one of " + ", ".join(kind)
+    words = {bool: "true or false", int: "a whole number", float: "a number", Path: "a path"}
+    for simple, text in words.items():
+        if kind is simple or simple in getattr(kind, "__args__", ()):
+            return text
+    return "a valid value"
 
 
 def _decode(kind: type, value: object) -> object:

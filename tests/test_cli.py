@@ -28,6 +28,8 @@ def env(tmp_path: Path) -> dict[str, str]:
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "AIRLOCK_STATE_DIR": str(tmp_path / "state"),
+        # The code of the checkout the tests run from, where PYTHONPATH points at one.
+        **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
     }
 
 
@@ -190,3 +192,50 @@ def test_debug_turns_on_the_services_own_debug_lines(
         for logger, level, handlers in saved:
             logger.setLevel(level)
             logger.handlers[:] = handlers
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "shown"),
+    [
+        ("AIRLOCK_PORT", "80a", "airlock: AIRLOCK_PORT: '80a' is not a whole number"),
+        (
+            "AIRLOCK_ENV",
+            "prod",
+            "airlock: AIRLOCK_ENV: 'prod' is not one of development, production",
+        ),
+        ("AIRLOCK_EXACT_NPROC", "yes", "airlock: AIRLOCK_EXACT_NPROC: 'yes' is not true or false"),
+        (
+            "AIRLOCK_CPU_OVERCOMMIT",
+            "lots",
+            "airlock: AIRLOCK_CPU_OVERCOMMIT: 'lots' is not a number",
+        ),
+        ("AIRLOCK_PAUSE_COPIES", "9", "airlock: AIRLOCK_PAUSE_COPIES must be 0 to 5"),
+    ],
+)
+def test_a_bad_value_is_named_with_exit_status_2(
+    env: dict[str, str], tmp_path: Path, variable: str, value: str, shown: str
+) -> None:
+    result = airlock({**env, variable: value}, tmp_path, "migrate")
+    assert result.returncode == 2, result.stderr
+    assert shown in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+
+
+def test_a_misspelled_setting_is_named_with_the_one_meant(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A warning, not a refusal: the same environment may hold variables of the project's other
+    parts (`sbx`'s, the compose file's, the tests'), and another tool's may be unknown here."""
+    env = {
+        **env,
+        "AIRLOCK_LOG_LEVL": "WARNING",
+        "AIRLOCK_URL": "http://127.0.0.1:1",
+        "AIRLOCK_API_KEY": "alk_x",
+        "AIRLOCK_TEST_DATABASE": "sqlite",
+    }
+    result = ok(airlock(env, tmp_path, "migrate"))
+    warnings = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert warnings == [
+        "airlock: warning: AIRLOCK_LOG_LEVL is not a setting (did you mean AIRLOCK_LOG_LEVEL?); "
+        "it is ignored"
+    ], result.stderr
