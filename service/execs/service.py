@@ -39,6 +39,9 @@ from service.sandboxes.births import request_hash
 POLL_S = 0.25
 # How often a running event stream asks whether its credential still holds.
 RECHECK_S = 2.0
+# A running event stream silent this long sends a comment, so a proxy's read timeout does not
+# cut a command that prints nothing for a while (an SSE reader skips comments).
+KEEPALIVE_S = 15.0
 REPLAY_GRACE_S = 5.0  # beyond the exec's own deadline, for its record to be finished
 
 
@@ -309,11 +312,13 @@ async def events(
     A reader that reconnects with `Last-Event-ID: N` gets every chunk after N, so nothing is
     lost or repeated; chunks come from the database, so any replica can serve the stream.
     The credential is asked again every RECHECK_S (`refusal`): once it is revoked, expired or
-    its tenant suspended, the stream ends with an `unauthenticated` event.
+    its tenant suspended, the stream ends with an `unauthenticated` event. A stream silent for
+    KEEPALIVE_S sends a comment.
     """
     db, sandbox_id, exec_id = call.db, call.sandbox_id, call.exec_id
     seq = last_event_id
     recheck_at = time.monotonic() + RECHECK_S
+    sent_at = time.monotonic()
     while True:
         if time.monotonic() >= recheck_at:
             reason = await refusal()
@@ -341,6 +346,7 @@ async def events(
                 data=json.dumps({"text": chunk.data.decode(errors="replace")}),
             )
         if chunks:
+            sent_at = time.monotonic()
             continue
         if finished:
             yield ServerSentEventMessage(
@@ -360,4 +366,7 @@ async def events(
                 ),
             )
             return
+        if time.monotonic() - sent_at >= KEEPALIVE_S:
+            sent_at = time.monotonic()
+            yield ServerSentEventMessage(comment="keep-alive", data=None)
         await call.runner.wait_change(exec_id, POLL_S)
