@@ -64,12 +64,21 @@ async def _check_migrated(settings: Settings) -> None:
     from service.db.migrate import ensure_migrated
     from service.db.session import make_engine
 
-    settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _make_state_dir(settings)
     engine = make_engine(settings.effective_database_url, settings.database_pool_size)
     try:
         await ensure_migrated(engine, settings.effective_database_url)
     finally:
         await engine.dispose()
+
+
+def _make_state_dir(settings: Settings) -> None:
+    try:
+        settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"AIRLOCK_STATE_DIR: cannot make {settings.state_dir}: {exc.strerror}"
+        ) from exc
 
 
 def _role_shown(settings: Settings) -> str:
@@ -91,7 +100,7 @@ def _migrate(args: argparse.Namespace, settings: Settings) -> int:
     from service.db import migrate
 
     url = settings.effective_database_url
-    settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _make_state_dir(settings)
     if args.revision.startswith("-") or args.down:
         migrate.downgrade(url, args.revision)
     else:

@@ -31,6 +31,9 @@ _DATABASE_SCHEMES = {
     "sqlite": "sqlite+aiosqlite",
 }
 
+# AIRLOCK_POOL_TARGETS: `name[:size]=count`, comma-separated.
+_POOL_TARGET = re.compile(r"[^\s:=,]+(:[a-z0-9-]+)?=[0-9]+")
+
 # An absolute cgroup path below the root: no empty, `.` or `..` segment, nothing a shell or
 # a systemd unit name would read differently.
 _CGROUP_PATH = re.compile(r"(/(?!\.\.?(/|$))[A-Za-z0-9._@:-]+)+")
@@ -268,6 +271,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             )
         if not 1 <= self.database_pool_size <= 500:
             raise ConfigurationError("AIRLOCK_DATABASE_POOL_SIZE must be between 1 and 500")
+        for entry in filter(None, (e.strip() for e in self.pool_targets.split(","))):
+            if not _POOL_TARGET.fullmatch(entry):
+                raise ConfigurationError(
+                    f"AIRLOCK_POOL_TARGETS: {entry!r} is not name[:size]=count (python:small=2)"
+                )
         if self.pool_refill_interval_s <= 0:
             raise ConfigurationError("AIRLOCK_POOL_REFILL_INTERVAL_S must be positive")
         if not 0 <= self.pause_copies <= 5 or self.pause_copies_interval_s <= 0:

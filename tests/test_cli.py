@@ -210,12 +210,15 @@ def test_debug_turns_on_the_services_own_debug_lines(
             "airlock: AIRLOCK_CPU_OVERCOMMIT: 'lots' is not a number",
         ),
         ("AIRLOCK_PAUSE_COPIES", "9", "airlock: AIRLOCK_PAUSE_COPIES must be 0 to 5"),
+        ("AIRLOCK_POOL_TARGETS", "python", "airlock: AIRLOCK_POOL_TARGETS: 'python' is not name"),
+        ("AIRLOCK_STATE_DIR", "{tmp}/a-file/state", "airlock: AIRLOCK_STATE_DIR: cannot make"),
     ],
 )
 def test_a_bad_value_is_named_with_exit_status_2(
     env: dict[str, str], tmp_path: Path, variable: str, value: str, shown: str
 ) -> None:
-    result = airlock({**env, variable: value}, tmp_path, "migrate")
+    (tmp_path / "a-file").touch()
+    result = airlock({**env, variable: value.format(tmp=tmp_path)}, tmp_path, "migrate")
     assert result.returncode == 2, result.stderr
     assert shown in result.stderr, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
