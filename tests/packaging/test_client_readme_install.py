@@ -31,12 +31,14 @@ def test_every_install_line_of_the_readme_works_from_the_clone(
     wheels: Wheels, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     lines = install_lines()
-    assert any("[mcp" in line for line in lines) and any("agents]" in line for line in lines)
+    assert any("[mcp" in line for line in lines) and any("agents" in line for line in lines)
     assert any(".whl" in line for line in lines) and any("clients/python" in line for line in lines)
     clone = tmp_path_factory.mktemp("clone")
-    shutil.copytree(REPO / "clients/python", clone / "clients/python", ignore=CLIENT_FILES)
+    for client in ("python", "agents"):
+        shutil.copytree(REPO / "clients" / client, clone / "clients" / client, ignore=CLIENT_FILES)
     (clone / "dist").mkdir()
-    shutil.copy(wheels.client, clone / "dist")  # what `make wheels` leaves there
+    for wheel in (wheels.client, wheels.agents):  # what `make wheels` leaves there
+        shutil.copy(wheel, clone / "dist")
     # One virtualenv for them all: the first brings the dependencies, the rest reinstall the
     # client from where each line takes it, with its extras resolved again.
     venv = new_venv(tmp_path_factory.mktemp("readme-venv") / "venv")
@@ -52,7 +54,5 @@ def test_every_install_line_of_the_readme_works_from_the_clone(
         )
         assert done.returncode == 0, f"{line!r} exited {done.returncode}:\n{done.stderr}"
     venv.pip("check")
-    venv.run(
-        venv.bin("python"), "-c", "import airlock_sdk.cli, airlock_sdk.mcp, airlock_sdk.agents"
-    )
+    venv.run(venv.bin("python"), "-c", "import airlock_sdk.cli, airlock_sdk.mcp, airlock_agents")
     assert "login" in venv.run(venv.bin("sbx"), "--help")
