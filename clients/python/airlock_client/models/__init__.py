@@ -14,6 +14,13 @@ from .broken_link import BrokenLink
 from .bundle import Bundle
 from .capacity import Capacity
 from .cleaned import Cleaned
+from .context import Context
+from .context_create import ContextCreate
+from .context_create_env import ContextCreateEnv
+from .context_create_language import ContextCreateLanguage
+from .context_language import ContextLanguage
+from .context_list import ContextList
+from .context_state import ContextState
 from .diff_stat import DiffStat
 from .exec_ import Exec
 from .exec_create import ExecCreate
@@ -68,6 +75,11 @@ from .review_page import ReviewPage
 from .review_state import ReviewState
 from .review_summary import ReviewSummary
 from .review_summary_state import ReviewSummaryState
+from .run import Run
+from .run_create import RunCreate
+from .run_error import RunError
+from .run_result import RunResult
+from .run_result_data import RunResultData
 from .sandbox import Sandbox
 from .sandbox_create import SandboxCreate
 from .sandbox_create_env import SandboxCreateEnv
@@ -129,6 +141,13 @@ __all__ = (
     "Bundle",
     "Capacity",
     "Cleaned",
+    "Context",
+    "ContextCreate",
+    "ContextCreateEnv",
+    "ContextCreateLanguage",
+    "ContextLanguage",
+    "ContextList",
+    "ContextState",
     "DiffStat",
     "Exec",
     "ExecCreate",
@@ -183,6 +202,11 @@ __all__ = (
     "ReviewState",
     "ReviewSummary",
     "ReviewSummaryState",
+    "Run",
+    "RunCreate",
+    "RunError",
+    "RunResult",
+    "RunResultData",
     "Sandbox",
     "SandboxCreate",
     "SandboxCreateEnv",
