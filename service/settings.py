@@ -12,6 +12,7 @@ from pathlib import Path
 import msgspec
 
 from service.errors import ConfigurationError
+from service.variables import database_url_with_driver, decode, env_name, wanted
 
 # A registry host (with an optional port) and optional repository path: `ghcr.io/acme`.
 _REGISTRY_ENTRY = re.compile(
@@ -20,16 +21,6 @@ _REGISTRY_ENTRY = re.compile(
 
 # The offload key is written into the proxy's configuration: nothing nginx would read as syntax.
 _OFFLOAD_KEY = re.compile(r"[A-Za-z0-9_-]{32,}")
-# The database drivers the service has, by URL scheme, and the schemes taken to mean them:
-# libpq, CloudNativePG's app Secret (`uri`) and many platforms write `postgresql://` or
-# `postgres://`, which SQLAlchemy would open with psycopg (not installed).
-_DATABASE_SCHEMES = {
-    "postgresql+asyncpg": "postgresql+asyncpg",
-    "postgresql": "postgresql+asyncpg",
-    "postgres": "postgresql+asyncpg",
-    "sqlite+aiosqlite": "sqlite+aiosqlite",
-    "sqlite": "sqlite+aiosqlite",
-}
 
 # AIRLOCK_POOL_TARGETS: `name[:size]=count`, comma-separated.
 _POOL_TARGET = re.compile(r"[^\s:=,]+(:[a-z0-9-]+)?=[0-9]+")
@@ -222,11 +213,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         kinds = {field.name: field.type for field in msgspec.structs.fields(cls)}
         for name, value in raw.items():
             try:
-                msgspec.convert(value, kinds[name], strict=False, dec_hook=_decode)
+                msgspec.convert(value, kinds[name], strict=False, dec_hook=decode)
             except msgspec.ValidationError as exc:
-                wanted = _wanted(kinds[name])
-                raise ConfigurationError(f"{_env_name(name)}: {value!r} is not {wanted}") from exc
-        settings = msgspec.convert(raw, cls, strict=False, dec_hook=_decode)
+                must = wanted(kinds[name])
+                raise ConfigurationError(f"{env_name(name)}: {value!r} is not {must}") from exc
+        settings = msgspec.convert(raw, cls, strict=False, dec_hook=decode)
         settings.validate()
         return settings
 
@@ -358,55 +349,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
                 )
 
 
-def database_url_with_driver(url: str) -> str:
-    """The URL with the driver the service opens it with: `postgresql://` and `postgres://`
-    become `postgresql+asyncpg://` (and a `sslmode` parameter `ssl`), `sqlite://`
-    `sqlite+aiosqlite://`; the rest is kept as written. A driver the service does not have is
-    refused."""
-    scheme, separator, rest = url.partition("://")
-    driver = _DATABASE_SCHEMES.get(scheme.lower()) if separator else None
-    if driver is None:  # (the URL itself is not shown: it may hold a password)
-        what = f"the driver {scheme}://" if separator else "a URL without a scheme"
-        raise ConfigurationError(
-            f"AIRLOCK_DATABASE_URL names {what}, which the service cannot open: use "
-            "postgresql+asyncpg://user:password@host/db (postgresql:// and postgres:// are "
-            "taken as asyncpg) or sqlite+aiosqlite:///path"
-        )
-    if driver == "postgresql+asyncpg" and "?" in rest:
-        # libpq's `sslmode` (as platforms write it) is asyncpg's `ssl`, with the same modes.
-        where, query = rest.split("?", 1)
-        params = [
-            f"ssl={p.removeprefix('sslmode=')}" if p.startswith("sslmode=") else p
-            for p in query.split("&")
-        ]
-        rest = f"{where}?{'&'.join(params)}"
-    return f"{driver}://{rest}"
-
-
 def variable_names() -> list[str]:
     """The environment variable of each setting."""
-    return [_env_name(field.name) for field in msgspec.structs.fields(Settings)]
-
-
-def _env_name(field: str) -> str:
-    return "OTEL_TRACES_EXPORTER" if field == "otel_traces_exporter" else f"AIRLOCK_{field.upper()}"
-
-
-def _wanted(kind: object) -> str:
-    """What a setting's value must be, for a message."""
-    if isinstance(kind, type) and issubclass(kind, StrEnum):
-        return "one of " + ", ".join(kind)
-    words = {bool: "true or false", int: "a whole number", float: "a number", Path: "a path"}
-    for simple, text in words.items():
-        if kind is simple or simple in getattr(kind, "__args__", ()):
-            return text
-    return "a valid value"
-
-
-def _decode(kind: type, value: object) -> object:
-    if kind is Path and isinstance(value, str | Path):
-        return Path(value)
-    raise NotImplementedError
+    return [env_name(field.name) for field in msgspec.structs.fields(Settings)]
 
 
 # Values that appear in examples and must never guard a production deployment.
