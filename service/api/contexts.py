@@ -33,7 +33,13 @@ class ContextController(Controller):
         "pause keeps it. A sandbox holds at most 8 live contexts "
         "(409 `sandbox_contexts_full`); a sandbox without `python3` is a 422 "
         "`context_not_started`.",
-        opt={"scope": "exec"},
+        opt={
+            "scope": "exec",
+            "problems": {
+                409: "The sandbox is not running, or holds as many live contexts as it may "
+                "(`sandbox_contexts_full`)"
+            },
+        },
         status_code=201,
     )
     async def create_context(
@@ -72,7 +78,12 @@ class ContextController(Controller):
         "the code is interrupted (`timed_out`, a `TimeoutError`) and the context goes on; code "
         "still running 5 s later is killed with its interpreter (`context_lost`). A context "
         "that has ended is a 409 `context_gone`.",
-        opt={"scope": "exec"},
+        opt={
+            "scope": "exec",
+            "problems": {
+                409: "The sandbox is not running, or the context has ended (`context_gone`)"
+            },
+        },
         status_code=200,
         request_max_body_size=RUN_BODY_LIMIT,
     )

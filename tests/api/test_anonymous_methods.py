@@ -33,6 +33,7 @@ UNDOCUMENTED = {
 VALUES = {
     "sandbox_id": new_id("sbx"),
     "exec_id": new_id("exe"),
+    "context_id": new_id("ctx"),
     "key_id": new_id("key"),
     "tenant_id": new_id("ten"),
     "review_id": new_id("rev"),
