@@ -263,6 +263,9 @@ async def airlock(e2e_state: Path) -> AsyncIterator[Airlock]:
         "HOME": os.environ.get("HOME", "/root"),
         "LANG": "C.UTF-8",
         "PYTHONUNBUFFERED": "1",
+        # The server runs this checkout's code, also where the venv's editable install is
+        # another checkout's (a worktree sharing one venv).
+        "PYTHONPATH": str(REPO),
         "AIRLOCK_STATE_DIR": str(e2e_state),
         "AIRLOCK_DATABASE_URL": url,
         "AIRLOCK_RUNTIME": "gvisor",
