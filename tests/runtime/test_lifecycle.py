@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import get_args
@@ -16,7 +17,7 @@ from service.runtime import (
     SandboxRuntime,
     SandboxSpec,
 )
-from service.runtime.gvisor import GVisorRuntime, cgroups
+from service.runtime.gvisor import GVisorRuntime, cgroups, disk
 
 from .conftest import REPO, SandboxFactory
 from .helpers import host_processes_mentioning, sh
@@ -128,6 +129,26 @@ async def test_a_used_sandbox_of_a_previous_run_is_adopted(
         assert (await gvisor.get(survivor)).state == "running"  # the new run claims it
         assert survivor not in await gvisor.reap_orphans()
         assert (await sh(gvisor, survivor, "echo kept")).stdout == b"kept\n"
+    finally:
+        await gvisor.destroy(survivor)
+
+
+async def test_a_sandbox_of_a_previous_run_with_a_noexec_disk_runs_what_it_wrote(
+    gvisor: GVisorRuntime, state_dir: Path
+) -> None:
+    """Disks were mounted `noexec`, where every program or library a sandbox wrote itself died
+    with SIGSEGV (disk.py): one still running when its sandbox is adopted is remounted."""
+    survivor = await crashed_run(state_dir)
+    try:
+        mount_point = gvisor.root / "sandboxes" / survivor / disk.MOUNT
+        remount = await asyncio.create_subprocess_exec(
+            "mount", "-o", "remount,noexec", str(mount_point)
+        )
+        assert await remount.wait() == 0
+        assert os.statvfs(mount_point).f_flag & os.ST_NOEXEC
+        wrote = await sh(gvisor, survivor, "cp /bin/true /work/true && /work/true && echo ran")
+        assert wrote.stdout == b"ran\n", wrote
+        assert not os.statvfs(mount_point).f_flag & os.ST_NOEXEC
     finally:
         await gvisor.destroy(survivor)
 

@@ -31,6 +31,7 @@ MOUNT = "disk"
 TOOLS = ("fallocate", "mkfs.ext4", "mount", "umount")
 COMMAND_TIMEOUT_S = 60.0
 HOST_RESERVE_MIB = 1024  # of the node's free disk, never given to sandboxes
+MOUNT_OPTIONS = "noatime,nosuid,nodev"
 
 
 class HostDiskExhausted(ResourceExhausted):
@@ -71,9 +72,11 @@ class Disk:
                 "mkfs.ext4", "-q", "-F", "-m", "0", "-N", "32",
                 "-O", "^has_journal,^resize_inode", "-E", "nodiscard", str(self.image),
             )  # fmt: skip
+            # Not `noexec`: the sandbox kernel maps the pages of the files a sandbox writes
+            # (its pip-installed extension modules, programs it builds) from its filestore
+            # here, executable ones with PROT_EXEC, which the host refuses on a noexec mount.
             _run(
-                "mount", "-o", "loop,noatime,nosuid,nodev,noexec",
-                str(self.image), str(self.mount_point),
+                "mount", "-o", f"loop,{MOUNT_OPTIONS}", str(self.image), str(self.mount_point)
             )  # fmt: skip
             os.chmod(self.mount_point, 0o700)
         except BaseException:
@@ -101,6 +104,15 @@ class Disk:
 
     def mounted(self) -> bool:
         return os.path.ismount(self.mount_point)
+
+    def allow_exec(self) -> bool:
+        """A disk mounted `noexec` (as sandboxes made before were): remounted without it, in
+        place, so the running sandbox kernel's next executable mappings from its filestore
+        succeed. True when it was remounted."""
+        if not self.mounted() or not os.statvfs(self.mount_point).f_flag & os.ST_NOEXEC:
+            return False
+        _run("mount", "-o", f"remount,{MOUNT_OPTIONS},exec", str(self.mount_point))
+        return True
 
     def usage(self) -> tuple[int, int] | None:
         """(bytes used, bytes the sandbox can use in all) as the node sees the file system,

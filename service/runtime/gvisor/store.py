@@ -17,10 +17,10 @@ from pathlib import Path
 
 import msgspec
 
-from ..errors import SandboxBusy, SandboxFailed, SandboxNotFound
+from ..errors import SandboxBusy, SandboxFailed, SandboxNotFound, SandboxRuntimeError
 from ..execution import ExecutionBase
 from ..types import SandboxInfo, SandboxSpec
-from . import cgroups, hostproc
+from . import cgroups, disk, hostproc
 from .agent_link import AgentLink
 from .record import FILE, SandboxRecord
 
@@ -94,6 +94,16 @@ class Sandbox:
             failure_reason=reason,
             from_snapshot=meta.from_snapshot,
         )
+
+
+def allow_exec(sandbox: Sandbox) -> None:
+    """A sandbox of a previous run whose disk was mounted `noexec` gets it remounted: there,
+    every program or library it wrote itself died with SIGSEGV (disk.py)."""
+    try:
+        if disk.Disk(sandbox.dir).allow_exec():
+            log.info("sandbox %s: its disk was remounted without noexec", sandbox.id)
+    except SandboxRuntimeError as exc:
+        log.warning("sandbox %s: its disk could not be remounted: %s", sandbox.id, exc)
 
 
 class Store:
@@ -170,6 +180,8 @@ class Store:
         if sandbox.meta.owner != self.owner and not self.owned_by_live_process(sandbox.meta):
             sandbox.meta.owner = self.owner
             sandbox.save()
+            if sandbox.meta.disk:
+                allow_exec(sandbox)
 
     def close(self) -> None:
         for sandbox in self.live.values():
