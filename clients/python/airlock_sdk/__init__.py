@@ -10,10 +10,20 @@ the config file (see `config.py`). Errors are typed by the problem `code` (`erro
 """
 
 from . import errors
-from ._common import ExecResult, OutputEvent
+from ._common import CodeError, CodeRun, ExecResult, OutputEvent
 from .aio import AsyncSandbox
 from .config import Config
 from .errors import AirlockError
 from .sandbox import Sandbox
 
-__all__ = ["AirlockError", "AsyncSandbox", "Config", "ExecResult", "OutputEvent", "Sandbox", "errors"]
+__all__ = [
+    "AirlockError",
+    "AsyncSandbox",
+    "CodeError",
+    "CodeRun",
+    "Config",
+    "ExecResult",
+    "OutputEvent",
+    "Sandbox",
+    "errors",
+]

@@ -18,7 +18,18 @@ from urllib.parse import quote
 import httpx
 
 from airlock_client import AuthenticatedClient
-from airlock_client.models import Exec, ExecCreate, ExecCreateEnv, ExecCreateSecrets, SandboxCreate, SandboxFork
+from airlock_client.models import (
+    ContextCreate,
+    ContextCreateEnv,
+    Exec,
+    ExecCreate,
+    ExecCreateEnv,
+    ExecCreateSecrets,
+    Run,
+    RunCreate,
+    SandboxCreate,
+    SandboxFork,
+)
 from airlock_client.models.sandbox_create_env import SandboxCreateEnv
 from airlock_client.models.sandbox_create_labels import SandboxCreateLabels
 from airlock_client.models.sandbox_fork_labels_type_0 import SandboxForkLabelsType0
@@ -182,6 +193,81 @@ class ExecResult:
             stderr_truncated=bool(_value(done.stderr_truncated)),
             error=_value(done.error),
         )
+
+
+@dataclass
+class CodeError:
+    """The exception that ended a run of code: its type's name, its message and its traceback
+    (the lines of the code's own frames)."""
+
+    name: str
+    value: str
+    traceback: list[str]
+
+    def __str__(self) -> str:
+        return "".join(self.traceback) or f"{self.name}: {self.value}"
+
+
+@dataclass
+class CodeRun:
+    """One run of code in an execution context: what it printed, its results by MIME type (the
+    last expression's value, each matplotlib figure: `image/png` as base64), and the exception
+    that ended it. `context_lost`: the interpreter was killed (the code overran its deadline by
+    5 s) and the context with it."""
+
+    context_id: str
+    ok: bool
+    stdout: str
+    stderr: str
+    results: list[dict[str, Any]]
+    error: CodeError | None
+    execution_count: int | None
+    timed_out: bool
+    context_lost: bool
+    duration_ms: float
+
+    @property
+    def text(self) -> str | None:
+        """The last result's `text/plain` (the value's repr), if the run had a result."""
+        for data in reversed(self.results):
+            if "text/plain" in data:
+                return str(data["text/plain"])
+        return None
+
+    @classmethod
+    def from_run(cls, run: Run) -> CodeRun:
+        raw = run.to_dict()
+        error = raw.get("error")
+        return cls(
+            context_id=raw["context_id"],
+            ok=bool(raw["ok"]),
+            stdout=raw["stdout"],
+            stderr=raw["stderr"],
+            results=[dict(result["data"]) for result in raw["results"]],
+            error=CodeError(error["name"], error["value"], list(error["traceback"])) if error else None,
+            execution_count=raw.get("execution_count"),
+            timed_out=bool(raw["timed_out"]),
+            context_lost=bool(raw["context_lost"]),
+            duration_ms=float(raw["duration_ms"]),
+        )
+
+
+def context_body(cwd: str | None, env: Mapping[str, str] | None, user: str | None) -> ContextCreate:
+    body = ContextCreate()
+    if cwd is not None:
+        body.cwd = cwd
+    if env:
+        body.env = ContextCreateEnv.from_dict(dict(env))
+    if user is not None:
+        body.user = user
+    return body
+
+
+def run_body(code: str, timeout: float | None) -> RunCreate:
+    body = RunCreate(code=code)
+    if timeout is not None:
+        body.timeout_s = timeout
+    return body
 
 
 @dataclass

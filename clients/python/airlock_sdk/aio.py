@@ -18,6 +18,7 @@ import httpx
 from httpx_sse import aconnect_sse
 
 from airlock_client import AuthenticatedClient
+from airlock_client.api.contexts import create_context, delete_context, list_contexts, run_code
 from airlock_client.api.execs import create_exec, get_exec, list_execs, resize_exec_tty
 from airlock_client.api.files import list_files
 from airlock_client.api.sandboxes import (
@@ -34,17 +35,18 @@ from airlock_client.models import Sandbox as SandboxInfo
 
 from . import _common as common
 from . import errors
-from ._common import ExecResult, OutputEvent
+from ._common import CodeRun, ExecResult, OutputEvent
 from .config import Config
 from .sandbox import WORK_SCOPES, Output
 
 T = TypeVar("T")
 
 
-async def _retry(call: Callable[[], Awaitable[T]]) -> T:
+async def _retry(call: Callable[[], Awaitable[T]], *, resend: bool = True) -> T:
     """`await call()`, tried again when the connection failed before an answer came, or when
     the sandbox had moved to another node before the call did anything (at once: the next try
-    goes there), or when the tenant's request rate was passed (after Retry-After)."""
+    goes there), or when the tenant's request rate was passed (after Retry-After). `resend`
+    False: a lost connection is not tried again (the call may have done its work)."""
     for attempt in range(common.ATTEMPTS):
         try:
             return await call()
@@ -56,7 +58,7 @@ async def _retry(call: Callable[[], Awaitable[T]]) -> T:
                 raise
             await asyncio.sleep(common.rate_wait(exc))
         except httpx.TransportError as exc:
-            if attempt == common.ATTEMPTS - 1:
+            if attempt == common.ATTEMPTS - 1 or not resend:
                 raise errors.TransportError(str(exc) or type(exc).__name__) from exc
             await asyncio.sleep(common.BACKOFF_S[attempt])
     raise AssertionError("unreachable")
@@ -93,6 +95,7 @@ class AsyncSandbox:
         # to is only let go of (its connection closed).
         self.owned = owned
         self.files = AsyncFiles(self)
+        self._context: str | None = None  # the context `run_code` uses unless told another
 
     @classmethod
     def create(
@@ -275,6 +278,51 @@ class AsyncSandbox:
             return common.unwrap(await list_execs.asyncio_detailed(self.id, client=self.client, limit=limit))
 
         return list((await _retry(call)).items)
+
+    # -- code (execution contexts) -------------------------------------------------------------
+
+    async def create_context(
+        self, *, cwd: str | None = None, env: Mapping[str, str] | None = None, user: str | None = None
+    ) -> str:
+        """A new Python interpreter in the sandbox, kept between runs; returns its id."""
+        body = common.context_body(cwd, env, user)
+
+        async def call() -> Any:
+            return common.unwrap(await create_context.asyncio_detailed(self.id, client=self.client, body=body))
+
+        return str((await _retry(call)).id)
+
+    async def run_code(self, code: str, *, context: str | None = None, timeout: float | None = None) -> CodeRun:
+        """`Sandbox.run_code`, awaited."""
+        if context is None:
+            if self._context is None:
+                self._context = await self.create_context()
+            context = self._context
+        body = common.run_body(code, timeout)
+        chosen = context
+
+        async def call() -> Any:
+            return common.unwrap(await run_code.asyncio_detailed(self.id, chosen, client=self.client, body=body))
+
+        return CodeRun.from_run(await _retry(call, resend=False))
+
+    async def contexts(self) -> list[dict[str, Any]]:
+        """The sandbox's contexts (id, state: ready, busy or gone, runs, created_at, …), oldest first."""
+
+        async def call() -> Any:
+            return common.unwrap(await list_contexts.asyncio_detailed(self.id, client=self.client))
+
+        return [item.to_dict() for item in (await _retry(call)).items]
+
+    async def delete_context(self, context: str) -> None:
+        """End a context and its interpreter."""
+
+        async def call() -> Any:
+            return common.unwrap(await delete_context.asyncio_detailed(self.id, context, client=self.client))
+
+        await _retry(call)
+        if context == self._context:
+            self._context = None
 
     async def token(self, scopes: Sequence[str] = WORK_SCOPES, ttl: int | None = None) -> str:
         body = TokenCreate(scopes=list(scopes), sandbox_id=self.id)

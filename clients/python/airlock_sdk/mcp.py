@@ -164,6 +164,22 @@ def build_server(connect: Connect) -> MCPServer:
             return _result(await box.run(["python3", "-c", code], timeout=timeout_s))
 
     @server.tool()
+    async def run_code(
+        ctx: Context, sandbox_id: str, code: str, context_id: str | None = None, timeout_s: float = 60.0
+    ) -> dict[str, Any]:
+        """Run Python code in an execution context of a sandbox: a Python interpreter kept between
+        calls, so variables, imports and open files stay. Without context_id it runs in the
+        sandbox's first live context, or a new one; the answer names the context. Answers what
+        the code printed, the value of its last expression (`result`), and the exception that
+        ended it (`error`, with its traceback). timeout_s interrupts the code; the context goes on."""
+        async with api(ctx) as client:
+            box = await sandbox(client, sandbox_id)
+            if context_id is None:
+                live = [c for c in await box.contexts() if c["state"] != "gone"]
+                context_id = str(live[0]["id"]) if live else await box.create_context()
+            return _code_run(await box.run_code(code, context=context_id, timeout=timeout_s))
+
+    @server.tool()
     async def write_file(
         ctx: Context, sandbox_id: str, path: str, content: str, encoding: Literal["utf-8", "base64"] = "utf-8"
     ) -> dict[str, Any]:
@@ -257,4 +273,21 @@ def _result(done: common.ExecResult) -> dict[str, Any]:
         "stderr_truncated": done.stderr_truncated,
         "duration_ms": done.duration_ms,
         "exec_id": done.id,
+    }
+
+
+def _code_run(run: common.CodeRun) -> dict[str, Any]:
+    """A run for a model: its text, and of its rich results only which kinds they were (an image
+    as base64 would fill the model's context)."""
+    return {
+        "context_id": run.context_id,
+        "ok": run.ok,
+        "stdout": run.stdout,
+        "stderr": run.stderr,
+        "result": run.text,
+        "other_results": [sorted(k for k in data if k != "text/plain") for data in run.results if len(data) > 1],
+        "error": None if run.error is None else str(run.error),
+        "timed_out": run.timed_out,
+        "context_lost": run.context_lost,
+        "execution_count": run.execution_count,
     }

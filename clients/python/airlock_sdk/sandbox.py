@@ -17,6 +17,7 @@ import httpx
 from httpx_sse import connect_sse
 
 from airlock_client import AuthenticatedClient
+from airlock_client.api.contexts import create_context, delete_context, list_contexts, run_code
 from airlock_client.api.execs import create_exec, get_exec, list_execs, resize_exec_tty
 from airlock_client.api.files import list_files
 from airlock_client.api.sandboxes import (
@@ -35,7 +36,7 @@ from airlock_client.models.state import check_state
 
 from . import _common as common
 from . import errors
-from ._common import ExecResult, OutputEvent
+from ._common import CodeRun, ExecResult, OutputEvent
 from .config import Config
 
 T = TypeVar("T")
@@ -45,10 +46,11 @@ Output = Callable[[str], object]
 WORK_SCOPES = ("sandboxes:read", "exec", "files:read", "files:write")
 
 
-def _retry(call: Callable[[], T]) -> T:
+def _retry(call: Callable[[], T], *, resend: bool = True) -> T:
     """`call()`, tried again when the connection failed before an answer came, or when the
     sandbox had moved to another node before the call did anything (at once: the next try
-    goes there), or when the tenant's request rate was passed (after Retry-After)."""
+    goes there), or when the tenant's request rate was passed (after Retry-After). `resend`
+    False: a lost connection is not tried again (the call may have done its work)."""
     for attempt in range(common.ATTEMPTS):
         try:
             return call()
@@ -60,7 +62,7 @@ def _retry(call: Callable[[], T]) -> T:
                 raise
             time.sleep(common.rate_wait(exc))
         except httpx.TransportError as exc:
-            if attempt == common.ATTEMPTS - 1:
+            if attempt == common.ATTEMPTS - 1 or not resend:
                 raise errors.TransportError(str(exc) or type(exc).__name__) from exc
             time.sleep(common.BACKOFF_S[attempt])
     raise AssertionError("unreachable")
@@ -74,6 +76,7 @@ class Sandbox:
         # to is only let go of (its connection closed).
         self.owned = owned
         self.files = Files(self)
+        self._context: str | None = None  # the context `run_code` uses unless told another
 
     # -- making and finding ------------------------------------------------------------------
 
@@ -297,6 +300,45 @@ class Sandbox:
         return list(page.items)
 
     # -- credentials and lifetime ------------------------------------------------------------
+
+    # -- code (execution contexts) -------------------------------------------------------------
+
+    def create_context(
+        self, *, cwd: str | None = None, env: Mapping[str, str] | None = None, user: str | None = None
+    ) -> str:
+        """A new Python interpreter in the sandbox, kept between runs; returns its id."""
+        body = common.context_body(cwd, env, user)
+        made = _retry(lambda: common.unwrap(create_context.sync_detailed(self.id, client=self.client, body=body)))
+        return str(made.id)
+
+    def run_code(self, code: str, *, context: str | None = None, timeout: float | None = None) -> CodeRun:
+        """Run Python `code` in `context` (by default one this object starts on first use and
+        keeps), after its earlier runs and with their variables. The answer holds what it
+        printed, the last expression's value and figures (`results`, `text`), and the exception
+        that ended it (`error`); `timeout` (60 s unless given) interrupts the code and keeps the
+        context. It is sent once: a connection lost on the way is a TransportError, not a retry
+        (the code may have run)."""
+        if context is None:
+            if self._context is None:
+                self._context = self.create_context()
+            context = self._context
+        body = common.run_body(code, timeout)
+        done = _retry(
+            lambda: common.unwrap(run_code.sync_detailed(self.id, context, client=self.client, body=body)),
+            resend=False,
+        )
+        return CodeRun.from_run(done)
+
+    def contexts(self) -> list[dict[str, Any]]:
+        """The sandbox's contexts (id, state: ready, busy or gone, runs, created_at, …), oldest first."""
+        page = _retry(lambda: common.unwrap(list_contexts.sync_detailed(self.id, client=self.client)))
+        return [item.to_dict() for item in page.items]
+
+    def delete_context(self, context: str) -> None:
+        """End a context and its interpreter."""
+        _retry(lambda: common.unwrap(delete_context.sync_detailed(self.id, context, client=self.client)))
+        if context == self._context:
+            self._context = None
 
     def token(self, scopes: Sequence[str] = WORK_SCOPES, ttl: int | None = None) -> str:
         """A short-lived token good for this sandbox only, with `scopes` (a subset of the

@@ -19,7 +19,7 @@ import click
 import httpx
 
 from .. import errors
-from . import account, admin, execs, files, login, mcp, sandboxes  # noqa: F401 (they add their commands to `main`)
+from . import account, admin, code, execs, files, login, mcp, sandboxes  # noqa: F401 (they add their commands to `main`)
 from .base import main
 
 __all__ = ["main", "run"]
