@@ -3,6 +3,11 @@ output, values and errors as data, its deadlines, its isolation and a pause in i
 
 from __future__ import annotations
 
+import base64
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -169,3 +174,61 @@ async def test_what_a_context_refuses(airlock: Airlock, tenant: Tenant) -> None:
         r = await http.post(f"/v1/sandboxes/{box.id}/contexts", json={"env": {"PATH": "/nowhere"}})
         assert r.status_code == 422 and r.json()["code"] == "context_not_started", r.text
         assert "python3" in r.json()["detail"], r.text
+
+
+# matplotlib and what it needs, pinned, as wheels for the default image's Python (3.11, x86-64
+# glibc): downloaded once into the host's cache and uploaded, since sandboxes here reach no index.
+CACHE = Path(os.environ.get("AIRLOCK_TEST_CACHE", "/var/tmp/airlock-test-cache")) / "wheels"
+PLOTTING = (
+    "matplotlib==3.9.2", "numpy==2.4.6", "pillow==13.0.0", "contourpy==1.3.3", "cycler==0.12.1",
+    "fonttools==4.69.1", "kiwisolver==1.5.1", "packaging==26.4", "pyparsing==3.3.3",
+    "python-dateutil==4.0.0", "tzdata==2026.6",
+)  # fmt: skip
+
+
+def plotting_wheels() -> list[Path]:
+    target = CACHE / "plotting"
+    if not (target / "done").exists():
+        target.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary",
+             ":all:", "--disable-pip-version-check", "-d", str(target), *PLOTTING],
+            check=True, timeout=600,
+        )  # fmt: skip
+        (target / "done").touch()
+    return sorted(target.glob("*.whl"))
+
+
+async def test_a_matplotlib_figure_comes_back_as_png(airlock: Airlock, tenant: Tenant) -> None:
+    box = await airlock.sandbox(tenant, size="medium")
+    async with airlock.http(tenant.key) as http:
+        for path in plotting_wheels():
+            r = await http.put(
+                f"/v1/sandboxes/{box.id}/files/work/wheels/{path.name}", content=path.read_bytes()
+            )
+            assert r.status_code == 201, r.text
+        install = ["python3", "-m", "pip", "install", "--quiet", "--no-index", "--find-links",
+                   "/work/wheels", "matplotlib==3.9.2"]  # fmt: skip
+        r = await http.post(
+            f"/v1/sandboxes/{box.id}/execs", json={"cmd": install, "timeout_s": 300}
+        )
+        assert r.status_code == 200 and r.json()["exit_code"] == 0, r.text
+
+        ctx = (await new_context(http, box.id))["id"]
+        code = (
+            "import matplotlib.pyplot as plt\n"
+            "plt.plot([1, 2, 3], [1, 4, 9])\n"
+            "plt.title('squares')\n"
+            "'drawn'"
+        )
+        drawn = await run(http, box.id, ctx, code)
+        assert drawn["ok"], drawn
+        value, figure = drawn["results"]
+        assert value == {"data": {"text/plain": "'drawn'"}}, drawn
+        png = base64.b64decode(figure["data"]["image/png"])
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5000, len(png)
+        assert figure["data"]["text/plain"].startswith("<Figure"), figure
+        # Sent once: the figure was closed.
+        assert (await run(http, box.id, ctx, "len(plt.get_fignums())"))["results"] == [
+            {"data": {"text/plain": "0"}}
+        ]
