@@ -124,6 +124,7 @@ class LiveContext:
         self.python: str | None = None
         self.runs = 0
         self.gone: str | None = None  # why the context ended, once it has
+        self.ended_at: float | None = None  # when (time.monotonic())
         self.busy = False
         self._execution: Execution | None = None
         self._stdin: asyncio.Queue[bytes | None] = asyncio.Queue()
@@ -190,9 +191,12 @@ class LiveContext:
         if waiting is not None:
             waiting.put_nowait(frame)
 
-    def _end(self, why: str) -> None:
+    def _gone(self, why: str) -> None:
         if self.gone is None:
-            self.gone = why
+            self.gone, self.ended_at = why, time.monotonic()
+
+    def _end(self, why: str) -> None:
+        self._gone(why)
         self._stdin.put_nowait(None)
         for waiting in self._waiting.values():
             waiting.put_nowait(None)
@@ -237,8 +241,7 @@ class LiveContext:
 
     async def close(self, why: str = "the context was deleted") -> None:
         """Kill the interpreter (what it started too) and end the context."""
-        if self.gone is None:
-            self.gone = why
+        self._gone(why)
         execution = self._execution
         if execution is not None and not _done(execution):
             with contextlib.suppress(Exception):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.resources
+import time
 from dataclasses import dataclass
 
 from service.auth.principal import Principal
@@ -29,6 +30,8 @@ from service.sandboxes import service as sandboxes
 # Live contexts of one sandbox, at most; and ended ones kept to be read, at most.
 MAX_LIVE = 8
 MAX_ENDED = 16
+# How long an ended context stays readable (its sandbox may be gone: nothing else forgets it).
+ENDED_KEPT_S = 600.0
 # How long the interpreter may take to start.
 READY_WAIT_S = 30.0
 # The interpreter lives as long as its sandbox (the runtime's deadline only stops it beyond).
@@ -71,6 +74,7 @@ class Contexts:
 
     async def create(self, call: SandboxCall, data: ContextCreate) -> Context:
         target = await call.target()
+        self._forget_ended()
         self._prune(target.sandbox_id)
         if len(self._of(target.sandbox_id, live_only=True)) >= MAX_LIVE:
             raise ContextsFull(f"sandbox {target.sandbox_id} has {MAX_LIVE} live contexts")
@@ -107,6 +111,7 @@ class Contexts:
 
     async def list(self, call: SandboxCall) -> ContextList:
         sandbox_id = await _visible(call.db, call.principal, call.sandbox_id)
+        self._forget_ended()
         found = sorted(self._of(sandbox_id), key=lambda c: (c.facts.created_at, c.facts.id))
         return ContextList(items=[_schema(c) for c in found])
 
@@ -151,6 +156,13 @@ class Contexts:
             if c.facts.sandbox_id == sandbox_id and not (live_only and c.gone is not None)
         ]
 
+    def _forget_ended(self) -> None:
+        """Drop the contexts that ended more than ENDED_KEPT_S ago, of every sandbox."""
+        before = time.monotonic() - ENDED_KEPT_S
+        for context in list(self.live.values()):
+            if context.ended_at is not None and context.ended_at < before:
+                self.live.pop(context.facts.id, None)
+
     def _find(self, sandbox_id: str, context_id: str) -> LiveContext:
         context = self.live.get(context_id)
         if context is None or context.facts.sandbox_id != sandbox_id:
@@ -158,8 +170,7 @@ class Contexts:
         return context
 
     def _prune(self, sandbox_id: str) -> None:
-        """Forget the oldest ended contexts of the sandbox past MAX_ENDED, and every context
-        of a sandbox the runtime no longer runs is found ended by its reader."""
+        """Forget the oldest ended contexts of the sandbox past MAX_ENDED."""
         ended = [c for c in self._of(sandbox_id) if c.gone is not None]
         ended.sort(key=lambda c: c.facts.created_at)
         for context in ended[: max(0, len(ended) - MAX_ENDED + 1)]:
