@@ -31,9 +31,9 @@ echo "==> ruff" >&2
 scripts/check-client.sh
 
 echo "==> tests on PostgreSQL" >&2
-AIRLOCK_TEST_DATABASE=postgresql .venv/bin/pytest -q -p no:cacheprovider "$@"
+AIRLOCK_TEST_DATABASE=postgresql .venv/bin/pytest -q -p no:cacheprovider --durations=25 "$@"
 
 echo "==> smoke tests on SQLite" >&2
-AIRLOCK_TEST_DATABASE=sqlite .venv/bin/pytest -q -p no:cacheprovider -m sqlite "$@"
+AIRLOCK_TEST_DATABASE=sqlite .venv/bin/pytest -q -p no:cacheprovider --durations=10 -m sqlite "$@"
 
 echo "==> all tests passed in $(( $(date +%s) - start )) s" >&2
