@@ -31,6 +31,7 @@ from service.db import migrate, models
 from service.db.session import make_engine, make_sessionmaker
 from service.ids import new_id
 from service.settings import Settings
+from tests.wheels import wheels  # noqa: F401 (one build of the wheels for every suite)
 
 OPERATOR_KEY = "alo_test_" + secrets.token_urlsafe(32)
 
