@@ -5,14 +5,10 @@ tool over stdio."""
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import subprocess
-import sys
 
 from airlock_sdk import AsyncSandbox, Sandbox
 
-from tests.e2e.conftest import REPO, Airlock, Tenant
+from tests.e2e.conftest import Airlock, Tenant
 from tests.e2e.test_mcp import call, stdio_client
 from tests.e2e.test_sbx import bash
 
@@ -87,20 +83,3 @@ async def test_the_mcp_tool_runs_code_in_a_kept_context(airlock: Airlock, tenant
         assert again["result"] == "42" and again["context_id"] == first["context_id"], again
         broken = await call(client, "run_code", sandbox_id=box.id, code="raise ValueError('no')")
         assert not broken["ok"] and "ValueError: no" in broken["error"], broken
-
-
-async def test_the_readme_example_runs_as_written(airlock: Airlock, tenant: Tenant) -> None:
-    readme = (REPO / "clients/python/README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
-    (example,) = [b for b in blocks if "sandbox.run_code(" in b]
-    env = {**os.environ, "AIRLOCK_URL": airlock.server.url, "AIRLOCK_API_KEY": tenant.key}
-    done = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-c", example],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["area:", " 12.566", "False KeyError"], done.stdout
