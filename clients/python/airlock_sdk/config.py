@@ -31,9 +31,9 @@ class Config:
 
     @classmethod
     def resolve(cls, url: str | None = None, api_key: str | None = None) -> Config:
-        stored = _read_file()
-        url = url or os.environ.get("AIRLOCK_URL") or stored.get("url") or DEFAULT_URL
-        api_key = api_key or os.environ.get("AIRLOCK_API_KEY") or stored.get("api_key")
+        kept = stored()
+        url = url or os.environ.get("AIRLOCK_URL") or kept.get("url") or DEFAULT_URL
+        api_key = api_key or os.environ.get("AIRLOCK_API_KEY") or kept.get("api_key")
         if not api_key:
             raise AirlockError(
                 "no credential: run `sbx login` (it stores a key in "
@@ -45,7 +45,7 @@ class Config:
 
 def stored() -> dict[str, str]:
     """What the config file holds (nothing when there is none)."""
-    return _read_file()
+    return {k: v for k, v in _read_file().items() if isinstance(v, str)}
 
 
 def store(url: str, api_key: str) -> Path:
@@ -64,12 +64,12 @@ def forget_key() -> Path | None:
 
 
 def _kept() -> dict[str, object]:
-    """The config file's entries, to carry over into a rewrite (none from an unreadable one)."""
+    """The config file's entries, to carry over into a rewrite (none from an unreadable one,
+    which the rewrite replaces)."""
     try:
-        data = json.loads(config_path().read_text())
-    except (OSError, ValueError):
+        return _read_file()
+    except AirlockError:
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _write(data: dict[str, object]) -> Path:
@@ -92,7 +92,7 @@ def _write(data: dict[str, object]) -> Path:
     return path
 
 
-def _read_file() -> dict[str, str]:
+def _read_file() -> dict[str, object]:
     path = config_path()
     try:
         data = json.loads(path.read_text())
@@ -102,4 +102,4 @@ def _read_file() -> dict[str, str]:
         raise AirlockError(f"cannot read {path}: {exc}", code="bad_config") from exc
     if not isinstance(data, dict):
         raise AirlockError(f"{path} is not a JSON object", code="bad_config")
-    return {k: v for k, v in data.items() if isinstance(v, str)}
+    return data
