@@ -47,6 +47,17 @@ async def test_a_refused_value_is_named_with_its_rule(airlock: Airlock, tenant: 
     assert "; size: " in str(refused.value), str(refused.value)
 
 
+async def test_json_errors_name_the_refused_values(airlock: Airlock, tenant: Tenant) -> None:
+    done = await bash('sbx new --ttl 99999999 --json; echo "new=$?"', airlock, tenant)
+    creating, error_line, status = done.stdout.splitlines()
+    assert json.loads(creating)["event"] == "creating" and status == "new=1", done.stdout
+    error = json.loads(error_line)
+    assert (error["status"], error["code"]) == (422, "validation_failed"), error
+    refused = {"field": "ttl_s", "message": "must be at most 2592000", "source": "body"}
+    assert error["event"] == "error" and error["errors"] == [refused], error
+    assert "Traceback" not in done.stderr
+
+
 def async_example() -> str:
     blocks = re.findall(r"```python\n(.*?)```", CLIENT_README.read_text(), flags=re.DOTALL)
     found = [b for b in blocks if "async with AsyncSandbox.create(" in b]

@@ -11,6 +11,7 @@ order. `--json` makes every command print JSON, one object per line; progress go
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from typing import NoReturn
@@ -42,8 +43,11 @@ def run() -> None:
 
 
 def fail(exc: errors.AirlockError) -> NoReturn:
+    """The error on stderr; with --json also as an object on stdout, with the refused values
+    (`errors`: field, message, source) the API named."""
     if "--json" in sys.argv[1:]:
-        click.echo(json.dumps({"event": "error", "status": exc.status, "code": exc.code, "detail": exc.detail}))
+        shown = {"event": "error", "status": exc.status, "code": exc.code, "detail": exc.detail}
+        click.echo(json.dumps({**shown, "errors": [dataclasses.asdict(e) for e in exc.errors]}))
     click.echo(f"sbx: {exc}", err=True)
     sys.exit(1)
 
