@@ -35,6 +35,9 @@ def sync_session(url: str, key: str) -> str:
         states = {c["id"]: c["state"] for c in sandbox.contexts()}
         assert states == {first.context_id: "ready", other: "ready"}, states
         sandbox.delete_context(other)
+        with Sandbox.connect(sandbox.id, url=url, api_key=key) as again:
+            assert again.default_context() == (first.context_id, False)  # the live one
+            assert again.run_code("radius").text == "2"
         return sandbox.id
 
 
@@ -42,9 +45,11 @@ async def test_the_sdk_runs_code_in_a_kept_context(airlock: Airlock, tenant: Ten
     await asyncio.to_thread(sync_session, airlock.server.url, tenant.key)
     url, key = airlock.server.url, tenant.key
     async with AsyncSandbox.create(ttl=600, url=url, api_key=key) as sandbox:
+        context, made = await sandbox.default_context()
+        assert made, context  # the sandbox had none
         await sandbox.run_code("total = sum(range(5))")
         done = await sandbox.run_code("total * 10")
-        assert done.ok and done.text == "100", done
+        assert done.ok and done.text == "100" and done.context_id == context, done
 
 
 async def test_sbx_code_keeps_variables_between_calls(airlock: Airlock, tenant: Tenant) -> None:

@@ -292,6 +292,15 @@ class AsyncSandbox:
 
         return str((await _retry(call)).id)
 
+    async def default_context(self) -> tuple[str, bool]:
+        """`Sandbox.default_context`, awaited."""
+        made = False
+        if self._context is None:
+            live = [c for c in await self.contexts() if c["state"] != "gone"]
+            made = not live
+            self._context = await self.create_context() if made else str(live[0]["id"])
+        return self._context, made
+
     async def run_code(self, code: str, *, context: str | None = None, timeout: float | None = None) -> CodeRun:
         """`Sandbox.run_code`, awaited."""
         if context is None:

@@ -175,8 +175,7 @@ def build_server(connect: Connect) -> MCPServer:
         async with api(ctx) as client:
             box = await sandbox(client, sandbox_id)
             if context_id is None:
-                live = [c for c in await box.contexts() if c["state"] != "gone"]
-                context_id = str(live[0]["id"]) if live else await box.create_context()
+                context_id, _ = await box.default_context()
             return _code_run(await box.run_code(code, context=context_id, timeout=timeout_s))
 
     @server.tool()

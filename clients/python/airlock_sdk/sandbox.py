@@ -311,6 +311,17 @@ class Sandbox:
         made = _retry(lambda: common.unwrap(create_context.sync_detailed(self.id, client=self.client, body=body)))
         return str(made.id)
 
+    def default_context(self) -> tuple[str, bool]:
+        """The context to run in when none is named: the one this object's `run_code` already
+        uses, else the sandbox's first live one (ready or busy), else a new one; returns its id
+        and whether it was made now. From then on `run_code` without `context` runs there."""
+        made = False
+        if self._context is None:
+            live = [c for c in self.contexts() if c["state"] != "gone"]
+            made = not live
+            self._context = self.create_context() if made else str(live[0]["id"])
+        return self._context, made
+
     def run_code(self, code: str, *, context: str | None = None, timeout: float | None = None) -> CodeRun:
         """Run Python `code` in `context` (by default one this object starts on first use and
         keeps), after its earlier runs and with their variables. The answer holds what it

@@ -42,13 +42,13 @@ def code(
             raise click.UsageError("give the code as an argument, or pipe it in")
         code = sys.stdin.read()
     with contextlib.closing(c.sandbox(sandbox_id)) as sandbox:
-        if new_context or context_id is None:
-            live = [] if new_context else [x for x in sandbox.contexts() if x["state"] != "gone"]
-            if live:
-                context_id = str(live[0]["id"])
-            else:
-                context_id = sandbox.create_context()
-                c.progress(f"sbx: new context {context_id}")
+        made = False
+        if new_context:
+            context_id, made = sandbox.create_context(), True
+        elif context_id is None:
+            context_id, made = sandbox.default_context()
+        if made:
+            c.progress(f"sbx: new context {context_id}")
         run = sandbox.run_code(code, context=context_id, timeout=timeout)
     if c.as_json:
         c.emit(dataclasses.asdict(run))
