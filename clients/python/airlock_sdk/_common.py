@@ -133,8 +133,11 @@ def exec_body(
     tty: bool = False,
     rows: int | None = None,
     cols: int | None = None,
+    max_output_bytes: int | None = None,
 ) -> ExecCreate:
     body = ExecCreate(cmd=argv(cmd), wait=wait)
+    if max_output_bytes is not None:
+        body.max_output_bytes = max_output_bytes
     if stdin_open:
         body.stdin_open = True
     if tty:

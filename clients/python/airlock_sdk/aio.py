@@ -26,12 +26,14 @@ from airlock_client.api.sandboxes import (
     delete_sandbox,
     fork_sandbox,
     get_sandbox,
+    list_sandboxes,
     pause_sandbox,
     resume_sandbox,
 )
 from airlock_client.api.tokens import create_token
 from airlock_client.models import Exec, FileInfo, TerminalSize, TokenCreate
 from airlock_client.models import Sandbox as SandboxInfo
+from airlock_client.models.state import check_state
 
 from . import _common as common
 from . import errors
@@ -157,6 +159,30 @@ class AsyncSandbox:
             raise
         return cls(info, client)
 
+    @staticmethod
+    async def list(
+        *, url: str | None = None, api_key: str | None = None, states: Sequence[str] | None = None
+    ) -> list[SandboxInfo]:
+        """`Sandbox.list`, awaited."""
+        client = common.client_for(Config.resolve(url, api_key), 30.0)
+        found: list[SandboxInfo] = []
+        cursor: str | None = None
+        only = [check_state(s) for s in states] if states is not None else common.UNSET
+        async with client:
+            while True:
+
+                async def call(c: str | None = cursor) -> Any:
+                    answer = await list_sandboxes.asyncio_detailed(
+                        client=client, cursor=c or common.UNSET, limit=200, state=only
+                    )
+                    return common.unwrap(answer)
+
+                page = await _retry(call)
+                found.extend(page.items)
+                cursor = page.next_cursor if isinstance(page.next_cursor, str) else None
+                if not cursor:
+                    return found
+
     @property
     def id(self) -> str:
         return self.info.id
@@ -208,20 +234,37 @@ class AsyncSandbox:
                 callback(event.text)
         return common.result_of(done.id, seen)
 
-    async def start(self, cmd: str | Sequence[str], **options: Any) -> str:
+    async def start(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        secrets: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        user: str | None = None,
+        stdin: str | None = None,
+        stdin_open: bool = False,
+        tty: bool = False,
+        rows: int | None = None,
+        cols: int | None = None,
+        max_output_bytes: int | None = None,
+    ) -> str:
+        """`Sandbox.start`, awaited."""
         body = common.exec_body(
             cmd,
-            timeout=options.get("timeout"),
-            env=options.get("env"),
-            secrets=options.get("secrets"),
-            cwd=options.get("cwd"),
-            user=options.get("user"),
-            stdin=options.get("stdin"),
+            timeout=timeout,
+            env=env,
+            secrets=secrets,
+            cwd=cwd,
+            user=user,
+            stdin=stdin,
             wait=False,
-            stdin_open=bool(options.get("stdin_open")),
-            tty=bool(options.get("tty")),
-            rows=options.get("rows"),
-            cols=options.get("cols"),
+            stdin_open=stdin_open,
+            tty=tty,
+            rows=rows,
+            cols=cols,
+            max_output_bytes=max_output_bytes,
         )
         return (await self._create_exec(body, common.new_key())).id
 
@@ -268,10 +311,15 @@ class AsyncSandbox:
                 await asyncio.sleep(common.BACKOFF_S[min(cursor.drops, len(common.BACKOFF_S)) - 1])
 
     async def get_exec(self, exec_id: str) -> ExecResult:
+        return ExecResult.from_exec(await self.exec_record(exec_id))
+
+    async def exec_record(self, exec_id: str) -> Exec:
+        """`Sandbox.exec_record`, awaited."""
+
         async def call() -> Exec:
             return common.unwrap(await get_exec.asyncio_detailed(self.id, exec_id, client=self.client))
 
-        return ExecResult.from_exec(await _retry(call))
+        return await _retry(call)
 
     async def history(self, limit: int = 50) -> list[Exec]:
         async def call() -> Any:
@@ -464,21 +512,25 @@ class AsyncFiles:
         finally:
             archive.unlink(missing_ok=True)
 
-    async def download_dir(self, remote_dir: str, local_dir: str | Path) -> None:
+    async def download_dir(self, remote_dir: str, local_dir: str | Path) -> int:
+        """`Files.download_dir`, awaited: returns the archive's size."""
         url = f"/v1/sandboxes/{self.sandbox.id}/archive"
         params = {"dir": common.remote_path(remote_dir)}
         archive = common.pack_target()
 
-        async def call() -> None:
+        async def call() -> int:
+            size = 0
             async with self._http.stream("GET", url, params=params) as answer:
                 await errors.acheck(answer)
                 with archive.open("wb") as out:
                     async for chunk in answer.aiter_bytes(1 << 20):
-                        out.write(chunk)
+                        size += out.write(chunk)
+            return size
 
         try:
-            await _retry(call)
+            size = await _retry(call)
             await asyncio.to_thread(common.unpack, archive, local_dir)
+            return size
         finally:
             archive.unlink(missing_ok=True)
 

@@ -236,9 +236,8 @@ class Sandbox:
             tty=tty,
             rows=rows,
             cols=cols,
+            max_output_bytes=max_output_bytes,
         )
-        if max_output_bytes is not None:
-            body.max_output_bytes = max_output_bytes
         key = common.new_key()
         started: Exec = _retry(
             lambda: common.unwrap(
