@@ -26,7 +26,6 @@ from agents.sandbox.session.pty_types import (
     process_id_to_prune_from_meta,
 )
 from airlock_client.api.execs import kill_exec
-from airlock_sdk import _common as common
 from airlock_sdk import errors
 from airlock_sdk.aio import AsyncSandbox
 
@@ -141,7 +140,7 @@ class PtyProcesses:
     async def _end(self, process: Process) -> None:
         if not process.done.is_set():
             try:
-                common.unwrap(
+                errors.unwrap(
                     await kill_exec.asyncio_detailed(self.sandbox.id, process.exec_id, client=self.sandbox.client)
                 )
             except (errors.AirlockError, httpx.HTTPError):

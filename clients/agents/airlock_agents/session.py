@@ -30,9 +30,8 @@ from agents.sandbox.util.tar_utils import UnsafeTarMemberError, validate_tar_byt
 from agents.sandbox.workspace_paths import sandbox_path_str
 from airlock_client.api.files import download_archive, upload_archive
 from airlock_client.types import File
-from airlock_sdk import _common as common
 from airlock_sdk import errors
-from airlock_sdk.aio import AsyncSandbox, _retry
+from airlock_sdk.aio import AsyncSandbox, retry
 
 from .pty import PtyProcesses
 from .state import WORKSPACE_ROOT, AirlockSandboxSessionState
@@ -235,11 +234,11 @@ class AirlockSandboxSession(BaseSandboxSession):
             answer = await download_archive.asyncio_detailed(
                 self.sandbox.id, client=self.sandbox.client, dir_=root.as_posix()
             )
-            common.unwrap(answer)
+            errors.unwrap(answer)
             return answer.content
 
         try:
-            raw = await _retry(call)
+            raw = await retry(call)
         except errors.AirlockError as exc:
             raise WorkspaceArchiveReadError(path=root, cause=exc, retryable=isinstance(exc, RETRYABLE)) from exc
         skipped = self._persist_workspace_skip_relpaths()
@@ -257,7 +256,7 @@ class AirlockSandboxSession(BaseSandboxSession):
             answer = await upload_archive.asyncio_detailed(
                 self.sandbox.id, client=self.sandbox.client, body=File(payload=payload), dir_=root.as_posix()
             )
-            common.unwrap(answer)
+            errors.unwrap(answer)
         except errors.AirlockError as exc:
             raise WorkspaceArchiveWriteError(path=root, cause=exc, retryable=isinstance(exc, RETRYABLE)) from exc
 

@@ -7,6 +7,10 @@
 
 The URL and credential come from the arguments, else `AIRLOCK_URL` and `AIRLOCK_API_KEY`, else
 the config file (see `config.py`). Errors are typed by the problem `code` (`errors.py`).
+
+For an API call the SDK has no method for, call the generated client on `sandbox.client`:
+`errors.unwrap(answer)` turns its answer into the parsed body or the typed error, and
+`airlock_sdk.sandbox.retry` (`airlock_sdk.aio.retry`, awaited) sends it again as the SDK's own calls are.
 """
 
 from . import errors

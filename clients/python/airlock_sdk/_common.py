@@ -34,10 +34,11 @@ from airlock_client.models.sandbox_create_env import SandboxCreateEnv
 from airlock_client.models.sandbox_create_labels import SandboxCreateLabels
 from airlock_client.models.sandbox_fork_labels_type_0 import SandboxForkLabelsType0
 from airlock_client.models.sandbox_network import SandboxNetwork
-from airlock_client.types import UNSET, Response
+from airlock_client.types import UNSET
 
 from . import errors
 from .config import Config
+from .errors import unwrap  # noqa: F401 (what the SDK's calls use)
 
 T = TypeVar("T")
 
@@ -61,13 +62,6 @@ def client_for(config: Config, timeout: float | None) -> AuthenticatedClient:
         timeout=httpx.Timeout(timeout, connect=10.0),
         raise_on_unexpected_status=False,
     )
-
-
-def unwrap(response: Response[Any]) -> Any:
-    """The parsed body of a generated call's answer, or the typed error it was."""
-    if response.status_code >= 400:
-        raise errors.from_answer(int(response.status_code), response.content, response.headers)
-    return response.parsed
 
 
 def new_key() -> str:

@@ -44,11 +44,12 @@ from .sandbox import WORK_SCOPES, Output
 T = TypeVar("T")
 
 
-async def _retry(call: Callable[[], Awaitable[T]], *, resend: bool = True) -> T:
+async def retry(call: Callable[[], Awaitable[T]], *, resend: bool = True) -> T:
     """`await call()`, tried again when the connection failed before an answer came, or when
     the sandbox had moved to another node before the call did anything (at once: the next try
     goes there), or when the tenant's request rate was passed (after Retry-After). `resend`
-    False: a lost connection is not tried again (the call may have done its work)."""
+    False: a lost connection is not tried again (the call may have done its work). As
+    `airlock_sdk.sandbox.retry`, it serves calls of the generated client as well as the SDK's own."""
     for attempt in range(common.ATTEMPTS):
         try:
             return await call()
@@ -130,7 +131,7 @@ class AsyncSandbox:
                 return common.unwrap(answer)
 
             try:
-                info = await _retry(call)
+                info = await retry(call)
             except BaseException:
                 await client.get_async_httpx_client().aclose()
                 raise
@@ -153,7 +154,7 @@ class AsyncSandbox:
             return common.unwrap(await get_sandbox.asyncio_detailed(sandbox_id, client=client))
 
         try:
-            info = await _retry(call)
+            info = await retry(call)
         except BaseException:
             await client.get_async_httpx_client().aclose()
             raise
@@ -177,7 +178,7 @@ class AsyncSandbox:
                     )
                     return common.unwrap(answer)
 
-                page = await _retry(call)
+                page = await retry(call)
                 found.extend(page.items)
                 cursor = page.next_cursor if isinstance(page.next_cursor, str) else None
                 if not cursor:
@@ -195,7 +196,7 @@ class AsyncSandbox:
         async def call() -> SandboxInfo:
             return common.unwrap(await get_sandbox.asyncio_detailed(self.id, client=self.client))
 
-        self.info = await _retry(call)
+        self.info = await retry(call)
         return self.info
 
     async def _create_exec(self, body: Any, key: str) -> Exec:
@@ -203,7 +204,7 @@ class AsyncSandbox:
             answer = await create_exec.asyncio_detailed(self.id, client=self.client, body=body, idempotency_key=key)
             return common.unwrap(answer)
 
-        return await _retry(call)
+        return await retry(call)
 
     async def run(
         self,
@@ -285,7 +286,7 @@ class AsyncSandbox:
                 await resize_exec_tty.asyncio_detailed(self.id, exec_id, client=self.client, body=body)
             )
 
-        await _retry(call)
+        await retry(call)
 
     async def stream(self, cmd: str | Sequence[str], **options: Any) -> AsyncIterator[OutputEvent]:
         async for event in self.events(await self.start(cmd, **options)):
@@ -319,13 +320,13 @@ class AsyncSandbox:
         async def call() -> Exec:
             return common.unwrap(await get_exec.asyncio_detailed(self.id, exec_id, client=self.client))
 
-        return await _retry(call)
+        return await retry(call)
 
     async def history(self, limit: int = 50) -> list[Exec]:
         async def call() -> Any:
             return common.unwrap(await list_execs.asyncio_detailed(self.id, client=self.client, limit=limit))
 
-        return list((await _retry(call)).items)
+        return list((await retry(call)).items)
 
     # -- code (execution contexts) -------------------------------------------------------------
 
@@ -338,7 +339,7 @@ class AsyncSandbox:
         async def call() -> Any:
             return common.unwrap(await create_context.asyncio_detailed(self.id, client=self.client, body=body))
 
-        return str((await _retry(call)).id)
+        return str((await retry(call)).id)
 
     async def default_context(self) -> tuple[str, bool]:
         """`Sandbox.default_context`, awaited."""
@@ -361,7 +362,7 @@ class AsyncSandbox:
         async def call() -> Any:
             return common.unwrap(await run_code.asyncio_detailed(self.id, chosen, client=self.client, body=body))
 
-        return CodeRun.from_run(await _retry(call, resend=False))
+        return CodeRun.from_run(await retry(call, resend=False))
 
     async def contexts(self) -> list[dict[str, Any]]:
         """The sandbox's contexts (id, state: ready, busy or gone, runs, created_at, …), oldest first."""
@@ -369,7 +370,7 @@ class AsyncSandbox:
         async def call() -> Any:
             return common.unwrap(await list_contexts.asyncio_detailed(self.id, client=self.client))
 
-        return [item.to_dict() for item in (await _retry(call)).items]
+        return [item.to_dict() for item in (await retry(call)).items]
 
     async def delete_context(self, context: str) -> None:
         """End a context and its interpreter."""
@@ -377,7 +378,7 @@ class AsyncSandbox:
         async def call() -> Any:
             return common.unwrap(await delete_context.asyncio_detailed(self.id, context, client=self.client))
 
-        await _retry(call)
+        await retry(call)
         if context == self._context:
             self._context = None
 
@@ -389,20 +390,20 @@ class AsyncSandbox:
         async def call() -> Any:
             return common.unwrap(await create_token.asyncio_detailed(client=self.client, body=body))
 
-        return (await _retry(call)).token
+        return (await retry(call)).token
 
     async def pause(self) -> SandboxInfo:
         async def call() -> SandboxInfo:
             return common.unwrap(await pause_sandbox.asyncio_detailed(self.id, client=self.client))
 
-        self.info = await _retry(call)
+        self.info = await retry(call)
         return self.info
 
     async def resume(self) -> SandboxInfo:
         async def call() -> SandboxInfo:
             return common.unwrap(await resume_sandbox.asyncio_detailed(self.id, client=self.client))
 
-        self.info = await _retry(call)
+        self.info = await retry(call)
         return self.info
 
     async def fork(self, *, ttl: int | None = None, labels: Mapping[str, str] | None = None) -> AsyncSandbox:
@@ -415,7 +416,7 @@ class AsyncSandbox:
             return common.unwrap(await delete_sandbox.asyncio_detailed(self.id, client=self.client))
 
         try:
-            await _retry(call)
+            await retry(call)
         except errors.NotFound:
             pass
 
@@ -451,7 +452,7 @@ class AsyncFiles:
         async def call() -> httpx.Response:
             return await errors.acheck(await self._http.put(url, content=content, params=params))
 
-        return int((await _retry(call)).json()["size"])
+        return int((await retry(call)).json()["size"])
 
     async def read(self, path: str, *, max_bytes: int | None = None) -> bytes:
         """One file whole. With `max_bytes` (at most 16 MiB) the service reads no more than
@@ -462,7 +463,7 @@ class AsyncFiles:
         async def call() -> httpx.Response:
             return await errors.acheck(await self._http.get(url, params=params))
 
-        return (await _retry(call)).content
+        return (await retry(call)).content
 
     async def upload(self, local_path: str | Path, path: str, *, mode: str | None = None) -> int:
         params = {"mode": mode} if mode else None
@@ -472,7 +473,7 @@ class AsyncFiles:
             answer = await self._http.put(url, content=_chunks(Path(local_path)), params=params)
             return await errors.acheck(answer)
 
-        return int((await _retry(call)).json()["size"])
+        return int((await retry(call)).json()["size"])
 
     async def download(self, path: str, local_path: str | Path) -> int:
         url = common.file_url(self.sandbox.id, path)
@@ -486,7 +487,7 @@ class AsyncFiles:
                         size += out.write(chunk)
             return size
 
-        return await _retry(call)
+        return await retry(call)
 
     async def list(self, dir: str = "/work") -> list[FileInfo]:  # noqa: A002 (the API's name)
         async def call() -> Any:
@@ -495,7 +496,7 @@ class AsyncFiles:
             )
             return common.unwrap(answer)
 
-        return list((await _retry(call)).items)
+        return list((await retry(call)).items)
 
     async def upload_dir(self, local_dir: str | Path, remote_dir: str = "/work") -> int:
         archive = await asyncio.to_thread(common.pack, local_dir)
@@ -508,7 +509,7 @@ class AsyncFiles:
             return await errors.acheck(answer)
 
         try:
-            return int((await _retry(call)).json()["size"])
+            return int((await retry(call)).json()["size"])
         finally:
             archive.unlink(missing_ok=True)
 
@@ -528,7 +529,7 @@ class AsyncFiles:
             return size
 
         try:
-            size = await _retry(call)
+            size = await retry(call)
             await asyncio.to_thread(common.unpack, archive, local_dir)
             return size
         finally:

@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 
+from airlock_client.types import Response
+
 
 @dataclass(frozen=True)
 class FieldError:
@@ -290,6 +292,14 @@ def from_answer(status: int, body: bytes, headers: httpx.Headers | dict[str, str
         retry_after=retry_after,
         errors=field_errors(problem),
     )
+
+
+def unwrap(response: Response[Any]) -> Any:
+    """The parsed body of a call of the generated client (`airlock_client`, made on a sandbox's
+    `client`), or the typed error its answer was."""
+    if response.status_code >= 400:
+        raise from_answer(int(response.status_code), response.content, response.headers)
+    return response.parsed
 
 
 def check(response: httpx.Response) -> httpx.Response:

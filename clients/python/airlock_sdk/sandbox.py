@@ -46,11 +46,13 @@ Output = Callable[[str], object]
 WORK_SCOPES = ("sandboxes:read", "exec", "files:read", "files:write")
 
 
-def _retry(call: Callable[[], T], *, resend: bool = True) -> T:
+def retry(call: Callable[[], T], *, resend: bool = True) -> T:
     """`call()`, tried again when the connection failed before an answer came, or when the
     sandbox had moved to another node before the call did anything (at once: the next try
     goes there), or when the tenant's request rate was passed (after Retry-After). `resend`
-    False: a lost connection is not tried again (the call may have done its work)."""
+    False: a lost connection is not tried again (the call may have done its work). The SDK's
+    own calls go through it; so can a call of the generated client the SDK has no method for:
+    `retry(lambda: errors.unwrap(api.sync_detailed(..., client=sandbox.client)))`."""
     for attempt in range(common.ATTEMPTS):
         try:
             return call()
@@ -104,7 +106,7 @@ class Sandbox:
         )
         key = idempotency_key or common.new_key()
         try:
-            info = _retry(
+            info = retry(
                 lambda: common.unwrap(create_sandbox.sync_detailed(client=client, body=body, idempotency_key=key))
             )
         except BaseException:
@@ -124,7 +126,7 @@ class Sandbox:
         """An existing sandbox, by id (a token bound to it is enough)."""
         client = common.client_for(Config.resolve(url, api_key), timeout)
         try:
-            info = _retry(lambda: common.unwrap(get_sandbox.sync_detailed(sandbox_id, client=client)))
+            info = retry(lambda: common.unwrap(get_sandbox.sync_detailed(sandbox_id, client=client)))
         except BaseException:
             client.get_httpx_client().close()
             raise
@@ -141,7 +143,7 @@ class Sandbox:
         only = [check_state(s) for s in states] if states is not None else common.UNSET
         with client:
             while True:
-                page = _retry(
+                page = retry(
                     lambda c=cursor: common.unwrap(
                         list_sandboxes.sync_detailed(client=client, cursor=c or common.UNSET, limit=200, state=only)
                     )
@@ -160,7 +162,7 @@ class Sandbox:
         return str(self.info.state)
 
     def refresh(self) -> SandboxInfo:
-        self.info = _retry(lambda: common.unwrap(get_sandbox.sync_detailed(self.id, client=self.client)))
+        self.info = retry(lambda: common.unwrap(get_sandbox.sync_detailed(self.id, client=self.client)))
         return self.info
 
     # -- commands ----------------------------------------------------------------------------
@@ -186,7 +188,7 @@ class Sandbox:
             cmd, timeout=timeout, env=env, secrets=secrets, cwd=cwd, user=user, stdin=stdin, wait=not streaming
         )
         key = idempotency_key or common.new_key()
-        done: Exec = _retry(
+        done: Exec = retry(
             lambda: common.unwrap(
                 create_exec.sync_detailed(self.id, client=self.client, body=body, idempotency_key=key)
             )
@@ -239,7 +241,7 @@ class Sandbox:
             max_output_bytes=max_output_bytes,
         )
         key = common.new_key()
-        started: Exec = _retry(
+        started: Exec = retry(
             lambda: common.unwrap(
                 create_exec.sync_detailed(self.id, client=self.client, body=body, idempotency_key=key)
             )
@@ -256,7 +258,7 @@ class Sandbox:
     def resize(self, exec_id: str, rows: int, cols: int) -> None:
         """Resize the terminal of an exec started with `tty`."""
         body = TerminalSize(rows=rows, cols=cols)
-        _retry(lambda: common.unwrap(resize_exec_tty.sync_detailed(self.id, exec_id, client=self.client, body=body)))
+        retry(lambda: common.unwrap(resize_exec_tty.sync_detailed(self.id, exec_id, client=self.client, body=body)))
 
     def stream(self, cmd: str | Sequence[str], **options: Any) -> Iterator[OutputEvent]:
         """`cmd`'s output as it comes (`stdout`/`stderr` events), then its `exit` event."""
@@ -285,17 +287,17 @@ class Sandbox:
 
     def get_exec(self, exec_id: str) -> ExecResult:
         return ExecResult.from_exec(
-            _retry(lambda: common.unwrap(get_exec.sync_detailed(self.id, exec_id, client=self.client)))
+            retry(lambda: common.unwrap(get_exec.sync_detailed(self.id, exec_id, client=self.client)))
         )
 
     def exec_record(self, exec_id: str) -> Exec:
         """An exec's record as the service keeps it: its command, limits, state, outcome and
         the output stored so far (also after the sandbox has stopped)."""
-        return _retry(lambda: common.unwrap(get_exec.sync_detailed(self.id, exec_id, client=self.client)))
+        return retry(lambda: common.unwrap(get_exec.sync_detailed(self.id, exec_id, client=self.client)))
 
     def history(self, limit: int = 50) -> list[Exec]:
         """The sandbox's execs, newest first."""
-        page = _retry(lambda: common.unwrap(list_execs.sync_detailed(self.id, client=self.client, limit=limit)))
+        page = retry(lambda: common.unwrap(list_execs.sync_detailed(self.id, client=self.client, limit=limit)))
         return list(page.items)
 
     # -- credentials and lifetime ------------------------------------------------------------
@@ -307,7 +309,7 @@ class Sandbox:
     ) -> str:
         """A new Python interpreter in the sandbox, kept between runs; returns its id."""
         body = common.context_body(cwd, env, user)
-        made = _retry(lambda: common.unwrap(create_context.sync_detailed(self.id, client=self.client, body=body)))
+        made = retry(lambda: common.unwrap(create_context.sync_detailed(self.id, client=self.client, body=body)))
         return str(made.id)
 
     def default_context(self) -> tuple[str, bool]:
@@ -333,7 +335,7 @@ class Sandbox:
                 self._context = self.create_context()
             context = self._context
         body = common.run_body(code, timeout)
-        done = _retry(
+        done = retry(
             lambda: common.unwrap(run_code.sync_detailed(self.id, context, client=self.client, body=body)),
             resend=False,
         )
@@ -341,12 +343,12 @@ class Sandbox:
 
     def contexts(self) -> list[dict[str, Any]]:
         """The sandbox's contexts (id, state: ready, busy or gone, runs, created_at, …), oldest first."""
-        page = _retry(lambda: common.unwrap(list_contexts.sync_detailed(self.id, client=self.client)))
+        page = retry(lambda: common.unwrap(list_contexts.sync_detailed(self.id, client=self.client)))
         return [item.to_dict() for item in page.items]
 
     def delete_context(self, context: str) -> None:
         """End a context and its interpreter."""
-        _retry(lambda: common.unwrap(delete_context.sync_detailed(self.id, context, client=self.client)))
+        retry(lambda: common.unwrap(delete_context.sync_detailed(self.id, context, client=self.client)))
         if context == self._context:
             self._context = None
 
@@ -356,17 +358,17 @@ class Sandbox:
         body = TokenCreate(scopes=list(scopes), sandbox_id=self.id)
         if ttl is not None:
             body.ttl_s = ttl
-        grant = _retry(lambda: common.unwrap(create_token.sync_detailed(client=self.client, body=body)))
+        grant = retry(lambda: common.unwrap(create_token.sync_detailed(client=self.client, body=body)))
         return grant.token
 
     def pause(self) -> SandboxInfo:
         """Checkpoint the sandbox to its node's disk; it holds no CPU or memory until resumed
         (any exec or file call resumes it first)."""
-        self.info = _retry(lambda: common.unwrap(pause_sandbox.sync_detailed(self.id, client=self.client)))
+        self.info = retry(lambda: common.unwrap(pause_sandbox.sync_detailed(self.id, client=self.client)))
         return self.info
 
     def resume(self) -> SandboxInfo:
-        self.info = _retry(lambda: common.unwrap(resume_sandbox.sync_detailed(self.id, client=self.client)))
+        self.info = retry(lambda: common.unwrap(resume_sandbox.sync_detailed(self.id, client=self.client)))
         return self.info
 
     def fork(self, *, ttl: int | None = None, labels: Mapping[str, str] | None = None) -> Sandbox:
@@ -379,7 +381,7 @@ class Sandbox:
     def delete(self) -> None:
         """Delete the sandbox (a sandbox already gone is no error)."""
         try:
-            _retry(lambda: common.unwrap(delete_sandbox.sync_detailed(self.id, client=self.client)))
+            retry(lambda: common.unwrap(delete_sandbox.sync_detailed(self.id, client=self.client)))
         except errors.NotFound:
             pass
 
@@ -412,7 +414,7 @@ class Files:
         content = data.encode() if isinstance(data, str) else data
         params = {"mode": mode} if mode else None
         url = common.file_url(self.sandbox.id, path)
-        answer = _retry(lambda: errors.check(self._http.put(url, content=content, params=params)))
+        answer = retry(lambda: errors.check(self._http.put(url, content=content, params=params)))
         return int(answer.json()["size"])
 
     def read(self, path: str, *, max_bytes: int | None = None) -> bytes:
@@ -420,7 +422,7 @@ class Files:
         that and a longer file raises FileTooLarge."""
         url = common.file_url(self.sandbox.id, path)
         params = common.read_params(max_bytes)
-        return _retry(lambda: errors.check(self._http.get(url, params=params))).content
+        return retry(lambda: errors.check(self._http.get(url, params=params))).content
 
     def upload(self, local_path: str | Path, path: str, *, mode: str | None = None) -> int:
         """Stream a local file into the sandbox (never read whole into memory)."""
@@ -431,7 +433,7 @@ class Files:
             with Path(local_path).open("rb") as body:
                 return errors.check(self._http.put(url, content=body, params=params))
 
-        return int(_retry(send).json()["size"])
+        return int(retry(send).json()["size"])
 
     def download(self, path: str, local_path: str | Path) -> int:
         """Stream a file of the sandbox into `local_path`; returns its size."""
@@ -446,10 +448,10 @@ class Files:
                         size += out.write(chunk)
             return size
 
-        return _retry(fetch)
+        return retry(fetch)
 
     def list(self, dir: str = "/work") -> list[FileInfo]:  # noqa: A002 (the API's name)
-        listing = _retry(
+        listing = retry(
             lambda: common.unwrap(
                 list_files.sync_detailed(self.sandbox.id, client=self.sandbox.client, dir_=common.remote_path(dir))
             )
@@ -469,7 +471,7 @@ class Files:
                 with archive.open("rb") as body:
                     return errors.check(self._http.put(url, content=body, params=params, headers=headers))
 
-            return int(_retry(send).json()["size"])
+            return int(retry(send).json()["size"])
         finally:
             archive.unlink(missing_ok=True)
 
@@ -491,7 +493,7 @@ class Files:
                             size += out.write(chunk)
                 return size
 
-            size = _retry(fetch)
+            size = retry(fetch)
             common.unpack(archive, local_dir)
             return size
         finally:
