@@ -31,7 +31,8 @@ from agents.sandbox.workspace_paths import sandbox_path_str
 from airlock_client.api.files import download_archive, upload_archive
 from airlock_client.types import File
 from airlock_sdk import errors
-from airlock_sdk.aio import AsyncSandbox, retry
+from airlock_sdk.aio import AsyncSandbox
+from airlock_sdk.retries import aretry
 
 from .pty import PtyProcesses
 from .state import WORKSPACE_ROOT, AirlockSandboxSessionState
@@ -238,7 +239,7 @@ class AirlockSandboxSession(BaseSandboxSession):
             return answer.content
 
         try:
-            raw = await retry(call)
+            raw = await aretry(call)
         except errors.AirlockError as exc:
             raise WorkspaceArchiveReadError(path=root, cause=exc, retryable=isinstance(exc, RETRYABLE)) from exc
         skipped = self._persist_workspace_skip_relpaths()

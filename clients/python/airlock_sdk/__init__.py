@@ -10,7 +10,7 @@ the config file (see `config.py`). Errors are typed by the problem `code` (`erro
 
 For an API call the SDK has no method for, call the generated client on `sandbox.client`:
 `errors.unwrap(answer)` turns its answer into the parsed body or the typed error, and
-`airlock_sdk.sandbox.retry` (`airlock_sdk.aio.retry`, awaited) sends it again as the SDK's own calls are.
+`retries.retry` (`retries.aretry`, awaited) sends it again as the SDK's own calls are.
 """
 
 from . import errors

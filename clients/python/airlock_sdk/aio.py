@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
-from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 from httpx_sse import aconnect_sse
@@ -20,7 +19,6 @@ from httpx_sse import aconnect_sse
 from airlock_client import AuthenticatedClient
 from airlock_client.api.contexts import create_context, delete_context, list_contexts, run_code
 from airlock_client.api.execs import create_exec, get_exec, list_execs, resize_exec_tty
-from airlock_client.api.files import list_files
 from airlock_client.api.sandboxes import (
     create_sandbox,
     delete_sandbox,
@@ -31,7 +29,7 @@ from airlock_client.api.sandboxes import (
     resume_sandbox,
 )
 from airlock_client.api.tokens import create_token
-from airlock_client.models import Exec, FileInfo, TerminalSize, TokenCreate
+from airlock_client.models import Exec, TerminalSize, TokenCreate
 from airlock_client.models import Sandbox as SandboxInfo
 from airlock_client.models.state import check_state
 
@@ -39,32 +37,9 @@ from . import _common as common
 from . import errors
 from ._common import CodeRun, ExecResult, OutputEvent
 from .config import Config
+from .files import AsyncFiles
+from .retries import aretry
 from .sandbox import WORK_SCOPES, Output
-
-T = TypeVar("T")
-
-
-async def retry(call: Callable[[], Awaitable[T]], *, resend: bool = True) -> T:
-    """`await call()`, tried again when the connection failed before an answer came, or when
-    the sandbox had moved to another node before the call did anything (at once: the next try
-    goes there), or when the tenant's request rate was passed (after Retry-After). `resend`
-    False: a lost connection is not tried again (the call may have done its work). As
-    `airlock_sdk.sandbox.retry`, it serves calls of the generated client as well as the SDK's own."""
-    for attempt in range(common.ATTEMPTS):
-        try:
-            return await call()
-        except errors.SandboxMoved:
-            if attempt == common.ATTEMPTS - 1:
-                raise
-        except errors.RateLimited as exc:
-            if attempt == common.ATTEMPTS - 1:
-                raise
-            await asyncio.sleep(common.rate_wait(exc))
-        except httpx.TransportError as exc:
-            if attempt == common.ATTEMPTS - 1 or not resend:
-                raise errors.TransportError(str(exc) or type(exc).__name__) from exc
-            await asyncio.sleep(common.BACKOFF_S[attempt])
-    raise AssertionError("unreachable")
 
 
 class Creating(Awaitable["AsyncSandbox"]):
@@ -131,7 +106,7 @@ class AsyncSandbox:
                 return common.unwrap(answer)
 
             try:
-                info = await retry(call)
+                info = await aretry(call)
             except BaseException:
                 await client.get_async_httpx_client().aclose()
                 raise
@@ -154,7 +129,7 @@ class AsyncSandbox:
             return common.unwrap(await get_sandbox.asyncio_detailed(sandbox_id, client=client))
 
         try:
-            info = await retry(call)
+            info = await aretry(call)
         except BaseException:
             await client.get_async_httpx_client().aclose()
             raise
@@ -178,7 +153,7 @@ class AsyncSandbox:
                     )
                     return common.unwrap(answer)
 
-                page = await retry(call)
+                page = await aretry(call)
                 found.extend(page.items)
                 cursor = page.next_cursor if isinstance(page.next_cursor, str) else None
                 if not cursor:
@@ -192,19 +167,27 @@ class AsyncSandbox:
     def state(self) -> str:
         return str(self.info.state)
 
-    async def refresh(self) -> SandboxInfo:
-        async def call() -> SandboxInfo:
-            return common.unwrap(await get_sandbox.asyncio_detailed(self.id, client=self.client))
+    async def _send(self, call: Callable[..., Awaitable[Any]], *args: Any, **named: Any) -> Any:
+        """The answer of a call of the generated client on this sandbox, unwrapped and retried."""
 
-        self.info = await retry(call)
+        async def send() -> Any:
+            return common.unwrap(await call(self.id, *args, client=self.client, **named))
+
+        return await aretry(send)
+
+    async def _update(self, call: Callable[..., Awaitable[Any]]) -> SandboxInfo:
+        self.info = await self._send(call)
         return self.info
+
+    async def refresh(self) -> SandboxInfo:
+        return await self._update(get_sandbox.asyncio_detailed)
 
     async def _create_exec(self, body: Any, key: str) -> Exec:
         async def call() -> Exec:
             answer = await create_exec.asyncio_detailed(self.id, client=self.client, body=body, idempotency_key=key)
             return common.unwrap(answer)
 
-        return await retry(call)
+        return await aretry(call)
 
     async def run(
         self,
@@ -286,7 +269,7 @@ class AsyncSandbox:
                 await resize_exec_tty.asyncio_detailed(self.id, exec_id, client=self.client, body=body)
             )
 
-        await retry(call)
+        await aretry(call)
 
     async def stream(self, cmd: str | Sequence[str], **options: Any) -> AsyncIterator[OutputEvent]:
         async for event in self.events(await self.start(cmd, **options)):
@@ -317,16 +300,10 @@ class AsyncSandbox:
     async def exec_record(self, exec_id: str) -> Exec:
         """`Sandbox.exec_record`, awaited."""
 
-        async def call() -> Exec:
-            return common.unwrap(await get_exec.asyncio_detailed(self.id, exec_id, client=self.client))
-
-        return await retry(call)
+        return await self._send(get_exec.asyncio_detailed, exec_id)
 
     async def history(self, limit: int = 50) -> list[Exec]:
-        async def call() -> Any:
-            return common.unwrap(await list_execs.asyncio_detailed(self.id, client=self.client, limit=limit))
-
-        return list((await retry(call)).items)
+        return list((await self._send(list_execs.asyncio_detailed, limit=limit)).items)
 
     # -- code (execution contexts) -------------------------------------------------------------
 
@@ -335,11 +312,7 @@ class AsyncSandbox:
     ) -> str:
         """A new Python interpreter in the sandbox, kept between runs; returns its id."""
         body = common.context_body(cwd, env, user)
-
-        async def call() -> Any:
-            return common.unwrap(await create_context.asyncio_detailed(self.id, client=self.client, body=body))
-
-        return str((await retry(call)).id)
+        return str((await self._send(create_context.asyncio_detailed, body=body)).id)
 
     async def default_context(self) -> tuple[str, bool]:
         """`Sandbox.default_context`, awaited."""
@@ -362,23 +335,15 @@ class AsyncSandbox:
         async def call() -> Any:
             return common.unwrap(await run_code.asyncio_detailed(self.id, chosen, client=self.client, body=body))
 
-        return CodeRun.from_run(await retry(call, resend=False))
+        return CodeRun.from_run(await aretry(call, resend=False))
 
     async def contexts(self) -> list[dict[str, Any]]:
         """The sandbox's contexts (id, state: ready, busy or gone, runs, created_at, …), oldest first."""
-
-        async def call() -> Any:
-            return common.unwrap(await list_contexts.asyncio_detailed(self.id, client=self.client))
-
-        return [item.to_dict() for item in (await retry(call)).items]
+        return [item.to_dict() for item in (await self._send(list_contexts.asyncio_detailed)).items]
 
     async def delete_context(self, context: str) -> None:
         """End a context and its interpreter."""
-
-        async def call() -> Any:
-            return common.unwrap(await delete_context.asyncio_detailed(self.id, context, client=self.client))
-
-        await retry(call)
+        await self._send(delete_context.asyncio_detailed, context)
         if context == self._context:
             self._context = None
 
@@ -390,21 +355,13 @@ class AsyncSandbox:
         async def call() -> Any:
             return common.unwrap(await create_token.asyncio_detailed(client=self.client, body=body))
 
-        return (await retry(call)).token
+        return (await aretry(call)).token
 
     async def pause(self) -> SandboxInfo:
-        async def call() -> SandboxInfo:
-            return common.unwrap(await pause_sandbox.asyncio_detailed(self.id, client=self.client))
-
-        self.info = await retry(call)
-        return self.info
+        return await self._update(pause_sandbox.asyncio_detailed)
 
     async def resume(self) -> SandboxInfo:
-        async def call() -> SandboxInfo:
-            return common.unwrap(await resume_sandbox.asyncio_detailed(self.id, client=self.client))
-
-        self.info = await retry(call)
-        return self.info
+        return await self._update(resume_sandbox.asyncio_detailed)
 
     async def fork(self, *, ttl: int | None = None, labels: Mapping[str, str] | None = None) -> AsyncSandbox:
         body = common.fork_body(ttl, labels)  # not retried: a fork has no Idempotency-Key
@@ -412,11 +369,8 @@ class AsyncSandbox:
         return AsyncSandbox(common.unwrap(answer), self.client.with_headers({}), owned=True)
 
     async def delete(self) -> None:
-        async def call() -> Any:
-            return common.unwrap(await delete_sandbox.asyncio_detailed(self.id, client=self.client))
-
         try:
-            await retry(call)
+            await self._send(delete_sandbox.asyncio_detailed)
         except errors.NotFound:
             pass
 
@@ -432,112 +386,3 @@ class AsyncSandbox:
                 await self.delete()
         finally:
             await self.close()
-
-
-class AsyncFiles:
-    """A sandbox's files. Relative paths are under /work."""
-
-    def __init__(self, sandbox: AsyncSandbox) -> None:
-        self.sandbox = sandbox
-
-    @property
-    def _http(self) -> httpx.AsyncClient:
-        return self.sandbox.client.get_async_httpx_client()
-
-    async def write(self, path: str, data: bytes | str, *, mode: str | None = None) -> int:
-        content = data.encode() if isinstance(data, str) else data
-        params = {"mode": mode} if mode else None
-        url = common.file_url(self.sandbox.id, path)
-
-        async def call() -> httpx.Response:
-            return await errors.acheck(await self._http.put(url, content=content, params=params))
-
-        return int((await retry(call)).json()["size"])
-
-    async def read(self, path: str, *, max_bytes: int | None = None) -> bytes:
-        """One file whole. With `max_bytes` (at most 16 MiB) the service reads no more than
-        that and a longer file raises FileTooLarge."""
-        url = common.file_url(self.sandbox.id, path)
-        params = common.read_params(max_bytes)
-
-        async def call() -> httpx.Response:
-            return await errors.acheck(await self._http.get(url, params=params))
-
-        return (await retry(call)).content
-
-    async def upload(self, local_path: str | Path, path: str, *, mode: str | None = None) -> int:
-        params = {"mode": mode} if mode else None
-        url = common.file_url(self.sandbox.id, path)
-
-        async def call() -> httpx.Response:
-            answer = await self._http.put(url, content=_chunks(Path(local_path)), params=params)
-            return await errors.acheck(answer)
-
-        return int((await retry(call)).json()["size"])
-
-    async def download(self, path: str, local_path: str | Path) -> int:
-        url = common.file_url(self.sandbox.id, path)
-
-        async def call() -> int:
-            size = 0
-            async with self._http.stream("GET", url) as answer:
-                await errors.acheck(answer)
-                with Path(local_path).open("wb") as out:
-                    async for chunk in answer.aiter_bytes(1 << 20):
-                        size += out.write(chunk)
-            return size
-
-        return await retry(call)
-
-    async def list(self, dir: str = "/work") -> list[FileInfo]:  # noqa: A002 (the API's name)
-        async def call() -> Any:
-            answer = await list_files.asyncio_detailed(
-                self.sandbox.id, client=self.sandbox.client, dir_=common.remote_path(dir)
-            )
-            return common.unwrap(answer)
-
-        return list((await retry(call)).items)
-
-    async def upload_dir(self, local_dir: str | Path, remote_dir: str = "/work") -> int:
-        archive = await asyncio.to_thread(common.pack, local_dir)
-        url = f"/v1/sandboxes/{self.sandbox.id}/archive"
-        params = {"dir": common.remote_path(remote_dir)}
-        headers = {"Content-Type": "application/x-tar"}
-
-        async def call() -> httpx.Response:
-            answer = await self._http.put(url, content=_chunks(archive), params=params, headers=headers)
-            return await errors.acheck(answer)
-
-        try:
-            return int((await retry(call)).json()["size"])
-        finally:
-            archive.unlink(missing_ok=True)
-
-    async def download_dir(self, remote_dir: str, local_dir: str | Path) -> int:
-        """`Files.download_dir`, awaited: returns the archive's size."""
-        url = f"/v1/sandboxes/{self.sandbox.id}/archive"
-        params = {"dir": common.remote_path(remote_dir)}
-        archive = common.pack_target()
-
-        async def call() -> int:
-            size = 0
-            async with self._http.stream("GET", url, params=params) as answer:
-                await errors.acheck(answer)
-                with archive.open("wb") as out:
-                    async for chunk in answer.aiter_bytes(1 << 20):
-                        size += out.write(chunk)
-            return size
-
-        try:
-            size = await retry(call)
-            await asyncio.to_thread(common.unpack, archive, local_dir)
-            return size
-        finally:
-            archive.unlink(missing_ok=True)
-
-
-async def _chunks(path: Path) -> AsyncIterator[bytes]:
-    """A local file in 1 MiB pieces, read off the event loop's thread."""
-    with path.open("rb") as body:
-        while chunk := await asyncio.to_thread(body.read, 1 << 20):
-            yield chunk

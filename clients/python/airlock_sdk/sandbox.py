@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 from httpx_sse import connect_sse
@@ -19,7 +18,6 @@ from httpx_sse import connect_sse
 from airlock_client import AuthenticatedClient
 from airlock_client.api.contexts import create_context, delete_context, list_contexts, run_code
 from airlock_client.api.execs import create_exec, get_exec, list_execs, resize_exec_tty
-from airlock_client.api.files import list_files
 from airlock_client.api.sandboxes import (
     create_sandbox,
     delete_sandbox,
@@ -30,7 +28,7 @@ from airlock_client.api.sandboxes import (
     resume_sandbox,
 )
 from airlock_client.api.tokens import create_token
-from airlock_client.models import Exec, FileInfo, TerminalSize, TokenCreate
+from airlock_client.models import Exec, TerminalSize, TokenCreate
 from airlock_client.models import Sandbox as SandboxInfo
 from airlock_client.models.state import check_state
 
@@ -38,36 +36,13 @@ from . import _common as common
 from . import errors
 from ._common import CodeRun, ExecResult, OutputEvent
 from .config import Config
+from .files import Files
+from .retries import retry
 
-T = TypeVar("T")
 Output = Callable[[str], object]
 
 # Scopes of `Sandbox.token()` unless asked otherwise: enough to work in this one sandbox.
 WORK_SCOPES = ("sandboxes:read", "exec", "files:read", "files:write")
-
-
-def retry(call: Callable[[], T], *, resend: bool = True) -> T:
-    """`call()`, tried again when the connection failed before an answer came, or when the
-    sandbox had moved to another node before the call did anything (at once: the next try
-    goes there), or when the tenant's request rate was passed (after Retry-After). `resend`
-    False: a lost connection is not tried again (the call may have done its work). The SDK's
-    own calls go through it; so can a call of the generated client the SDK has no method for:
-    `retry(lambda: errors.unwrap(api.sync_detailed(..., client=sandbox.client)))`."""
-    for attempt in range(common.ATTEMPTS):
-        try:
-            return call()
-        except errors.SandboxMoved:
-            if attempt == common.ATTEMPTS - 1:
-                raise
-        except errors.RateLimited as exc:
-            if attempt == common.ATTEMPTS - 1:
-                raise
-            time.sleep(common.rate_wait(exc))
-        except httpx.TransportError as exc:
-            if attempt == common.ATTEMPTS - 1 or not resend:
-                raise errors.TransportError(str(exc) or type(exc).__name__) from exc
-            time.sleep(common.BACKOFF_S[attempt])
-    raise AssertionError("unreachable")
 
 
 class Sandbox:
@@ -397,104 +372,3 @@ class Sandbox:
                 self.delete()
         finally:
             self.close()
-
-
-class Files:
-    """A sandbox's files. Relative paths are under /work."""
-
-    def __init__(self, sandbox: Sandbox) -> None:
-        self.sandbox = sandbox
-
-    @property
-    def _http(self) -> httpx.Client:
-        return self.sandbox.client.get_httpx_client()
-
-    def write(self, path: str, data: bytes | str, *, mode: str | None = None) -> int:
-        """Write (or replace) one file; parent directories are made. Returns its size."""
-        content = data.encode() if isinstance(data, str) else data
-        params = {"mode": mode} if mode else None
-        url = common.file_url(self.sandbox.id, path)
-        answer = retry(lambda: errors.check(self._http.put(url, content=content, params=params)))
-        return int(answer.json()["size"])
-
-    def read(self, path: str, *, max_bytes: int | None = None) -> bytes:
-        """One file whole. With `max_bytes` (at most 16 MiB) the service reads no more than
-        that and a longer file raises FileTooLarge."""
-        url = common.file_url(self.sandbox.id, path)
-        params = common.read_params(max_bytes)
-        return retry(lambda: errors.check(self._http.get(url, params=params))).content
-
-    def upload(self, local_path: str | Path, path: str, *, mode: str | None = None) -> int:
-        """Stream a local file into the sandbox (never read whole into memory)."""
-        params = {"mode": mode} if mode else None
-        url = common.file_url(self.sandbox.id, path)
-
-        def send() -> httpx.Response:
-            with Path(local_path).open("rb") as body:
-                return errors.check(self._http.put(url, content=body, params=params))
-
-        return int(retry(send).json()["size"])
-
-    def download(self, path: str, local_path: str | Path) -> int:
-        """Stream a file of the sandbox into `local_path`; returns its size."""
-        url = common.file_url(self.sandbox.id, path)
-
-        def fetch() -> int:
-            size = 0
-            with self._http.stream("GET", url) as answer:
-                errors.check(answer)
-                with Path(local_path).open("wb") as out:
-                    for chunk in answer.iter_bytes(1 << 20):
-                        size += out.write(chunk)
-            return size
-
-        return retry(fetch)
-
-    def list(self, dir: str = "/work") -> list[FileInfo]:  # noqa: A002 (the API's name)
-        listing = retry(
-            lambda: common.unwrap(
-                list_files.sync_detailed(self.sandbox.id, client=self.sandbox.client, dir_=common.remote_path(dir))
-            )
-        )
-        return list(listing.items)
-
-    def upload_dir(self, local_dir: str | Path, remote_dir: str = "/work") -> int:
-        """Copy a local directory's content into `remote_dir` (made if missing) as one tar,
-        streamed from a temporary file. Returns the archive's size."""
-        archive = common.pack(local_dir)
-        url = f"/v1/sandboxes/{self.sandbox.id}/archive"
-        params = {"dir": common.remote_path(remote_dir)}
-        headers = {"Content-Type": "application/x-tar"}
-        try:
-
-            def send() -> httpx.Response:
-                with archive.open("rb") as body:
-                    return errors.check(self._http.put(url, content=body, params=params, headers=headers))
-
-            return int(retry(send).json()["size"])
-        finally:
-            archive.unlink(missing_ok=True)
-
-    def download_dir(self, remote_dir: str, local_dir: str | Path) -> int:
-        """Copy `remote_dir`'s content into `local_dir` (made if missing), streamed through a
-        temporary file and unpacked with tarfile's `data` filter. Returns the archive's size
-        (as `upload_dir` does)."""
-        url = f"/v1/sandboxes/{self.sandbox.id}/archive"
-        params = {"dir": common.remote_path(remote_dir)}
-        archive = common.pack_target()
-        try:
-
-            def fetch() -> int:
-                size = 0
-                with self._http.stream("GET", url, params=params) as answer:
-                    errors.check(answer)
-                    with archive.open("wb") as out:
-                        for chunk in answer.iter_bytes(1 << 20):
-                            size += out.write(chunk)
-                return size
-
-            size = retry(fetch)
-            common.unpack(archive, local_dir)
-            return size
-        finally:
-            archive.unlink(missing_ok=True)
