@@ -6,17 +6,12 @@ from __future__ import annotations
 import asyncio
 import filecmp
 import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from airlock_sdk import AsyncSandbox, Sandbox, errors
 
-from tests.e2e.conftest import REPO, Airlock, Tenant
-
-README = REPO / "clients/python/README.md"
+from tests.e2e.conftest import Airlock, Tenant
 
 # Prints one line a tenth of a second apart, so the output arrives as several events.
 COUNTER = "import time\nfor i in range(5):\n    print('tick', i, flush=True)\n    time.sleep(0.1)\n"
@@ -169,27 +164,3 @@ async def test_a_create_retried_after_a_lost_answer_makes_one_sandbox(
     finally:
         await first.close()
         await second.close()
-
-
-def readme_example() -> str:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
-    found = [b for b in blocks if "airlock_sdk" in b]
-    assert found, f"no airlock_sdk example in {README}"
-    return found[0]
-
-
-async def test_the_readme_example_runs_as_written(airlock: Airlock, tenant: Tenant) -> None:
-    env = {**os.environ, "AIRLOCK_URL": airlock.server.url, "AIRLOCK_API_KEY": tenant.key}
-    done = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-c", readme_example()],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["3 42", "1", "2", "3"], done.stdout
-    async with airlock.http(tenant.key) as http:
-        listed = (await http.get("/v1/sandboxes")).json()["items"]
-    assert [s["state"] for s in listed] == ["stopped"]
