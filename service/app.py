@@ -125,7 +125,7 @@ def create_app(
     resumes = Resumes(sessionmaker, runtimes, node, owners)
     wake = resumes.wake
     exec_runner = ExecRunner(sessionmaker, engine, runtimes, settings.secrets_key_path, wake=wake)
-    contexts = Contexts(runtimes)
+    contexts = Contexts(runtimes, exec_runner.records)
     pool = WarmPool(settings, node)
     # Tracing costs a span per request: only when something receives the spans.
     provider = (

@@ -14,18 +14,17 @@ import importlib.resources
 import time
 from dataclasses import dataclass
 
-from service.auth.principal import Principal
 from service.contexts.live import ContextFacts, LiveContext, RunOutcome
+from service.contexts.records import ContextRecords
 from service.contexts.schemas import Context, ContextCreate, ContextList, Run, RunCreate, RunError
 from service.contexts.schemas import RunResult as Shown
 from service.db.base import utcnow
-from service.db.session import Db
 from service.errors import Conflict, NotFound, Unprocessable
-from service.files.target import SandboxCall, Target, audit, while_running
+from service.execs.records import ExecRecords
+from service.files.target import SandboxCall, while_running
 from service.ids import new_id
 from service.runtime import ExecRequest
 from service.runtime.holder import RuntimeHolder
-from service.sandboxes import service as sandboxes
 
 # Live contexts of one sandbox, at most; and ended ones kept to be read, at most.
 MAX_LIVE = 8
@@ -67,13 +66,15 @@ class ContextCall:
 class Contexts:
     """Every context this process holds, by id."""
 
-    def __init__(self, holder: RuntimeHolder) -> None:
+    def __init__(self, holder: RuntimeHolder, records: ExecRecords) -> None:
         self.holder = holder
+        # Read and recorded as execs are: no ORM session on a run's way.
+        self.records = ContextRecords(records)
         self.live: dict[str, LiveContext] = {}
         self._kernel = kernel_source()
 
     async def create(self, call: SandboxCall, data: ContextCreate) -> Context:
-        target = await call.target()
+        target = await call.target(self.records.running)
         self._forget_ended()
         self._prune(target.sandbox_id)
         if len(self._of(target.sandbox_id, live_only=True)) >= MAX_LIVE:
@@ -103,24 +104,24 @@ class Contexts:
         if not await context.wait_ready(READY_WAIT_S):
             why = context.why_not_started()
             await context.close(why)
-            await audit(call.db, call.ctx, target, "context.create", outcome="error", reason=why)
+            await self.records.audit(call.ctx, facts, "context.create", "error", reason=why)
             raise ContextNotStarted(f"the Python interpreter did not start: {why}")
         self.live[facts.id] = context
-        await audit(call.db, call.ctx, target, "context.create", context_id=facts.id)
+        await self.records.audit(call.ctx, facts, "context.create", context_id=facts.id)
         return _schema(context)
 
     async def list(self, call: SandboxCall) -> ContextList:
-        sandbox_id = await _visible(call.db, call.principal, call.sandbox_id)
+        sandbox_id = (await self.records.sandbox(call.principal, call.sandbox_id)).id
         self._forget_ended()
         found = sorted(self._of(sandbox_id), key=lambda c: (c.facts.created_at, c.facts.id))
         return ContextList(items=[_schema(c) for c in found])
 
     async def get(self, at: ContextCall) -> Context:
-        sandbox_id = await _visible(at.call.db, at.call.principal, at.call.sandbox_id)
+        sandbox_id = (await self.records.sandbox(at.call.principal, at.call.sandbox_id)).id
         return _schema(self._find(sandbox_id, at.context_id))
 
     async def run(self, at: ContextCall, data: RunCreate) -> Run:
-        target = await at.call.target()
+        target = await at.call.target(self.records.running)
         if data.timeout_s > target.max_exec_timeout_s:
             raise Unprocessable(
                 f"timeout_s {data.timeout_s} exceeds this tenant's maximum of "
@@ -131,17 +132,32 @@ class Contexts:
         if context.gone is not None:
             raise ContextGone(f"context {context.facts.id} is gone: {context.gone}")
         outcome = await context.run(data.code, data.timeout_s)
-        await _audit_run(at.call, target, context, outcome)
+        await self._audit_run(at.call, context, outcome)
         return _run_schema(context, outcome)
 
     async def delete(self, at: ContextCall) -> None:
-        sandbox_id = await _visible(at.call.db, at.call.principal, at.call.sandbox_id)
+        sandbox_id = (await self.records.sandbox(at.call.principal, at.call.sandbox_id)).id
         context = self._find(sandbox_id, at.context_id)
         self.live.pop(context.facts.id, None)
         await context.close()
-        facts = context.facts
-        target = Target(facts.tenant_id, sandbox_id, facts.runtime_id, 0, 0)
-        await audit(at.call.db, at.call.ctx, target, "context.delete", context_id=context.facts.id)
+        await self.records.audit(
+            at.call.ctx, context.facts, "context.delete", context_id=context.facts.id
+        )
+
+    async def _audit_run(
+        self, call: SandboxCall, context: LiveContext, outcome: RunOutcome
+    ) -> None:
+        await self.records.audit(
+            call.ctx,
+            context.facts,
+            "context.run",
+            "ok" if outcome.ok else "error",
+            context_id=context.facts.id,
+            execution_count=outcome.execution_count,
+            timed_out=outcome.timed_out,
+            context_lost=outcome.context_lost,
+            error=outcome.error["name"] if outcome.error else None,
+        )
 
     async def shutdown(self) -> None:
         contexts, self.live = list(self.live.values()), {}
@@ -175,33 +191,6 @@ class Contexts:
         ended.sort(key=lambda c: c.facts.created_at)
         for context in ended[: max(0, len(ended) - MAX_ENDED + 1)]:
             self.live.pop(context.facts.id, None)
-
-
-async def _visible(db: Db, principal: Principal, sandbox_id: str) -> str:
-    """The sandbox's id when the caller may see it (404 otherwise), in any state."""
-    assert principal.tenant_id is not None
-    async with db() as session:
-        row = await sandboxes.get_row_scoped(
-            session, principal.tenant_id, principal.sandbox_id, sandbox_id
-        )
-        return row.id
-
-
-async def _audit_run(
-    call: SandboxCall, target: Target, context: LiveContext, outcome: RunOutcome
-) -> None:
-    await audit(
-        call.db,
-        call.ctx,
-        target,
-        "context.run",
-        outcome="ok" if outcome.ok else "error",
-        context_id=context.facts.id,
-        execution_count=outcome.execution_count,
-        timed_out=outcome.timed_out,
-        context_lost=outcome.context_lost,
-        error=outcome.error["name"] if outcome.error else None,
-    )
 
 
 def _state(context: LiveContext) -> str:

@@ -150,6 +150,10 @@ PG_FINISH = pg_append_sql(
     ),
 )
 
+# An event on its own (a call with no row of its own, such as a context's run), its
+# parameters from $1; `appended` when it was.
+PG_APPEND = pg_append_sql(1, result="SELECT count(*) AS appended FROM head")
+
 # A chunk of an exec's output, CHUNK_COLUMNS in order.
 PG_INSERT_CHUNK = f"INSERT INTO exec_chunks ({', '.join(CHUNK_COLUMNS)}) VALUES ({_numbered(4)})"  # noqa: S608
 

@@ -192,6 +192,10 @@ class RecordTx:
         output after, when this exec added to it."""
         raise NotImplementedError
 
+    async def append(self, event: Event) -> None:
+        """The event alone, for a call that writes no row of its own (a context's run)."""
+        raise NotImplementedError
+
     async def insert_chunks(self, rows: list[dict[str, Any]]) -> None:
         raise NotImplementedError
 

@@ -41,10 +41,14 @@ class ExecRecords:
         self.heads = heads
 
     @contextlib.asynccontextmanager
-    async def unit(self) -> AsyncIterator[RecordTx]:
+    async def unit(self, *, reads_only: bool = False) -> AsyncIterator[RecordTx]:
+        """`reads_only`: on SQLite the reader connection, which never waits for the writer
+        nor holds its lock (a lookup before a call that records its event afterwards)."""
         if self.postgres:
             async with driver_connection(self.engine) as conn:
                 yield PgTx(conn, self.heads)
+        elif reads_only:
+            yield LiteTx(sqlite.direct(self.engine).reader)
         else:
             async with sqlite.direct(self.engine).write() as conn:
                 yield LiteTx(conn)

@@ -16,6 +16,7 @@ from service.audit.recorder import (
 from service.db.pg import dumps
 from service.execs.queries import (
     CHUNK_COLUMNS,
+    PG_APPEND,
     PG_FACTS,
     PG_FACTS_AND_START,
     PG_FINISH,
@@ -152,6 +153,9 @@ class PgTx(RecordTx):
         params = [exec_id, *end.values().values()]
         row = await self._append(event, PG_FINISH, params)
         return row["stored_output_bytes"]
+
+    async def append(self, event: Event) -> None:
+        await self._append(event, PG_APPEND, [])
 
     async def insert_chunks(self, rows: list[dict[str, Any]]) -> None:
         async with self.conn.transaction():

@@ -106,6 +106,9 @@ class LiteTx(RecordTx):
         assert usage is not None  # an upsert's RETURNING always has its row
         return int(usage["stored_output_bytes"])
 
+    async def append(self, event: Event) -> None:
+        sqlite_append(self.conn, event.ctx, event.what())
+
     async def insert_chunks(self, rows: list[dict[str, Any]]) -> None:
         self.conn.executemany(LITE_INSERT_CHUNK, [_CHUNK.params(r) for r in rows])
 

@@ -5,7 +5,7 @@ stopped meanwhile is its 409, as a call a moment later would meet."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,11 @@ class Target:
     max_exec_timeout_s: int  # the tenant's, for what runs code (an interpreter's runs)
 
 
+# Reads a sandbox for the caller (`db`, `principal`, the sandbox's id): 404 when it may not
+# see it, SandboxPaused and the like (require_running) when it is not running.
+Lookup = Callable[[Db, Principal, str], Awaitable[Target]]
+
+
 @dataclass(frozen=True, slots=True)
 class SandboxCall:
     """A call on one sandbox as a request makes it: the caller and its audit context, the
@@ -53,9 +58,12 @@ class SandboxCall:
     ctx: AuditContext
     sandbox_id: str
 
-    async def target(self) -> Target:
-        """The sandbox, looked up for the caller and running (`resolve`)."""
-        return await resolve(self.db, self.principal, self.sandbox_id, self.wake, self.ctx)
+    async def target(self, lookup: Lookup | None = None) -> Target:
+        """The sandbox, looked up for the caller and running (`resolve`); `lookup` reads it
+        (the files routes' own, through the ORM, unless given)."""
+        return await resolve(
+            self.db, self.principal, self.sandbox_id, self.wake, self.ctx, lookup=lookup
+        )
 
 
 def absolute_path(path: str, what: str = "path") -> str:
@@ -71,18 +79,21 @@ async def resolve(
     sandbox_id: str,
     wake: Wake | None = None,
     ctx: AuditContext | None = None,
+    *,
+    lookup: Lookup | None = None,
 ) -> Target:
     """The sandbox, scoped by tenant and token binding (404), and running (409): a paused one
     is woken first when `wake` is given. The call counts as the sandbox's activity."""
     assert principal.tenant_id is not None
+    running = lookup or _running
     try:
-        target = await _running(db, principal, sandbox_id)
+        target = await running(db, principal, sandbox_id)
     except sandboxes.SandboxPaused:
         if wake is None:
             raise
         ctx = ctx or AuditContext(actor=principal.actor, request_id=None, client=None)
         await wake(principal.tenant_id, principal.sandbox_id, ctx, sandbox_id, why="files")
-        target = await _running(db, principal, sandbox_id)
+        target = await running(db, principal, sandbox_id)
     await touch(db, target.sandbox_id)
     return target
 

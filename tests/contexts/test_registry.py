@@ -28,7 +28,7 @@ async def _no_runtime() -> None:
 
 
 def test_ended_contexts_are_forgotten_after_they_were_kept_a_while() -> None:
-    contexts = service.Contexts(RuntimeHolder(_no_runtime))  # type: ignore[arg-type]
+    contexts = service.Contexts(RuntimeHolder(_no_runtime), None)  # type: ignore[arg-type]
     live, ended_long_ago, ended_now = context("sbx_a", 1), context("sbx_b", 2), context("sbx_c", 3)
     ended_long_ago._gone("the interpreter ended")
     ended_long_ago.ended_at = time.monotonic() - service.ENDED_KEPT_S - 1
@@ -42,7 +42,7 @@ def test_ended_contexts_are_forgotten_after_they_were_kept_a_while() -> None:
 
 
 def test_a_sandbox_keeps_at_most_its_share_of_ended_contexts() -> None:
-    contexts = service.Contexts(RuntimeHolder(_no_runtime))  # type: ignore[arg-type]
+    contexts = service.Contexts(RuntimeHolder(_no_runtime), None)  # type: ignore[arg-type]
     for number in range(service.MAX_ENDED + 3):
         one = context("sbx_a", number)
         one._gone("the interpreter ended")
