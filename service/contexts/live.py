@@ -128,7 +128,7 @@ class LiveContext:
         self.busy = False
         self._execution: Execution | None = None
         self._stdin: asyncio.Queue[bytes | None] = asyncio.Queue()
-        self._ready = asyncio.Event()
+        self._ready = asyncio.Event()  # set when the kernel is up, or has ended
         self._waiting: dict[str, asyncio.Queue[dict[str, Any] | None]] = {}
         self._turn = asyncio.Lock()
         self._reader: asyncio.Task[None] | None = None
@@ -146,19 +146,8 @@ class LiveContext:
     async def wait_ready(self, timeout_s: float) -> bool:
         """Whether the kernel said it is up within `timeout_s` (False: it ended or is slow)."""
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout_s):
-                waiter = asyncio.ensure_future(self._ready.wait())
-                ended = asyncio.ensure_future(self._ended())
-                try:
-                    await asyncio.wait({waiter, ended}, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    waiter.cancel()
-                    ended.cancel()
-        return self._ready.is_set() and self.gone is None
-
-    async def _ended(self) -> None:
-        if self._reader is not None:
-            await asyncio.shield(self._reader)
+            await asyncio.wait_for(self._ready.wait(), timeout_s)
+        return self.gone is None and self._ready.is_set()
 
     def why_not_started(self) -> str:
         said = self._errors.decode(errors="replace").strip()
@@ -197,6 +186,7 @@ class LiveContext:
 
     def _end(self, why: str) -> None:
         self._gone(why)
+        self._ready.set()  # nothing to wait for any more
         self._stdin.put_nowait(None)
         for waiting in self._waiting.values():
             waiting.put_nowait(None)
