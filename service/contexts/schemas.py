@@ -10,8 +10,13 @@ from service.execs.schemas import User
 from service.sandboxes.schemas import EnvName, EnvValue
 
 MAX_CODE_CHARS = 1 << 20
-# The JSON body of a run: room for the largest code and the rest of the request.
-RUN_BODY_LIMIT = 4 * MAX_CODE_CHARS + (64 << 10)
+# The most bytes one character of `code` can take in JSON: an escape is 6 bytes (`\uXXXX`),
+# and a character outside the Basic Multilingual Plane is two of them (a surrogate pair), while
+# MAX_CODE_CHARS counts it once.
+MAX_JSON_CHAR_BYTES = 2 * len("\\uXXXX")
+# The JSON body of a run: the longest code with its every character escaped, and room for the
+# rest of the request (`timeout_s`, the keys, whitespace).
+RUN_BODY_LIMIT = MAX_JSON_CHAR_BYTES * MAX_CODE_CHARS + (64 << 10)
 ContextState = Literal["ready", "busy", "gone"]
 
 
