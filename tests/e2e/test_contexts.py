@@ -7,6 +7,7 @@ import base64
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,38 @@ async def test_a_context_keeps_its_state_and_answers_as_data(
         assert r.status_code == 404, r.text
     actions = [e["action"] for e in await audit_events(airlock, tenant)]
     assert actions.count("context.run") == 7 and "context.delete" in actions, actions
+
+
+async def test_code_can_leave_processes_running(airlock: Airlock, tenant: Tenant) -> None:
+    box = await airlock.sandbox(tenant)
+    async with airlock.http(tenant.key) as http:
+        ctx = (await new_context(http, box.id))["id"]
+        # As users start a server from a notebook: with `&` (the child keeps the run's stdout
+        # and stderr) and with `nohup`. The run answers without waiting for either.
+        started = time.monotonic()
+        left = await run(http, box.id, ctx, "import os, subprocess\n"
+                         "subprocess.run('sleep 300 & echo $! > /tmp/amp.pid', shell=True)\n"
+                         "os.system('nohup sleep 301 >/dev/null 2>&1 & echo $! > /tmp/nohup.pid')\n"
+                         "print('left running')", timeout_s=30)  # fmt: skip
+        assert time.monotonic() - started < 10, left
+        assert left["ok"] and not left["timed_out"] and left["stdout"] == "left running\n", left
+        # A later run finds both still running (each as its command, once the shell's child
+        # has become it), and its own output comes back as before.
+        code = (
+            "import time\n"
+            "def alive(name, words):\n"
+            "    pid = int(open(f'/tmp/{name}.pid').read())\n"
+            "    for _ in range(100):\n"
+            "        os.kill(pid, 0)\n"
+            "        if open(f'/proc/{pid}/cmdline', 'rb').read().split(b'\\0')[:-1] == words:\n"
+            "            return True\n"
+            "        time.sleep(0.05)\n"
+            "print('still here')\n"
+            "[alive('amp', [b'sleep', b'300']), alive('nohup', [b'sleep', b'301'])]"
+        )
+        later = await run(http, box.id, ctx, code)
+        assert later["ok"] and later["stdout"] == "still here\n", later
+        assert later["results"][0]["data"]["text/plain"] == "[True, True]", later
 
 
 async def test_deadlines_interrupt_then_kill(airlock: Airlock, tenant: Tenant) -> None:
