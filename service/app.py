@@ -161,6 +161,7 @@ def create_app(
             "wake": wake,
             "node_credentials": node_credentials,
             "exec_runner": exec_runner,
+            "contexts": contexts,
             "pool": pool,
             "preview_links": PreviewLinks(keyring, issuer=settings.jwt_issuer),
             "limiter": limiter,

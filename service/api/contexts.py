@@ -1,9 +1,13 @@
 from __future__ import annotations
 
-from litestar import Controller, delete, get, post
+from typing import Any
+
+from litestar import Controller, Request, delete, get, post
+from litestar.datastructures import State
 from litestar.params import FromPath, JSONBody
 
-from service.context import SANDBOX_CALL, SandboxCallDep
+from service.auth.principal import Principal
+from service.context import SANDBOX_CALL, SandboxCallDep, audit_context
 from service.contexts.schemas import (
     RUN_BODY_LIMIT,
     Context,
@@ -14,6 +18,7 @@ from service.contexts.schemas import (
 )
 from service.contexts.service import ContextCall
 from service.deps import ContextsDep
+from service.files.target import SandboxCall
 
 
 class ContextController(Controller):
@@ -89,12 +94,19 @@ class ContextController(Controller):
     )
     async def run_code(
         self,
-        call: SandboxCallDep,
-        contexts: ContextsDep,
+        request: Request[Principal, Any, State],
+        sandbox_id: FromPath[str],
         context_id: FromPath[str],
         data: JSONBody[RunCreate],
     ) -> Run:
-        return await contexts.run(ContextCall(call, context_id), data)
+        # No dependencies on an agent's hottest route (as on an exec's): Litestar resolves
+        # several at once in a task group, a round of task hand-offs on every run.
+        state = request.app.state
+        ctx = audit_context(request)
+        call = SandboxCall(
+            state.sessionmaker, state.runtimes, state.wake, request.user, ctx, sandbox_id
+        )
+        return await state.contexts.run(ContextCall(call, context_id), data)
 
     @delete(
         "/{context_id:str}",
