@@ -59,8 +59,13 @@ class Frames:
         self.lock = threading.Lock()
 
     def send(self, run, kind, **fields):
+        self.write(self.line(run, kind, **fields))
+
+    def line(self, run, kind, **fields):
         line = json.dumps({"run": run, "type": kind, **fields}, default=repr) + "\n"
-        data = line.encode("utf-8", "backslashreplace")
+        return line.encode("utf-8", "backslashreplace")
+
+    def write(self, data):
         with self.lock:
             while data:
                 data = data[os.write(self.fd, data) :]
@@ -204,6 +209,9 @@ class Kernel:
         started = time.monotonic()
         self.pump.run_id = run
         ok, timed_out = True, False
+        # The results and the error go out with `done`, after what the code printed, in one
+        # write: one message out of the sandbox for the whole answer of a quiet run.
+        shown = []
         try:
             if timeout_s:
                 signal.setitimer(signal.ITIMER_REAL, float(timeout_s))
@@ -213,26 +221,24 @@ class Kernel:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             if value is not None:
                 self.namespace["_"] = value
-                self.frames.send(run, "result", data=display_data(value))
+                shown.append(self.frames.line(run, "result", data=display_data(value)))
             for data in figures():
-                self.frames.send(run, "result", data=data)
+                shown.append(self.frames.line(run, "result", data=data))
         except BaseException as exc:  # the code's failure, reported; the context goes on
             ok = False
             timed_out = isinstance(exc, RunTimeout)
-            self.flush()
-            self.frames.send(
-                run,
-                "error",
-                name="TimeoutError" if timed_out else type(exc).__name__,
-                value=str(exc),
-                traceback=cell_traceback(exc, self.cells),
-            )
+            error = {
+                "name": "TimeoutError" if timed_out else type(exc).__name__,
+                "value": str(exc),
+                "traceback": cell_traceback(exc, self.cells),
+            }
+            shown.append(self.frames.line(run, "error", **error))
         self.flush()
         took = round((time.monotonic() - started) * 1000, 3)
-        self.frames.send(
-            run, "done", ok=ok, timed_out=timed_out, count=self.count, duration_ms=took
-        )
+        done = {"ok": ok, "timed_out": timed_out, "count": self.count, "duration_ms": took}
+        shown.append(self.frames.line(run, "done", **done))
         self.pump.run_id = None
+        self.frames.write(b"".join(shown))
 
     def evaluate(self, code, name):
         tree = ast.parse(code, name, "exec")
