@@ -157,11 +157,13 @@ def every_entry_type(root: str, sources: Path) -> Manifest:
 
 @asynccontextmanager
 async def step(name: str) -> AsyncIterator[None]:
-    """A failing check names the probe step it belongs to."""
+    """A failing check (or an error of the SDK or the client) names the probe step it is in."""
     try:
         yield
-    except AssertionError as exc:
-        raise AssertionError(f"probe step {name!r}: {exc}") from exc
+    except Exception as exc:
+        if "probe step " in str(exc):
+            raise  # already named by the step inside
+        raise AssertionError(f"probe step {name!r}: {type(exc).__name__}: {exc}") from exc
 
 
 async def read_text(session: BaseSandboxSession, path: str) -> str:
