@@ -193,8 +193,10 @@ async def test_the_readme_gets_a_key_as_written(airlock: Airlock, tmp_path: Path
     script = getting_a_key()
     assert "sbx login" in script and "sbx ls" in script
     name = f"e2e-readme-{secrets.token_hex(4)}"  # one tenant name per database
+    script, made = re.subn(r"sbx tenant create [\w-]+", f"sbx tenant create {name}", script)
+    assert made == 1, script
     done = await sh.bash(
-        f"set -euo pipefail\n{script.replace(' acme', ' ' + name)}",
+        f"set -euo pipefail\n{script}",
         cwd=clone,
         AIRLOCK_URL=airlock.server.url,
     )
