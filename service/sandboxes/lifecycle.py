@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.base import utcnow
@@ -9,11 +10,34 @@ from service.db.models import Sandbox, SandboxTransition
 from service.sandboxes.states import State, check
 
 
+class _Changes:
+    """State changes of sandboxes this process has made: counted when each is made and again
+    when its transaction commits."""
+
+    seen = 0
+
+
+def changes_seen() -> int:
+    """The count of this process's sandbox state changes: what a cache of sandbox states
+    compares, forgetting what it holds whenever the count moved (a pause, a stop, a failure).
+    Every change of a sandbox's state is made by the process that runs it, through
+    `transition`."""
+    return _Changes.seen
+
+
+def _note_change() -> None:
+    _Changes.seen += 1
+
+
 async def transition(
     session: AsyncSession, row: Sandbox, target: State, reason: str | None = None
 ) -> None:
     current = State(row.state) if row.state else None
     check(current, target)
+    # Before the change is written and once more at its commit: a lookup that read the row
+    # in between (the old state, still committed) is not kept.
+    _note_change()
+    event.listen(session.sync_session, "after_commit", lambda _session: _note_change(), once=True)
     now = utcnow()
     row.state = target.value
     row.updated_at = now

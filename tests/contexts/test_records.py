@@ -15,11 +15,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.audit.recorder import AuditContext, ChainHeads, record
 from service.auth.principal import Principal, PrincipalKind
 from service.contexts.live import ContextFacts
-from service.contexts.records import ContextRecords
+from service.contexts.records import ContextRecords, Known
 from service.db import models
 from service.db.session import make_engine
 from service.errors import NotFound, SandboxNotUsable
 from service.execs.records import ExecRecords
+from service.sandboxes.lifecycle import changes_seen, transition
+from service.sandboxes.states import State
 from tests.conftest import Api, SandboxRecorder
 
 CTX = AuditContext(actor="key_test", request_id="req-1", client="127.0.0.1")
@@ -93,3 +95,54 @@ async def test_a_context_reads_the_callers_sandbox_and_records_on_its_chain(
         "/v1/audit/verify", params={"tenant_id": tenant.id}, headers=api.operator
     )
     assert r.status_code == 200 and r.json()["valid"] is True, r.text
+
+
+@pytest.mark.sqlite
+async def test_a_sandbox_found_running_is_asked_again_after_a_state_change(
+    api: Api,
+    sandbox_record: SandboxRecorder,
+    records: ContextRecords,
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    tenant, other = await api.tenant(), await api.tenant()
+    sandbox_id, neighbour = await sandbox_record(tenant), await sandbox_record(tenant)
+    me = caller(tenant.id)
+
+    async def set_row(**values: object) -> None:
+        async with sessionmaker() as session, session.begin():
+            await session.execute(
+                update(models.Sandbox).where(models.Sandbox.id == sandbox_id).values(**values)
+            )
+
+    await set_row(state="running", runtime_id="rt-1")
+    assert (await records.running(None, me, sandbox_id)).runtime_id == "rt-1"  # type: ignore[arg-type]
+    # A row written behind this process's back is not read again at once: it was found
+    # running a moment ago.
+    await set_row(runtime_id="rt-2")
+    assert (await records.running(None, me, sandbox_id)).runtime_id == "rt-1"  # type: ignore[arg-type]
+    # The scope is still the caller's: another tenant, a token bound to another sandbox.
+    for stranger in (caller(other.id), caller(tenant.id, neighbour)):
+        with pytest.raises(NotFound):
+            await records.running(None, stranger, sandbox_id)  # type: ignore[arg-type]
+
+    # A state change made here (a pause) forgets it: the lookup answers from the row again.
+    async with sessionmaker() as session, session.begin():
+        row = await session.get(models.Sandbox, sandbox_id)
+        assert row is not None
+        await transition(session, row, State.PAUSING)
+    with pytest.raises(SandboxNotUsable):
+        await records.running(None, me, sandbox_id)  # type: ignore[arg-type]
+
+    # A lookup that raced a change (its mark taken before the change) is not kept.
+    await set_row(state="running", runtime_id="rt-3")
+    target = await records.running(None, me, sandbox_id)  # type: ignore[arg-type]
+    known, mark = Known(), changes_seen()
+    async with sessionmaker() as session, session.begin():
+        row = await session.get(models.Sandbox, sandbox_id)
+        assert row is not None
+        await transition(session, row, State.PAUSING)
+        await session.rollback()
+    known.put(target, mark)
+    assert known.get(me, sandbox_id) is None
+    known.put(target, changes_seen())
+    assert known.get(me, sandbox_id) == target

@@ -189,6 +189,16 @@ async def test_what_a_context_refuses(airlock: Airlock, tenant: Tenant) -> None:
         second = await airlock.sandbox(tenant)
         r = await http.post(f"/v1/sandboxes/{second.id}/contexts/{ctx}/run", json={"code": "1"})
         assert r.status_code == 404, r.text
+        # Nor by a token of the tenant bound to that other sandbox, right after a run of the
+        # tenant's own found the sandbox running.
+        r = await http.post("/v1/tokens", json={"scopes": ["exec"], "sandbox_id": second.id})
+        assert r.status_code == 201, r.text
+        bound = {"Authorization": f"Bearer {r.json()['token']}"}
+        assert (await run(http, box.id, ctx, "1"))["ok"] is True
+        r = await http.post(
+            f"/v1/sandboxes/{box.id}/contexts/{ctx}/run", json={"code": "1"}, headers=bound
+        )
+        assert r.status_code == 404, r.text
         for body, field in (
             ({"code": "1", "timeout": 5}, "timeout"),
             ({"code": "1", "timeout_s": 0}, "timeout_s"),
