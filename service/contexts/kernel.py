@@ -197,9 +197,13 @@ class Kernel:
         self.namespace = namespace
         self.count = 0
         self.cells = set()
+        self.running = False
 
     def on_deadline(self, signum, frame):
-        raise RunTimeout("the run's deadline passed")
+        # The timer is left armed after a run (a system call saved on each): when it goes off
+        # between runs, nothing is interrupted; the next run arms it again.
+        if self.running:
+            raise RunTimeout("the run's deadline passed")
 
     def execute(self, run, code, timeout_s):
         self.count += 1
@@ -213,12 +217,14 @@ class Kernel:
         # write: one message out of the sandbox for the whole answer of a quiet run.
         shown = []
         try:
-            if timeout_s:
-                signal.setitimer(signal.ITIMER_REAL, float(timeout_s))
+            # Armed for every run (without a deadline, disarmed): a timer an earlier run left
+            # never goes off in this one.
+            signal.setitimer(signal.ITIMER_REAL, float(timeout_s or 0))
+            self.running = True
             try:
                 value = self.evaluate(code, name)
             finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                self.running = False
             if value is not None:
                 self.namespace["_"] = value
                 shown.append(self.frames.line(run, "result", data=display_data(value)))

@@ -318,10 +318,15 @@ class Agent:
             events = poller.poll(timeout * 1000)
         except InterruptedError:
             events = []
+        # Children are reaped when a SIGCHLD woke us (the wakeup fd), an exec's output ended,
+        # or nothing woke us: each system call costs tens of microseconds in a sandbox, and
+        # most steps only relay bytes.
+        signalled = not events
         for fd, mask in events:
             if fd in sockets:
                 self.ports.ready(sockets[fd], mask)
             elif fd == self.wake_r:
+                signalled = True
                 try:
                     while os.read(self.wake_r, 4096):
                         pass
@@ -337,7 +342,11 @@ class Agent:
                     ex.write_stdin(self.send)
                 elif fd in (ex.out, ex.err):
                     ex.read_output(fd, self.send)
-        self.reap()
+                    # Its end of output: the process has most likely exited too, and its
+                    # SIGCHLD may not have arrived yet.
+                    signalled = signalled or fd not in (ex.out, ex.err)
+        if signalled:
+            self.reap()
         now = time.monotonic()
         for ex in [*self.execs.values(), *self.detached]:
             if ex.status is not None and (
