@@ -99,15 +99,32 @@ base_image() {  # TAG PACKAGE... [--mmdebstrap-option...]
     "$rootfs" "$tag"
   rm -f "$rootfs"
 }
-base_image "localhost/airlock-base:$version" "${api_packages[@]}"
-base_image "localhost/airlock-base:$version-node" "${node_packages[@]}"
-base_image "localhost/airlock-base:$version-proxy" "${proxy_packages[@]}"
+# The four are made side by side (each its own root filesystem and apt cache): most of a
+# build waits for the mirror and for dpkg, so together they take about as long as the largest
+# alone (~45 s here, against ~100 s one after another). Each one's progress lines are shown
+# whole once all have stopped; a failure of any ends the script then.
+bases=()
+in_background() {  # NAME CMD...: CMD in the background, its progress lines kept for later
+  "${@:2}" 2>"$work/$1.progress" &
+  bases+=("$!:$1")
+}
+in_background base base_image "localhost/airlock-base:$version" "${api_packages[@]}"
+in_background base-node base_image "localhost/airlock-base:$version-node" "${node_packages[@]}"
+in_background base-proxy base_image "localhost/airlock-base:$version-proxy" "${proxy_packages[@]}"
 # Without the cluster Debian's package makes (the image makes its own at first start) and
 # without LLVM, the JIT's compiler (175 of the image's 408 MB): postgres runs with jit=off.
-base_image "localhost/airlock-base:$version-postgres" "${postgres_packages[@]}" \
+in_background base-postgres base_image "localhost/airlock-base:$version-postgres" \
+  "${postgres_packages[@]}" \
   '--customize-hook=rm -rf "$1"/var/lib/postgresql/*/main "$1"/etc/postgresql/*/main' \
   '--customize-hook=rm -rf "$1"/usr/lib/postgresql/*/lib/bitcode "$1"/usr/lib/postgresql/*/lib/llvmjit*' \
   '--customize-hook=rm -f "$1"/usr/lib/x86_64-linux-gnu/libLLVM* "$1"/usr/lib/x86_64-linux-gnu/libz3.*'
+failed=0
+for job in "${bases[@]}"; do
+  wait "${job%%:*}" || failed=1
+  cat "$work/${job#*:}.progress" >&2
+  rm -f "$work/${job#*:}.progress"
+done
+((failed == 0)) || { echo "airlock: a base image failed (above)" >&2; exit 1; }
 
 
 # 2. The service's wheel (and the client's, for the mcp extra), then every dependency as a

@@ -50,10 +50,13 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
 def _uvicorn_logging() -> dict[str, Any]:
     """uvicorn's own logging set-up, every handler of it hiding preview links: the access log
-    prints each request's path with its query, where a link travels."""
+    prints each request's path with its query, where a link travels. Its lines begin with the
+    time, as the service's own do: when a request came is what an operator reads it for."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
+    for formatter in config["formatters"].values():
+        formatter["fmt"] = "%(asctime)s " + formatter["fmt"]
     config.setdefault("filters", {})["preview_links"] = {"()": RedactLinks}
     for handler in config["handlers"].values():
         handler.setdefault("filters", []).append("preview_links")
