@@ -42,11 +42,13 @@ class Known:
         self._entries: dict[str, tuple[Target, float]] = {}
         self._as_of = changes_seen()
 
-    def get(self, principal: Principal, sandbox_id: str) -> Target | None:
+    def _forget_if_changed(self) -> None:
         if self._as_of != changes_seen():
             self._entries.clear()
             self._as_of = changes_seen()
-            return None
+
+    def get(self, principal: Principal, sandbox_id: str) -> Target | None:
+        self._forget_if_changed()
         entry = self._entries.get(sandbox_id)
         if entry is None:
             return None
@@ -64,9 +66,7 @@ class Known:
     def put(self, target: Target, mark: int) -> None:
         if mark != changes_seen():
             return
-        if self._as_of != mark:
-            self._entries.clear()
-            self._as_of = mark
+        self._forget_if_changed()
         if len(self._entries) >= KNOWN_MAX:
             del self._entries[next(iter(self._entries))]  # the oldest
         self._entries[target.sandbox_id] = (target, time.monotonic() + KNOWN_S)
