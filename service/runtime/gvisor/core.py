@@ -7,7 +7,7 @@ files.py, snapshots.py, pause.py, policy.py) what it uses of it; no part inherit
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import records
@@ -17,7 +17,7 @@ from . import platform
 from .host_memory import HostMemory
 from .network import Networks
 from .platform import PlatformChoice
-from .runsc import BackgroundReaper, Runsc
+from .runsc import Runsc
 from .store import Store
 
 __all__ = ["HELPER_ENV", "NAME", "TRANSFER_TIMEOUT_S", "Core"]
@@ -38,7 +38,6 @@ class Core:
     host_memory: HostMemory
     platform_choice: PlatformChoice  # the platform and the stack networked sandboxes get
     use_agent: bool = True  # new sandboxes get the exec agent as PID 1 where the image has python3
-    reaper: BackgroundReaper = field(default_factory=BackgroundReaper)
     runsc_version: str = "unknown"  # the first line of `runsc --version`
     exact_nproc: bool = True  # sandboxes count ceil(vcpus) CPUs (bundle.boot_cpus)
     # `runsc run|restore` calls under way: while any is, the sandboxes' parent cgroup stays

@@ -208,7 +208,6 @@ class Lifecycle:
 
     async def _start(self, sandbox: Sandbox, *args: str) -> None:
         """`runsc run|restore --detach` the bundle; raises when runsc fails."""
-        self.core.reaper.ensure()
         code, out = await self._launch(sandbox, *args)
         if code != 0:
             raise SandboxRuntimeError(f"runsc {args[0]} failed for {sandbox.id}: {out.strip()}")
@@ -270,7 +269,6 @@ class Lifecycle:
         same id, bundle, network namespace, addresses and rules (so its policy, counters and
         pinned names hold), with a new agent link; (runsc's exit code, its output). The caller
         holds `sandbox.lock` and marks the sandbox failed when this fails."""
-        self.core.reaper.ensure()
         if network.stack_of(sandbox.meta) == netstack.NETSTACK:
             slot = network.Slot.from_meta(sandbox.id, sandbox.meta.net)
             try:

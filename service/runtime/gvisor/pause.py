@@ -78,7 +78,6 @@ class Pauses:
             self.core.host_memory.admit(sandbox.id, int(sandbox.meta.memory_limit_mib))
             with contextlib.ExitStack() as undo:  # a resume that fails gives the room back
                 undo.callback(self.core.host_memory.release, sandbox.id)
-                self.core.reaper.ensure()
                 snapshot_id = sandbox.meta.paused.get("snapshot")
                 # (a sandbox paused by an earlier version has its image in its own directory)
                 image = sandbox.dir / LEGACY_DIR

@@ -3,7 +3,12 @@
 `runsc run/restore --detach` leave their sandbox and gofer processes behind when the client
 exits. They are re-parented to the nearest child subreaper; if that is PID 1 they can linger
 as zombies, which makes `runsc delete` slow. The service makes itself a subreaper and reaps
-the adopted ones. Only adopted runsc helpers (command name `exe`, since runsc re-executes
+the adopted ones: a thread does so every quarter second for as long as the process lives (it
+stays a subreaper), and waits on runsc reap as they go (`runsc.reap_while`). A process that
+runs a node and later starts others (a supervisor, a test run restarting its servers) thus
+also reaps the helpers those leave behind when they die: unreaped, a sandbox process killed
+by `runsc delete --force` would stay a zombie and the delete wait for it until its limit.
+Only adopted runsc helpers (command name `exe`, since runsc re-executes
 /proc/self/exe) are reaped, so the statuses of children that asyncio waits for are never
 stolen.
 """
@@ -15,11 +20,13 @@ import ctypes
 import logging
 import os
 import threading
+import time
 
 log = logging.getLogger(__name__)
 
 PR_SET_CHILD_SUBREAPER = 36
 _ADOPTED_COMM = "exe"
+_REAP_EVERY_S = 0.25
 _lock = threading.Lock()
 _enabled = False
 
@@ -39,7 +46,17 @@ def become_subreaper() -> bool:
             log.warning("cannot become a child subreaper: %s", exc)
             return False
         _enabled = True
+        threading.Thread(target=_reap_forever, name="airlock-reaper", daemon=True).start()
         return True
+
+
+def _reap_forever() -> None:
+    while True:
+        time.sleep(_REAP_EVERY_S)
+        try:
+            reap_adopted()
+        except Exception:  # a bad pass must not end the thread
+            log.exception("reaping adopted runsc helpers failed")
 
 
 def _children() -> set[int]:

@@ -133,25 +133,3 @@ async def reap_while(awaitable: Awaitable[_T]) -> _T:
         await asyncio.wait([task], timeout=0.01)
     reaper.reap_adopted()
     return task.result()
-
-
-class BackgroundReaper:
-    """Reaps adopted helpers every two seconds while sandboxes run."""
-
-    def __init__(self) -> None:
-        self._task: asyncio.Task[None] | None = None
-
-    def ensure(self) -> None:
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._forever())
-
-    async def _forever(self) -> None:
-        while True:
-            reaper.reap_adopted()
-            await asyncio.sleep(2.0)
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task

@@ -281,7 +281,6 @@ class GVisorRuntime:
             raise NotSupported(self.name, f"reach ports: the exec agent is lost ({exc})") from exc
 
     async def close(self) -> None:
-        await self.reaper.close()
         self.store.close()
 
     async def agent_ready(self, sandbox_id: str, timeout_s: float = 10.0) -> bool:
