@@ -48,6 +48,6 @@ def test_a_child_the_service_waits_for_is_left_to_it(tmp_path: Path) -> None:
     """Only adopted runsc helpers are reaped: a child of another name keeps its status for
     the code that waits on it (asyncio, subprocess)."""
     assert reaper.become_subreaper()
-    child = subprocess.Popen(["/bin/sh", "-c", "exit 7"])  # noqa: S603
+    child = subprocess.Popen(["/bin/sh", "-c", "exit 7"])
     time.sleep(1.0)  # four of the reaper's passes
     assert child.wait(timeout=5) == 7

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-ROOT = Path("/sys/fs/cgroup")
+SYS_ROOT = Path("/sys/fs/cgroup")
+ROOT = SYS_ROOT
 V1_CONTROLLERS = ("memory", "cpu", "cpuacct", "pids", "cpuset", "devices", "freezer", "blkio")
 # runsc also makes the sandbox's directory in systemd's named hierarchy, where there is one:
 # removed with the others, or it would stay below the parent (and the node's own cgroup).
@@ -23,6 +25,19 @@ Layout = Literal["v1", "v2", "hybrid", "none"]
 
 
 def detect(root: Path = ROOT) -> Layout:
+    """The host's layout: kept once read for the real root (an exec reads its sandbox's
+    cgroup twice, and the layout of a running host does not change)."""
+    if root == SYS_ROOT:
+        return _host_layout()
+    return _detect(root)
+
+
+@functools.cache
+def _host_layout() -> Layout:
+    return _detect(SYS_ROOT)
+
+
+def _detect(root: Path) -> Layout:
     if (root / "cgroup.controllers").exists():
         return "v2"
     if (root / "memory").is_dir():

@@ -60,16 +60,23 @@ def _reap_forever() -> None:
 
 
 def _children() -> set[int]:
-    pids: set[int] = set()
+    """This process's children. Orphans are re-parented to a subreaper's thread-group
+    leader, so the adopted helpers are all there; a child a worker thread started is that
+    thread's, and never an adopted one."""
     try:
-        tasks = os.listdir("/proc/self/task")
+        with open(f"/proc/self/task/{os.getpid()}/children") as fh:
+            return {int(p) for p in fh.read().split()}
     except OSError:
-        return pids
-    for tid in tasks:
-        with contextlib.suppress(OSError):
-            with open(f"/proc/self/task/{tid}/children") as fh:
-                pids.update(int(p) for p in fh.read().split())
-    return pids
+        return set()
+
+
+def _a_child_has_ended() -> bool:
+    """Whether any child waits to be reaped, without reaping it (one system call: the pass
+    reads /proc only when there is something to reap)."""
+    try:
+        return os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return False
 
 
 def _zombie_children() -> list[int]:
@@ -90,6 +97,8 @@ def _zombie_children() -> list[int]:
 def reap_adopted() -> int:
     """Reap zombie runsc helpers re-parented to this process; return how many."""
     reaped = 0
+    if not _a_child_has_ended():
+        return reaped
     for pid in _zombie_children():
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
