@@ -8,6 +8,7 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, HeaderParameter, JSONBody, QueryParameter
 from litestar.response import ServerSentEvent
 
+from service import server_timing
 from service.auth.principal import Principal
 from service.context import EXEC_CALL, ExecCallDep, audit_context
 from service.deps import (
@@ -94,6 +95,7 @@ class ExecController(Controller):
         # No dependencies on the hottest route: Litestar resolves several at once in a task
         # group, a round of task hand-offs on every exec.
         state = request.app.state
+        timings = server_timing.collect()
         result, final = await service.create_exec(
             state.sessionmaker,
             state.exec_runner,
@@ -103,7 +105,7 @@ class ExecController(Controller):
             data,
             idempotency_key,
         )
-        return Response(result, status_code=200 if final else 202)
+        return Response(result, status_code=200 if final else 202, headers=timings.header())
 
     @get(
         "/",
