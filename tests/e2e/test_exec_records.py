@@ -77,3 +77,28 @@ async def test_history_pages(airlock: Airlock, tenant: Tenant) -> None:
             if not cursor:
                 break
     assert seen == made
+
+
+def _runtime_ms(header: str | None) -> float | None:
+    for entry in (header or "").split(","):
+        name, *params = (p.strip() for p in entry.split(";"))
+        if name == "runtime":
+            return float(dict(p.split("=", 1) for p in params)["dur"])
+    return None
+
+
+async def test_an_answered_exec_says_its_runtime_part(airlock: Airlock, tenant: Tenant) -> None:
+    """`Server-Timing: runtime;dur=` on an exec answered in its request: the command's time in
+    the runtime, which the whole round trip contains; an exec answered before it ends has none."""
+    sandbox = await airlock.sandbox(tenant)
+    async with airlock.http(tenant.key) as http:
+        url = f"/v1/sandboxes/{sandbox.id}/execs"
+        r = await http.post(url, json={"cmd": ["sleep", "0.3"]})
+        assert r.status_code == 200, r.text
+        runtime_ms = _runtime_ms(r.headers.get("server-timing"))
+        assert runtime_ms is not None, r.headers
+        assert 300 <= runtime_ms <= r.elapsed.total_seconds() * 1e3, (runtime_ms, r.elapsed)
+        assert r.json()["duration_ms"] <= runtime_ms + 1
+        r = await http.post(url, json={"cmd": ["sleep", "1"], "wait": False})
+        assert r.status_code == 202, r.text
+        assert _runtime_ms(r.headers.get("server-timing")) is None
