@@ -25,7 +25,8 @@ SERVICE = Path(__file__).resolve().parents[2] / "service"
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("base", frozenset({
         "__init__", "ids", "errors", "requestid", "redaction", "pagination", "hostnames",
-        "addresses", "settings", "variables", "telemetry", "streaming", "inputs", "periodic", "hop",
+        "addresses", "settings", "variables", "telemetry", "server_timing", "streaming", "inputs",
+        "periodic", "hop",
     })),
     ("infrastructure", frozenset({"db", "runtime", "migrations"})),
     ("records", frozenset({
