@@ -383,33 +383,33 @@ async def run(
                 f"API overhead at the median {extra:.1f} ms (p95: {extra_p95:.1f} ms)"
             )
 
-        if not inside:
-            print("(the server sends no Server-Timing: no overhead exec by exec)")
-        by_exec = report.table(
-            "API overhead by exec",
-            Label("client", 0),
-            Column("overhead at the median ms", "ms", Better.LOWER),
-            Column("overhead at p95 ms", "ms", Better.LOWER),
-        )
-        for kind in ("httpx", "aiohttp") if inside else ():
-            median, p95 = statistics.median(paired[kind]) * 1e3, pct(paired[kind], 95) * 1e3
-            by_exec.record(labels[kind], median, p95)
-            print(
-                f"{labels[kind]}, exec by exec (its time less its runtime part in the server's "
-                f"Server-Timing): API overhead at the median {median:.1f} ms (p95: {p95:.1f} ms)"
-            )
-        runtime_inside = report.table(
-            "runtime part in the server",
-            Label("path", 0),
-            Column("median ms", "ms", Better.LOWER),
-        )
         if inside:
+            by_exec = report.table(
+                "API overhead by exec",
+                Label("client", 0),
+                Column("overhead at the median ms", "ms", Better.LOWER),
+                Column("overhead at p95 ms", "ms", Better.LOWER),
+            )
+            for kind in ("httpx", "aiohttp"):
+                median, p95 = statistics.median(paired[kind]) * 1e3, pct(paired[kind], 95) * 1e3
+                by_exec.record(labels[kind], median, p95)
+                print(
+                    f"{labels[kind]}, exec by exec (its time less its runtime part in the "
+                    f"server's Server-Timing): API overhead at the median {median:.1f} ms "
+                    f"(p95: {p95:.1f} ms)"
+                )
             median = statistics.median(inside) * 1e3
-            runtime_inside.record("runtime part, aiohttp execs", median)
+            report.table(
+                "runtime part in the server",
+                Label("path", 0),
+                Column("median ms", "ms", Better.LOWER),
+            ).record("runtime part, aiohttp execs", median)
             print(
                 f"the runtime's part in the server {median:.1f} ms at the median, the runtime "
                 f"directly {direct_median * 1e3:.1f} ms"
             )
+        else:
+            print("(the server sends no Server-Timing: no overhead exec by exec)")
 
         print(f"\nexecs per second through the API ({args.seconds:.0f} s per level, 4 sandboxes)")
         throughput = report.table(

@@ -4,7 +4,8 @@
 exits. They are re-parented to the nearest child subreaper; if that is PID 1 they can linger
 as zombies, which makes `runsc delete` slow. The service makes itself a subreaper and reaps
 the adopted ones: a thread does so every quarter second for as long as the process lives (it
-stays a subreaper), and waits on runsc reap as they go (`runsc.reap_while`). A process that
+stays a subreaper), and a wait on runsc reaps every 10 ms while it lasts (`runsc.reap_while`),
+so a delete returns as soon as its sandbox has ended. A process that
 runs a node and later starts others (a supervisor, a test run restarting its servers) thus
 also reaps the helpers those leave behind when they die: unreaped, a sandbox process killed
 by `runsc delete --force` would stay a zombie and the delete wait for it until its limit.
