@@ -16,7 +16,8 @@
 # Every step is skipped when its inputs have not changed (a base image carries the hash of
 # its recipe as a label, the service's images the hash of their build context), so a second
 # run on an unchanged tree spends its half minute on the wheel and asking PyPI for the
-# wheelhouse.
+# wheelhouse. The dependencies are an image of their own (localhost/airlock-base:<version>-deps,
+# keyed by their wheels), so a change to the service's code reinstalls only its own wheels.
 #
 # Environment: AIRLOCK_IMAGES_REFRESH=1 makes the base images again (Debian's security and
 # point-release updates are taken only then); AIRLOCK_IMAGES_WORK (default
@@ -164,7 +165,13 @@ step "its dependencies as wheels for Python $py_version, glibc $glibc (pip downl
   --python-version "$py_version" --implementation cp --abi "$abi" --abi abi3 --abi none \
   "${platforms[@]}" --dest "$context/wheelhouse" --find-links "$context/wheels" \
   "${requirements[@]}"
-cp "$context"/wheels/*.whl "$context/wheelhouse/"
+# The dependencies apart from the project's own wheels: their image (below) is rebuilt only
+# when one of them changes.
+mkdir -p "$context/deps"
+for wheel in "$context"/wheelhouse/*.whl; do
+  [[ -e $context/wheels/$(basename "$wheel") ]] || mv "$wheel" "$context/deps/"
+done
+rm -rf "$context/wheelhouse"
 if [[ -n ${requirements[1]:-} ]]; then echo "airlock[mcp]==$version" >"$context/requirement.txt"
 else echo "airlock==$version" >"$context/requirement.txt"; fi
 
@@ -203,6 +210,19 @@ own_key() {  # BASE FILE...: the hash of a base image and files
   { podman image inspect --format '{{.Id}}' "$1" && shift && sha256sum "$@"; } |
     sha256sum | cut -c1-16
 }
+# The dependencies' image first: the API's and the node's venv starts from it.
+deps_tag=localhost/airlock-base:$version-deps
+deps_key=$(own_key "localhost/airlock-base:$version" container/Containerfile "$context"/deps/*.whl)
+if [[ $(podman image inspect --format '{{index .Labels "dev.airlock.context-key"}}' \
+  "$deps_tag" 2>/dev/null) == "$deps_key" ]]; then
+  echo "==> $deps_tag is up to date (context $deps_key)" >&2
+else
+  step "$deps_tag: the service's dependencies (podman build --target deps)" \
+    podman build --quiet --pull=never --network=none \
+    --build-arg "VERSION=$version" --target deps \
+    --build-arg "CONTEXT_KEY=$deps_key" \
+    --file container/Containerfile --tag "$deps_tag" "$context"
+fi
 declare -A keys=(
   [api]=$context_key
   [node]=$context_key
@@ -220,7 +240,7 @@ for target in api node proxy postgres; do
   step "$tag (podman build --target $target)" \
     podman build --quiet --pull=never --network=none \
     --build-arg "VERSION=$version" --target "$target" \
-    --label "dev.airlock.context-key=${keys[$target]}" \
+    --build-arg "CONTEXT_KEY=${keys[$target]}" \
     --label "org.opencontainers.image.version=$version" \
     --file container/Containerfile --tag "$tag" "$context"
 done
