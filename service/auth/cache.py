@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from typing import Any
 
 import asyncpg
@@ -33,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from service.auth.principal import Principal
 from service.db.base import utcnow
+from service.kept import Kept
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,10 @@ def note_change() -> None:
     _Changes.seen += 1
 
 
+def _seen() -> int:
+    return _Changes.seen
+
+
 async def auth_changed(session: AsyncSession) -> None:
     """Say, inside the transaction that makes it, that a change may refuse callers accepted
     before: every process forgets what it cached once the transaction commits."""
@@ -66,48 +70,34 @@ async def auth_changed(session: AsyncSession) -> None:
 
 
 class AuthCache:
+    """Principals by their credential's digest, while `enabled` (service.kept.Kept, forgotten
+    on every change this process sees)."""
+
     def __init__(self, ttl_s: float = TTL_S, max_entries: int = MAX_ENTRIES) -> None:
-        self.ttl_s = ttl_s
-        self.max_entries = max_entries
         self.enabled = False
-        self._entries: dict[bytes, tuple[Principal, float]] = {}
-        self._as_of = _Changes.seen
+        self._kept: Kept[bytes, Principal] = Kept(_seen, ttl_s, max_entries)
 
     def mark(self) -> int:
         """Taken before a lookup, handed back to `put`."""
-        return _Changes.seen
+        return self._kept.mark()
 
     def get(self, digest: bytes) -> Principal | None:
         if not self.enabled:
             return None
-        if self._as_of != _Changes.seen:
-            self._entries.clear()
-            self._as_of = _Changes.seen
-            return None
-        entry = self._entries.get(digest)
-        if entry is None:
-            return None
-        principal, until = entry
-        if until <= time.monotonic() or (
-            principal.expires_at is not None and principal.expires_at <= utcnow()
-        ):
-            del self._entries[digest]
-            return None
+        principal = self._kept.get(digest)
+        if principal is not None and principal.expires_at is not None:
+            if principal.expires_at <= utcnow():
+                self._kept.discard(digest)
+                return None
         return principal
 
     def put(self, digest: bytes, principal: Principal, mark: int) -> None:
-        if not self.enabled or mark != _Changes.seen:
-            return
-        if self._as_of != _Changes.seen:
-            self._entries.clear()
-            self._as_of = _Changes.seen
-        if len(self._entries) >= self.max_entries:
-            del self._entries[next(iter(self._entries))]  # the oldest
-        self._entries[digest] = (principal, time.monotonic() + self.ttl_s)
+        if self.enabled:
+            self._kept.put(digest, principal, mark)
 
     def turn(self, on: bool) -> None:
         note_change()
-        self._entries.clear()
+        self._kept.clear()
         self.enabled = on
 
 

@@ -7,7 +7,6 @@ found running a moment ago, only for the append (`Known`)."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from service.audit.recorder import AuditContext
@@ -18,6 +17,7 @@ from service.db.session import Db
 from service.errors import NotFound
 from service.execs.records import Event, ExecRecords, SandboxFacts
 from service.files.target import MIB, Target
+from service.kept import Kept
 from service.sandboxes import service as sandboxes
 from service.sandboxes.lifecycle import changes_seen
 from service.tenants.service import quotas_of
@@ -33,28 +33,17 @@ class Known:
     """Sandboxes found running, as the runs of their contexts need them: a run in a warm
     context asks the database nothing before it runs. Any state change of a sandbox made in
     this process (`changes_seen`: a pause, a stop, a failure) forgets them all, and a lookup
-    that raced one is not kept. Every such change of a sandbox with contexts is made here, on
-    the node that runs it; what another process can change (the tenant's quotas) is kept at
-    most KNOWN_S. The caller's scope is checked against the kept tenant and token binding
-    exactly as the lookup's statement checks it."""
+    that raced one is not kept (service.kept.Kept). Every such change of a sandbox with
+    contexts is made here, on the node that runs it; what another process can change (the
+    tenant's quotas) is kept at most KNOWN_S. The caller's scope is checked against the kept
+    tenant and token binding exactly as the lookup's statement checks it."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[Target, float]] = {}
-        self._as_of = changes_seen()
-
-    def _forget_if_changed(self) -> None:
-        if self._as_of != changes_seen():
-            self._entries.clear()
-            self._as_of = changes_seen()
+        self._kept: Kept[str, Target] = Kept(changes_seen, KNOWN_S, KNOWN_MAX)
 
     def get(self, principal: Principal, sandbox_id: str) -> Target | None:
-        self._forget_if_changed()
-        entry = self._entries.get(sandbox_id)
-        if entry is None:
-            return None
-        target, until = entry
-        if until <= time.monotonic():
-            del self._entries[sandbox_id]
+        target = self._kept.get(sandbox_id)
+        if target is None:
             return None
         if target.tenant_id != principal.tenant_id or principal.sandbox_id not in (
             None,
@@ -64,12 +53,7 @@ class Known:
         return target
 
     def put(self, target: Target, mark: int) -> None:
-        if mark != changes_seen():
-            return
-        self._forget_if_changed()
-        if len(self._entries) >= KNOWN_MAX:
-            del self._entries[next(iter(self._entries))]  # the oldest
-        self._entries[target.sandbox_id] = (target, time.monotonic() + KNOWN_S)
+        self._kept.put(target.sandbox_id, target, mark)
 
 
 class ContextRecords:

@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("base", frozenset({
         "__init__", "ids", "errors", "requestid", "redaction", "pagination", "hostnames",
         "addresses", "settings", "variables", "telemetry", "server_timing", "streaming", "inputs",
-        "periodic", "hop",
+        "periodic", "hop", "kept",
     })),
     ("infrastructure", frozenset({"db", "runtime", "migrations"})),
     ("records", frozenset({
