@@ -53,20 +53,31 @@ class Venv:
         }
 
     def run(self, *argv: str, cwd: Path | None = None, **env: str) -> str:
-        done = subprocess.run(
-            argv,
-            cwd=cwd or self.path,
-            env=self.env(**env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        assert done.returncode == 0, f"{argv} exited {done.returncode}:\n{done.stdout}{done.stderr}"
+        done = checked(list(argv), cwd=cwd or self.path, env=self.env(**env), timeout=900)
         return done.stdout + done.stderr
 
     def pip(self, *args: str) -> str:
         return self.run(self.bin("python"), "-m", "pip", *args)
+
+
+def checked(
+    argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float, what: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`argv` run to its end with no input, its output captured; it must exit 0 (the failure
+    names `what` it ran, the command line unless said)."""
+    done = subprocess.run(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, (
+        f"{what or argv} exited {done.returncode}:\n{done.stdout}{done.stderr}"
+    )
+    return done
 
 
 def new_venv(path: Path) -> Venv:

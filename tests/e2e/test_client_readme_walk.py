@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import REPO, Airlock
-from tests.wheels import Venv, Wheels, new_venv
+from tests.wheels import Venv, Wheels, checked, new_venv
 
 README = REPO / "clients/python/README.md"
 # Where the README's server listens (`./scripts/run.sh`); the walk's has a free port.
@@ -122,17 +121,7 @@ class Walk:
         return self.run([self.venv.bin("python"), "-c", code], code)
 
     def run(self, argv: list[str], code: str) -> str:
-        done = subprocess.run(
-            argv,
-            cwd=self.clone,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert done.returncode == 0, f"exit {done.returncode}:\n{code}\n{done.stdout}{done.stderr}"
-        return done.stdout
+        return checked(argv, cwd=self.clone, env=self.env, timeout=600, what=code).stdout
 
 
 def walk(walker: Walk, url: str) -> None:
