@@ -38,7 +38,11 @@ class Kept(Generic[K, V]):
             self._as_of = seen
 
     def get(self, key: K) -> V | None:
-        self._forget_if_changed()
+        seen = self._seen()
+        if self._as_of != seen:
+            self._entries.clear()
+            self._as_of = seen
+            return None
         entry = self._entries.get(key)
         if entry is None:
             return None
