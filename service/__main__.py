@@ -17,6 +17,12 @@ from service.errors import ConfigurationError
 from service.redaction import RedactLinks
 from service.settings import Role, Settings, variable_names
 
+# How long an idle connection stays open. Longer than any client keeps one for reuse: httpx
+# (the Python client, the tests) keeps an idle connection 5 s, a replica's proxy to a node
+# (aiohttp) 30 s, nginx's upstream pool 60 s. At uvicorn's own 5 s, a client's request sent on a
+# connection idle for about 5 s met the server closing it: a ReadError with nothing answered.
+KEEP_ALIVE_S = 75
+
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
@@ -44,6 +50,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         # h11 and the stock asyncio loop cost more per request and per database round trip.
         http="httptools",
         loop="uvloop",
+        timeout_keep_alive=KEEP_ALIVE_S,
     )
     return 0
 
