@@ -11,6 +11,8 @@ given twice: the difference of the two medians (paths timed apart, each with the
 spread of several ms), and exec by exec, each API exec's time less the runtime's part of that
 same exec as the server measured it (its `Server-Timing` header), with that part's median
 beside the runtime's directly, so time the server lost inside the runtime's part shows too.
+Then `GET /healthz` back to back, and each after a pause as long as an exec: what this host adds
+to a request its processes serve after waiting that long, which an exec's answer always is.
 
     .venv/bin/python bench/api.py [--runs 200] [--seconds 10] [--json PATH]
 
@@ -347,6 +349,26 @@ async def run(
                 times["aiohttp"].append(await lean_exec(sandboxes[0]))
                 times["direct"].append(await direct_exec())
 
+            # The same request back to back and after a pause as long as an exec: what this
+            # host charges a request served after its processes waited that long.
+            pause_s = statistics.median(times["direct"])
+
+            async def health(pause: float) -> float:
+                await asyncio.sleep(pause)
+                t0 = time.perf_counter()
+                async with lean.get("/healthz") as r:
+                    await r.read()
+                elapsed = time.perf_counter() - t0
+                assert r.status == 200, r.status
+                return elapsed
+
+            alone = {
+                "back to back": [await health(0) for _ in range(args.runs)],
+                "a pause as long as an exec before": [
+                    await health(pause_s) for _ in range(args.runs)
+                ],
+            }
+
         print(
             f"exec of `true`, {args.runs} runs each, interleaved ({server.db_kind} behind the "
             f"API; runsc {report.runsc}, platform {direct.platform})"
@@ -410,6 +432,20 @@ async def run(
             )
         else:
             print("(the server sends no Server-Timing: no overhead exec by exec)")
+
+        print(
+            "\nGET /healthz, aiohttp client: back to back, and each after a pause as long as "
+            f"the runtime's median exec ({statistics.median(times['direct']) * 1e3:.1f} ms)"
+        )
+        pauses = report.table(
+            "healthz",
+            Label("when", 34),
+            Column("median ms", "ms", Better.LOWER, width=11),
+            Column("p95 ms", "ms", Better.LOWER, width=10),
+        )
+        pauses.heading()
+        for when, values in alone.items():
+            pauses.row(when, statistics.median(values) * 1e3, pct(values, 95) * 1e3)
 
         print(f"\nexecs per second through the API ({args.seconds:.0f} s per level, 4 sandboxes)")
         throughput = report.table(
