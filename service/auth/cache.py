@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from service.auth.principal import Principal
 from service.db.base import utcnow
-from service.kept import Kept
+from service.kept import Changes, Kept
 
 log = logging.getLogger(__name__)
 
@@ -47,18 +47,9 @@ RETRY_S = (0.5, 1.0, 2.0, 5.0)
 APPLICATION_NAME = "airlock-auth-listener"
 
 
-class _Changes:
-    """A count of the auth changes this process has seen (commits here, notifications)."""
-
-    seen = 0
-
-
-def note_change() -> None:
-    _Changes.seen += 1
-
-
-def _seen() -> int:
-    return _Changes.seen
+# The auth changes this process has seen (commits here, notifications).
+AUTH_CHANGES = Changes()
+note_change = AUTH_CHANGES.note
 
 
 async def auth_changed(session: AsyncSession) -> None:
@@ -75,7 +66,7 @@ class AuthCache:
 
     def __init__(self, ttl_s: float = TTL_S, max_entries: int = MAX_ENTRIES) -> None:
         self.enabled = False
-        self._kept: Kept[bytes, Principal] = Kept(_seen, ttl_s, max_entries)
+        self._kept: Kept[bytes, Principal] = Kept(AUTH_CHANGES, ttl_s, max_entries)
 
     def mark(self) -> int:
         """Taken before a lookup, handed back to `put`."""

@@ -19,7 +19,7 @@ from service.execs.records import Event, ExecRecords, SandboxFacts
 from service.files.target import MIB, Target
 from service.kept import Kept
 from service.sandboxes import service as sandboxes
-from service.sandboxes.lifecycle import changes_seen
+from service.sandboxes.lifecycle import SANDBOX_CHANGES
 from service.tenants.service import quotas_of
 
 # How long a sandbox found running is taken as running without asking the database, unless a
@@ -32,14 +32,14 @@ KNOWN_MAX = 10_000
 class Known:
     """Sandboxes found running, as the runs of their contexts need them: a run in a warm
     context asks the database nothing before it runs. Any state change of a sandbox made in
-    this process (`changes_seen`: a pause, a stop, a failure) forgets them all, and a lookup
+    this process (`SANDBOX_CHANGES`: a pause, a stop, a failure) forgets them all, and a lookup
     that raced one is not kept (service.kept.Kept). Every such change of a sandbox with
     contexts is made here, on the node that runs it; what another process can change (the
     tenant's quotas) is kept at most KNOWN_S. The caller's scope is checked against the kept
     tenant and token binding exactly as the lookup's statement checks it."""
 
     def __init__(self) -> None:
-        self._kept: Kept[str, Target] = Kept(changes_seen, KNOWN_S, KNOWN_MAX)
+        self._kept: Kept[str, Target] = Kept(SANDBOX_CHANGES, KNOWN_S, KNOWN_MAX)
 
     def get(self, principal: Principal, sandbox_id: str) -> Target | None:
         target = self._kept.get(sandbox_id)
@@ -77,7 +77,7 @@ class ContextRecords:
         known = self.known.get(principal, sandbox_id)
         if known is not None:
             return known
-        mark = changes_seen()
+        mark = SANDBOX_CHANGES.seen
         facts = await self.sandbox(principal, sandbox_id)
         sandboxes.require_running(facts)
         assert facts.runtime_id is not None

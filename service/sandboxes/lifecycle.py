@@ -7,26 +7,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.base import utcnow
 from service.db.models import Sandbox, SandboxTransition
+from service.kept import Changes
 from service.sandboxes.states import State, check
 
-
-class _Changes:
-    """State changes of sandboxes this process has made: counted when each is made and again
-    when its transaction commits."""
-
-    seen = 0
-
-
-def changes_seen() -> int:
-    """The count of this process's sandbox state changes: what a cache of sandbox states
-    compares, forgetting what it holds whenever the count moved (a pause, a stop, a failure).
-    Every change of a sandbox's state is made by the process that runs it, through
-    `transition`."""
-    return _Changes.seen
-
-
-def _note_change() -> None:
-    _Changes.seen += 1
+# State changes of sandboxes this process has made, counted when each is made and again when
+# its transaction commits: what a cache of sandbox states compares, forgetting what it holds
+# whenever the count moved (a pause, a stop, a failure). Every change of a sandbox's state is
+# made by the process that runs it, through `transition`.
+SANDBOX_CHANGES = Changes()
 
 
 async def transition(
@@ -36,8 +24,10 @@ async def transition(
     check(current, target)
     # Before the change is written and once more at its commit: a lookup that read the row
     # in between (the old state, still committed) is not kept.
-    _note_change()
-    event.listen(session.sync_session, "after_commit", lambda _session: _note_change(), once=True)
+    SANDBOX_CHANGES.note()
+    event.listen(
+        session.sync_session, "after_commit", lambda _session: SANDBOX_CHANGES.note(), once=True
+    )
     now = utcnow()
     row.state = target.value
     row.updated_at = now

@@ -6,17 +6,9 @@ from __future__ import annotations
 import pytest
 
 from service import kept as kept_module
-from service.kept import Kept
+from service.kept import Changes, Kept
 
 pytestmark = pytest.mark.sqlite
-
-
-class Count:
-    def __init__(self) -> None:
-        self.n = 0
-
-    def __call__(self) -> int:
-        return self.n
 
 
 class Clock:
@@ -27,7 +19,7 @@ class Clock:
 
 def test_an_answer_lapses_after_its_time(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = Clock(monkeypatch)
-    kept: Kept[str, int] = Kept(Count(), ttl_s=5.0, max_entries=10)
+    kept: Kept[str, int] = Kept(Changes(), ttl_s=5.0, max_entries=10)
     kept.put("a", 1, kept.mark())
     clock.now += 4.9
     assert kept.get("a") == 1
@@ -37,27 +29,27 @@ def test_an_answer_lapses_after_its_time(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_a_change_forgets_every_answer() -> None:
-    count = Count()
+    count = Changes()
     kept: Kept[str, int] = Kept(count, ttl_s=60.0, max_entries=10)
     kept.put("a", 1, kept.mark())
     kept.put("b", 2, kept.mark())
-    count.n += 1
+    count.note()
     assert kept.get("b") is None and len(kept) == 0
     kept.put("b", 3, kept.mark())  # after the change: kept again
     assert kept.get("b") == 3
 
 
 def test_a_lookup_that_raced_a_change_is_not_stored() -> None:
-    count = Count()
+    count = Changes()
     kept: Kept[str, int] = Kept(count, ttl_s=60.0, max_entries=10)
     mark = kept.mark()
-    count.n += 1  # a revocation while the lookup ran
+    count.note()  # a revocation while the lookup ran
     kept.put("a", 1, mark)
     assert kept.get("a") is None
 
 
 def test_a_full_store_makes_room_from_its_oldest() -> None:
-    kept: Kept[str, int] = Kept(Count(), ttl_s=60.0, max_entries=2)
+    kept: Kept[str, int] = Kept(Changes(), ttl_s=60.0, max_entries=2)
     kept.put("a", 1, kept.mark())
     kept.put("b", 2, kept.mark())
     kept.put("b", 20, kept.mark())  # a replaced answer takes no room

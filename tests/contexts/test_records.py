@@ -20,7 +20,7 @@ from service.db import models
 from service.db.session import make_engine
 from service.errors import NotFound, SandboxNotUsable
 from service.execs.records import ExecRecords
-from service.sandboxes.lifecycle import changes_seen, transition
+from service.sandboxes.lifecycle import SANDBOX_CHANGES, transition
 from service.sandboxes.states import State
 from tests.conftest import Api, SandboxRecorder
 
@@ -136,7 +136,7 @@ async def test_a_sandbox_found_running_is_asked_again_after_a_state_change(
     # A lookup that raced a change (its mark taken before the change) is not kept.
     await set_row(state="running", runtime_id="rt-3")
     target = await records.running(None, me, sandbox_id)  # type: ignore[arg-type]
-    known, mark = Known(), changes_seen()
+    known, mark = Known(), SANDBOX_CHANGES.seen
     async with sessionmaker() as session, session.begin():
         row = await session.get(models.Sandbox, sandbox_id)
         assert row is not None
@@ -144,5 +144,5 @@ async def test_a_sandbox_found_running_is_asked_again_after_a_state_change(
         await session.rollback()
     known.put(target, mark)
     assert known.get(me, sandbox_id) is None
-    known.put(target, changes_seen())
+    known.put(target, SANDBOX_CHANGES.seen)
     assert known.get(me, sandbox_id) == target
