@@ -210,28 +210,19 @@ own_key() {  # BASE FILE...: the hash of a base image and files
   { podman image inspect --format '{{.Id}}' "$1" && shift && sha256sum "$@"; } |
     sha256sum | cut -c1-16
 }
-# The dependencies' image first: the API's and the node's venv starts from it.
-deps_tag=localhost/airlock-base:$version-deps
-deps_key=$(own_key "localhost/airlock-base:$version" container/Containerfile "$context"/deps/*.whl)
-if [[ $(podman image inspect --format '{{index .Labels "dev.airlock.context-key"}}' \
-  "$deps_tag" 2>/dev/null) == "$deps_key" ]]; then
-  echo "==> $deps_tag is up to date (context $deps_key)" >&2
-else
-  step "$deps_tag: the service's dependencies (podman build --target deps)" \
-    podman build --quiet --pull=never --network=none \
-    --build-arg "VERSION=$version" --target deps \
-    --build-arg "CONTEXT_KEY=$deps_key" \
-    --file container/Containerfile --tag "$deps_tag" "$context"
-fi
 declare -A keys=(
+  [deps]=$(own_key "localhost/airlock-base:$version" container/Containerfile "$context"/deps/*.whl)
   [api]=$context_key
   [node]=$context_key
   [proxy]=$(own_key "localhost/airlock-base:$version-proxy" container/Containerfile)
   [postgres]=$(own_key "localhost/airlock-base:$version-postgres" container/Containerfile \
     container/postgres-entrypoint.sh)
 )
-for target in api node proxy postgres; do
-  tag=localhost/airlock-$target:$version
+# The dependencies' image is a base image of the API's and the node's (their venv starts from
+# it), so it is built first and tagged as one.
+declare -A tags=([deps]=localhost/airlock-base:$version-deps)
+for target in deps api node proxy postgres; do
+  tag=${tags[$target]:-localhost/airlock-$target:$version}
   if [[ $(podman image inspect --format '{{index .Labels "dev.airlock.context-key"}}' \
     "$tag" 2>/dev/null) == "${keys[$target]}" ]]; then
     echo "==> $tag is up to date (context ${keys[$target]})" >&2
