@@ -109,6 +109,8 @@ async def run_review(deps: Deps, review_id: str) -> str:
         await _cleanup(deps, job, stages, sandbox_ids)
         await _finish(stages, "failed", error=f"internal error: {type(exc).__name__}")
         return "failed"
+    finally:
+        baselines.end(job.id)  # a review waiting for this one's run of the base goes on
     await _cleanup(deps, job, stages, sandbox_ids)
     return await _judge(deps, job, stages, ran)
 
@@ -183,10 +185,10 @@ async def _bundle_file(db: Db, job: Job, tmp: Path) -> Path:
 async def _boxes(
     deps: Deps, job: Job, stages: Stages, base_commit: str, sandbox_ids: list[str]
 ) -> Boxes:
-    """The head's sandbox, and where the base's tests will run: a kept baseline; or, with an
-    install step on a runtime that forks, a fork of the head's sandbox made once the base's
-    install ran there; or else a second sandbox when the tenant's quotas allow one (the base
-    then runs in the head's sandbox, first)."""
+    """The head's sandbox, and where the base's tests will run: a kept baseline (one a review
+    running here may keep first is waited for); or, with an install step on a runtime that
+    forks, a fork of the head's sandbox made once the base's install ran there; or else a
+    second sandbox when quotas allow one (or the base runs in the head's sandbox, first)."""
     async with stages.timed("sandbox") as clock:
         try:
             head = await _create(deps, job)
@@ -194,7 +196,10 @@ async def _boxes(
             raise StageFailed(f"sandbox: {error_text(exc)}") from exc
         sandbox_ids.append(head.id)
         key = baselines.key_of(job, base_commit, head)
-        kept = await baselines.find(deps.db, job.tenant_id, key)
+        # Before any of the head's code runs here: the base may still run in this sandbox.
+        kept, waited = await baselines.kept_or_awaited(
+            deps.db, job.tenant_id, key, job.id, job.timeout_s
+        )
         base, share = None, None
         where = f"the base's tests: kept from review {kept[1]}" if kept else ""
         if kept is None and job.install and sandbox_fork.forkable(await deps.holder.get()):
@@ -211,6 +216,8 @@ async def _boxes(
                 sandbox_ids.append(second.id)
                 base = _box(deps, job, second.id)
                 where = f"the base's tests at the same time in {second.id}"
+        if waited:
+            where += f", {waited}" if kept else f" ({waited}, which kept nothing)"
         clock.note(
             detail=f"{head.id} from {head.template or head.image} "
             f"({head.started_from}, {head.runtime}); {where}",
@@ -220,7 +227,9 @@ async def _boxes(
 
 
 def _ttl(job: Job) -> int:
-    return min(job.max_ttl_s, 4 * job.timeout_s + SANDBOX_MARGIN_S)
+    """Room for the base's and the head's install and tests, each within the timeout, and for
+    a wait of the same length for another review's run of the same base."""
+    return min(job.max_ttl_s, 5 * job.timeout_s + SANDBOX_MARGIN_S)
 
 
 async def _create(deps: Deps, job: Job) -> Sandbox:

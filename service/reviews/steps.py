@@ -48,6 +48,7 @@ class Inside:
     infrastructure: list[str] = field(default_factory=list)
     # What the change's Python code newly reaches into (the runner, exits, imports ...).
     reaches: list[str] = field(default_factory=list)
+    base_ended: bool = False  # the base's run is over, its result kept if trusted
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ async def run_inside(job: Job, stages: Stages, boxes: Boxes) -> Inside:
         done.base, source = boxes.kept
         await stages.skipped("baseline", f"kept from review {source}: {_summary(done.base)}")
     elif boxes.base is not None:
-        apart.append(asyncio.create_task(_baseline_apart(job, stages, boxes.base, done)))
+        apart.append(asyncio.create_task(_baseline_apart(job, stages, boxes, boxes.base, done)))
     try:
         await _head(job, stages, boxes, done, apart)
     except BaseException:
@@ -82,9 +83,21 @@ async def run_inside(job: Job, stages: Stages, boxes: Boxes) -> Inside:
         raise
     for task in apart:
         await task
-    if boxes.kept is None and done.base is not None:
-        await baselines.keep(stages.db, job.tenant_id, boxes.key, job.id, done.base)
+    await _base_ended(job, stages, boxes, done)
     return done
+
+
+async def _base_ended(job: Job, stages: Stages, boxes: Boxes, done: Inside) -> None:
+    """The base's result kept for the next review of the same base as soon as the base's run
+    is over (a run with any problem is not), and a review waiting for it told."""
+    if done.base_ended:
+        return
+    done.base_ended = True
+    try:
+        if boxes.kept is None and done.base is not None:
+            await baselines.keep(stages.db, job.tenant_id, boxes.key, job.id, done.base)
+    finally:
+        baselines.end(job.id)
 
 
 async def _head(
@@ -98,7 +111,7 @@ async def _head(
     elif boxes.fork is not None and job.install:
         plugin = await _dependencies(job, stages, boxes, done, apart)
     else:
-        plugin = await _baseline(job, stages, box, done)
+        plugin = await _baseline(job, stages, boxes, done)
     if job.install:
         async with stages.timed("install") as clock:
             result = await box.run(job.install, timeout_s=job.timeout_s)
@@ -219,18 +232,25 @@ async def _versions(box: inside.Box, merge_base: str, path: str) -> gate.Version
     return texts[0], texts[1]
 
 
-async def _baseline(job: Job, stages: Stages, box: inside.Box, done: Inside) -> str:
+async def _baseline(job: Job, stages: Stages, boxes: Boxes, done: Inside) -> str:
     """The base's tests (after its install) with the plugin, in the head's sandbox before any
     of the head's code runs there: the tests the head must keep."""
+    box = boxes.head
     async with stages.timed("baseline") as clock:
         plugin = await box.install_plugin(job.test)
         await _base_run(job, box, plugin, done)
         clock.note("ok" if done.base and done.base.trusted else "failed", _summary(done.base))
+    await _base_ended(job, stages, boxes, done)
     return plugin
 
 
 async def _baseline_apart(
-    job: Job, stages: Stages, box: inside.Box, done: Inside, plugin: str | None = None
+    job: Job,
+    stages: Stages,
+    boxes: Boxes,
+    box: inside.Box,
+    done: Inside,
+    plugin: str | None = None,
 ) -> None:
     """The same, in a sandbox of its own, while the head's steps run in theirs; given the
     plugin, the sandbox is a fork with the base checked out and installed already."""
@@ -247,6 +267,7 @@ async def _baseline_apart(
             "ok" if done.base and done.base.trusted else "failed",
             f"in its own sandbox ({box.sandbox_id}): {_summary(done.base)}",
         )
+    await _base_ended(job, stages, boxes, done)
 
 
 async def _dependencies(
@@ -268,6 +289,7 @@ async def _dependencies(
             done.base = results.unreadable(f"the install failed at the base ({how})")
             clock.note("failed", f"the base's install {_described(result, False)}")
             await stages.skipped("baseline", "the install failed at the base")
+            await _base_ended(job, stages, boxes, done)
             return plugin
         try:
             forked: inside.Box | None = await boxes.fork()
@@ -277,11 +299,12 @@ async def _dependencies(
         else:
             clock.note("ok", f"{said}; forked into {forked.sandbox_id} for the base's tests")
     if forked is not None:
-        apart.append(asyncio.create_task(_baseline_apart(job, stages, forked, done, plugin)))
+        apart.append(asyncio.create_task(_baseline_apart(job, stages, boxes, forked, done, plugin)))
         return plugin
     async with stages.timed("baseline") as clock:
         _, done.base = await _tests(job, box, plugin, inside.BASE_DIR)
         clock.note("ok" if done.base.trusted else "failed", _summary(done.base))
+    await _base_ended(job, stages, boxes, done)
     return plugin
 
 

@@ -6,10 +6,20 @@ sandbox runs the base's tests. Through HTTP on gVisor."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from tests.conftest import Api, Tenant
-from tests.reviews.conftest import BILLING, BROKEN_BILLING, TESTS, git, make_repo, review, stages
+from tests.reviews.conftest import (
+    BILLING,
+    BROKEN_BILLING,
+    TESTS,
+    git,
+    make_repo,
+    review,
+    stages,
+    wait_for,
+)
 
 TEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
@@ -53,6 +63,36 @@ async def test_a_kept_baseline_judges_the_next_review_of_the_same_base(
     stranger = await review(rapi, await rapi.tenant(), repo=str(repo), head="pr-43", test=TEST)
     assert stages(stranger)["baseline"]["outcome"] != "skipped"
     assert stranger["verdict"] == "REQUEST_CHANGES"
+
+
+async def test_reviews_of_one_base_at_the_same_time_run_it_once(rapi: Api, tmp_path: Path) -> None:
+    """Two reviews of the same base submitted together: the second to look waits for the
+    first's run of the base, then is judged against what it kept."""
+    tenant = await rapi.tenant()
+    repo = make_repo(tmp_path, {"billing.py": BILLING, "test_billing.py": TESTS}, {"x.txt": "1"})
+    git(repo, "checkout", "--quiet", "-b", "pr-43", "main")
+    (repo / "billing.py").write_text(BROKEN_BILLING)
+    git(repo, "commit", "--quiet", "-am", "pr-43")
+    git(repo, "checkout", "--quiet", "main")
+
+    ids = []
+    for head in ("pr-42", "pr-43"):
+        body = {"repo": str(repo), "base": "main", "head": head, "test": TEST}
+        r = await rapi.client.post("/v1/reviews", json=body, headers=tenant.headers)
+        assert r.status_code == 202, r.text
+        ids.append(r.json()["id"])
+    good, bad = await asyncio.gather(*(wait_for(rapi, tenant, i) for i in ids))
+    ran, waited = sorted((good, bad), key=lambda r: stages(r)["baseline"]["outcome"] == "skipped")
+    assert stages(ran)["baseline"]["outcome"] == "ok", stages(ran)["baseline"]
+    assert stages(waited)["baseline"]["outcome"] == "skipped", stages(waited)["baseline"]
+    detail = stages(waited)["sandbox"]["detail"]
+    assert f"kept from review {ran['id']}" in detail, detail
+    assert f"waiting for review {ran['id']}, which ran the same base" in detail, detail
+    assert len(_sandbox_ids(waited)) == 1
+    # Each is judged against the one base run.
+    assert (good["verdict"], bad["verdict"]) == ("APPROVE", "REQUEST_CHANGES")
+    assert good["gate"]["base"] == bad["gate"]["base"]
+    assert bad["gate"]["base"]["passed"] == 2
 
 
 async def test_with_room_for_one_sandbox_the_base_runs_first_in_the_same_one(
