@@ -46,7 +46,7 @@ import uvloop
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.tables import Better, Column, Label, Report, json_argument  # noqa: E402
+from bench.tables import MEDIAN_P95, Better, Column, Label, Report, json_argument  # noqa: E402
 from service.db import migrate  # noqa: E402
 from service.runtime import ExecRequest, SandboxSpec, images  # noqa: E402
 from service.runtime.gvisor import GVisorRuntime, destroy_left  # noqa: E402
@@ -376,8 +376,7 @@ async def run(
         latency = report.table(
             "exec of true",
             Label("path", 30),
-            Column("median ms", "ms", Better.LOWER, width=11),
-            Column("p95 ms", "ms", Better.LOWER, width=10),
+            *MEDIAN_P95,
         )
         latency.heading()
         labels = {
@@ -435,13 +434,12 @@ async def run(
 
         print(
             "\nGET /healthz, aiohttp client: back to back, and each after a pause as long as "
-            f"the runtime's median exec ({statistics.median(times['direct']) * 1e3:.1f} ms)"
+            f"the runtime's median exec ({pause_s * 1e3:.1f} ms)"
         )
         pauses = report.table(
             "healthz",
             Label("when", 34),
-            Column("median ms", "ms", Better.LOWER, width=11),
-            Column("p95 ms", "ms", Better.LOWER, width=10),
+            *MEDIAN_P95,
         )
         pauses.heading()
         for when, values in alone.items():

@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from api import local_server, pct  # noqa: E402
 
-from bench.tables import Better, Column, Label, Report, json_argument  # noqa: E402
+from bench.tables import MEDIAN_P95, Better, Column, Label, Report, json_argument  # noqa: E402
 
 QUOTAS = {"execs_per_minute": 1_000_000}
 WARMUP = 5
@@ -95,8 +95,7 @@ async def run(http: aiohttp.ClientSession, auth: dict[str, str], runs: int, repo
     latency = report.table(
         "code in a warm context against an exec",
         Label("path", 40),
-        Column("median ms", "ms", Better.LOWER, width=11),
-        Column("p95 ms", "ms", Better.LOWER, width=10),
+        *MEDIAN_P95,
     )
     latency.heading()
     labels = {

@@ -90,6 +90,13 @@ class Column:
         }
 
 
+# The two columns of a latency table: the median and the 95th percentile, in ms.
+MEDIAN_P95 = (
+    Column("median ms", "ms", Better.LOWER, width=11),
+    Column("p95 ms", "ms", Better.LOWER, width=10),
+)
+
+
 @dataclass
 class Table:
     name: str

@@ -24,6 +24,16 @@ from tests.reviews.conftest import (
 TEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
 
+def _with_a_breaking_change(tmp_path: Path) -> Path:
+    """A repository whose pr-42 is good and whose pr-43 breaks a test that passes at main."""
+    repo = make_repo(tmp_path, {"billing.py": BILLING, "test_billing.py": TESTS}, {"x.txt": "1"})
+    git(repo, "checkout", "--quiet", "-b", "pr-43", "main")
+    (repo / "billing.py").write_text(BROKEN_BILLING)
+    git(repo, "commit", "--quiet", "-am", "pr-43")
+    git(repo, "checkout", "--quiet", "main")
+    return repo
+
+
 def _sandbox_ids(report: dict) -> set[str]:
     return {e for e in stages(report)["cleanup"]["detail"].split(" destroyed")[0].split(", ")}
 
@@ -32,11 +42,7 @@ async def test_a_kept_baseline_judges_the_next_review_of_the_same_base(
     rapi: Api, tmp_path: Path
 ) -> None:
     tenant = await rapi.tenant()
-    repo = make_repo(tmp_path, {"billing.py": BILLING, "test_billing.py": TESTS}, {"x.txt": "1"})
-    git(repo, "checkout", "--quiet", "-b", "pr-43", "main")
-    (repo / "billing.py").write_text(BROKEN_BILLING)
-    git(repo, "commit", "--quiet", "-am", "pr-43")
-    git(repo, "checkout", "--quiet", "main")
+    repo = _with_a_breaking_change(tmp_path)
 
     first = await review(rapi, tenant, repo=str(repo), head="pr-42", test=TEST)
     assert first["verdict"] == "APPROVE", first["reasoning"]
@@ -69,11 +75,7 @@ async def test_reviews_of_one_base_at_the_same_time_run_it_once(rapi: Api, tmp_p
     """Two reviews of the same base submitted together: the second to look waits for the
     first's run of the base, then is judged against what it kept."""
     tenant = await rapi.tenant()
-    repo = make_repo(tmp_path, {"billing.py": BILLING, "test_billing.py": TESTS}, {"x.txt": "1"})
-    git(repo, "checkout", "--quiet", "-b", "pr-43", "main")
-    (repo / "billing.py").write_text(BROKEN_BILLING)
-    git(repo, "commit", "--quiet", "-am", "pr-43")
-    git(repo, "checkout", "--quiet", "main")
+    repo = _with_a_breaking_change(tmp_path)
 
     ids = []
     for head in ("pr-42", "pr-43"):
