@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import http.client
 import json
 import os
 import secrets
@@ -196,10 +197,13 @@ def proxy_command(directory: Path, spec: dict, env: dict[str, str]) -> list[str]
 
 
 def ready(url: str) -> bool:
+    """A process not yet listening is not ready, whatever answers on its port meanwhile: a probe
+    whose ephemeral port is the port it dials connects to itself and reads its own request back
+    (an `http.client.HTTPException`)."""
     try:
         with urllib.request.urlopen(f"{url}/readyz", timeout=2) as response:  # noqa: S310 (loopback)
             return response.status == 200
-    except (urllib.error.URLError, OSError):
+    except (urllib.error.URLError, http.client.HTTPException, OSError):
         return False
 
 

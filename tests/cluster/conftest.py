@@ -40,9 +40,12 @@ T = TypeVar("T")
 
 def _free_base() -> int:
     """A port P with P+1..P+2, P+11..P+12 and P+21..P+22 free (the replicas', the nodes' and
-    the proxies' ports)."""
+    the proxies' ports), below the kernel's ephemeral range: a port in it can be taken by any
+    outgoing connection meanwhile, the readiness probe's own included (which then connects to
+    itself)."""
+    ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     for _ in range(100):
-        base = 20000 + secrets.randbelow(20000)
+        base = 20000 + secrets.randbelow(max(ephemeral - 20000 - 30, 1000))
         try:
             for port in (base + 1, base + 2, base + 11, base + 12, base + 21, base + 22):
                 with socket.socket() as s:
