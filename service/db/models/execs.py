@@ -17,7 +17,13 @@ class Exec(Base):
     __table_args__ = (
         sa.Index("ix_execs_sandbox_id_id", "sandbox_id", "id"),
         sa.Index("ix_execs_tenant_id_created_at", "tenant_id", "created_at"),
-        sa.Index("ix_execs_state", "state"),
+        # The running execs of a tenant (what `max_running_execs` counts at each start).
+        sa.Index(
+            "ix_execs_running",
+            "tenant_id",
+            postgresql_where=sa.text("state = 'running'"),
+            sqlite_where=sa.text("state = 'running'"),
+        ),
         # The oldest finished execs of a tenant that still hold output: what a trim deletes.
         sa.Index(
             "ix_execs_tenant_id_stored",
