@@ -152,7 +152,7 @@ async def local_cluster(
         try:
             subprocess.run(  # noqa: ASYNC221
                 [*script, "start", "--dir", str(directory), "--nodes", str(nodes),
-                 "--apis", str(apis), "--port", str(free_port() % 20000 + 30000),
+                 "--apis", str(apis), "--port", "0",
                  "--database", database, "--admin-url", admin,
                  "--images", str(REPO / ".airlock" / "images")],
                 env=cluster_env, check=True, stdout=subprocess.DEVNULL,

@@ -33,6 +33,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -207,6 +208,23 @@ def ready(url: str) -> bool:
         return False
 
 
+def free_base(offsets: list[int]) -> int:
+    """A base port whose every offset is free now, below the kernel's ephemeral range: a port in
+    that range can be taken meanwhile by any outgoing connection, the readiness probe's own
+    included (which then connects to itself)."""
+    ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(100):
+        base = 20000 + secrets.randbelow(max(ephemeral - 20000 - 30, 1000))
+        try:
+            for offset in offsets:
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", base + offset))
+        except OSError:
+            continue
+        return base
+    raise SystemExit("cluster: no free range of ports below the ephemeral ones")
+
+
 def alive(pid: int) -> bool:
     """Running: a process killed but not yet reaped by its parent (a zombie) is not."""
     try:
@@ -256,6 +274,10 @@ def start(args: argparse.Namespace) -> int:
         for p in json.loads((directory / "cluster.json").read_text())["processes"]
     ):
         raise SystemExit(f"cluster: already running in {directory} (scripts/cluster.sh stop)")
+    if args.port == 0:
+        args.port = free_base(
+            [*range(1, args.apis + 1), *range(11, 11 + args.nodes), *range(21, 21 + args.apis)]
+        )
     database_url = asyncio.run(ensure_database(args.admin_url, args.database))
     env = base_env(database_url)
     env |= shared_keys(directory / "shared", env)
@@ -431,7 +453,8 @@ def main(argv: list[str] | None = None) -> int:
         "--port",
         type=int,
         default=8100,
-        help="replica j on PORT+j, node i on PORT+10+i, replica j's nginx on PORT+20+j",
+        help="replica j on PORT+j, node i on PORT+10+i, replica j's nginx on PORT+20+j "
+        "(0: a free range below the kernel's ephemeral ports)",
     )
     up.add_argument("--database", default="airlock_cluster")
     up.add_argument(

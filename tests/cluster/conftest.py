@@ -14,7 +14,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -36,24 +35,6 @@ REPO = Path(__file__).resolve().parents[2]
 SHARED_STATE = Path(os.environ.get("AIRLOCK_STATE_DIR") or REPO / ".airlock").resolve()
 LEASE_S = 6.0
 T = TypeVar("T")
-
-
-def _free_base() -> int:
-    """A port P with P+1..P+2, P+11..P+12 and P+21..P+22 free (the replicas', the nodes' and
-    the proxies' ports), below the kernel's ephemeral range: a port in it can be taken by any
-    outgoing connection meanwhile, the readiness probe's own included (which then connects to
-    itself)."""
-    ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    for _ in range(100):
-        base = 20000 + secrets.randbelow(max(ephemeral - 20000 - 30, 1000))
-        try:
-            for port in (base + 1, base + 2, base + 11, base + 12, base + 21, base + 22):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no free ports")
 
 
 @dataclass
@@ -218,7 +199,7 @@ async def cluster(
     started = await asyncio.to_thread(
         subprocess.run,
         ["bash", str(REPO / "scripts/cluster.sh"), "start", "--dir", str(directory),
-         "--nodes", "2", "--apis", "2", "--port", str(_free_base()), "--database", database,
+         "--nodes", "2", "--apis", "2", "--port", "0", "--database", database,
          "--images", str(SHARED_STATE / "images")],
         env=env, capture_output=True, text=True,
     )  # fmt: skip
